@@ -1,0 +1,60 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Dependencies point down only (see the module map in README.md):
+//   pocketmesh (cmd) -> MeshDaemon -> MeshSession, MeshStore -> MeshLink, MeshAir -> MeshCompanion
+let package = Package(
+    name: "pocketmesh",
+    products: [
+        .executable(name: "pocketmesh", targets: ["pocketmesh"]),
+        .library(name: "MeshCompanion", targets: ["MeshCompanion"]),
+        .library(name: "MeshAir", targets: ["MeshAir"]),
+        .library(name: "MeshSession", targets: ["MeshSession"]),
+        .library(name: "MeshSim", targets: ["MeshSim"]),
+        .library(name: "MeshStore", targets: ["MeshStore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
+    ],
+    targets: [
+        // Companion frames: codes, zero-copy decoders, encoders, serial/TCP framing. Standard library only.
+        .target(name: "MeshCompanion"),
+        // On-air packets and their crypto.
+        .target(name: "MeshAir", dependencies: [
+            "MeshCompanion",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CryptoExtras", package: "swift-crypto"),
+            .product(name: "BigInt", package: "BigInt"),
+        ]),
+        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        // Byte links (serial, TCP, BLE), discovery and the poll loop.
+        .target(name: "MeshLink", dependencies: ["MeshCompanion", "CUdev", "CBluetooth"]),
+        // One conversation with one radio.
+        .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
+        // Flat-file persistence.
+        .target(name: "MeshStore", dependencies: ["MeshCompanion"]),
+        // Simulated radios and the air between them.
+        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
+        // The long-running service.
+        .target(name: "MeshDaemon", dependencies: ["MeshSession", "MeshStore", "MeshLink"]),
+        .executableTarget(
+            name: "pocketmesh",
+            dependencies: [
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshStore", "MeshSim", "MeshDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "cmd/pocketmesh"
+        ),
+        .testTarget(name: "MeshCompanionTests", dependencies: ["MeshCompanion"]),
+        .testTarget(name: "MeshAirTests", dependencies: ["MeshAir"]),
+        .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
+        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshSim"]),
+        .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
+        .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
+        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

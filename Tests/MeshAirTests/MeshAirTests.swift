@@ -1,0 +1,4 @@
+import Testing
+@testable import MeshAir
+
+@Test func MeshAirBuilds() { #expect(true) }

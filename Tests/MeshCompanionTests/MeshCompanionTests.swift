@@ -1,0 +1,4 @@
+import Testing
+@testable import MeshCompanion
+
+@Test func MeshCompanionBuilds() { #expect(true) }

@@ -1,0 +1,4 @@
+import Testing
+@testable import MeshDaemon
+
+@Test func MeshDaemonBuilds() { #expect(true) }

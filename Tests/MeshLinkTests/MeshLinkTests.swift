@@ -1,0 +1,4 @@
+import Testing
+@testable import MeshLink
+
+@Test func MeshLinkBuilds() { #expect(true) }

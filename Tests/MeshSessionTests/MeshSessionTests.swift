@@ -1,0 +1,4 @@
+import Testing
+@testable import MeshSession
+
+@Test func MeshSessionBuilds() { #expect(true) }

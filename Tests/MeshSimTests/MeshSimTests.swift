@@ -1,0 +1,4 @@
+import Testing
+@testable import MeshSim
+
+@Test func MeshSimBuilds() { #expect(true) }

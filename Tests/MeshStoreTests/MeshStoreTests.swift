@@ -1,0 +1,4 @@
+import Testing
+@testable import MeshStore
+
+@Test func MeshStoreBuilds() { #expect(true) }

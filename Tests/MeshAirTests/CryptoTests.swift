@@ -128,8 +128,8 @@ import Crypto
 
     @Test func textAckCodes() throws {
         let text = Array("Hello".utf8)
-        #expect(hexOf(TextAck.code(timestamp: 1_700_000_000, txtType: 0, attempt: 0, text: text, sender: Vectors.a.publicKey)) == "918d0c8e")
-        #expect(hexOf(TextAck.code(timestamp: 1_700_000_000, txtType: 0, attempt: 1, text: text, sender: Vectors.a.publicKey)) == "b28cd4bc")
+        #expect(TextAck.code(timestamp: 1_700_000_000, txtType: 0, attempt: 0, text: text, sender: Vectors.a.publicKey).hex == "918d0c8e")
+        #expect(TextAck.code(timestamp: 1_700_000_000, txtType: 0, attempt: 1, text: text, sender: Vectors.a.publicKey).hex == "b28cd4bc")
     }
 
     @Test func airtime() {

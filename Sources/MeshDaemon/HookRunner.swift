@@ -84,6 +84,8 @@ public final class HookRunner {
 
     public init(config: Config) throws(SystemError) {
         self.config = config
+        // A hook that exits without reading its stdin must not kill the daemon with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         try UnixSocket.makeDirectory(config.dir)
         if let text = StateFile.readString(config.dir + "/cursor"),
            let v = UInt64(text.filter { !$0.isWhitespace }) {

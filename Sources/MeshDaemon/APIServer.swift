@@ -25,6 +25,11 @@ public final class APIServer {
     public var onRequest: (DaemonRequest, ClientID) -> DaemonResponse? = { req, _ in
         DaemonResponse(id: req.id, error: DaemonError(.unsupported, "no handler"))
     }
+    /// After `{"op":"tunnel"}` the connection carries companion frames ('<' + u16 length + payload
+    /// from the client, '>' frames back): each frame from the client comes here.
+    public var onTunnelFrame: (ClientID, UnsafeRawBufferPointer) -> Void = { _, _ in }
+    /// Answers a tunnel request: extra response fields, or an error to refuse it.
+    public var onTunnelOpen: (DaemonRequest, ClientID) -> Result<[(String, JSON)], DaemonError> = { _, _ in .success([]) }
     /// Called when a client goes away (so deferred work for it can be dropped).
     public var onDisconnect: (ClientID) -> Void = { _ in }
     public var log: (String) -> Void = { _ in }
@@ -42,6 +47,7 @@ public final class APIServer {
         var subscribed = false
         var readClosed = false
         var pending = 0
+        var tunnel: StreamDeframer? = nil
         init(fd: Int32) { self.fd = fd }
         var unsent: Int { output.count - outputStart }
     }
@@ -51,6 +57,18 @@ public final class APIServer {
 
     public var clientCount: Int { clients.count }
     public var subscriberCount: Int { clients.values.filter(\.subscribed).count }
+    public var tunnelClients: [ClientID] { clients.filter { $0.value.tunnel != nil }.map(\.key) }
+
+    /// Sends one companion frame ('>' + length + payload) to a tunnel client.
+    public func sendFrame(_ payload: [UInt8], to id: ClientID) {
+        guard let c = clients[id], c.tunnel != nil else { return }
+        c.output.append(contentsOf: StreamDeframer.frame(payload, marker: UInt8(ascii: ">")))
+        if c.unsent > limits.maxOutput {
+            drop(id, reason: "tunnel client has \(c.unsent) unread bytes (limit \(limits.maxOutput)); disconnected")
+            return
+        }
+        flush(id, c)
+    }
 
     public init(path: String, limits: Limits = Limits()) throws(SystemError) {
         self.path = path
@@ -169,6 +187,10 @@ public final class APIServer {
 
     private func consume(_ bytes: ArraySlice<UInt8>, _ id: ClientID, _ c: Client) {
         var rest = bytes[...]
+        if c.tunnel != nil {
+            feedTunnel(rest, id, c)
+            return
+        }
         while let nl = rest.firstIndex(of: 0x0A) {
             let part = rest[rest.startIndex..<nl]
             rest = rest[(nl + 1)...]
@@ -187,6 +209,10 @@ public final class APIServer {
             c.input.removeAll(keepingCapacity: true)
             handleLine(line, id, c)
             if clients[id] == nil { return }
+            if c.tunnel != nil {
+                feedTunnel(rest, id, c)
+                return
+            }
         }
         if c.discarding { return }
         if c.input.count + rest.count > limits.maxLine {
@@ -196,6 +222,14 @@ public final class APIServer {
         } else {
             c.input.append(contentsOf: rest)
         }
+    }
+
+    private func feedTunnel(_ bytes: ArraySlice<UInt8>, _ id: ClientID, _ c: Client) {
+        guard var deframer = c.tunnel else { return }
+        bytes.withUnsafeBytes { raw in
+            deframer.feed(raw) { frame in onTunnelFrame(id, frame) }
+        }
+        if clients[id] != nil { c.tunnel = deframer }
     }
 
     private func tooLong(_ id: ClientID, _ c: Client) {
@@ -212,6 +246,16 @@ public final class APIServer {
         case .failure(let f):
             enqueue(DaemonResponse(id: f.id, error: f.error).json, to: id, c)
         case .success(let req):
+            if req.op == .tunnel {
+                switch onTunnelOpen(req, id) {
+                case .success(let fields):
+                    enqueue(DaemonResponse(id: req.id, ok: [("tunnel", .bool(true))] + fields).json, to: id, c)
+                    c.tunnel = StreamDeframer(marker: UInt8(ascii: "<"))
+                case .failure(let e):
+                    enqueue(DaemonResponse(id: req.id, error: e).json, to: id, c)
+                }
+                return
+            }
             if req.op == .subscribe {
                 c.subscribed = true
                 enqueue(DaemonResponse(id: req.id, ok: [("subscribed", .bool(true))]).json, to: id, c)

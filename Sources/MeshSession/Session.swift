@@ -1,0 +1,715 @@
+/// One conversation with one companion radio, without I/O.
+///
+/// Feed it every decoded frame payload (`receive`) and the time (`tick`); take the frames it
+/// wants sent (`nextFrame`, payload only: the shell adds the `<` + length header), the events it
+/// produced (`nextEvent`) and the time it next needs to be woken (`nextDeadline`).
+///
+/// One command is in flight at a time; the rest wait in a FIFO. Responses (code < 0x80) complete
+/// the command in flight when their code is one it expects; pushes (≥ 0x80) are routed by code
+/// wherever they arrive, including inside a contacts listing.
+public final class Session {
+    public enum State: Sendable, Equatable { case idle, handshaking, ready, failed, closed }
+
+    public enum SubmitError: Error, Equatable {
+        /// The command queue is full (`commandCapacity`); try again after replies arrive.
+        case queueFull
+        /// Text longer than the radio accepts (160 bytes; 158 from the fifth attempt on).
+        case textTooLong(limit: Int)
+        /// A public key must be 32 bytes.
+        case badPublicKey
+        /// The session is closed or its handshake failed.
+        case notUsable
+    }
+
+    /// What completes a command.
+    public enum Expectation: Sendable, Equatable {
+        /// A single response whose code is in the set (ERR and DISABLED always complete).
+        case codes(CodeSet)
+        /// CONTACTS_START, CONTACT…, END_OF_CONTACTS.
+        case contacts
+        /// No response at all (REBOOT): done once handed out.
+        case noReply
+        /// The first response of any code (raw frames).
+        case anyResponse
+    }
+
+    public let config: SessionConfig
+    public private(set) var state: State = .idle
+    public private(set) var deviceInfo: [UInt8]? = nil
+    public private(set) var selfInfo: [UInt8]? = nil
+    /// The highest contact `lastmod` seen in any listing (for `since`; END can report 0).
+    public private(set) var contactsLastmod: UInt32 = 0
+    /// Events dropped because the event queue was full.
+    public private(set) var droppedEvents: Int = 0
+    /// Maximum commands waiting behind the one in flight; `submit` throws `.queueFull` beyond.
+    public let commandCapacity = 256
+
+    // MARK: commands
+    enum Purpose {
+        case user(Ticket)
+        case deviceQuery
+        case appStart
+        case clock
+        case drain
+        case dmSend(Ticket)
+        case dmResetPath(Ticket)
+        case request(Ticket, RemoteRequest)
+    }
+
+    struct Command {
+        var frame: [UInt8]
+        var expect: Expectation
+        var timeout: UInt64
+        var purpose: Purpose
+    }
+
+    var queue: [Command] = []
+    var inFlight: Command? = nil
+    var inFlightDeadline: UInt64 = 0
+    var listing: ContactListing? = nil
+    var outbox: [[UInt8]] = []
+    var events: [SessionEvent] = []
+    var eventHead = 0
+    var nextTicket: Ticket = 1
+
+    // MARK: drain
+    var draining = false
+    var drainAgain = false
+
+    // MARK: direct messages
+    enum MessageState { case waiting, sending, awaitingAck(deadline: UInt64) }
+    struct OutgoingMessage {
+        var ticket: Ticket
+        var publicKey: [UInt8]
+        var text: [UInt8]
+        var timestamp: UInt32
+        var attempt = 0
+        var flood = false
+        var tags: [UInt32] = []
+        var state: MessageState = .waiting
+    }
+    var messages: [OutgoingMessage] = []
+
+    // MARK: remote requests
+    enum RequestState { case sending, awaiting(deadline: UInt64) }
+    struct ActiveRequest {
+        var ticket: Ticket
+        var request: RemoteRequest
+        var tag: UInt32 = 0
+        var state: RequestState = .sending
+    }
+    /// The radio's single pending-request slot (login, status, telemetry, binary, anon, discovery).
+    var slotRequest: ActiveRequest? = nil
+    /// A repeater CLI command waiting for its txt_type 1 reply.
+    var commandRequest: ActiveRequest? = nil
+    /// Traces waiting for their TRACE_DATA push, matched by tag (at most `traceCapacity`; the oldest is superseded).
+    var traces: [ActiveRequest] = []
+    let traceCapacity = 8
+
+    public init(config: SessionConfig = SessionConfig()) {
+        self.config = config
+    }
+
+    // MARK: - Shell interface
+
+    /// Queues the handshake (DEVICE_QUERY, APP_START, optional clock sync, optional drain)
+    /// ahead of anything already submitted.
+    public func start(now: UInt64) {
+        guard state == .idle else { return }
+        state = .handshaking
+        var head: [Command] = []
+        head.append(Command(frame: [Cmd.deviceQuery, config.appVersion], expect: .codes(CodeSet(Resp.deviceInfo)),
+                            timeout: config.commandTimeout, purpose: .deviceQuery))
+        // TODO(companion): use the APP_START encoder.
+        var appStart: [UInt8] = [Cmd.appStart, 0x03, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20]
+        appStart.append(contentsOf: Array(config.appName.utf8.prefix(168)))
+        head.append(Command(frame: appStart, expect: .codes(CodeSet(Resp.selfInfo)),
+                            timeout: config.commandTimeout, purpose: .appStart))
+        if let epoch = config.clockEpoch {
+            var f: [UInt8] = [Cmd.setDeviceTime]
+            appendU32(&f, epoch)
+            head.append(Command(frame: f, expect: .codes(CodeSet(Resp.ok)), timeout: config.commandTimeout, purpose: .clock))
+        }
+        if config.drainOnStart {
+            draining = true
+            head.append(syncCommand())
+        }
+        queue.insert(contentsOf: head, at: 0)
+        pump(now: now)
+    }
+
+    /// The next frame payload to write to the radio, if any.
+    public func nextFrame() -> [UInt8]? {
+        outbox.isEmpty ? nil : outbox.removeFirst()
+    }
+
+    /// The next event, if any.
+    public func nextEvent() -> SessionEvent? {
+        guard eventHead < events.count else {
+            if eventHead > 0 { events.removeAll(keepingCapacity: true); eventHead = 0 }
+            return nil
+        }
+        let e = events[eventHead]
+        eventHead += 1
+        if eventHead == events.count { events.removeAll(keepingCapacity: true); eventHead = 0 }
+        return e
+    }
+
+    /// The earliest time at which `tick` has work to do.
+    public var nextDeadline: UInt64? {
+        var d: UInt64? = inFlight == nil ? nil : inFlightDeadline
+        func consider(_ t: UInt64) { if d == nil || t < d! { d = t } }
+        for m in messages { if case .awaitingAck(let t) = m.state { consider(t) } }
+        if let r = slotRequest, case .awaiting(let t) = r.state { consider(t) }
+        if let r = commandRequest, case .awaiting(let t) = r.state { consider(t) }
+        for r in traces { if case .awaiting(let t) = r.state { consider(t) } }
+        return d
+    }
+
+    /// True while anything is queued, in flight or awaited.
+    public var isBusy: Bool {
+        inFlight != nil || !queue.isEmpty || !messages.isEmpty || slotRequest != nil || commandRequest != nil
+            || !traces.isEmpty || draining
+    }
+
+    /// Handles every deadline that has passed at `now`.
+    public func tick(now: UInt64) {
+        if inFlight != nil, now >= inFlightDeadline {
+            finishInFlight(.timeout, frame: nil, now: now)
+        }
+        let expired = messages.compactMap { m -> Ticket? in
+            if case .awaitingAck(let t) = m.state, now >= t { return m.ticket }
+            return nil
+        }
+        for t in expired {
+            if let i = messages.firstIndex(where: { $0.ticket == t }) { ackTimedOut(index: i, now: now) }
+        }
+        if let r = slotRequest, case .awaiting(let t) = r.state, now >= t {
+            slotRequest = nil
+            emit(.request(r.ticket, .timeout))
+        }
+        if let r = commandRequest, case .awaiting(let t) = r.state, now >= t {
+            commandRequest = nil
+            emit(.request(r.ticket, .timeout))
+        }
+        traces.removeAll { r in
+            if case .awaiting(let t) = r.state, now >= t { emit(.request(r.ticket, .timeout)); return true }
+            return false
+        }
+        pump(now: now)
+    }
+
+    /// Feeds one decoded frame payload (code byte first).
+    public func receive(frame: [UInt8], now: UInt64) {
+        frame.withUnsafeBytes { receive(frame: $0, now: now) }
+    }
+
+    /// Feeds one decoded frame payload (code byte first). The bytes are only borrowed.
+    public func receive(frame b: UnsafeRawBufferPointer, now: UInt64) {
+        guard let code = b.first, state != .closed else { return }
+        if code >= 0x80 {
+            handlePush(code, b, now: now)
+        } else {
+            handleResponse(code, b, now: now)
+        }
+        pump(now: now)
+    }
+
+    /// Ends the session: everything queued, in flight or awaited finishes as cancelled.
+    public func close() {
+        guard state != .closed else { return }
+        state = .closed
+        if let c = inFlight { inFlight = nil; cancel(c) }
+        let q = queue
+        queue.removeAll()
+        for c in q { cancel(c) }
+        for m in messages { emit(.delivery(m.ticket, .cancelled)) }
+        messages.removeAll()
+        if let r = slotRequest { emit(.request(r.ticket, .cancelled)) }
+        if let r = commandRequest { emit(.request(r.ticket, .cancelled)) }
+        for r in traces { emit(.request(r.ticket, .cancelled)) }
+        slotRequest = nil; commandRequest = nil; traces.removeAll()
+        draining = false
+        outbox.removeAll()
+    }
+
+    // MARK: - Submitting work
+
+    /// Queues a command frame; `.reply(ticket, …)` reports its outcome.
+    @discardableResult
+    public func submit(frame: [UInt8], expecting: Expectation, timeout: UInt64? = nil, now: UInt64) throws(SubmitError) -> Ticket {
+        try checkUsable()
+        guard queue.count < commandCapacity else { throw .queueFull }
+        let t = takeTicket()
+        queue.append(Command(frame: frame, expect: expecting, timeout: timeout ?? config.commandTimeout, purpose: .user(t)))
+        pump(now: now)
+        return t
+    }
+
+    /// Queues a command that completes with RESP_CODE_OK.
+    @discardableResult
+    public func submit(frame: [UInt8], expecting code: UInt8, timeout: UInt64? = nil, now: UInt64) throws(SubmitError) -> Ticket {
+        try submit(frame: frame, expecting: .codes(CodeSet(code)), timeout: timeout, now: now)
+    }
+
+    /// Lists contacts (GET_CONTACTS). `since` filters to lastmod strictly greater; pass
+    /// `contactsLastmod` for an incremental sync.
+    @discardableResult
+    public func listContacts(since: UInt32? = nil, timeout: UInt64? = nil, now: UInt64) throws(SubmitError) -> Ticket {
+        var f: [UInt8] = [Cmd.getContacts]
+        if let s = since { appendU32(&f, s) }
+        return try submit(frame: f, expecting: .contacts, timeout: timeout, now: now)
+    }
+
+    /// Starts draining the radio's message queue (SYNC_NEXT_MESSAGE until NO_MORE_MESSAGES).
+    public func drain(now: UInt64) {
+        guard state == .ready || state == .handshaking || state == .idle else { return }
+        if draining { drainAgain = true; return }
+        draining = true
+        queue.insert(syncCommand(), at: 0)
+        pump(now: now)
+    }
+
+    /// Sends a direct message with ACK tracking and retries; `.delivery(ticket, …)` reports progress.
+    @discardableResult
+    public func sendText(to publicKey: [UInt8], text: [UInt8], timestamp: UInt32, now: UInt64) throws(SubmitError) -> Ticket {
+        try checkUsable()
+        guard publicKey.count == 32 else { throw .badPublicKey }
+        let limit = config.sendAttempts > 4 ? 158 : 160
+        guard text.count <= limit else { throw .textTooLong(limit: limit) }
+        guard queue.count < commandCapacity else { throw .queueFull }
+        let t = takeTicket()
+        messages.append(OutgoingMessage(ticket: t, publicKey: publicKey, text: text, timestamp: timestamp))
+        startWaitingMessages(now: now)
+        pump(now: now)
+        return t
+    }
+
+    /// Sends a channel text (SEND_CHANNEL_TXT_MSG); the radio answers OK, there is no ACK.
+    @discardableResult
+    public func sendChannelText(index: UInt8, text: [UInt8], timestamp: UInt32, now: UInt64) throws(SubmitError) -> Ticket {
+        guard text.count <= 160 else { throw .textTooLong(limit: 160) }
+        // TODO(companion): use the SEND_CHANNEL_TXT_MSG encoder.
+        var f: [UInt8] = [Cmd.sendChannelTxtMsg, 0, index]
+        appendU32(&f, timestamp)
+        f.append(contentsOf: text)
+        return try submit(frame: f, expecting: .codes(CodeSet(Resp.ok)), now: now)
+    }
+
+    /// Sends a request to a remote node; `.request(ticket, …)` reports SENT, then the reply,
+    /// a timeout, or that a newer request superseded it.
+    @discardableResult
+    public func request(_ r: RemoteRequest, now: UInt64) throws(SubmitError) -> Ticket {
+        try checkUsable()
+        if case .trace = r {} else { guard r.publicKey.count == 32 else { throw .badPublicKey } }
+        guard queue.count < commandCapacity else { throw .queueFull }
+        let frame: [UInt8]
+        // TODO(companion): use the request encoders.
+        switch r {
+        case .login(let k, let password):
+            frame = [Cmd.sendLogin] + k + Array(password.utf8.prefix(15))
+        case .status(let k):
+            frame = [Cmd.sendStatusReq] + k
+        case .telemetry(let k):
+            frame = [Cmd.sendTelemetryReq, 0, 0, 0] + k
+        case .binary(let k, let data):
+            frame = [Cmd.sendBinaryReq] + k + data
+        case .anon(let k, let data):
+            frame = [Cmd.sendAnonReq] + k + data
+        case .pathDiscovery(let k):
+            frame = [Cmd.sendPathDiscoveryReq, 0] + k
+        case .command(let k, let text, let ts):
+            let bytes = Array(text.utf8)
+            guard bytes.count <= 160 else { throw .textTooLong(limit: 160) }
+            var f: [UInt8] = [Cmd.sendTxtMsg, 1, 0]
+            appendU32(&f, ts)
+            f.append(contentsOf: k.prefix(6))
+            f.append(contentsOf: bytes)
+            frame = f
+        case .trace(let tag, let auth, let flags, let path):
+            var f: [UInt8] = [Cmd.sendTracePath]
+            appendU32(&f, tag)
+            appendU32(&f, auth)
+            f.append(flags)
+            f.append(contentsOf: path)
+            frame = f
+        }
+        let t = takeTicket()
+        queue.append(Command(frame: frame, expect: .codes(CodeSet(Resp.sent)), timeout: config.commandTimeout,
+                             purpose: .request(t, r)))
+        pump(now: now)
+        return t
+    }
+
+    // MARK: - Internals
+
+    func takeTicket() -> Ticket {
+        let t = nextTicket
+        nextTicket = nextTicket == Ticket.max ? 1 : nextTicket + 1
+        return t
+    }
+
+    func checkUsable() throws(SubmitError) {
+        if state == .closed || state == .failed { throw .notUsable }
+    }
+
+    func emit(_ e: SessionEvent) {
+        if events.count - eventHead >= config.eventCapacity {
+            eventHead += 1
+            droppedEvents += 1
+        }
+        events.append(e)
+    }
+
+    func syncCommand() -> Command {
+        Command(frame: [Cmd.syncNextMessage], expect: .codes(CodeSet(Resp.contactMsgRecv, Resp.channelMsgRecv,
+            Resp.contactMsgRecvV3, Resp.channelMsgRecvV3, Resp.channelDataRecv, Resp.noMoreMessages)),
+            timeout: config.commandTimeout, purpose: .drain)
+    }
+
+    /// Puts the next queued command in flight when nothing is.
+    func pump(now: UInt64) {
+        while inFlight == nil, !queue.isEmpty, state == .handshaking || state == .ready {
+            let c = queue.removeFirst()
+            outbox.append(c.frame)
+            if case .request(let t, let r) = c.purpose { took(request: r, ticket: t) }
+            if c.expect == .noReply {
+                complete(c, .sent, frame: nil, now: now)
+                continue
+            }
+            inFlight = c
+            inFlightDeadline = now &+ c.timeout
+            listing = nil
+        }
+    }
+
+    /// The request's command is going out: the firmware clears its pending slot now.
+    func took(request r: RemoteRequest, ticket t: Ticket) {
+        let active = ActiveRequest(ticket: t, request: r)
+        if r.usesRadioSlot {
+            if let old = slotRequest { emit(.request(old.ticket, .superseded)) }
+            slotRequest = active
+        } else if case .command = r {
+            if let old = commandRequest { emit(.request(old.ticket, .superseded)) }
+            commandRequest = active
+        } else {
+            if traces.count >= traceCapacity { emit(.request(traces.removeFirst().ticket, .superseded)) }
+            traces.append(active)
+        }
+    }
+
+    func handleResponse(_ code: UInt8, _ b: UnsafeRawBufferPointer, now: UInt64) {
+        guard let c = inFlight else { emit(.unexpected(Array(b))); return }
+        switch c.expect {
+        case .contacts:
+            switch code {
+            case Resp.contactsStart where b.count >= 5:
+                listing = ContactListing(records: [], total: readU32(b, 1), lastmod: 0)
+                inFlightDeadline = now &+ c.timeout
+            case Resp.contact where b.count >= 148:
+                if listing == nil { listing = ContactListing(records: [], total: 0, lastmod: 0) }
+                listing!.records.append(Array(b[0..<148]))
+                let lm = readU32(b, 144)
+                if lm > listing!.lastmod { listing!.lastmod = lm }
+                if lm > contactsLastmod { contactsLastmod = lm }
+                inFlightDeadline = now &+ c.timeout
+            case Resp.endOfContacts:
+                let l = listing ?? ContactListing(records: [], total: 0, lastmod: 0)
+                finishInFlight(.contacts(l), frame: b, now: now)
+            case Resp.err:
+                finishInFlight(.error(b.count > 1 ? b[1] : 0), frame: b, now: now)
+            default:
+                emit(.unexpected(Array(b)))
+            }
+        case .codes(let set):
+            if set.contains(code) {
+                finishInFlight(code == Resp.ok ? .ok : .frame(Array(b)), frame: b, now: now)
+            } else if code == Resp.err {
+                finishInFlight(.error(b.count > 1 ? b[1] : 0), frame: b, now: now)
+            } else if code == Resp.disabled {
+                finishInFlight(.disabled, frame: b, now: now)
+            } else {
+                emit(.unexpected(Array(b)))
+            }
+        case .anyResponse:
+            finishInFlight(code == Resp.ok ? .ok : .frame(Array(b)), frame: b, now: now)
+        case .noReply:
+            emit(.unexpected(Array(b)))
+        }
+    }
+
+    func finishInFlight(_ reply: Reply, frame: UnsafeRawBufferPointer?, now: UInt64) {
+        guard let c = inFlight else { return }
+        inFlight = nil
+        listing = nil
+        complete(c, reply, frame: frame, now: now)
+    }
+
+    func cancel(_ c: Command) {
+        switch c.purpose {
+        case .user(let t): emit(.reply(t, .cancelled))
+        case .request(let t, _): emit(.request(t, .cancelled))
+        case .dmSend, .dmResetPath: break  // reported through `messages`
+        case .deviceQuery, .appStart, .clock, .drain: break
+        }
+    }
+
+    /// Routes a finished command to whoever asked for it.
+    func complete(_ c: Command, _ reply: Reply, frame b: UnsafeRawBufferPointer?, now: UInt64) {
+        switch c.purpose {
+        case .user(let t):
+            emit(.reply(t, reply))
+        case .deviceQuery:
+            if case .frame(let f) = reply { deviceInfo = f } else { handshakeFailed(reply) }
+        case .appStart:
+            if case .frame(let f) = reply {
+                selfInfo = f
+                if state == .handshaking {
+                    state = .ready
+                    emit(.ready(deviceInfo: deviceInfo ?? [], selfInfo: f))
+                }
+            } else { handshakeFailed(reply) }
+        case .clock:
+            switch reply {
+            case .ok: emit(.clock(.set))
+            case .error(6): emit(.clock(.radioAhead))
+            default: emit(.clock(.failed(reply)))
+            }
+        case .drain:
+            drained(reply, now: now)
+        case .dmSend(let t):
+            sendFinished(ticket: t, reply, frame: b, now: now)
+        case .dmResetPath:
+            break  // the resend is already queued behind it; a refused reset still floods or fails on its own
+        case .request(let t, let r):
+            requestSent(ticket: t, r, reply, frame: b, now: now)
+        }
+    }
+
+    func handshakeFailed(_ reply: Reply) {
+        guard state == .handshaking else { return }
+        state = .failed
+        emit(.handshakeFailed(reply))
+        let q = queue
+        queue.removeAll()
+        for c in q { cancel(c) }
+        for m in messages { emit(.delivery(m.ticket, .cancelled)) }
+        messages.removeAll()
+        draining = false
+    }
+
+    // MARK: drain loop
+
+    func drained(_ reply: Reply, now: UInt64) {
+        guard case .frame(let f) = reply, let code = f.first else {
+            // NO_MORE_MESSAGES arrives as .frame; anything else (timeout, error) ends the loop.
+            draining = false
+            drainAgain = false
+            return
+        }
+        if code == Resp.noMoreMessages {
+            if drainAgain {
+                drainAgain = false
+                queue.insert(syncCommand(), at: 0)
+            } else {
+                draining = false
+            }
+            return
+        }
+        do {
+            let m = try ReceivedMessage(frame: f)
+            deliver(message: m, frame: f)
+        } catch {
+            emit(.malformedMessage(f))
+        }
+        queue.insert(syncCommand(), at: 0)
+    }
+
+    func deliver(message m: ReceivedMessage, frame f: [UInt8]) {
+        if m.kind == .contact, m.textType == 1, let r = commandRequest,
+           r.request.publicKey.count >= 6, Array(r.request.publicKey[0..<6]) == m.senderPrefix {
+            commandRequest = nil
+            emit(.request(r.ticket, .reply(f)))
+            return
+        }
+        emit(.message(m))
+    }
+
+    // MARK: pushes
+
+    func handlePush(_ code: UInt8, _ b: UnsafeRawBufferPointer, now: UInt64) {
+        switch code {
+        case Push.sendConfirmed where b.count >= 9:
+            if confirm(ack: readU32(b, 1), roundTrip: readU32(b, 5), now: now) { return }
+        case Push.msgWaiting:
+            if config.drainOnWaiting, state == .ready || state == .handshaking { drain(now: now) }
+            emit(.push(Array(b)))
+            return
+        case Push.loginSuccess, Push.loginFail:
+            if matchSlot(b, now: now, where: { if case .login = $0 { return true }; return false }, prefixAt: 2) { return }
+        case Push.statusResponse:
+            if matchSlot(b, now: now, where: { if case .status = $0 { return true }; return false }, prefixAt: 2) { return }
+        case Push.telemetryResponse:
+            if matchSlot(b, now: now, where: { if case .telemetry = $0 { return true }; return false }, prefixAt: 2) { return }
+            // Self telemetry (SEND_TELEMETRY_REQ with len 4) answers with this push code.
+            if let c = inFlight, case .codes(let set) = c.expect, set.contains(code) {
+                finishInFlight(.frame(Array(b)), frame: b, now: now)
+                return
+            }
+        case Push.pathDiscoveryResponse:
+            if matchSlot(b, now: now, where: { if case .pathDiscovery = $0 { return true }; return false }, prefixAt: 2) { return }
+        case Push.binaryResponse where b.count >= 6:
+            if let r = slotRequest, case .awaiting = r.state, r.tag == readU32(b, 2) {
+                switch r.request {
+                case .binary, .anon:
+                    slotRequest = nil
+                    emit(.request(r.ticket, .reply(Array(b))))
+                    return
+                default: break
+                }
+            }
+        case Push.traceData where b.count >= 8:
+            let tag = readU32(b, 4)
+            if let i = traces.firstIndex(where: { $0.tag == tag }) {
+                let r = traces.remove(at: i)
+                emit(.request(r.ticket, .reply(Array(b))))
+                return
+            }
+        case Push.logRxData:
+            if !config.forwardLogRx { return }
+        default:
+            break
+        }
+        emit(.push(Array(b)))
+    }
+
+    func matchSlot(_ b: UnsafeRawBufferPointer, now: UInt64, where kind: (RemoteRequest) -> Bool, prefixAt o: Int) -> Bool {
+        guard let r = slotRequest, kind(r.request), prefixMatches(b, at: o, r.request.publicKey, count: 6) else { return false }
+        slotRequest = nil
+        emit(.request(r.ticket, .reply(Array(b))))
+        return true
+    }
+
+    // MARK: remote requests
+
+    func requestSent(ticket t: Ticket, _ r: RemoteRequest, _ reply: Reply, frame b: UnsafeRawBufferPointer?, now: UInt64) {
+        func drop() {
+            if slotRequest?.ticket == t { slotRequest = nil }
+            if commandRequest?.ticket == t { commandRequest = nil }
+            traces.removeAll { $0.ticket == t }
+        }
+        guard case .frame = reply, let b, b.count >= 10 else {
+            drop()
+            switch reply {
+            case .error(let e): emit(.request(t, .refused(e)))
+            case .timeout: emit(.request(t, .timeout))
+            case .cancelled: emit(.request(t, .cancelled))
+            default: emit(.request(t, .refused(0)))
+            }
+            return
+        }
+        let tag = readU32(b, 2)
+        let est = readU32(b, 6)
+        var wait: UInt64
+        if config.requestTimeoutFixed || est == 0 {
+            wait = config.requestTimeout
+        } else {
+            wait = UInt64(Double(est) * config.requestTimeoutFactor)
+        }
+        wait = max(wait, config.minReplyTimeout)
+        let deadline = now &+ wait
+        if slotRequest?.ticket == t {
+            slotRequest!.tag = tag
+            slotRequest!.state = .awaiting(deadline: deadline)
+        } else if commandRequest?.ticket == t {
+            commandRequest!.tag = tag
+            commandRequest!.state = .awaiting(deadline: deadline)
+        } else if let i = traces.firstIndex(where: { $0.ticket == t }) {
+            if case .trace(let ourTag, _, _, _) = r { traces[i].tag = ourTag } else { traces[i].tag = tag }
+            traces[i].state = .awaiting(deadline: deadline)
+        } else {
+            return  // superseded while its command was in flight
+        }
+        emit(.request(t, .sent(estimatedTimeout: est)))
+    }
+
+    // MARK: direct messages
+
+    var outstandingAcks: Int {
+        messages.reduce(0) { n, m in if case .waiting = m.state { return n } else { return n + 1 } }
+    }
+
+    func startWaitingMessages(now: UInt64) {
+        var active = outstandingAcks
+        for i in messages.indices where active < config.maxOutstandingAcks {
+            if case .waiting = messages[i].state {
+                messages[i].state = .sending
+                queue.append(sendCommand(messages[i]))
+                active += 1
+            }
+        }
+    }
+
+    func sendCommand(_ m: OutgoingMessage) -> Command {
+        // TODO(companion): use the SEND_TXT_MSG encoder.
+        var f: [UInt8] = [Cmd.sendTxtMsg, 0, UInt8(truncatingIfNeeded: m.attempt)]
+        appendU32(&f, m.timestamp)
+        f.append(contentsOf: m.publicKey[0..<6])
+        f.append(contentsOf: m.text)
+        if m.attempt > 3 { f.append(0); f.append(UInt8(truncatingIfNeeded: m.attempt)) }
+        return Command(frame: f, expect: .codes(CodeSet(Resp.sent)), timeout: config.commandTimeout, purpose: .dmSend(m.ticket))
+    }
+
+    func sendFinished(ticket t: Ticket, _ reply: Reply, frame b: UnsafeRawBufferPointer?, now: UInt64) {
+        guard let i = messages.firstIndex(where: { $0.ticket == t }) else { return }
+        guard case .frame = reply, let b, b.count >= 10 else {
+            let m = messages.remove(at: i)
+            switch reply {
+            case .error(let e): emit(.delivery(m.ticket, .refused(e)))
+            case .timeout: emit(.delivery(m.ticket, .timeout))
+            case .cancelled: emit(.delivery(m.ticket, .cancelled))
+            default: emit(.delivery(m.ticket, .refused(0)))
+            }
+            startWaitingMessages(now: now)
+            return
+        }
+        let flood = b[1] != 0
+        let tag = readU32(b, 2)
+        let est = readU32(b, 6)
+        var wait = config.ackTimeout ?? UInt64(Double(est) * config.ackTimeoutFactor)
+        wait = max(wait, config.minReplyTimeout)
+        messages[i].flood = flood
+        while messages[i].tags.count < messages[i].attempt { messages[i].tags.append(0) }
+        messages[i].tags.append(tag)
+        messages[i].state = .awaitingAck(deadline: now &+ wait)
+        emit(.delivery(t, .sent(attempt: messages[i].attempt, flood: flood, estimatedTimeout: est)))
+    }
+
+    func confirm(ack: UInt32, roundTrip: UInt32, now: UInt64) -> Bool {
+        guard let i = messages.firstIndex(where: { $0.tags.contains(ack) }) else { return false }
+        let m = messages.remove(at: i)
+        let attempt = m.tags.firstIndex(of: ack) ?? m.attempt
+        emit(.delivery(m.ticket, .acked(attempt: attempt, roundTrip: roundTrip)))
+        startWaitingMessages(now: now)
+        return true
+    }
+
+    func ackTimedOut(index i: Int, now: UInt64) {
+        let next = messages[i].attempt + 1
+        if next >= config.sendAttempts {
+            let m = messages.remove(at: i)
+            emit(.delivery(m.ticket, .failed(attempts: next)))
+            startWaitingMessages(now: now)
+            return
+        }
+        let goFlood = next >= config.directAttempts
+        messages[i].attempt = next
+        messages[i].state = .sending
+        if goFlood && !messages[i].flood {
+            queue.append(Command(frame: [Cmd.resetPath] + messages[i].publicKey, expect: .codes(CodeSet(Resp.ok)),
+                                 timeout: config.commandTimeout, purpose: .dmResetPath(messages[i].ticket)))
+        }
+        queue.append(sendCommand(messages[i]))
+        emit(.delivery(messages[i].ticket, .retrying(attempt: next, flood: goFlood || messages[i].flood)))
+    }
+}

@@ -1,4 +1,0 @@
-import Testing
-@testable import MeshAir
-
-@Test func MeshAirBuilds() { #expect(true) }

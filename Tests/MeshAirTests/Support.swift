@@ -1,0 +1,23 @@
+@testable import MeshAir
+
+func hex(_ s: String) -> [UInt8] { AirHex.decode(s)! }
+func hexOf<S: Sequence>(_ b: S) -> String where S.Element == UInt8 { AirHex.encode(b) }
+
+/// Parties of the derived vectors (reference 4.11 B).
+enum Vectors {
+    /// Firmware-embedded test client keypair (`LocalIdentity::validatePrivateKey`).
+    static let aPrivate = "7065e18fd9fabb70c1ed90dca19907de698c88b709ea146eafd93d9b830c7b60c4681193c79bbc39945ba8064104bb618f8fd7a84a0af6f57033d6e8ddcd6471"
+    static let aPublic = "1ec77175b0918ed206f9ae04ec136d6d5d4315bb26305427f645b492e9350c10"
+    /// meshcore-decoder sample keypair (key-derivation.test.ts).
+    static let bPrivate = "18469d6140447f77de13cd8d761e605431f52269fbff43b0925752ed9e6745435dc6a86d2568af8b70d3365db3f88234760c8ecc645ce469829bc45b65f1d5d5"
+    static let bPublic = "4852b69364572b52efa1b6bb3e6d0abed4f389a1cbfbb60a9bba2cce649caf0e"
+    static let secretAB = "fa3e40c00aacdad37c94b1bbf4dd5e34580dcf312fe676a46ff210968bef8b30"
+
+    static let a = try! LocalIdentity(privateKey: hex(aPrivate))
+    static let b = try! LocalIdentity(privateKey: hex(bPrivate))
+}
+
+import BigInt
+enum BigUIntBridge {
+    static func value(_ v: UInt64) -> BigUInt { BigUInt(v) }
+}

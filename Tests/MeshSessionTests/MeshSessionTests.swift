@@ -1,4 +1,0 @@
-import Testing
-@testable import MeshSession
-
-@Test func MeshSessionBuilds() { #expect(true) }

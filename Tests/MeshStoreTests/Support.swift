@@ -69,20 +69,20 @@ func outgoing(_ text: String, to peer: KeyPrefix = alice, ts: UInt32 = 1_700_000
 /// File operations that fail on demand: the next write (optionally after writing some bytes) or sync.
 final class FaultyFileOps: FileOps {
     let real = SystemFileOps()
-    var failWrite: Errno? = nil
+    var failWrite: FileErrno? = nil
     var partialBytes = 0
-    var failSync: Errno? = nil
+    var failSync: FileErrno? = nil
     /// Syncs to let through before `failSync` applies.
     var syncsBeforeFailure = 0
-    var failRename: Errno? = nil
+    var failRename: FileErrno? = nil
     var writes = 0
 
-    func open(_ path: String, flags: Int32, mode: UInt32) throws(Errno) -> Int32 { try real.open(path, flags: flags, mode: mode) }
+    func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32 { try real.open(path, flags: flags, mode: mode) }
     func close(_ fd: Int32) { real.close(fd) }
-    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(Errno) -> Int {
+    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(FileErrno) -> Int {
         try real.read(fd, into: buffer, at: offset)
     }
-    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(Errno) {
+    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(FileErrno) {
         writes += 1
         if let e = failWrite {
             failWrite = nil
@@ -92,21 +92,21 @@ final class FaultyFileOps: FileOps {
         }
         try real.write(fd, bytes, at: offset)
     }
-    func sync(_ fd: Int32, dataOnly: Bool) throws(Errno) {
+    func sync(_ fd: Int32, dataOnly: Bool) throws(FileErrno) {
         if let e = failSync {
             if syncsBeforeFailure > 0 { syncsBeforeFailure -= 1 } else { failSync = nil; throw e }
         }
         try real.sync(fd, dataOnly: dataOnly)
     }
-    func truncate(_ fd: Int32, to length: UInt64) throws(Errno) { try real.truncate(fd, to: length) }
-    func size(_ fd: Int32) throws(Errno) -> UInt64 { try real.size(fd) }
-    func rename(_ from: String, _ to: String) throws(Errno) {
+    func truncate(_ fd: Int32, to length: UInt64) throws(FileErrno) { try real.truncate(fd, to: length) }
+    func size(_ fd: Int32) throws(FileErrno) -> UInt64 { try real.size(fd) }
+    func rename(_ from: String, _ to: String) throws(FileErrno) {
         if let e = failRename { failRename = nil; throw e }
         try real.rename(from, to)
     }
-    func unlink(_ path: String) throws(Errno) { try real.unlink(path) }
-    func makeDirectory(_ path: String, mode: UInt32) throws(Errno) { try real.makeDirectory(path, mode: mode) }
-    func setMode(_ fd: Int32, _ mode: UInt32) throws(Errno) { try real.setMode(fd, mode) }
-    func lockExclusive(_ fd: Int32) throws(Errno) -> Bool { try real.lockExclusive(fd) }
+    func unlink(_ path: String) throws(FileErrno) { try real.unlink(path) }
+    func makeDirectory(_ path: String, mode: UInt32) throws(FileErrno) { try real.makeDirectory(path, mode: mode) }
+    func setMode(_ fd: Int32, _ mode: UInt32) throws(FileErrno) { try real.setMode(fd, mode) }
+    func lockExclusive(_ fd: Int32) throws(FileErrno) -> Bool { try real.lockExclusive(fd) }
     func exists(_ path: String) -> Bool { real.exists(path) }
 }

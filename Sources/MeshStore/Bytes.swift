@@ -29,7 +29,7 @@ extension Array where Element == UInt8 {
 }
 
 /// Lower-case hex of bytes.
-public func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
     let digits: [UInt8] = Array("0123456789abcdef".utf8)
     var out = [UInt8]()
     out.reserveCapacity(bytes.count * 2)
@@ -38,7 +38,7 @@ public func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UI
 }
 
 /// Bytes of a hex string, or nil if it is not hex of even length.
-public func bytesFromHex(_ s: String) -> [UInt8]? {
+func bytesFromHex(_ s: String) -> [UInt8]? {
     var out = [UInt8]()
     var hi: UInt8? = nil
     for c in s.utf8 {

@@ -4,28 +4,28 @@ import Glibc
 /// (ENOSPC, EIO, short writes) by wrapping it.
 public protocol FileOps: AnyObject {
     /// `open(2)`. Returns the descriptor.
-    func open(_ path: String, flags: Int32, mode: UInt32) throws(Errno) -> Int32
+    func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32
     func close(_ fd: Int32)
     /// `pread(2)` until `buffer` is full or end of file; returns the bytes read.
-    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(Errno) -> Int
+    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(FileErrno) -> Int
     /// `pwrite(2)` of all of `bytes` at `offset`.
-    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(Errno)
+    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(FileErrno)
     /// `fdatasync(2)` (`dataOnly`) or `fsync(2)`.
-    func sync(_ fd: Int32, dataOnly: Bool) throws(Errno)
+    func sync(_ fd: Int32, dataOnly: Bool) throws(FileErrno)
     /// `ftruncate(2)`.
-    func truncate(_ fd: Int32, to length: UInt64) throws(Errno)
+    func truncate(_ fd: Int32, to length: UInt64) throws(FileErrno)
     /// `fstat(2)` size.
-    func size(_ fd: Int32) throws(Errno) -> UInt64
+    func size(_ fd: Int32) throws(FileErrno) -> UInt64
     /// `rename(2)`.
-    func rename(_ from: String, _ to: String) throws(Errno)
+    func rename(_ from: String, _ to: String) throws(FileErrno)
     /// `unlink(2)`.
-    func unlink(_ path: String) throws(Errno)
+    func unlink(_ path: String) throws(FileErrno)
     /// `mkdir(2)`; an existing directory is not an error.
-    func makeDirectory(_ path: String, mode: UInt32) throws(Errno)
+    func makeDirectory(_ path: String, mode: UInt32) throws(FileErrno)
     /// `fchmod(2)`.
-    func setMode(_ fd: Int32, _ mode: UInt32) throws(Errno)
+    func setMode(_ fd: Int32, _ mode: UInt32) throws(FileErrno)
     /// `flock(fd, LOCK_EX|LOCK_NB)`: false if another open file holds it.
-    func lockExclusive(_ fd: Int32) throws(Errno) -> Bool
+    func lockExclusive(_ fd: Int32) throws(FileErrno) -> Bool
     /// `access(path, F_OK)`.
     func exists(_ path: String) -> Bool
 }
@@ -33,76 +33,76 @@ public protocol FileOps: AnyObject {
 public final class SystemFileOps: FileOps {
     public init() {}
 
-    public func open(_ path: String, flags: Int32, mode: UInt32) throws(Errno) -> Int32 {
+    public func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32 {
         while true {
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode_t(mode))
             if fd >= 0 { return fd }
-            if errno != EINTR { throw Errno(errno) }
+            if errno != EINTR { throw FileErrno(errno) }
         }
     }
 
     public func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
-    public func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(Errno) -> Int {
+    public func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(FileErrno) -> Int {
         var done = 0
         while done < buffer.count {
             let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-            if n < 0 { if errno == EINTR { continue }; throw Errno(errno) }
+            if n < 0 { if errno == EINTR { continue }; throw FileErrno(errno) }
             if n == 0 { break }
             done += n
         }
         return done
     }
 
-    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(Errno) {
+    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(FileErrno) {
         var done = 0
         while done < bytes.count {
             let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if n < 0 { if errno == EINTR { continue }; throw Errno(errno) }
-            if n == 0 { throw Errno(EIO) }
+            if n < 0 { if errno == EINTR { continue }; throw FileErrno(errno) }
+            if n == 0 { throw FileErrno(EIO) }
             done += n
         }
     }
 
-    public func sync(_ fd: Int32, dataOnly: Bool) throws(Errno) {
+    public func sync(_ fd: Int32, dataOnly: Bool) throws(FileErrno) {
         while (dataOnly ? fdatasync(fd) : fsync(fd)) != 0 {
-            if errno != EINTR { throw Errno(errno) }
+            if errno != EINTR { throw FileErrno(errno) }
         }
     }
 
-    public func truncate(_ fd: Int32, to length: UInt64) throws(Errno) {
+    public func truncate(_ fd: Int32, to length: UInt64) throws(FileErrno) {
         while ftruncate(fd, off_t(length)) != 0 {
-            if errno != EINTR { throw Errno(errno) }
+            if errno != EINTR { throw FileErrno(errno) }
         }
     }
 
-    public func size(_ fd: Int32) throws(Errno) -> UInt64 {
+    public func size(_ fd: Int32) throws(FileErrno) -> UInt64 {
         var st = stat()
-        if fstat(fd, &st) != 0 { throw Errno(errno) }
+        if fstat(fd, &st) != 0 { throw FileErrno(errno) }
         return UInt64(st.st_size)
     }
 
-    public func rename(_ from: String, _ to: String) throws(Errno) {
-        if Glibc.rename(from, to) != 0 { throw Errno(errno) }
+    public func rename(_ from: String, _ to: String) throws(FileErrno) {
+        if Glibc.rename(from, to) != 0 { throw FileErrno(errno) }
     }
 
-    public func unlink(_ path: String) throws(Errno) {
-        if Glibc.unlink(path) != 0 { throw Errno(errno) }
+    public func unlink(_ path: String) throws(FileErrno) {
+        if Glibc.unlink(path) != 0 { throw FileErrno(errno) }
     }
 
-    public func makeDirectory(_ path: String, mode: UInt32) throws(Errno) {
-        if mkdir(path, mode_t(mode)) != 0 && errno != EEXIST { throw Errno(errno) }
+    public func makeDirectory(_ path: String, mode: UInt32) throws(FileErrno) {
+        if mkdir(path, mode_t(mode)) != 0 && errno != EEXIST { throw FileErrno(errno) }
     }
 
-    public func setMode(_ fd: Int32, _ mode: UInt32) throws(Errno) {
-        if fchmod(fd, mode_t(mode)) != 0 { throw Errno(errno) }
+    public func setMode(_ fd: Int32, _ mode: UInt32) throws(FileErrno) {
+        if fchmod(fd, mode_t(mode)) != 0 { throw FileErrno(errno) }
     }
 
-    public func lockExclusive(_ fd: Int32) throws(Errno) -> Bool {
+    public func lockExclusive(_ fd: Int32) throws(FileErrno) -> Bool {
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             if errno == EWOULDBLOCK { return false }
-            throw Errno(errno)
+            throw FileErrno(errno)
         }
         return true
     }

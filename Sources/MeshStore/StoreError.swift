@@ -1,13 +1,13 @@
 import Glibc
 
 /// A failed system call: the C `errno` it set.
-public struct Errno: Error, Equatable, Sendable {
+public struct FileErrno: Error, Equatable, Sendable {
     public var code: Int32
     public init(_ code: Int32) { self.code = code }
-    public static let noSpace = Errno(ENOSPC)
-    public static let io = Errno(EIO)
-    public static let wouldBlock = Errno(EWOULDBLOCK)
-    public static let notFound = Errno(ENOENT)
+    public static let noSpace = FileErrno(ENOSPC)
+    public static let io = FileErrno(EIO)
+    public static let wouldBlock = FileErrno(EWOULDBLOCK)
+    public static let notFound = FileErrno(ENOENT)
 
     /// The C library's text for the error, e.g. "No space left on device".
     public var text: String { String(cString: strerror(code)) }
@@ -32,7 +32,7 @@ public struct Errno: Error, Equatable, Sendable {
 /// Everything that can go wrong in the store. Each case names the file and says what to do.
 public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// A system call on `path` failed.
-    case io(operation: String, path: String, errno: Errno)
+    case io(operation: String, path: String, errno: FileErrno)
     /// Another process holds the radio's lock.
     case locked(path: String, pid: Int32?)
     /// A file is not a store file or is damaged beyond what opening can recover.

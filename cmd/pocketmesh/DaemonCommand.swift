@@ -59,7 +59,8 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds to wait for each radio response.", valueName: "seconds"))
     var timeout: Double = 5
 
-    func validate() throws {
+    // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
+    func check() throws {
         if (serial == nil) == (tcp == nil) { throw ValidationError("give exactly one of --serial PATH and --tcp HOST[:PORT].") }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
@@ -69,6 +70,10 @@ struct DaemonCommand: ParsableCommand {
     }
 
     func run() throws {
+        do { try check() } catch let e as ValidationError {
+            writeStderr("pocketmesh daemon: \(e.message)")
+            throw ExitCode(2)
+        }
         var env: [String: String] = [:]
         for entry in Spawn.currentEnvironment() {
             if let eq = entry.firstIndex(of: "=") { env[String(entry[..<eq])] = String(entry[entry.index(after: eq)...]) }

@@ -96,6 +96,8 @@ public final class Daemon {
         if config.socketPath == nil { try UnixSocket.makeDirectory(runtime) }
         signals = try SignalPipe(signals: [SIGTERM, SIGINT, SIGHUP, SIGCHLD])
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit (RLIMIT_FSIZE) must give EFBIG on write, not kill the daemon.
+        signal(SIGXFSZ, SIG_IGN)
         api = try APIServer(path: socket)
         notify = SystemdNotify(environment: config.environment)
         api.log = { [unowned self] in self.log($0) }
@@ -180,7 +182,7 @@ public final class Daemon {
             if let d = s.nextDeadline, now >= d { s.tick(now: now); pump(now: now) }
             soon(s.nextDeadline)
             if phase == .ready {
-                if now >= nextDrainAt {
+                if now >= nextDrainAt && unsaved.isEmpty {
                     // Safety net: drain even without MSG_WAITING, and check the radio still answers.
                     nextDrainAt = now + config.drainIntervalMS
                     s.drain(now: now)
@@ -336,8 +338,10 @@ public final class Daemon {
         processEvents(now: now)
         guard let s = session, let l = link else { return }
         while let payload = s.nextFrame() {
-            if payload.first == 0x0A && unsaved.count >= unsavedCapacity {
-                // The store is failing and the memory buffer is full: leave the rest on the radio.
+            if payload.first == 0x0A && !unsaved.isEmpty {
+                // The store is failing: leave the rest of the queue on the radio (where a restart
+                // finds it) instead of taking messages we cannot keep. The session gives up on this
+                // SYNC_NEXT_MESSAGE after its timeout; draining resumes once writing works again.
                 continue
             }
             do throws(LinkError) {
@@ -546,7 +550,7 @@ public final class Daemon {
             }
             return true
         } catch {
-            log("store: cannot store a received message: \(error); keeping it in memory and retrying")
+            log("store: cannot store a received message: \(error); keeping it in memory, leaving the rest on the radio, retrying")
             hold(rec)
             return false
         }
@@ -572,8 +576,9 @@ public final class Daemon {
             }
         }
         if unsaved.isEmpty {
-            log("store: writing works again; \(pending.count) held message(s) stored")
+            log("store: writing works again; \(pending.count) held message(s) stored; draining the radio")
             unsavedRetryAt = 0
+            if let s = session, phase == .ready { s.drain(now: now); pump(now: now) }
         } else {
             unsavedRetryAt = now + 5_000
         }
@@ -661,6 +666,7 @@ public final class Daemon {
             outboxTickets[t] = nil
             outboxBusy.remove(id)
             do { try store.recordAcked(id: id, roundTripMs: rtt, now: wall) } catch { log("store: \(error)") }
+            log("outbox: message \(id) acknowledged (round trip \(rtt) ms)")
             publishDelivery(id, "acked")
             for w in sendWaiters.removeValue(forKey: id) ?? [] {
                 let m = (try? store.message(id: id)).flatMap { $0 }

@@ -31,7 +31,9 @@ let package = Package(
         .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         // Byte links (serial, TCP, BLE), discovery and the poll loop.
-        .target(name: "MeshLink", dependencies: ["MeshCompanion", "CUdev", "CBluetooth"]),
+        .target(name: "MeshLink", dependencies: ["MeshCompanion", "CUdev", "CBluetooth", "CMeshLink"]),
+        // C helpers for MeshLink that need _GNU_SOURCE or async-signal safety (pipe2, signal self-pipe).
+        .target(name: "CMeshLink"),
         // One conversation with one radio.
         .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
         // Flat-file persistence.

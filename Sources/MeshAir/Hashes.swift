@@ -40,26 +40,31 @@ public struct PacketHash: Hashable, Sendable, CustomStringConvertible {
 
 /// The 4-byte code an ACK carries for a text message (`composeMsgPacket` / `onPeerDataRecv`).
 public enum TextAck {
+    /// The 6-byte ACK payload a companion sends for plain text: `code, (attempt > 3 ? attempt : 0), random`.
+    public static func payload(code: AckCode, attempt: UInt8, random: UInt8) -> [UInt8] {
+        code.bytes + [attempt > 3 ? attempt : 0, random]
+    }
+
     /// Plain/CLI text: SHA256(ts LE || (txt_type<<2 | attempt&3) || text || SENDER pubkey)[0..4].
     /// `text` is the UTF-8 text without NUL (and without author prefix).
     public static func code<T: Collection<UInt8>>(timestamp: UInt32, txtType: UInt8, attempt: UInt8,
-                                                   text: T, sender: PublicKey) -> [UInt8] {
+                                                   text: T, sender: PublicKey) -> AckCode {
         var h = SHA256()
         h.update(data: le32(timestamp) + [txtType << 2 | attempt & 3])
         h.update(data: Array(text))
         h.update(data: sender.bytes)
-        return Array(h.finalize().prefix(4))
+        return try! AckCode(Array(h.finalize().prefix(4)))
     }
 
     /// Signed (room) text, txt_type 2: SHA256(ts || flags || author_pfx4 || text || RECEIVER pubkey)[0..4].
     public static func signedCode<T: Collection<UInt8>>(timestamp: UInt32, attempt: UInt8, authorPrefix: [UInt8],
-                                                         text: T, receiver: PublicKey) -> [UInt8] {
+                                                         text: T, receiver: PublicKey) -> AckCode {
         var h = SHA256()
         h.update(data: le32(timestamp) + [TextType.signedPlain.rawValue << 2 | attempt & 3])
         h.update(data: Array(authorPrefix.prefix(4)))
         h.update(data: Array(text))
         h.update(data: receiver.bytes)
-        return Array(h.finalize().prefix(4))
+        return try! AckCode(Array(h.finalize().prefix(4)))
     }
 }
 

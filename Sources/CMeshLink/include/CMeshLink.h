@@ -1,0 +1,21 @@
+// Small C helpers for MeshLink: things that need _GNU_SOURCE or must be async-signal-safe.
+#ifndef CMESHLINK_H
+#define CMESHLINK_H
+
+#include <stdint.h>
+
+/// pipe2(O_CLOEXEC | O_NONBLOCK). Returns 0 or -1 with errno set.
+int cml_pipe_nonblocking(int fds[2]);
+
+/// Installs a handler for `signo` that writes the signal number (one byte) to `write_fd`.
+/// One write fd for all forwarded signals. Also unblocks `signo` for the calling thread.
+/// Returns 0 or -1 with errno set.
+int cml_signal_forward(int signo, int write_fd);
+
+/// Restores the disposition that was active before cml_signal_forward(signo, ...).
+int cml_signal_restore(int signo);
+
+/// POLLRDHUP (Linux): the peer closed its writing half.
+short cml_pollrdhup(void);
+
+#endif

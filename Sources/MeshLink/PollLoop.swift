@@ -1,0 +1,280 @@
+import CMeshLink
+import Glibc
+
+/// What `poll()` reported for a descriptor, or what a registration asks for.
+public struct PollEvents: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: Int16
+    public init(rawValue: Int16) { self.rawValue = rawValue }
+
+    public static let readable = PollEvents(rawValue: Int16(POLLIN))
+    public static let writable = PollEvents(rawValue: Int16(POLLOUT))
+    /// The peer hung up (POLLHUP, or POLLRDHUP for sockets). Always reported; need not be requested.
+    public static let hangup = PollEvents(rawValue: Int16(POLLHUP))
+    /// An error condition (POLLERR). Always reported.
+    public static let error = PollEvents(rawValue: Int16(POLLERR))
+    /// The descriptor is not open (POLLNVAL). Always reported.
+    public static let invalid = PollEvents(rawValue: Int16(POLLNVAL))
+    static let peerClosedWrite = PollEvents(rawValue: cml_pollrdhup())
+
+    public var description: String {
+        var names: [String] = []
+        if contains(.readable) { names.append("readable") }
+        if contains(.writable) { names.append("writable") }
+        if contains(.hangup) || contains(.peerClosedWrite) { names.append("hangup") }
+        if contains(.error) { names.append("error") }
+        if contains(.invalid) { names.append("invalid") }
+        return "[" + names.joined(separator: ",") + "]"
+    }
+}
+
+/// One `poll()` loop over registered descriptors, with timers on the monotonic clock and
+/// SIGINT/SIGTERM delivered through a self-pipe. One thread; handlers run inside `run`.
+///
+/// Handlers may register, unregister, add or cancel timers and call `stop()` freely.
+public final class PollLoop {
+    public typealias Handler = (PollEvents) -> Void
+
+    /// Identifies a timer for `cancelTimer`.
+    public struct TimerID: Hashable, Sendable {
+        let rawValue: UInt64
+    }
+
+    /// Why `run` returned.
+    public enum StopReason: Equatable, Sendable {
+        /// `stop()` was called.
+        case stopped
+        /// The `until` deadline passed.
+        case deadline
+        /// A forwarded signal (SIGINT, SIGTERM) arrived.
+        case signal(Int32)
+        /// Nothing is registered, no timer is pending and no signal is handled: nothing can happen.
+        case idle
+    }
+
+    private struct Registration {
+        var token: UInt64
+        var events: PollEvents
+        var handler: Handler
+        var link: ByteLink?
+    }
+
+    private struct Timer {
+        var deadline: UInt64
+        var id: UInt64
+        var action: () -> Void
+    }
+
+    private var registrations: [Int32: Registration] = [:]
+    private var timers: [Timer] = []   // sorted by deadline, then id
+    private var nextToken: UInt64 = 1
+    private var stopRequested: StopReason? = nil
+    private var signalPipe: (read: FileDescriptor, write: FileDescriptor)? = nil
+    private var forwardedSignals: [Int32] = []
+    private var pollfds: [pollfd] = []
+    private var tokens: [UInt64] = []
+
+    /// Monotonic ms, refreshed before timers fire and after each `poll()` returns.
+    public private(set) var now: UInt64
+
+    public init() { now = monotonicMilliseconds() }
+
+    deinit {
+        restoreSignals()
+    }
+
+    // MARK: descriptors
+
+    /// Calls `handler` with the reported events whenever `fd` is ready for `events`.
+    /// Hangup, error and invalid are always reported. Replaces an earlier registration of `fd`.
+    public func register(fd: Int32, events: PollEvents, handler: @escaping Handler) {
+        registrations[fd] = Registration(token: takeToken(), events: events, handler: handler, link: nil)
+    }
+
+    /// Changes the events a registered descriptor waits for.
+    public func setEvents(fd: Int32, _ events: PollEvents) {
+        registrations[fd]?.events = events
+    }
+
+    public func unregister(fd: Int32) {
+        registrations[fd] = nil
+    }
+
+    public func isRegistered(fd: Int32) -> Bool { registrations[fd] != nil }
+
+    /// Drives a link: reads whenever it is readable and hands each chunk (for `.datagram` links,
+    /// each whole frame) to `onReceive`; flushes its out-buffer when writable; on EOF, hangup or
+    /// any error calls `onError` once and detaches it (the caller closes the link).
+    ///
+    /// The chunk passed to `onReceive` is only valid during the call.
+    public func attach(_ link: ByteLink, readBufferSize: Int = 4096,
+                       onReceive: @escaping (UnsafeRawBufferPointer) -> Void,
+                       onError: @escaping (LinkError) -> Void) {
+        let fd = link.fd
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, readBufferSize), alignment: 8)
+        let owner = BufferOwner(buffer)
+        let handler: Handler = { [unowned self] events in
+            _ = owner
+            let token = self.registrations[fd]?.token
+            do throws(LinkError) {
+                if events.contains(.writable) { try link.flush() }
+                if events.contains(.readable) {
+                    // Bounded: at most 16 reads per wake-up, so one busy link cannot starve the rest.
+                    for _ in 0..<16 {
+                        let n = try link.read(into: owner.buffer)
+                        if n == 0 { break }
+                        onReceive(UnsafeRawBufferPointer(rebasing: owner.buffer[0..<n]))
+                        if self.registrations[fd]?.token != token { return }  // detached by onReceive
+                    }
+                } else if !events.isDisjoint(with: [.hangup, .error, .invalid, .peerClosedWrite]) {
+                    throw link.hangupError()
+                }
+            } catch {
+                if self.registrations[fd]?.token == token { self.registrations[fd] = nil }
+                onError(error)
+            }
+        }
+        registrations[fd] = Registration(token: takeToken(), events: .readable, handler: handler, link: link)
+    }
+
+    /// Detaches a link attached with `attach` (does not close it).
+    public func detach(_ link: ByteLink) {
+        if let registration = registrations[link.fd], registration.link === link {
+            registrations[link.fd] = nil
+        }
+    }
+
+    private final class BufferOwner {
+        let buffer: UnsafeMutableRawBufferPointer
+        init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+        deinit { buffer.deallocate() }
+    }
+
+    // MARK: timers
+
+    /// Runs `action` once, at or after monotonic ms `deadline`.
+    @discardableResult
+    public func addTimer(at deadline: UInt64, _ action: @escaping () -> Void) -> TimerID {
+        let id = takeToken()
+        let timer = Timer(deadline: deadline, id: id, action: action)
+        let index = timers.firstIndex(where: { $0.deadline > deadline }) ?? timers.endIndex
+        timers.insert(timer, at: index)
+        return TimerID(rawValue: id)
+    }
+
+    /// Runs `action` once, `milliseconds` from now.
+    @discardableResult
+    public func addTimer(after milliseconds: UInt64, _ action: @escaping () -> Void) -> TimerID {
+        addTimer(at: monotonicMilliseconds() &+ milliseconds, action)
+    }
+
+    public func cancelTimer(_ id: TimerID) {
+        timers.removeAll { $0.id == id.rawValue }
+    }
+
+    /// The earliest pending timer deadline.
+    public var nextTimerDeadline: UInt64? { timers.first?.deadline }
+
+    // MARK: signals
+
+    /// Makes `run` return `.signal(n)` when one of `signals` arrives (default SIGINT and SIGTERM),
+    /// instead of the default action (terminate). `restoreSignals()` undoes it.
+    public func handleSignals(_ signals: [Int32] = [SIGINT, SIGTERM]) throws(Errno) {
+        if signalPipe == nil { signalPipe = try FileDescriptor.pipe() }
+        guard let pipe = signalPipe else { return }
+        for signo in signals where !forwardedSignals.contains(signo) {
+            _ = try sys { cml_signal_forward(signo, pipe.write.rawValue) }
+            forwardedSignals.append(signo)
+        }
+    }
+
+    /// Restores the signal dispositions that were active before `handleSignals`.
+    public func restoreSignals() {
+        for signo in forwardedSignals { _ = cml_signal_restore(signo) }
+        forwardedSignals = []
+        if let pipe = signalPipe {
+            pipe.read.close()
+            pipe.write.close()
+            signalPipe = nil
+        }
+    }
+
+    // MARK: running
+
+    /// Makes the current or next `run` return `.stopped` after the handler that called it.
+    public func stop() {
+        stopRequested = .stopped
+    }
+
+    /// Polls and dispatches until `stop()`, a handled signal, the monotonic `deadline`, or until
+    /// nothing is left to wait for.
+    @discardableResult
+    public func run(until deadline: UInt64? = nil) -> StopReason {
+        defer { stopRequested = nil }
+        while true {
+            now = monotonicMilliseconds()
+            fireDueTimers()
+            if let reason = stopRequested { return reason }
+            if let deadline, now >= deadline { return .deadline }
+            if registrations.isEmpty && timers.isEmpty && forwardedSignals.isEmpty { return .idle }
+            var wake = deadline
+            if let first = timers.first?.deadline { wake = min(wake ?? first, first) }
+            let timeout: Int32 = wake.map { Int32(clamping: $0 > now ? $0 - now : 0) } ?? -1
+            pollOnce(timeout: timeout)
+            if let reason = stopRequested { return reason }
+        }
+    }
+
+    /// One `poll()` of at most `timeout` ms (-1 = no limit) and the dispatch of what it reports.
+    /// Does not fire timers.
+    public func pollOnce(timeout: Int32) {
+        pollfds.removeAll(keepingCapacity: true)
+        tokens.removeAll(keepingCapacity: true)
+        if let pipe = signalPipe, !forwardedSignals.isEmpty {
+            pollfds.append(pollfd(fd: pipe.read.rawValue, events: Int16(POLLIN), revents: 0))
+            tokens.append(0)
+        }
+        for (fd, registration) in registrations {
+            var events = registration.events
+            if let link = registration.link, link.hasPendingOutput { events.insert(.writable) }
+            events.insert(.peerClosedWrite)
+            pollfds.append(pollfd(fd: fd, events: events.rawValue, revents: 0))
+            tokens.append(registration.token)
+        }
+        let ready = pollfds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), timeout) }
+        now = monotonicMilliseconds()
+        if ready <= 0 { return }  // timeout, or EINTR (a signal: the pipe says which)
+        for index in pollfds.indices {
+            let entry = pollfds[index]
+            if entry.revents == 0 { continue }
+            if tokens[index] == 0 {
+                drainSignalPipe()
+                continue
+            }
+            guard let registration = registrations[entry.fd], registration.token == tokens[index] else { continue }
+            registration.handler(PollEvents(rawValue: entry.revents))
+        }
+    }
+
+    private func fireDueTimers() {
+        while let first = timers.first, first.deadline <= now, stopRequested == nil {
+            timers.removeFirst()
+            first.action()
+            now = monotonicMilliseconds()
+        }
+    }
+
+    private func drainSignalPipe() {
+        guard let pipe = signalPipe else { return }
+        var bytes = (UInt64(0), UInt64(0))
+        let n = withUnsafeMutableBytes(of: &bytes) { raw in (try? pipe.read.read(into: raw)) ?? 0 }
+        if n > 0 {
+            let signo = withUnsafeBytes(of: &bytes) { Int32($0[0]) }
+            stopRequested = .signal(signo)
+        }
+    }
+
+    private func takeToken() -> UInt64 {
+        defer { nextToken += 1 }
+        return nextToken
+    }
+}

@@ -1,0 +1,275 @@
+import Glibc
+
+/// A parsed `HOST[:PORT]`: `radio.local`, `10.0.0.5:5000`, `[fe80::1]:5000`, `::1` (default port 5000).
+public struct TCPAddress: Hashable, Sendable, CustomStringConvertible {
+    public static let defaultPort: UInt16 = 5000
+    public let host: String
+    public let port: UInt16
+
+    public init(host: String, port: UInt16 = TCPAddress.defaultPort) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST`, `HOST:PORT`, `[IPV6]`, `[IPV6]:PORT` or a bare IPv6 literal.
+    public init(parsing text: String) throws(LinkError) {
+        var host = Substring(text)
+        var portText: Substring? = nil
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else {
+                throw .invalidAddress(text, reason: "an IPv6 address in brackets needs a closing ]")
+            }
+            let rest = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else {
+                    throw .invalidAddress(text, reason: "expected :PORT after ]")
+                }
+                portText = rest.dropFirst()
+            }
+        } else if let colon = host.firstIndex(of: ":") {
+            if host[host.index(after: colon)...].contains(":") {
+                // Several colons without brackets: a bare IPv6 literal, default port.
+            } else {
+                portText = host[host.index(after: colon)...]
+                host = host[..<colon]
+            }
+        }
+        guard !host.isEmpty else { throw .invalidAddress(text, reason: "the host is empty") }
+        var port = TCPAddress.defaultPort
+        if let portText {
+            guard let value = UInt16(portText), value != 0 else {
+                throw .invalidAddress(text, reason: "the port must be a number from 1 to 65535")
+            }
+            port = value
+        }
+        self.host = String(host)
+        self.port = port
+    }
+
+    /// `host:port`, with brackets around IPv6 literals.
+    public var description: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
+
+/// Socket options that make a dead peer visible quickly.
+public struct TCPLinkOptions: Sendable {
+    /// Seconds of silence before the first keepalive probe.
+    public var keepAliveIdleSeconds: Int32 = 5
+    /// Seconds between probes.
+    public var keepAliveIntervalSeconds: Int32 = 2
+    /// Unanswered probes before the kernel declares the connection dead (ETIMEDOUT).
+    public var keepAliveProbes: Int32 = 3
+    /// Milliseconds that written data may stay unacknowledged before the connection is dropped.
+    public var userTimeoutMilliseconds: UInt32 = 10_000
+    /// Out-buffer capacity in bytes.
+    public var outBufferCapacity = 4096
+
+    public init() {}
+}
+
+/// A TCP link to a WiFi/Ethernet companion radio (or a companion peer on loopback).
+public final class TCPLink: ByteLink {
+    public let address: TCPAddress
+    public private(set) var lastReceiveMs: UInt64
+    public var framing: LinkFraming { .stream }
+    public var fd: Int32 { descriptor.rawValue }
+    public var hasPendingOutput: Bool { !writer.out.isEmpty }
+    public var description: String { "tcp \(address)" }
+
+    private let descriptor: FileDescriptor
+    private var writer: StreamWriter
+    private var closed = false
+
+    /// Resolves `address` (getaddrinfo) and tries each result with a non-blocking connect until one
+    /// succeeds or `timeoutMilliseconds` have passed in all. Then sets TCP_NODELAY, SO_KEEPALIVE
+    /// with short probe times and TCP_USER_TIMEOUT. Blocks the caller for at most the timeout.
+    public init(connectingTo address: TCPAddress, timeoutMilliseconds: Int = 5000,
+                options: TCPLinkOptions = TCPLinkOptions()) throws(LinkError) {
+        self.address = address
+        let deadline = monotonicMilliseconds() + UInt64(max(0, timeoutMilliseconds))
+        let candidates = try Self.resolve(address)
+        var failures: [Errno] = []
+        var connected: FileDescriptor? = nil
+        for candidate in candidates {
+            let now = monotonicMilliseconds()
+            if now >= deadline { failures.append(.timedOut); break }
+            do {
+                connected = try Self.connect(candidate, remainingMilliseconds: Int(deadline - now))
+                break
+            } catch {
+                failures.append(error)
+            }
+        }
+        guard let descriptor = connected else {
+            throw Self.connectError(failures, address: address, timeoutMilliseconds: timeoutMilliseconds)
+        }
+        self.descriptor = descriptor
+        self.writer = StreamWriter(capacity: options.outBufferCapacity)
+        self.lastReceiveMs = monotonicMilliseconds()
+        // Best effort: a failure here does not stop the link from working.
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, Int32(1))
+        try? descriptor.setOption(SOL_SOCKET, SO_KEEPALIVE, Int32(1))
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPIDLE, options.keepAliveIdleSeconds)
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPINTVL, options.keepAliveIntervalSeconds)
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPCNT, options.keepAliveProbes)
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, options.userTimeoutMilliseconds)
+    }
+
+    /// Wraps an already connected, non-blocking stream socket (e.g. one end of a socketpair).
+    public init(adopting descriptor: FileDescriptor, address: TCPAddress,
+                options: TCPLinkOptions = TCPLinkOptions()) {
+        self.address = address
+        self.descriptor = descriptor
+        self.writer = StreamWriter(capacity: options.outBufferCapacity)
+        self.lastReceiveMs = monotonicMilliseconds()
+    }
+
+    deinit { close() }
+
+    struct Candidate {
+        var family: Int32
+        var socketType: Int32
+        var proto: Int32
+        var storage: sockaddr_storage
+        var length: socklen_t
+    }
+
+    static func resolve(_ address: TCPAddress) throws(LinkError) -> [Candidate] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(address.host, String(address.port), &hints, &list)
+        guard status == 0 else {
+            let reason: String
+            if status == EAI_SYSTEM {
+                reason = Errno.current.message.lowercased()
+            } else if let text = gai_strerror(status) {
+                reason = String(cString: text).lowercased()
+            } else {
+                reason = "getaddrinfo error \(status)"
+            }
+            throw .unresolved(address.host, reason: reason)
+        }
+        defer { freeaddrinfo(list) }
+        var result: [Candidate] = []
+        var entry = list
+        while let info = entry?.pointee {
+            if let addr = info.ai_addr, Int(info.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size {
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { raw in
+                    raw.copyMemory(from: UnsafeRawBufferPointer(start: addr, count: Int(info.ai_addrlen)))
+                }
+                result.append(Candidate(family: info.ai_family, socketType: info.ai_socktype,
+                                        proto: info.ai_protocol, storage: storage, length: info.ai_addrlen))
+            }
+            entry = info.ai_next
+        }
+        if result.isEmpty { throw .unresolved(address.host, reason: "no addresses") }
+        return result
+    }
+
+    /// Non-blocking connect and a poll for completion.
+    static func connect(_ candidate: Candidate, remainingMilliseconds: Int) throws(Errno) -> FileDescriptor {
+        let descriptor = try FileDescriptor.socket(candidate.family, candidate.socketType, candidate.proto)
+        var storage = candidate.storage
+        let status = withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor.rawValue, $0, candidate.length) }
+        }
+        if status == 0 { return descriptor }
+        let error = Errno.current
+        guard error == .inProgress || error == .interrupted else {
+            descriptor.close()
+            throw error
+        }
+        let deadline = monotonicMilliseconds() + UInt64(remainingMilliseconds)
+        var fds = pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0)
+        while true {
+            let now = monotonicMilliseconds()
+            if now >= deadline { descriptor.close(); throw .timedOut }
+            let ready = poll(&fds, 1, Int32(clamping: deadline - now))
+            if ready < 0 {
+                if Errno.current == .interrupted { continue }
+                let failure = Errno.current
+                descriptor.close()
+                throw failure
+            }
+            if ready == 0 { continue }
+            break
+        }
+        if let failure = descriptor.pendingSocketError() {
+            descriptor.close()
+            throw failure
+        }
+        return descriptor
+    }
+
+    static func connectError(_ failures: [Errno], address: TCPAddress, timeoutMilliseconds: Int) -> LinkError {
+        let peer = address.description
+        if failures.contains(.connectionRefused) { return .refused(peer) }
+        if failures.contains(.timedOut) { return .timeout(peer, milliseconds: timeoutMilliseconds) }
+        if let permission = failures.first(where: { $0 == .permissionDenied || $0 == .notPermitted }) {
+            _ = permission
+            return .permission(peer, hint: "a firewall or security policy blocks the connection")
+        }
+        if !failures.isEmpty && failures.allSatisfy({ $0 == .addressFamilyNotSupported }) {
+            return .unsupported("TCP to \(peer)", reason: "this system does not support that address family")
+        }
+        let unreachable: [Errno] = [.networkUnreachable, .hostUnreachable, .hostDown, .networkDown, .addressNotAvailable]
+        if let failure = failures.first(where: { unreachable.contains($0) }) { return .unreachable(peer, failure) }
+        if let failure = failures.first { return .cannotOpen(peer, failure) }
+        return .timeout(peer, milliseconds: timeoutMilliseconds)
+    }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(LinkError) -> Int {
+        guard !closed else { throw .lost(description, reason: "the link is closed") }
+        let n: Int
+        do {
+            n = try descriptor.read(into: buffer)
+        } catch {
+            if error == .wouldBlock { return 0 }
+            throw readError(error)
+        }
+        if n == 0 && buffer.count > 0 {
+            throw .lost(address.description, reason: "the radio closed the connection")
+        }
+        lastReceiveMs = monotonicMilliseconds()
+        return n
+    }
+
+    private func readError(_ error: Errno) -> LinkError {
+        switch error {
+        case .connectionReset:
+            return .lost(address.description, reason: "the connection was reset (another client may have taken the radio)")
+        case .timedOut:
+            return .lost(address.description, reason: "the radio stopped answering (keepalive timed out)")
+        default:
+            return .lost(address.description, reason: "read failed: \(error)")
+        }
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(LinkError) {
+        guard !closed else { throw .lost(description, reason: "the link is closed") }
+        let d = descriptor
+        try writer.write(bytes, name: address.description) { (chunk) throws(Errno) -> Int in try d.send(chunk) }
+    }
+
+    public func flush() throws(LinkError) {
+        let d = descriptor
+        try writer.flush(name: address.description) { (chunk) throws(Errno) -> Int in try d.send(chunk) }
+    }
+
+    public func hangupError() -> LinkError {
+        if let error = descriptor.pendingSocketError() { return readError(error) }
+        return .lost(address.description, reason: "the radio closed the connection")
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        descriptor.close()
+    }
+}

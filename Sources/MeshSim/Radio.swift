@@ -1,0 +1,108 @@
+/// LoRa settings of a simulated radio, in the companion protocol's units.
+public struct RadioParams: Equatable, Sendable {
+    public var freqKHz: UInt32 = 869_618
+    public var bwHz: UInt32 = 62_500
+    public var sf: UInt8 = 8
+    public var cr: UInt8 = 5
+    public var txPowerDbm: Int8 = 20
+
+    public init() {}
+    public init(freqKHz: UInt32, bwHz: UInt32, sf: UInt8, cr: UInt8, txPowerDbm: Int8 = 20) {
+        self.freqKHz = freqKHz; self.bwHz = bwHz; self.sf = sf; self.cr = cr; self.txPowerDbm = txPowerDbm
+    }
+}
+
+/// A packet waiting in a node's outbound queue.
+struct Outbound {
+    var bytes: [UInt8]
+    var priority: UInt8
+    var at: UInt64
+    var seq: UInt64
+}
+
+/// The radio half of a node: outbound priority queue (fixed pool, dropped when full), retransmit
+/// scheduling, listen-before-talk and the duty-cycle token bucket (`Dispatcher` in the firmware).
+public final class Radio {
+    public var params = RadioParams()
+    /// Packet pool size: 16 on companions, 32 on repeaters.
+    public let poolSize: Int
+    /// Duty cycle = 1 / (1 + airtimeFactor).
+    public var airtimeFactor: Double = 1.0
+    public var rxDelayBase: Double = 0
+
+    var queue: [Outbound] = []
+    var seq: UInt64 = 0
+    /// The radio is transmitting until this time.
+    public internal(set) var txUntil: UInt64 = 0
+    /// A reception (preamble heard) is in progress until this time.
+    var rxBusyUntil: UInt64 = 0
+    /// Since when listen-before-talk has been deferring, if it is.
+    var lbtSince: UInt64? = nil
+    /// Airtime budget in ms.
+    var budget: Double
+    var budgetAt: UInt64 = 0
+    var wakeAt: UInt64 = .max
+    var wakeToken: UInt64 = 0
+
+    // Counters (RepeaterStats / GET_STATS).
+    public internal(set) var nSent: UInt32 = 0
+    public internal(set) var nRecv: UInt32 = 0
+    public internal(set) var sentFlood: UInt32 = 0
+    public internal(set) var sentDirect: UInt32 = 0
+    public internal(set) var recvFlood: UInt32 = 0
+    public internal(set) var recvDirect: UInt32 = 0
+    public internal(set) var txAirMs: UInt64 = 0
+    public internal(set) var rxAirMs: UInt64 = 0
+    public internal(set) var dropped: UInt32 = 0
+    public internal(set) var errEvents: UInt16 = 0
+    public internal(set) var lastSNR: Double = 0
+    public internal(set) var lastRSSI: Int = 0
+    public internal(set) var directDups: UInt16 = 0
+    public internal(set) var floodDups: UInt16 = 0
+
+    static let windowMs: Double = 3_600_000
+
+    init(poolSize: Int) {
+        self.poolSize = poolSize
+        budget = Radio.windowMs * 0.5
+    }
+
+    var duty: Double { 1.0 / (1.0 + max(0, airtimeFactor)) }
+
+    public var queueLength: Int { queue.count }
+
+    func reset() {
+        queue.removeAll(); txUntil = 0; lbtSince = nil; wakeAt = .max; wakeToken &+= 1
+        nSent = 0; nRecv = 0; sentFlood = 0; sentDirect = 0; recvFlood = 0; recvDirect = 0
+        txAirMs = 0; rxAirMs = 0; dropped = 0; errEvents = 0; directDups = 0; floodDups = 0
+    }
+
+    /// Time on air in ms of an `n`-byte LoRa packet with these settings (Semtech formula,
+    /// explicit header, CRC on; preamble 32 symbols for SF ≤ 8, else 16).
+    public func airtime(_ n: Int) -> UInt32 { LoRa.airtimeMs(bytes: n, params: params) }
+
+    func refill(now: UInt64) {
+        if now > budgetAt {
+            budget = min(Radio.windowMs * duty, budget + Double(now - budgetAt) * duty)
+        }
+        budgetAt = now
+    }
+}
+
+public enum LoRa {
+    /// Semtech time-on-air formula (the one RadioLib's `getTimeOnAir` uses), in whole ms.
+    public static func airtimeMs(bytes n: Int, params p: RadioParams) -> UInt32 {
+        let sf = Double(p.sf), bw = Double(max(p.bwHz, 1))
+        let tsym = pow2(Int(p.sf)) / bw * 1000.0 // ms
+        let npre = p.sf <= 8 ? 32.0 : 16.0
+        let ldro = tsym >= 16 ? 1.0 : 0.0
+        let num = 8.0 * Double(n) - 4.0 * sf + 28.0 + 16.0
+        let den = 4.0 * (sf - 2.0 * ldro)
+        var extra = (num / den).rounded(.up) * Double(p.cr)
+        if extra < 0 { extra = 0 }
+        let symbols = npre + 4.25 + 8.0 + extra
+        return UInt32((symbols * tsym).rounded(.up))
+    }
+
+    private static func pow2(_ k: Int) -> Double { Double(1 << k) }
+}

@@ -1,0 +1,97 @@
+/// The virtual clock and its event queue. Time is milliseconds; events at the same millisecond run in
+/// the order they were scheduled, so a run is fully determined by its inputs and seed.
+public final class Scheduler {
+    public typealias Action = () -> Void
+
+    private struct Entry { var at: UInt64; var seq: UInt64; var slot: Int32 }
+
+    public private(set) var now: UInt64
+    private var heap: [Entry] = []
+    private var actions: [Action?] = []
+    private var freeSlots: [Int32] = []
+    private var seq: UInt64 = 0
+
+    public init(start: UInt64 = 0) { now = start }
+
+    public var pending: Int { heap.count }
+
+    /// The time of the earliest scheduled event, if any.
+    public var nextDeadline: UInt64? { heap.first?.at }
+
+    /// Runs `action` at virtual time `at` (or now, if `at` is in the past).
+    public func schedule(at: UInt64, _ action: @escaping Action) {
+        let slot: Int32
+        if let s = freeSlots.popLast() { slot = s; actions[Int(s)] = action } else {
+            slot = Int32(actions.count); actions.append(action)
+        }
+        seq &+= 1
+        heap.append(Entry(at: max(at, now), seq: seq, slot: slot))
+        siftUp(heap.count - 1)
+    }
+
+    public func after(_ delay: UInt64, _ action: @escaping Action) { schedule(at: now &+ delay, action) }
+
+    /// Runs the earliest event, advancing the clock to it. Returns false when nothing is scheduled.
+    @discardableResult
+    public func step() -> Bool {
+        guard let top = heap.first else { return false }
+        let last = heap.removeLast()
+        if !heap.isEmpty { heap[0] = last; siftDown(0) }
+        now = max(now, top.at)
+        let action = actions[Int(top.slot)]
+        actions[Int(top.slot)] = nil
+        freeSlots.append(top.slot)
+        action?()
+        return true
+    }
+
+    /// Runs every event due at or before `time`, then sets the clock to `time`.
+    public func run(until time: UInt64) {
+        while let d = heap.first?.at, d <= time { step() }
+        if time > now { now = time }
+    }
+
+    /// Runs for `ms` milliseconds of virtual time.
+    public func run(for ms: UInt64) { run(until: now &+ ms) }
+
+    /// Runs until `condition` holds (checked after each event) or `limit` ms of virtual time pass.
+    /// Returns whether the condition became true.
+    @discardableResult
+    public func run(until condition: () -> Bool, limit: UInt64) -> Bool {
+        let end = now &+ limit
+        if condition() { return true }
+        while let d = heap.first?.at, d <= end {
+            step()
+            if condition() { return true }
+        }
+        if end > now { now = end }
+        return condition()
+    }
+
+    private func less(_ a: Entry, _ b: Entry) -> Bool { a.at != b.at ? a.at < b.at : a.seq < b.seq }
+
+    private func siftUp(_ i0: Int) {
+        var i = i0
+        let e = heap[i]
+        while i > 0 {
+            let p = (i - 1) >> 1
+            if !less(e, heap[p]) { break }
+            heap[i] = heap[p]; i = p
+        }
+        heap[i] = e
+    }
+
+    private func siftDown(_ i0: Int) {
+        var i = i0
+        let n = heap.count
+        let e = heap[i]
+        while true {
+            var c = 2 * i + 1
+            if c >= n { break }
+            if c + 1 < n && less(heap[c + 1], heap[c]) { c += 1 }
+            if !less(heap[c], e) { break }
+            heap[i] = heap[c]; i = c
+        }
+        heap[i] = e
+    }
+}

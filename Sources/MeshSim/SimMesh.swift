@@ -1,0 +1,132 @@
+/// The simulated world: a virtual clock, the air between nodes, and the nodes.
+///
+/// The air moves raw on-air packets. A transmission from node A reaches every node A has a link to,
+/// after the packet's LoRa time on air, unless the link's loss probability drops it. With `collisions`
+/// on, radios are half-duplex and two receptions overlapping at one node destroy each other.
+/// Listen-before-talk sees any reception in progress at the transmitter.
+public final class SimMesh {
+    public let scheduler: Scheduler
+    public var rng: SimRandom
+    public let seed: UInt64
+    public var collisions: Bool
+    public private(set) var nodes: [SimNode] = []
+    /// Links out of each node, by node index.
+    var links: [[Link]] = []
+    /// Called for every packet a node starts to transmit (the `--capture` hook).
+    public var onTransmit: ((SimNode, [UInt8]) -> Void)?
+    /// Called for every packet a node receives intact.
+    public var onReceive: ((SimNode, [UInt8], Double) -> Void)?
+    /// Wall-clock epoch seconds at virtual time 0; nodes' clocks start from it.
+    public var epochBase: UInt32
+
+    public private(set) var transmissions: UInt64 = 0
+    public private(set) var deliveries: UInt64 = 0
+    public private(set) var losses: UInt64 = 0
+    public private(set) var collided: UInt64 = 0
+
+    struct Link { var to: Int; var snr: Double; var loss: Double }
+
+    struct Reception { var id: UInt64; var end: UInt64; var corrupted: Bool }
+    var receptions: [[Reception]] = []
+    var receptionSeq: UInt64 = 0
+
+    public init(seed: UInt64, epochBase: UInt32 = 1_767_225_600, collisions: Bool = false, start: UInt64 = 0) {
+        self.seed = seed
+        self.rng = SimRandom(seed: seed)
+        self.scheduler = Scheduler(start: start)
+        self.collisions = collisions
+        self.epochBase = epochBase
+    }
+
+    public var now: UInt64 { scheduler.now }
+
+    /// Epoch seconds at the current virtual time.
+    public var epochNow: UInt32 { epochBase &+ UInt32(truncatingIfNeeded: scheduler.now / 1000) }
+
+    func register(_ node: SimNode) -> Int {
+        nodes.append(node)
+        links.append([])
+        receptions.append([])
+        return nodes.count - 1
+    }
+
+    public func node(named name: String) -> SimNode? { nodes.first { $0.name == name } }
+
+    /// Adds or replaces the link a → b (and b → a unless `oneway`).
+    public func link(_ a: SimNode, _ b: SimNode, snr: Double = 8, loss: Double = 0, oneway: Bool = false) {
+        setLink(a.index, b.index, snr: snr, loss: loss)
+        if !oneway { setLink(b.index, a.index, snr: snr, loss: loss) }
+    }
+
+    /// Removes the links between a and b.
+    public func unlink(_ a: SimNode, _ b: SimNode) {
+        links[a.index].removeAll { $0.to == b.index }
+        links[b.index].removeAll { $0.to == a.index }
+    }
+
+    /// Changes the loss probability of the links between a and b (both ways).
+    public func setLoss(_ a: SimNode, _ b: SimNode, _ loss: Double) {
+        for i in links[a.index].indices where links[a.index][i].to == b.index { links[a.index][i].loss = loss }
+        for i in links[b.index].indices where links[b.index][i].to == a.index { links[b.index][i].loss = loss }
+    }
+
+    private func setLink(_ a: Int, _ b: Int, snr: Double, loss: Double) {
+        if let i = links[a].firstIndex(where: { $0.to == b }) { links[a][i] = Link(to: b, snr: snr, loss: loss) } else {
+            links[a].append(Link(to: b, snr: snr, loss: loss))
+        }
+    }
+
+    public func neighbours(of node: SimNode) -> [SimNode] { links[node.index].map { nodes[$0.to] } }
+
+    /// Puts a packet on the air from `sender` for `airtime` ms.
+    func transmit(from sender: SimNode, bytes: [UInt8], airtime: UInt64) {
+        transmissions &+= 1
+        onTransmit?(sender, bytes)
+        let start = scheduler.now
+        let end = start &+ airtime
+        if collisions {
+            // Half-duplex: our own receptions in progress are lost.
+            for i in receptions[sender.index].indices { receptions[sender.index][i].corrupted = true }
+        }
+        for l in links[sender.index] {
+            let lost = l.loss > 0 && rng.unit() < l.loss
+            let r = nodes[l.to]
+            if lost { losses &+= 1; continue }
+            if r.radio.rxBusyUntil < end { r.radio.rxBusyUntil = end }
+            receptionSeq &+= 1
+            let id = receptionSeq
+            var corrupted = false
+            if collisions {
+                if r.radio.txUntil > start { corrupted = true }
+                for i in receptions[l.to].indices where receptions[l.to][i].end > start {
+                    receptions[l.to][i].corrupted = true; corrupted = true
+                }
+            }
+            receptions[l.to].append(Reception(id: id, end: end, corrupted: corrupted))
+            let snr = l.snr
+            let to = l.to
+            scheduler.schedule(at: end) { [unowned self] in
+                self.finishReception(to: to, id: id, bytes: bytes, snr: snr, airtime: airtime)
+            }
+        }
+    }
+
+    private func finishReception(to: Int, id: UInt64, bytes: [UInt8], snr: Double, airtime: UInt64) {
+        guard let i = receptions[to].firstIndex(where: { $0.id == id }) else { return }
+        let rec = receptions[to].remove(at: i)
+        let node = nodes[to]
+        if rec.corrupted { collided &+= 1; node.radio.errEvents &+= 1; return }
+        guard node.powered else { return }
+        deliveries &+= 1
+        node.radio.rxAirMs &+= airtime
+        onReceive?(node, bytes, snr)
+        node.radioReceived(bytes, snr: snr, rssi: Int((-110 + snr * 2).rounded()))
+    }
+
+    // MARK: running
+
+    public func run(for ms: UInt64) { scheduler.run(for: ms) }
+    public func run(until t: UInt64) { scheduler.run(until: t) }
+    @discardableResult
+    public func run(until condition: () -> Bool, limit: UInt64) -> Bool { scheduler.run(until: condition, limit: limit) }
+}

@@ -1,4 +1,0 @@
-import Testing
-@testable import MeshLink
-
-@Test func MeshLinkBuilds() { #expect(true) }

@@ -1,0 +1,77 @@
+import Glibc
+import Testing
+@testable import MeshLink
+
+@Suite struct PollLoopTests {
+    @Test func timersFireInDeadlineOrder() {
+        let loop = PollLoop()
+        let start = monotonicMilliseconds()
+        var fired: [Int] = []
+        loop.addTimer(at: start + 30) { fired.append(3) }
+        loop.addTimer(at: start + 10) { fired.append(1) }
+        loop.addTimer(at: start + 20) { fired.append(2) }
+        let cancelled = loop.addTimer(at: start + 15) { fired.append(99) }
+        loop.cancelTimer(cancelled)
+        #expect(loop.run() == .idle)
+        #expect(fired == [1, 2, 3])
+        #expect(monotonicMilliseconds() >= start + 30)
+    }
+
+    @Test func timerCanScheduleAndStop() {
+        let loop = PollLoop()
+        var ticks = 0
+        func tick() {
+            ticks += 1
+            if ticks == 3 { loop.stop() } else { loop.addTimer(after: 1, tick) }
+        }
+        loop.addTimer(after: 1, tick)
+        #expect(loop.run() == .stopped)
+        #expect(ticks == 3)
+    }
+
+    @Test func runUntilDeadline() {
+        let loop = PollLoop()
+        var fired = false
+        loop.addTimer(after: 10_000) { fired = true }
+        let start = monotonicMilliseconds()
+        #expect(loop.run(until: start + 20) == .deadline)
+        #expect(!fired)
+        #expect(loop.nextTimerDeadline != nil)
+    }
+
+    @Test func readableAndUnregister() throws {
+        let pipe = try FileDescriptor.pipe()
+        defer { pipe.read.close(); pipe.write.close() }
+        let loop = PollLoop()
+        var seen: PollEvents = []
+        loop.register(fd: pipe.read.rawValue, events: .readable) { events in
+            seen = events
+            loop.unregister(fd: pipe.read.rawValue)
+        }
+        _ = try [UInt8]([1]).withUnsafeBytes { try pipe.write.write($0) }
+        #expect(loop.run(until: monotonicMilliseconds() + 2000) == .idle)
+        #expect(seen.contains(.readable))
+    }
+
+    @Test func hangupReported() throws {
+        let pipe = try FileDescriptor.pipe()
+        defer { pipe.read.close() }
+        let loop = PollLoop()
+        var seen: PollEvents = []
+        loop.register(fd: pipe.read.rawValue, events: .readable) { events in
+            seen = events
+            loop.stop()
+        }
+        pipe.write.close()
+        #expect(loop.run(until: monotonicMilliseconds() + 2000) == .stopped)
+        #expect(seen.contains(.hangup))
+    }
+
+    @Test func signalStopsTheLoop() throws {
+        let loop = PollLoop()
+        try loop.handleSignals([SIGUSR2])
+        defer { loop.restoreSignals() }
+        loop.addTimer(after: 5) { raise(SIGUSR2) }
+        #expect(loop.run(until: monotonicMilliseconds() + 5000) == .signal(SIGUSR2))
+    }
+}

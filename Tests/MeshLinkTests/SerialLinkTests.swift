@@ -1,0 +1,119 @@
+import Glibc
+import Testing
+@testable import MeshLink
+
+@Suite struct SerialLinkTests {
+    @Test func roundTripOverPseudoTerminal() throws {
+        let pty = try PseudoTerminal()
+        defer { pty.close() }
+        let link = try SerialLink(path: pty.path)
+        defer { link.close() }
+        #expect(link.framing == .stream)
+        // Radio -> app.
+        let reply: [UInt8] = [0x3E, 0x02, 0x00, 0x00, 0x01]
+        pty.write(reply)
+        #expect(try receive(from: link, count: reply.count) == reply)
+        // App -> radio.
+        let query: [UInt8] = [0x3C, 0x02, 0x00, 0x16, 0x03]
+        try link.write(query)
+        #expect(pty.read(count: query.count) == query)
+        // Nothing pending: a read returns 0, not an error.
+        var buffer = [UInt8](repeating: 0, count: 16)
+        #expect(try buffer.withUnsafeMutableBytes { try link.read(into: $0) } == 0)
+    }
+
+    @Test func largeWriteIsBufferedAndFlushed() throws {
+        let pty = try PseudoTerminal()
+        defer { pty.close() }
+        let link = try SerialLink(path: pty.path, outBufferCapacity: 64 * 1024)
+        defer { link.close() }
+        let payload = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try link.write(payload)
+        // Drain the master side while the loop flushes the out-buffer.
+        var received: [UInt8] = []
+        let loop = PollLoop()
+        loop.attach(link, onReceive: { _ in }, onError: { _ in loop.stop() })
+        loop.register(fd: pty.master, events: .readable) { _ in
+            var chunk = [UInt8](repeating: 0, count: 8192)
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(pty.master, $0.baseAddress, $0.count) }
+            if n > 0 { received += chunk[0..<n] }
+            if received.count >= payload.count { loop.stop() }
+        }
+        loop.run(until: monotonicMilliseconds() + 5000)
+        #expect(received == payload)
+        #expect(!link.hasPendingOutput)
+    }
+
+    @Test func fullOutBufferIsStalled() throws {
+        let pty = try PseudoTerminal()
+        defer { pty.close() }
+        let link = try SerialLink(path: pty.path, outBufferCapacity: 16)
+        defer { link.close() }
+        let chunk = [UInt8](repeating: 0x55, count: 4096)
+        #expect(throws: LinkError.stalled(pty.path)) {
+            for _ in 0..<1000 { try link.write(chunk) }
+        }
+    }
+
+    @Test func hangupIsLinkLost() throws {
+        let pty = try PseudoTerminal()
+        let link = try SerialLink(path: pty.path)
+        defer { link.close() }
+        pty.close()
+        var failure: LinkError? = nil
+        let loop = PollLoop()
+        loop.attach(link, onReceive: { _ in }, onError: { failure = $0; loop.stop() })
+        let reason = loop.run(until: monotonicMilliseconds() + 2000)
+        #expect(reason == .stopped)
+        guard case .lost(let path, _) = failure else {
+            Issue.record("expected .lost, got \(String(describing: failure))")
+            return
+        }
+        #expect(path == pty.path)
+        #expect(!loop.isRegistered(fd: link.fd))
+    }
+
+    @Test(arguments: ModemLinePolicy.allCases)
+    func pseudoTerminalHasNoModemLines(policy: ModemLinePolicy) throws {
+        let pty = try PseudoTerminal()
+        defer { pty.close() }
+        let link = try SerialLink(path: pty.path, modemLines: policy)
+        defer { link.close() }
+        #expect(!link.hasModemLines)
+        try link.setModemLines(set: Int32(TIOCM_DTR), clear: 0)  // ENOTTY is tolerated
+    }
+
+    @Test func secondOpenIsBusy() throws {
+        let pty = try PseudoTerminal()
+        defer { pty.close() }
+        let first = try SerialLink(path: pty.path)
+        defer { first.close() }
+        #expect(throws: LinkError.busy(pty.path)) { _ = try SerialLink(path: pty.path) }
+        #expect(LinkError.busy(pty.path).description.contains("in use by another program"))
+        first.close()
+        let again = try SerialLink(path: pty.path)
+        again.close()
+    }
+
+    @Test func missingDeviceIsNotFound() {
+        #expect(throws: LinkError.notFound("/dev/pocketmesh-no-such-port")) {
+            _ = try SerialLink(path: "/dev/pocketmesh-no-such-port")
+        }
+    }
+
+    @Test func regularFileIsNotASerialPort() throws {
+        var template = Array("/tmp/pocketmesh-serial-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        let path = String(cString: template)
+        defer { Glibc.close(fd); unlink(path) }
+        #expect(throws: LinkError.self) { _ = try SerialLink(path: path) }
+    }
+
+    @Test func speeds() {
+        #expect(SerialSpeed(baud: 115_200)?.baud == 115_200)
+        #expect(SerialSpeed(baud: 921_600) != nil)
+        #expect(SerialSpeed(baud: 1200) == nil)  // nRF52 bootloader touch
+        #expect(SerialSpeed(baud: 115_201) == nil)
+        #expect(SerialSpeed.supportedBauds.contains(9600))
+    }
+}

@@ -1,0 +1,133 @@
+import Glibc
+import Testing
+@testable import MeshLink
+
+@Suite struct TCPLinkTests {
+    @Test func addressParsing() throws {
+        #expect(try TCPAddress(parsing: "radio.local") == TCPAddress(host: "radio.local", port: 5000))
+        #expect(try TCPAddress(parsing: "10.0.0.5:4403") == TCPAddress(host: "10.0.0.5", port: 4403))
+        #expect(try TCPAddress(parsing: "[::1]:6000") == TCPAddress(host: "::1", port: 6000))
+        #expect(try TCPAddress(parsing: "[fe80::1%eth0]") == TCPAddress(host: "fe80::1%eth0", port: 5000))
+        #expect(try TCPAddress(parsing: "::1") == TCPAddress(host: "::1", port: 5000))
+        #expect(TCPAddress(host: "::1", port: 7).description == "[::1]:7")
+        for bad in ["", ":5000", "host:", "host:0", "host:70000", "host:abc", "[::1", "[::1]x"] {
+            #expect(throws: LinkError.self) { _ = try TCPAddress(parsing: bad) }
+        }
+        do {
+            _ = try TCPAddress(parsing: "host:70000")
+        } catch {
+            #expect(error.isUsageError)
+        }
+    }
+
+    @Test func roundTripOnLoopback() throws {
+        let listener = try LoopbackListener()
+        defer { listener.close() }
+        let link = try TCPLink(connectingTo: TCPAddress(host: "127.0.0.1", port: listener.port), timeoutMilliseconds: 2000)
+        defer { link.close() }
+        let peer = listener.accept()
+        #expect(peer >= 0)
+        defer { Glibc.close(peer) }
+        var nodelay: Int32 = 0
+        var length = socklen_t(4)
+        getsockopt(link.fd, Int32(IPPROTO_TCP), TCP_NODELAY, &nodelay, &length)
+        #expect(nodelay == 1)
+        var keepalive: Int32 = 0
+        getsockopt(link.fd, SOL_SOCKET, SO_KEEPALIVE, &keepalive, &length)
+        #expect(keepalive == 1)
+
+        let query: [UInt8] = [0x3C, 0x02, 0x00, 0x16, 0x03]
+        try link.write(query)
+        #expect(readAll(peer, count: query.count) == query)
+        let reply: [UInt8] = [0x3E, 0x01, 0x00, 0x00]
+        let before = link.lastReceiveMs
+        sendAll(peer, reply)
+        #expect(try receive(from: link, count: reply.count) == reply)
+        #expect(link.lastReceiveMs >= before)
+        #expect(link.idleMilliseconds(now: link.lastReceiveMs + 250) == 250)
+    }
+
+    @Test func localhostNameResolves() throws {
+        let listener = try LoopbackListener()
+        defer { listener.close() }
+        // "localhost" may resolve to ::1 first; the IPv4 listener is found after a refusal.
+        let link = try TCPLink(connectingTo: TCPAddress(parsing: "localhost:\(listener.port)"), timeoutMilliseconds: 2000)
+        link.close()
+    }
+
+    @Test func closedPortIsRefused() throws {
+        let listener = try LoopbackListener()
+        let port = listener.port
+        listener.close()
+        let address = TCPAddress(host: "127.0.0.1", port: port)
+        #expect(throws: LinkError.refused(address.description)) {
+            _ = try TCPLink(connectingTo: address, timeoutMilliseconds: 2000)
+        }
+    }
+
+    @Test func unknownHostIsUnresolved() {
+        #expect {
+            _ = try TCPLink(connectingTo: TCPAddress(host: "no-such-host.invalid", port: 5000), timeoutMilliseconds: 500)
+        } throws: { error in
+            if case LinkError.unresolved = error { return true }
+            return false
+        }
+    }
+
+    /// A listener whose accept queue is full drops further SYNs on Linux, so connect hangs:
+    /// the connect timeout fires without leaving loopback.
+    @Test func connectTimeout() throws {
+        let listener = try LoopbackListener(backlog: 0)
+        defer { listener.close() }
+        let address = TCPAddress(host: "127.0.0.1", port: listener.port)
+        var fillers: [TCPLink] = []
+        defer { fillers.forEach { $0.close() } }
+        var timedOut = false
+        for _ in 0..<4 {
+            do {
+                fillers.append(try TCPLink(connectingTo: address, timeoutMilliseconds: 300))
+            } catch LinkError.timeout(let peer, let ms) {
+                #expect(peer == address.description)
+                #expect(ms == 300)
+                timedOut = true
+                break
+            }
+        }
+        #expect(timedOut)
+    }
+
+    @Test func peerCloseIsLinkLost() throws {
+        let listener = try LoopbackListener()
+        defer { listener.close() }
+        let link = try TCPLink(connectingTo: TCPAddress(host: "127.0.0.1", port: listener.port), timeoutMilliseconds: 2000)
+        defer { link.close() }
+        let peer = listener.accept()
+        sendAll(peer, [0x3E, 0x01, 0x00, 0x00])
+        Glibc.close(peer)
+        var received: [UInt8] = []
+        var failure: LinkError? = nil
+        let loop = PollLoop()
+        loop.attach(link, onReceive: { received += $0 }, onError: { failure = $0; loop.stop() })
+        #expect(loop.run(until: monotonicMilliseconds() + 2000) == .stopped)
+        #expect(received == [0x3E, 0x01, 0x00, 0x00])  // bytes before the close are delivered
+        guard case .lost = failure else {
+            Issue.record("expected .lost, got \(String(describing: failure))")
+            return
+        }
+    }
+
+    @Test func errorMessagesAreOneSentence() {
+        let errors: [LinkError] = [
+            .refused("127.0.0.1:5000"), .timeout("10.0.0.9:5000", milliseconds: 5000),
+            .unreachable("10.0.0.9:5000", .networkUnreachable), .busy("/dev/ttyUSB0"),
+            .lost("127.0.0.1:5000", reason: "the radio closed the connection"),
+            .unsupported("Bluetooth", reason: "this kernel has no Bluetooth support (EAFNOSUPPORT)"),
+        ]
+        for error in errors {
+            let text = error.description
+            #expect(text.hasSuffix("."))
+            #expect(!text.dropLast().contains(". "))
+        }
+        #expect(LinkError.timeout("x", milliseconds: 5000).description.contains("5 s"))
+    }
+}

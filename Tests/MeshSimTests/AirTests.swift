@@ -1,0 +1,148 @@
+import Testing
+@testable import MeshSim
+
+/// A bare node that records what it hears.
+final class ListenerNode: SimNode {
+    var heard: [(at: UInt64, bytes: [UInt8])] = []
+    init(_ mesh: SimMesh, _ name: String) { super.init(mesh: mesh, name: name, role: .companion, poolSize: 16) }
+    override func radioReceived(_ bytes: [UInt8], snr: Double, rssi: Int) { heard.append((mesh.now, bytes)) }
+}
+
+@Suite struct SchedulerTests {
+    @Test func eventsRunInTimeThenInsertionOrder() {
+        let s = Scheduler()
+        var log: [String] = []
+        s.schedule(at: 20) { log.append("b") }
+        s.schedule(at: 10) { log.append("a") }
+        s.schedule(at: 20) { log.append("c") }
+        s.schedule(at: 5) { s.after(100) { log.append("d") } }
+        s.run(until: 50)
+        #expect(log == ["a", "b", "c"])
+        #expect(s.now == 50)
+        s.run(for: 100)
+        #expect(log == ["a", "b", "c", "d"])
+    }
+
+    @Test func runUntilCondition() {
+        let s = Scheduler()
+        var n = 0
+        for i in 1...10 { s.schedule(at: UInt64(i * 100)) { n += 1 } }
+        #expect(s.run(until: { n == 3 }, limit: 10_000))
+        #expect(s.now == 300)
+        #expect(!s.run(until: { n == 100 }, limit: 500))
+        #expect(s.now == 800)
+    }
+
+    @Test func randomIsSeeded() {
+        var a = SimRandom(seed: 42), b = SimRandom(seed: 42), c = SimRandom(seed: 43)
+        let xs = (0..<8).map { _ in a.next() }
+        #expect(xs == (0..<8).map { _ in b.next() })
+        #expect(xs != (0..<8).map { _ in c.next() })
+        for _ in 0..<1000 { let v = a.between(1, 3); #expect(v >= 1 && v <= 3) }
+    }
+}
+
+@Suite struct TopologyTests {
+    @Test func lineAttachesEndsToEndRepeaters() throws {
+        let t = Topology.builtIn(.line, companions: 2, repeaters: 3, rooms: 1)
+        try t.validate()
+        #expect(t.nodes.map(\.name) == ["sim0", "sim1", "rpt0", "rpt1", "rpt2", "room0"])
+        let pairs = Set(t.links.map { "\($0.a)-\($0.b)" })
+        #expect(pairs == ["rpt0-rpt1", "rpt1-rpt2", "sim0-rpt0", "sim1-rpt2", "room0-rpt1"])
+    }
+
+    @Test func noRepeatersMeansEveryoneHearsEveryone() {
+        let t = Topology.builtIn(.star, companions: 3, repeaters: 0, rooms: 0)
+        #expect(t.links.count == 3)
+    }
+
+    @Test func jsonFile() throws {
+        let json = #"{"nodes":[{"name":"a","role":"companion"},{"name":"r","role":"repeater","password":"pw"}],"links":[{"a":"a","b":"r","snr":5.5,"loss":0.25}]}"#
+        let t = try Topology.decode(json: Array(json.utf8))
+        #expect(t.nodes[1].password == "pw")
+        #expect(t.links[0].snr == 5.5 && t.links[0].loss == 0.25 && !t.links[0].oneway)
+        let bad = #"{"nodes":[{"name":"a","role":"companion"}],"links":[{"a":"a","b":"x"}]}"#
+        #expect(throws: Topology.TopologyError.self) { try Topology.decode(json: Array(bad.utf8)) }
+    }
+}
+
+@Suite struct AirTests {
+    @Test func airtimeMatchesSemtechFormula() {
+        // SF8 / 62.5 kHz / CR 4/5, 100 bytes ≈ 0.71 s (reference §4.1).
+        #expect(LoRa.airtimeMs(bytes: 100, params: RadioParams()) == 714)
+    }
+
+    @Test func deliveryTakesAirtimeAndFollowsLinks() {
+        let mesh = SimMesh(seed: 1)
+        let a = ListenerNode(mesh, "a"), b = ListenerNode(mesh, "b"), c = ListenerNode(mesh, "c")
+        mesh.link(a, b)
+        mesh.link(b, c)
+        a.enqueue([0x11, 0x00, 1, 2, 3], priority: 1)
+        mesh.run(for: 5000)
+        let air = UInt64(a.radio.airtime(5))
+        #expect(b.heard.count == 1 && b.heard[0].at == air)
+        #expect(c.heard.isEmpty)
+        #expect(a.radio.nSent == 1)
+    }
+
+    @Test func priorityOrderAndListenBeforeTalk() {
+        let mesh = SimMesh(seed: 2)
+        let a = ListenerNode(mesh, "a"), b = ListenerNode(mesh, "b")
+        mesh.link(a, b)
+        a.enqueue([0x11, 0x00, 9], priority: 3, delay: 10)
+        a.enqueue([0x11, 0x00, 1], priority: 1, delay: 10)
+        // b starts talking first; a must wait until b's packet is over.
+        b.enqueue([0x11, 0x00, 7, 7, 7, 7, 7, 7, 7, 7], priority: 1)
+        mesh.run(for: 10_000)
+        #expect(b.heard.map { $0.bytes.last! } == [1, 9])
+        let bAir = UInt64(b.radio.airtime(10))
+        #expect(b.heard[0].at > bAir)
+    }
+
+    @Test func lossIsDeterministicPerSeed() {
+        func run(_ seed: UInt64) -> Int {
+            let mesh = SimMesh(seed: seed)
+            let a = ListenerNode(mesh, "a"), b = ListenerNode(mesh, "b")
+            mesh.link(a, b, loss: 0.5)
+            for i in 0..<10 { a.enqueue([0x11, 0x00, UInt8(i)], priority: 1, delay: UInt64(i) * 1000) }
+            mesh.run(for: 60_000)
+            return b.heard.count
+        }
+        #expect(run(7) == run(7))
+        let n = run(7)
+        #expect(n > 0 && n < 10)
+    }
+
+    @Test func collisionsDestroyOverlappingReceptions() {
+        let mesh = SimMesh(seed: 3, collisions: true)
+        let a = ListenerNode(mesh, "a"), b = ListenerNode(mesh, "b"), c = ListenerNode(mesh, "c")
+        mesh.link(a, b); mesh.link(c, b) // a and c cannot hear each other: hidden terminals
+        a.enqueue([0x11, 0x00, 1, 1, 1, 1], priority: 1)
+        c.enqueue([0x11, 0x00, 2, 2, 2, 2], priority: 1)
+        mesh.run(for: 5000)
+        #expect(b.heard.isEmpty)
+        #expect(mesh.collided == 2)
+    }
+
+    @Test func seenTableForgetsAfter160() {
+        var t = SeenTable()
+        let first = t.checkAndInsert(1)
+        let second = t.checkAndInsert(1)
+        #expect(!first && second)
+        for h in 2...161 { t.insert(UInt64(h)) }
+        #expect(!t.contains(1))
+        #expect(t.contains(161))
+    }
+
+    @Test func dutyCycleBudgetThrottles() {
+        let mesh = SimMesh(seed: 4)
+        let a = ListenerNode(mesh, "a"), b = ListenerNode(mesh, "b")
+        mesh.link(a, b)
+        a.radio.budget = 0 // spent
+        a.enqueue([0x11, 0x00, 1], priority: 1)
+        mesh.run(for: 100)
+        #expect(b.heard.isEmpty)
+        mesh.run(for: 10_000)
+        #expect(b.heard.count == 1)
+    }
+}

@@ -1,4 +1,0 @@
-import Testing
-@testable import MeshSim
-
-@Test func MeshSimBuilds() { #expect(true) }

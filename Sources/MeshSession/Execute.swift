@@ -469,7 +469,7 @@ public final class Executor {
         let started = radio.now
         var attempts = 1
         var flood = false
-        let d = try radio.sendText(to: c.publicKey, text: Array(text.utf8), timestamp: wallClockEpoch(), wait: wait) { p in
+        let d = try radio.sendText(to: c.publicKey, text: text, timestamp: wallClockEpoch(), wait: wait) { p in
             switch p {
             case .sent(let a, let f, _): attempts = a + 1; flood = f
             case .retrying(let a, let f): attempts = a + 1; flood = f
@@ -638,10 +638,8 @@ public final class Executor {
     func setOther(manual: UInt8? = nil, telemetry: UInt8? = nil, policy: UInt8? = nil, multiAcks: UInt8? = nil) throws(ClientError) {
         let s = selfInfo
         let modes = TelemetryModes(packed: telemetry ?? s[46])
-        let frame = try encode { () throws(CompanionEncodeError) in
-            try CommandFrame.setOtherParams(manualAddContacts: manual ?? s[47], telemetryModes: modes,
-                                            advertLocationPolicy: policy ?? s[45], multiAcks: multiAcks ?? s[44])
-        }
+        let frame = CommandFrame.setOtherParams(manualAddContacts: manual ?? s[47], telemetryModes: modes,
+                                                advertLocationPolicy: policy ?? s[45], multiAcks: multiAcks ?? s[44])
         _ = try call(frame, expecting: .ok, what: "SET_OTHER_PARAMS")
     }
 

@@ -197,7 +197,7 @@ public final class Radio {
 
     /// Sends a direct message and waits until it is acknowledged or given up
     /// (`wait == false`: until the radio took the first attempt).
-    public func sendText(to key: [UInt8], text: [UInt8], timestamp: UInt32, wait: Bool,
+    public func sendText(to key: [UInt8], text: String, timestamp: UInt32, wait: Bool,
                          progress: (Delivery) -> Void = { _ in }) throws(ClientError) -> Delivery {
         let t: Ticket
         do { t = try session.sendText(to: key, text: text, timestamp: timestamp, now: loop.now) } catch {
@@ -243,6 +243,7 @@ public final class Radio {
         case .textTooLong(let limit): return .usage("the text is longer than \(limit) bytes: shorten it.")
         case .badPublicKey: return .usage("a public key must be 32 bytes (64 hex digits).")
         case .notUsable: return .link("the session with the radio ended: reconnect and try again.")
+        case .invalid(let why): return .usage(Radio.sentence(why) == "." ? "the command has a value outside the radio's limits." : "the command has a value outside the radio's limits: \(Radio.sentence(why))")
         }
     }
 

@@ -641,7 +641,7 @@ public final class Daemon {
                 continue
             }
             do {
-                let t = try s.sendText(to: contact.publicKey, text: item.text, timestamp: item.senderTimestamp, now: now)
+                let t = try s.sendText(to: contact.publicKey, text: String(decoding: item.text, as: UTF8.self), timestamp: item.senderTimestamp, now: now)
                 outboxTickets[t] = item.messageId
                 outboxBusy.insert(item.messageId)
             } catch {

@@ -114,7 +114,7 @@ extension Daemon {
             let s = try requireSession("send to the channel")
             let wall = UInt32(truncatingIfNeeded: time(nil))
             let t: Ticket
-            do { t = try s.sendChannelText(index: index, text: bytes, timestamp: wall, now: now) } catch {
+            do { t = try s.sendChannelText(index: index, text: text, timestamp: wall, now: now) } catch {
                 throw DaemonError(.usage, "channel_send: \(error)")
             }
             let rec = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: index, senderTimestamp: wall,

@@ -38,6 +38,7 @@ struct PocketMesh: ParsableCommand {
             Reboot.self,
             FactoryReset.self,
             Raw.self,
+            DaemonCommand.self, ChatsCommand.self, HistoryCommand.self,
         ]
     )
 }

@@ -1,0 +1,190 @@
+// The local API's messages: one JSON object per line, in both directions.
+//
+//   request   {"id":1,"op":"send","to":"alice","text":"hi"}
+//   response  {"id":1,"ok":true,"message":{...}}
+//             {"id":1,"ok":false,"error":{"code":"timeout","exit":4,"message":"no ACK from alice after 3 attempts"}}
+//   event     {"event":"message","message":{...}}       (only after {"op":"subscribe"})
+
+/// Why a request failed. Each code maps to the CLI's exit code, so a command routed through the
+/// daemon exits exactly as it would on a directly opened link.
+public enum DaemonErrorCode: String, Sendable, CaseIterable {
+    case usage            // malformed request, missing or bad argument
+    case tooLong = "too_long"  // request line over the limit
+    case link             // radio link down or failed
+    case timeout          // radio did not answer / no ACK in time
+    case refused          // radio answered with an error
+    case notFound = "not_found"  // unknown contact, channel or thread
+    case busy             // another request holds the radio; try again
+    case storage          // the store could not be written or read
+    case unsupported      // operation not known to this daemon
+    case `internal`
+
+    /// The CLI's documented exit codes: 0 ok, 2 usage, 3 link, 4 timeout, 5 radio refused, 6 not found.
+    public var exitCode: Int32 {
+        switch self {
+        case .usage, .tooLong, .unsupported: return 2
+        case .link, .busy: return 3
+        case .timeout: return 4
+        case .refused: return 5
+        case .notFound: return 6
+        case .storage, .internal: return 1
+        }
+    }
+}
+
+public struct DaemonError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var code: DaemonErrorCode
+    public var message: String
+    public init(_ code: DaemonErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var exitCode: Int32 { code.exitCode }
+    public var description: String { message }
+
+    public var json: JSON {
+        .obj(("code", .string(code.rawValue)), ("exit", .int(Int64(code.exitCode))), ("message", .string(message)))
+    }
+
+    public init?(json: JSON) {
+        guard let c = json["code"]?.string else { return nil }
+        self.code = DaemonErrorCode(rawValue: c) ?? .internal
+        self.message = json["message"]?.string ?? c
+    }
+}
+
+/// The operations the daemon answers. Arguments are named fields of the request object.
+public enum DaemonOp: String, Sendable, CaseIterable {
+    case ping          // -> {"pid":N,"version":"..."}
+    case status        // -> link state, radio, outbox size, hook cursor
+    case info          // -> the radio's self info
+    case contacts      // -> {"contacts":[...]}
+    case channels      // -> {"channels":[...]}
+    case send          // to, text, [wait: bool] -> {"message":{...}} (queued in the outbox; with wait, after ACK)
+    case channelSend = "channel_send"  // channel (index or name), text
+    case advert        // [flood: bool]
+    case sync          // drain the radio's message queue now
+    case chats         // -> {"chats":[...]}
+    case history       // thread, [limit], [before] -> {"messages":[...]}
+    case outbox        // -> {"outbox":[...]}
+    case subscribe     // -> {"subscribed":true}, then event lines
+    case frame         // hex: one raw companion command; -> {"frames":["hex",...]} (responses to it)
+}
+
+/// A parsed request. `id` is echoed in the response; `args` is the whole request object.
+public struct DaemonRequest: Sendable {
+    public var id: Int64
+    public var op: DaemonOp
+    public var args: JSON
+
+    public init(id: Int64, op: DaemonOp, args: JSON = .object([])) {
+        self.id = id
+        self.op = op
+        var pairs: [(String, JSON)] = [("id", .int(id)), ("op", .string(op.rawValue))]
+        if case .object(let extra) = args {
+            for (k, v) in extra where k != "id" && k != "op" { pairs.append((k, v)) }
+        }
+        self.args = .object(pairs)
+    }
+
+    /// Parses one request line. Errors carry the request id when it could be read (else 0).
+    /// A request that could not be parsed: the id when it could be read (else 0) and why.
+    public struct ParseFailure: Error {
+        public var id: Int64
+        public var error: DaemonError
+        init(_ id: Int64, _ error: DaemonError) {
+            self.id = id
+            self.error = error
+        }
+    }
+
+    public static func parse(line: UnsafeRawBufferPointer) -> Result<DaemonRequest, ParseFailure> {
+        let value: JSON
+        do {
+            value = try JSONParser.parse(line)
+        } catch {
+            return .failure(ParseFailure(0, DaemonError(.usage, "request is not valid JSON: \(error)")))
+        }
+        guard case .object = value else {
+            return .failure(ParseFailure(0, DaemonError(.usage, "request must be a JSON object like {\"id\":1,\"op\":\"ping\"}")))
+        }
+        let id: Int64
+        switch value["id"] {
+        case nil, .null?: id = 0
+        case let v?:
+            guard let i = v.int else { return .failure(ParseFailure(0, DaemonError(.usage, "\"id\" must be an integer"))) }
+            id = i
+        }
+        guard let opName = value["op"]?.string else {
+            return .failure(ParseFailure(id, DaemonError(.usage, "request has no \"op\" string")))
+        }
+        guard let op = DaemonOp(rawValue: opName) else {
+            let known = DaemonOp.allCases.map(\.rawValue).joined(separator: ", ")
+            return .failure(ParseFailure(id, DaemonError(.unsupported, "unknown op \"\(opName)\" (known: \(known))")))
+        }
+        return .success(DaemonRequest(id: id, op: op, args: value))
+    }
+
+    public func string(_ key: String) throws(DaemonError) -> String {
+        guard let v = args[key] else { throw DaemonError(.usage, "\(op.rawValue): missing \"\(key)\"") }
+        guard let s = v.string else { throw DaemonError(.usage, "\(op.rawValue): \"\(key)\" must be a string") }
+        return s
+    }
+
+    public func optionalInt(_ key: String) throws(DaemonError) -> Int64? {
+        guard let v = args[key], v != .null else { return nil }
+        guard let i = v.int else { throw DaemonError(.usage, "\(op.rawValue): \"\(key)\" must be an integer") }
+        return i
+    }
+
+    public func flag(_ key: String) throws(DaemonError) -> Bool {
+        guard let v = args[key], v != .null else { return false }
+        guard let b = v.bool else { throw DaemonError(.usage, "\(op.rawValue): \"\(key)\" must be true or false") }
+        return b
+    }
+
+    public var line: String { args.text }
+}
+
+/// A response line.
+public struct DaemonResponse: Sendable {
+    public var id: Int64
+    public var result: Result<[(String, JSON)], DaemonError>
+
+    public init(id: Int64, ok fields: [(String, JSON)] = []) {
+        self.id = id
+        self.result = .success(fields)
+    }
+
+    public init(id: Int64, error: DaemonError) {
+        self.id = id
+        self.result = .failure(error)
+    }
+
+    public var json: JSON {
+        switch result {
+        case .success(let fields):
+            return .object([("id", .int(id)), ("ok", .bool(true))] + fields)
+        case .failure(let e):
+            return .object([("id", .int(id)), ("ok", .bool(false)), ("error", e.json)])
+        }
+    }
+
+    /// Reads a response object (as parsed from a line); nil if the line is an event, not a response.
+    public init?(json: JSON) {
+        guard let ok = json["ok"]?.bool else { return nil }
+        id = json["id"]?.int ?? 0
+        if ok {
+            guard case .object(let pairs) = json else { return nil }
+            result = .success(pairs.filter { $0.0 != "id" && $0.0 != "ok" })
+        } else {
+            result = .failure(json["error"].flatMap(DaemonError.init(json:)) ?? DaemonError(.internal, "error without details"))
+        }
+    }
+
+    public subscript(key: String) -> JSON? {
+        guard case .success(let fields) = result else { return nil }
+        for (k, v) in fields where k == key { return v }
+        return nil
+    }
+}

@@ -1,0 +1,271 @@
+import Glibc
+
+/// The local API: a Unix stream socket speaking newline-delimited JSON (see APIMessages.swift).
+///
+/// Non-blocking, driven by the daemon's poll loop: `pollDescriptors` says what to wait for,
+/// `handle` consumes what poll reported. Every buffer has a bound:
+/// - a request line longer than `maxLine` gets a `too_long` error and is skipped up to its newline;
+/// - a client whose unread replies exceed `maxOutput` is disconnected (it is not reading);
+/// - a subscriber whose unread events exceed `maxSubscriberBacklog` is disconnected, with one log
+///   line, rather than letting a slow reader hold up the radio (overflow policy: drop the reader,
+///   never the event for other readers, never block).
+/// - at most `maxClients` connections; further ones are accepted and closed at once with an error line.
+public final class APIServer {
+    public struct Limits: Sendable {
+        public var maxLine = 16 * 1024
+        public var maxOutput = 256 * 1024
+        public var maxSubscriberBacklog = 64 * 1024
+        public var maxClients = 32
+        public init() {}
+    }
+
+    public typealias ClientID = Int
+
+    /// Answers a request. Return nil to answer later with `reply(_:to:)` (e.g. a send waiting for its ACK).
+    public var onRequest: (DaemonRequest, ClientID) -> DaemonResponse? = { req, _ in
+        DaemonResponse(id: req.id, error: DaemonError(.unsupported, "no handler"))
+    }
+    /// Called when a client goes away (so deferred work for it can be dropped).
+    public var onDisconnect: (ClientID) -> Void = { _ in }
+    public var log: (String) -> Void = { _ in }
+
+    public let path: String
+    public let limits: Limits
+    private(set) var listenFD: Int32
+
+    final class Client {
+        let fd: Int32
+        var input: [UInt8] = []
+        var discarding = false
+        var output: [UInt8] = []
+        var outputStart = 0
+        var subscribed = false
+        var readClosed = false
+        var pending = 0
+        init(fd: Int32) { self.fd = fd }
+        var unsent: Int { output.count - outputStart }
+    }
+
+    private var clients: [ClientID: Client] = [:]
+    private var nextClient: ClientID = 1
+
+    public var clientCount: Int { clients.count }
+    public var subscriberCount: Int { clients.values.filter(\.subscribed).count }
+
+    public init(path: String, limits: Limits = Limits()) throws(SystemError) {
+        self.path = path
+        self.limits = limits
+        listenFD = try UnixSocket.listen(path: path)
+    }
+
+    deinit { shutdown() }
+
+    /// Closes every connection and the listening socket, and removes the socket file.
+    public func shutdown() {
+        for id in Array(clients.keys) { drop(id, reason: nil) }
+        if listenFD >= 0 {
+            close(listenFD)
+            listenFD = -1
+            unlink(path)
+        }
+    }
+
+    // MARK: poll integration
+
+    public func pollDescriptors(into fds: inout [pollfd]) {
+        if listenFD >= 0 { fds.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
+        for c in clients.values {
+            var ev = Int16(0)
+            if !c.readClosed { ev |= Int16(POLLIN) }
+            if c.unsent > 0 { ev |= Int16(POLLOUT) }
+            fds.append(pollfd(fd: c.fd, events: ev, revents: 0))
+        }
+    }
+
+    /// Handles one poll result; returns false if the descriptor is not ours.
+    @discardableResult
+    public func handle(_ p: pollfd) -> Bool {
+        if p.fd == listenFD {
+            if p.revents & Int16(POLLIN) != 0 { acceptAll() }
+            return true
+        }
+        guard let (id, c) = clients.first(where: { $0.value.fd == p.fd }) else { return false }
+        if p.revents & Int16(POLLOUT) != 0 { flush(id, c) }
+        guard clients[id] != nil else { return true }
+        if p.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readFrom(id, c) }
+        // Peer closed both directions: nothing more can be delivered.
+        if p.revents & Int16(POLLHUP | POLLERR) != 0 { drop(id, reason: nil) }
+        return true
+    }
+
+    // MARK: replies and events
+
+    /// Sends a deferred response. Ignored if the client has gone.
+    public func reply(_ response: DaemonResponse, to id: ClientID) {
+        guard let c = clients[id] else { return }
+        c.pending = max(0, c.pending - 1)
+        enqueue(response.json, to: id, c)
+        closeIfDone(id, c)
+    }
+
+    /// Sends an event to every subscriber.
+    public func publish(_ event: JSON) {
+        var line: [UInt8] = []
+        event.write(into: &line)
+        line.append(0x0A)
+        for (id, c) in clients where c.subscribed {
+            if c.unsent + line.count > limits.maxSubscriberBacklog {
+                drop(id, reason: "subscriber fell \(c.unsent) bytes behind (limit \(limits.maxSubscriberBacklog)); disconnected")
+                continue
+            }
+            c.output.append(contentsOf: line)
+            flush(id, c)
+        }
+    }
+
+    // MARK: internals
+
+    private func acceptAll() {
+        while true {
+            let fd = accept(listenFD, nil, nil)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                return  // EAGAIN, or a transient error (EMFILE...): try again on the next poll
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            UnixSocket.setNonBlocking(fd)
+            if clients.count >= limits.maxClients {
+                let msg = DaemonResponse(id: 0, error: DaemonError(.busy, "too many API clients (limit \(limits.maxClients))")).json.text + "\n"
+                _ = msg.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                close(fd)
+                log("api: refused a client: \(limits.maxClients) already connected")
+                continue
+            }
+            let id = nextClient
+            nextClient += 1
+            clients[id] = Client(fd: fd)
+        }
+    }
+
+    private func readFrom(_ id: ClientID, _ c: Client) {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while clients[id] != nil {
+            let n = chunk.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                drop(id, reason: nil)
+                return
+            }
+            if n == 0 {
+                c.readClosed = true
+                closeIfDone(id, c)
+                return
+            }
+            consume(chunk[0..<n], id, c)
+            if n < chunk.count { return }
+        }
+    }
+
+    private func consume(_ bytes: ArraySlice<UInt8>, _ id: ClientID, _ c: Client) {
+        var rest = bytes[...]
+        while let nl = rest.firstIndex(of: 0x0A) {
+            let part = rest[rest.startIndex..<nl]
+            rest = rest[(nl + 1)...]
+            if c.discarding {
+                c.discarding = false
+                c.input.removeAll(keepingCapacity: false)
+                continue
+            }
+            if c.input.count + part.count > limits.maxLine {
+                c.input.removeAll(keepingCapacity: false)
+                tooLong(id, c)
+                continue
+            }
+            c.input.append(contentsOf: part)
+            let line = c.input
+            c.input.removeAll(keepingCapacity: true)
+            handleLine(line, id, c)
+            if clients[id] == nil { return }
+        }
+        if c.discarding { return }
+        if c.input.count + rest.count > limits.maxLine {
+            c.input.removeAll(keepingCapacity: false)
+            c.discarding = true
+            tooLong(id, c)
+        } else {
+            c.input.append(contentsOf: rest)
+        }
+    }
+
+    private func tooLong(_ id: ClientID, _ c: Client) {
+        enqueue(DaemonResponse(id: 0, error: DaemonError(.tooLong, "request line longer than \(limits.maxLine) bytes; skipped")).json, to: id, c)
+    }
+
+    private func handleLine(_ line: [UInt8], _ id: ClientID, _ c: Client) {
+        // Blank lines (and a CR before the newline) are tolerated.
+        var end = line.count
+        if end > 0 && line[end - 1] == 0x0D { end -= 1 }
+        if line[0..<end].allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+        let parsed = line.withUnsafeBytes { DaemonRequest.parse(line: UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
+        switch parsed {
+        case .failure(let f):
+            enqueue(DaemonResponse(id: f.id, error: f.error).json, to: id, c)
+        case .success(let req):
+            if req.op == .subscribe {
+                c.subscribed = true
+                enqueue(DaemonResponse(id: req.id, ok: [("subscribed", .bool(true))]).json, to: id, c)
+                return
+            }
+            c.pending += 1
+            if let resp = onRequest(req, id) {
+                reply(resp, to: id)
+            }
+        }
+    }
+
+    private func enqueue(_ value: JSON, to id: ClientID, _ c: Client) {
+        value.write(into: &c.output)
+        c.output.append(0x0A)
+        if c.unsent > limits.maxOutput {
+            drop(id, reason: "client has \(c.unsent) unread reply bytes (limit \(limits.maxOutput)); disconnected")
+            return
+        }
+        flush(id, c)
+    }
+
+    private func flush(_ id: ClientID, _ c: Client) {
+        while c.unsent > 0 {
+            let n = c.output.withUnsafeBytes { raw in
+                send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                drop(id, reason: nil)
+                return
+            }
+            c.outputStart += n
+        }
+        if c.unsent == 0 {
+            c.output.removeAll(keepingCapacity: c.output.capacity <= 4096)
+            c.outputStart = 0
+        } else if c.outputStart > 16 * 1024 {
+            c.output.removeFirst(c.outputStart)
+            c.outputStart = 0
+        }
+        closeIfDone(id, c)
+    }
+
+    private func closeIfDone(_ id: ClientID, _ c: Client) {
+        // A half-closed subscriber keeps receiving events; it goes when the peer closes fully (POLLHUP).
+        if c.readClosed && c.pending == 0 && c.unsent == 0 && !c.subscribed { drop(id, reason: nil) }
+    }
+
+    private func drop(_ id: ClientID, reason: String?) {
+        guard let c = clients.removeValue(forKey: id) else { return }
+        close(c.fd)
+        if let reason { log("api: client \(id): \(reason)") }
+        onDisconnect(id)
+    }
+}

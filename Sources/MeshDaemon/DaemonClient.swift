@@ -1,0 +1,230 @@
+import Glibc
+
+/// Where daemons put their sockets, and the small registry entry (`<name>.json` next to
+/// `<name>.sock`) that says which link each one owns, so the CLI can find the daemon that holds
+/// a serial port or TCP radio and go through it instead of opening the link itself.
+public enum DaemonRegistry {
+    /// `$XDG_RUNTIME_DIR/pocketmesh`, else `/tmp/pocketmesh-$UID`.
+    public static func runtimeDirectory(environment: [String: String]) -> String {
+        if let xdg = environment["XDG_RUNTIME_DIR"], !xdg.isEmpty, access(xdg, W_OK | X_OK) == 0 {
+            return xdg + "/pocketmesh"
+        }
+        return "/tmp/pocketmesh-\(getuid())"
+    }
+
+    /// The canonical form of a link spec: `serial:/dev/ttyUSB0` (symlinks such as
+    /// /dev/serial/by-id/… resolved), `tcp:host:port`, `ble:AA:BB:…`.
+    public static func canonicalLink(_ spec: String) -> String {
+        if spec.hasPrefix("serial:") {
+            let path = String(spec.dropFirst(7))
+            if let real = realpath(path, nil) {
+                defer { free(real) }
+                return "serial:" + String(cString: real)
+            }
+            return spec
+        }
+        if spec.hasPrefix("tcp:") {
+            var rest = String(spec.dropFirst(4)).lowercased()
+            if !rest.contains(":") || (rest.hasPrefix("[") && !rest.contains("]:")) { rest += ":5000" }
+            if rest.hasPrefix("localhost:") { rest = "127.0.0.1:" + rest.dropFirst(10) }
+            return "tcp:" + rest
+        }
+        if spec.hasPrefix("ble:") { return "ble:" + spec.dropFirst(4).uppercased() }
+        return spec
+    }
+
+    /// A file-name-safe name for a link (used for the socket until the radio's key is known).
+    public static func slug(forLink spec: String) -> String {
+        var s = canonicalLink(spec)
+        if s.hasPrefix("serial:") { s = String(s.dropFirst(7).split(separator: "/").last ?? "serial") }
+        return String(s.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." ? $0 : "-" })
+    }
+
+    public struct Entry: Equatable, Sendable {
+        public var pid: Int32
+        public var link: String
+        public var socket: String
+        public var radio: String?
+        public var name: String?
+
+        public init(pid: Int32, link: String, socket: String, radio: String? = nil, name: String? = nil) {
+            self.pid = pid
+            self.link = link
+            self.socket = socket
+            self.radio = radio
+            self.name = name
+        }
+
+        public var json: JSON {
+            .obj(("pid", .int(Int64(pid))), ("link", .string(link)), ("socket", .string(socket)),
+                 ("radio", radio.map(JSON.string)), ("name", name.map(JSON.string)))
+        }
+
+        public init?(json: JSON) {
+            guard let pid = json["pid"]?.int, let link = json["link"]?.string, let socket = json["socket"]?.string else { return nil }
+            self.pid = Int32(truncatingIfNeeded: pid)
+            self.link = link
+            self.socket = socket
+            radio = json["radio"]?.string
+            name = json["name"]?.string
+        }
+
+        /// The daemon process exists and its socket accepts connections.
+        public var isLive: Bool {
+            guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+            guard let fd = try? UnixSocket.connect(path: socket) else { return false }
+            close(fd)
+            return true
+        }
+    }
+
+    public static func write(_ entry: Entry) throws(SystemError) {
+        try StateFile.write(registryPath(forSocket: entry.socket), entry.json.text + "\n")
+    }
+
+    public static func remove(socket: String) {
+        unlink(registryPath(forSocket: socket))
+    }
+
+    static func registryPath(forSocket socket: String) -> String {
+        (socket.hasSuffix(".sock") ? String(socket.dropLast(5)) : socket) + ".json"
+    }
+
+    /// Every registry entry in `directory` (live or not).
+    public static func entries(in directory: String) -> [Entry] {
+        guard let d = opendir(directory) else { return [] }
+        defer { closedir(d) }
+        var out: [Entry] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            guard name.hasSuffix(".json"), let text = StateFile.readString(directory + "/" + name),
+                  let json = try? JSONParser.parse(text), let entry = Entry(json: json) else { continue }
+            out.append(entry)
+        }
+        return out
+    }
+
+    /// The live daemon that owns `link` (any spec form), if any.
+    public static func find(link: String, environment: [String: String]) -> Entry? {
+        let want = canonicalLink(link)
+        return entries(in: runtimeDirectory(environment: environment)).first { canonicalLink($0.link) == want && $0.isLive }
+    }
+
+    /// The live daemon whose radio key starts with `radio` (hex) or whose name is `radio`.
+    public static func find(radio: String, environment: [String: String]) -> Entry? {
+        let q = radio.lowercased()
+        return entries(in: runtimeDirectory(environment: environment)).first {
+            ($0.radio?.hasPrefix(q) == true || $0.name == radio) && $0.isLive
+        }
+    }
+}
+
+/// A blocking client of a daemon's local API, for the command line: one request at a time,
+/// each with a deadline; events only after `subscribe`.
+public final class DaemonClient {
+    public let socketPath: String
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private var nextID: Int64 = 1
+    /// Events that arrived while waiting for a response (after `subscribe`).
+    public private(set) var pendingEvents: [JSON] = []
+
+    public init(socketPath: String) throws(DaemonError) {
+        self.socketPath = socketPath
+        do {
+            fd = try UnixSocket.connect(path: socketPath)
+        } catch {
+            throw DaemonError(.link, "cannot reach the daemon at \(socketPath): \(error); is `pocketmesh daemon` running?")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends one request and waits for its response. A failed response throws its error
+    /// (whose `exitCode` is the CLI's exit code).
+    @discardableResult
+    public func call(_ op: DaemonOp, _ fields: [(String, JSON)] = [], timeoutMS: UInt64 = 30_000) throws(DaemonError) -> DaemonResponse {
+        let id = nextID
+        nextID += 1
+        let request = DaemonRequest(id: id, op: op, args: .object(fields))
+        try send(request.line + "\n")
+        let deadline = monotonicNow() + timeoutMS
+        while true {
+            guard let value = try readJSON(deadline: deadline) else {
+                throw DaemonError(.timeout, "the daemon did not answer \(op.rawValue) within \(timeoutMS / 1000) s.")
+            }
+            if let response = DaemonResponse(json: value) {
+                if response.id != id && response.id != 0 { continue }
+                if case .failure(let e) = response.result { throw e }
+                return response
+            }
+            pendingEvents.append(value)
+        }
+    }
+
+    /// Subscribes to events and calls `onEvent` for each until it returns false, the daemon
+    /// goes away (throws `.link`) or `timeoutMS` passes without an event (returns).
+    public func subscribe(timeoutMS: UInt64? = nil, _ onEvent: (JSON) -> Bool) throws(DaemonError) {
+        try call(.subscribe)
+        for e in pendingEvents { if !onEvent(e) { pendingEvents.removeAll(); return } }
+        pendingEvents.removeAll()
+        while true {
+            let deadline = timeoutMS.map { monotonicNow() + $0 }
+            guard let value = try readJSON(deadline: deadline) else { return }
+            if DaemonResponse(json: value) != nil { continue }
+            if !onEvent(value) { return }
+        }
+    }
+
+    private func send(_ text: String) throws(DaemonError) {
+        let bytes = Array(text.utf8)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + off, bytes.count - off, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw DaemonError(.link, "lost the connection to the daemon at \(socketPath): \(SystemError("send"))")
+            }
+            off += n
+        }
+    }
+
+    /// One JSON line, or nil when the deadline passed.
+    private func readJSON(deadline: UInt64?) throws(DaemonError) -> JSON? {
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<nl])
+                buffer.removeSubrange(...nl)
+                if line.isEmpty { continue }
+                do {
+                    return try line.withUnsafeBytes { raw throws(JSONError) in try JSONParser.parse(raw) }
+                } catch {
+                    throw DaemonError(.internal, "the daemon sent a line that is not JSON: \(error)")
+                }
+            }
+            var timeout: Int32 = -1
+            if let deadline {
+                let now = monotonicNow()
+                if now >= deadline { return nil }
+                timeout = Int32(clamping: deadline - now)
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&p, 1, timeout)
+            if r < 0 && errno == EINTR { continue }
+            if r == 0 { return nil }
+            var chunk = [UInt8](repeating: 0, count: 8192)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { throw DaemonError(.link, "the daemon at \(socketPath) closed the connection.") }
+            buffer.append(contentsOf: chunk[0..<n])
+            if buffer.count > 4 << 20 { throw DaemonError(.internal, "the daemon sent an over-long line.") }
+        }
+    }
+}
+
+/// Monotonic milliseconds.
+public func monotonicNow() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+}

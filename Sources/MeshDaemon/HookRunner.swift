@@ -1,0 +1,268 @@
+import Glibc
+
+/// A stored message handed to the hook: its store id (ascending) and its JSON form.
+public struct HookMessage: Sendable {
+    public var id: UInt64
+    public var json: JSON
+    public init(id: UInt64, json: JSON) {
+        self.id = id
+        self.json = json
+    }
+
+    /// The message's top-level fields as POCKETMESH_<FIELD> variables (plus POCKETMESH_ID).
+    /// Values are passed as data in the environment, never through a shell.
+    public var environment: [String] {
+        var out = ["POCKETMESH_ID=\(id)"]
+        guard case .object(let pairs) = json else { return out }
+        for (k, v) in pairs where k != "id" {
+            let value: String
+            switch v {
+            case .string(let s): value = s
+            case .int(let i): value = String(i)
+            case .double, .bool: value = v.text
+            default: continue
+            }
+            let name = "POCKETMESH_" + String(k.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+            out.append(name + "=" + String(value.filter { $0 != "\0" }))
+        }
+        return out
+    }
+}
+
+/// Runs `--on-message CMD` once per received message, exactly once across restarts.
+///
+/// Delivery state lives in `dir`:
+/// - `cursor`: every message id ≤ cursor has been delivered (written durably after it advances);
+/// - `<id>`: one marker per message past the cursor that is running or done. The run goes through a
+///   small wrapper process (`pocketmesh daemon hook-exec MARKER -- CMD...`) that holds an exclusive
+///   lock on the marker while the hook runs and writes "done" into it (fsync) when the hook exits 0.
+///   The wrapper outlives a killed daemon, so a daemon restarted mid-run waits on the lock instead of
+///   running the hook a second time, and a hook that finished is never repeated.
+/// Without a wrapper (tests) the daemon writes the marker itself after reaping, which leaves a small
+/// window where a killed daemon would run the hook again.
+///
+/// Bounded: at most `concurrency` hooks run at once, at most `window` messages past the cursor are
+/// considered (a hook that keeps failing holds the cursor and is retried forever with backoff
+/// `retryBaseMS` doubling to `retryMaxMS`, each failure logged); a run over `timeoutMS` gets SIGTERM
+/// to its process group, then SIGKILL after `killGraceMS`.
+public final class HookRunner {
+    public struct Config: Sendable {
+        public var argv: [String]
+        public var dir: String
+        public var wrapper: [String]?
+        public var concurrency = 2
+        public var window = 64
+        public var timeoutMS: UInt64 = 30_000
+        public var killGraceMS: UInt64 = 3_000
+        public var retryBaseMS: UInt64 = 1_000
+        public var retryMaxMS: UInt64 = 300_000
+        public init(argv: [String], dir: String, wrapper: [String]?) {
+            self.argv = argv
+            self.dir = dir
+            self.wrapper = wrapper
+        }
+    }
+
+    struct Run {
+        var id: UInt64
+        var started: UInt64
+        var termSent: UInt64?
+    }
+
+    public let config: Config
+    /// Returns stored messages with id > `after`, ascending, at most `limit`.
+    public var fetch: (_ after: UInt64, _ limit: Int) -> [HookMessage] = { _, _ in [] }
+    public var log: (String) -> Void = { _ in }
+    public var environment: [String] = Spawn.currentEnvironment()
+
+    public private(set) var cursor: UInt64 = 0
+    private var done: Set<UInt64> = []
+    private var running: [pid_t: Run] = [:]
+    private var failures: [UInt64: (attempts: Int, due: UInt64)] = [:]
+    public private(set) var delivered = 0
+    public var runningCount: Int { running.count }
+
+    public init(config: Config) throws(SystemError) {
+        self.config = config
+        // A hook that exits without reading its stdin must not kill the daemon with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        try UnixSocket.makeDirectory(config.dir)
+        if let text = StateFile.readString(config.dir + "/cursor"),
+           let v = UInt64(text.filter { !$0.isWhitespace }) {
+            cursor = v
+        }
+        // Markers left by an earlier run: done ones count, stale ones go.
+        if let d = opendir(config.dir) {
+            while let e = readdir(d) {
+                let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
+                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+                }
+                guard let id = UInt64(name) else { continue }
+                if id <= cursor {
+                    unlink(config.dir + "/" + name)
+                } else if let body = StateFile.readString(config.dir + "/" + name), body.hasPrefix("done") {
+                    done.insert(id)
+                }
+            }
+            closedir(d)
+        }
+    }
+
+    func markerPath(_ id: UInt64) -> String { config.dir + "/\(id)" }
+
+    /// Starts due hooks, enforces timeouts; returns the next time it needs to be called.
+    public func tick(now: UInt64) -> UInt64? {
+        reap(now: now)
+        var next: UInt64? = nil
+        func soon(_ t: UInt64) { next = min(next ?? t, t) }
+
+        for (pid, run) in running {
+            if let term = run.termSent {
+                if now >= term + config.killGraceMS {
+                    kill(-pid, SIGKILL)
+                    kill(pid, SIGKILL)
+                } else { soon(term + config.killGraceMS) }
+            } else if now >= run.started + config.timeoutMS {
+                log("hook: message \(run.id): still running after \(config.timeoutMS) ms; sending SIGTERM")
+                kill(-pid, SIGTERM)
+                kill(pid, SIGTERM)
+                running[pid]?.termSent = now
+                soon(now + config.killGraceMS)
+            } else {
+                soon(run.started + config.timeoutMS)
+            }
+        }
+
+        let candidates = fetch(cursor, config.window)
+        advanceCursor(candidates)
+        let busy = Set(running.values.map(\.id))
+        for m in candidates where m.id > cursor && !done.contains(m.id) && !busy.contains(m.id) {
+            if let f = failures[m.id], f.due > now { soon(f.due); continue }
+            if running.count >= config.concurrency { break }
+            start(m, now: now)
+        }
+        return next
+    }
+
+    /// Collects finished hooks (call on SIGCHLD; `tick` also calls it).
+    public func reap(now: UInt64) {
+        for (pid, run) in running {
+            var status: Int32 = 0
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == 0 { continue }
+            running[pid] = nil
+            if r < 0 { status = 0x7f00 }  // lost child: treat as failure
+            if r > 0 && status == 0 {
+                if config.wrapper == nil { markDone(run.id) }
+                done.insert(run.id)
+                failures[run.id] = nil
+                delivered += 1
+            } else {
+                let attempts = (failures[run.id]?.attempts ?? 0) + 1
+                var delay = config.retryBaseMS
+                for _ in 1..<min(attempts, 30) where delay < config.retryMaxMS { delay *= 2 }
+                delay = min(delay, config.retryMaxMS)
+                failures[run.id] = (attempts, now + delay)
+                log("hook: message \(run.id): attempt \(attempts) failed (\(Spawn.describe(status: status))); retrying in \(delay / 1000) s")
+            }
+        }
+    }
+
+    /// Stops waiting for running hooks (on daemon shutdown they keep running; a wrapper records the result).
+    public func detachAll() { running.removeAll() }
+
+    private func markDone(_ id: UInt64) {
+        do { try StateFile.write(markerPath(id), "done\n") } catch {
+            log("hook: message \(id): could not record delivery: \(error)")
+        }
+    }
+
+    private func advanceCursor(_ candidates: [HookMessage]) {
+        var newCursor = cursor
+        for m in candidates {
+            if m.id <= newCursor { continue }
+            guard done.contains(m.id) else { break }
+            newCursor = m.id
+        }
+        guard newCursor != cursor else { return }
+        do {
+            try StateFile.write(config.dir + "/cursor", "\(newCursor)\n")
+        } catch {
+            log("hook: could not save the delivery cursor: \(error)")
+            return
+        }
+        for id in done where id <= newCursor {
+            done.remove(id)
+            unlink(markerPath(id))
+        }
+        cursor = newCursor
+    }
+
+    private func start(_ m: HookMessage, now: UInt64) {
+        guard let pair = UnixSocket.makePipe(nonBlocking: false) else {
+            log("hook: message \(m.id): pipe: \(SystemError("pipe"))")
+            return
+        }
+        let fds = [pair.read, pair.write]
+        var body: [UInt8] = []
+        m.json.write(into: &body)
+        body.append(0x0A)
+        let argv = config.wrapper.map { $0 + [markerPath(m.id), "--"] + config.argv } ?? config.argv
+        var env = environment.filter { !$0.hasPrefix("POCKETMESH_") }
+        env += m.environment
+        do {
+            let pid = try Spawn.start(argv: argv, environment: env, stdinFD: fds[0])
+            close(fds[0])
+            // The JSON is far below the pipe's capacity (64 KiB), so this write does not block;
+            // a hook that does not read stdin is fine.
+            _ = body.withUnsafeBytes { write(fds[1], $0.baseAddress, $0.count) }
+            close(fds[1])
+            running[pid] = Run(id: m.id, started: now)
+        } catch {
+            close(fds[0])
+            close(fds[1])
+            let attempts = (failures[m.id]?.attempts ?? 0) + 1
+            failures[m.id] = (attempts, now + config.retryBaseMS * UInt64(min(attempts, 60)))
+            log("hook: message \(m.id): cannot start \(config.argv[0]): \(error)")
+        }
+    }
+}
+
+/// The wrapper a hook runs under (`pocketmesh daemon hook-exec MARKER -- CMD...`): takes the marker's
+/// lock, skips the run if the marker already says "done", runs CMD (same stdin, same process group),
+/// and records "done" durably when CMD exits 0. Returns the exit code for the wrapper process.
+public enum HookExec {
+    public static func run(marker: String, argv: [String]) -> Int32 {
+        let fd = open(marker, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 {
+            fputs("hook-exec: \(SystemError("open", marker))\n", stderr)
+            return 70
+        }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { fputs("hook-exec: \(SystemError("flock", marker))\n", stderr); return 70 }
+        }
+        var head = [UInt8](repeating: 0, count: 4)
+        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 4, 0) }
+        if n == 4 && head == Array("done".utf8) { return 0 }
+        let pid: pid_t
+        do {
+            pid = try Spawn.start(argv: argv, environment: Spawn.currentEnvironment(), stdinFD: 0, newProcessGroup: false)
+        } catch {
+            fputs("hook-exec: \(error)\n", stderr)
+            return 127
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return 70 }
+        }
+        guard status == 0 else { return Spawn.exitCode(status: status) }
+        let text = Array("done\n".utf8)
+        let w = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        if w != text.count || fsync(fd) != 0 {
+            fputs("hook-exec: \(SystemError("write", marker))\n", stderr)
+            return 70
+        }
+        StateFile.syncDirectory(of: marker)
+        return 0
+    }
+}

@@ -1,0 +1,60 @@
+import Glibc
+
+/// Small files the daemon keeps next to the store: written whole and durably
+/// (temporary file, fsync, rename, fsync of the folder), read whole.
+public enum StateFile {
+    public static func read(_ path: String, limit: Int = 1 << 20) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return nil }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while out.count < limit {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            out.append(contentsOf: chunk[0..<n])
+        }
+        return out
+    }
+
+    public static func readString(_ path: String) -> String? {
+        read(path).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Replaces `path` atomically and durably with `bytes`.
+    public static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(SystemError) {
+        let tmp = path + ".tmp"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        if fd < 0 { throw SystemError("open", tmp) }
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, bytes.count - off) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = errno
+                close(fd)
+                unlink(tmp)
+                throw SystemError("write", tmp, errno: e)
+            }
+            off += n
+        }
+        if fsync(fd) != 0 { let e = errno; close(fd); unlink(tmp); throw SystemError("fsync", tmp, errno: e) }
+        close(fd)
+        if rename(tmp, path) != 0 { let e = errno; unlink(tmp); throw SystemError("rename", path, errno: e) }
+        syncDirectory(of: path)
+    }
+
+    public static func write(_ path: String, _ text: String, mode: mode_t = 0o600) throws(SystemError) {
+        try write(path, Array(text.utf8), mode: mode)
+    }
+
+    public static func syncDirectory(of path: String) {
+        let dir: String
+        if let slash = path.lastIndex(of: "/") { dir = slash == path.startIndex ? "/" : String(path[..<slash]) } else { dir = "." }
+        let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+}

@@ -1,0 +1,73 @@
+import Glibc
+
+/// The systemd notification protocol (`sd_notify(3)`), by hand: one datagram of `KEY=value` lines
+/// to the `AF_UNIX` socket named by `$NOTIFY_SOCKET` (a leading "@" means the abstract namespace).
+/// Without `$NOTIFY_SOCKET` every call is a no-op.
+public final class SystemdNotify {
+    public let socketPath: String?
+    /// Half of `$WATCHDOG_USEC`, in milliseconds, when the service has a watchdog for this process.
+    public let watchdogIntervalMS: UInt64?
+    private var fd: Int32 = -1
+    private var nextWatchdog: UInt64 = 0
+    public private(set) var sentReady = false
+
+    public init(environment: [String: String]) {
+        let path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+        socketPath = path
+        var interval: UInt64? = nil
+        if let usec = environment["WATCHDOG_USEC"].flatMap({ UInt64($0) }), usec > 0 {
+            // WATCHDOG_PID, when set, names the process the watchdog is meant for.
+            if let pid = environment["WATCHDOG_PID"].flatMap({ Int32($0) }), pid != getpid() {
+                interval = nil
+            } else {
+                interval = max(1, usec / 2000)
+            }
+        }
+        watchdogIntervalMS = path == nil ? nil : interval
+        if path != nil {
+            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    public var enabled: Bool { socketPath != nil && fd >= 0 }
+
+    /// Sends one notification, e.g. "READY=1\nSTATUS=connected". Returns false if it could not be sent.
+    @discardableResult
+    public func notify(_ state: String) -> Bool {
+        guard enabled, let path = socketPath, case (var addr, let len)? = UnixSocket.address(path) else { return false }
+        let bytes = Array(state.utf8)
+        let n = bytes.withUnsafeBytes { buf in
+            withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0, len)
+                }
+            }
+        }
+        return n == bytes.count
+    }
+
+    public func ready(status: String) {
+        if !sentReady {
+            sentReady = true
+            notify("READY=1\nSTATUS=\(status)")
+        } else {
+            notify("STATUS=\(status)")
+        }
+    }
+
+    public func status(_ text: String) { notify("STATUS=\(text)") }
+
+    public func stopping() { notify("STOPPING=1") }
+
+    /// Sends WATCHDOG=1 when it is due; returns the next deadline (monotonic ms), or nil without a watchdog.
+    public func tick(now: UInt64) -> UInt64? {
+        guard let interval = watchdogIntervalMS, enabled else { return nil }
+        if now >= nextWatchdog {
+            notify("WATCHDOG=1")
+            nextWatchdog = now + interval
+        }
+        return nextWatchdog
+    }
+}

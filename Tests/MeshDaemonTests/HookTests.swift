@@ -1,0 +1,145 @@
+import Glibc
+import Testing
+@testable import MeshDaemon
+
+@Suite struct HookTests {
+    func messages(_ n: Int) -> [HookMessage] {
+        (1...n).map { i in
+            HookMessage(id: UInt64(i * 10), json: .obj(("id", .int(Int64(i * 10))), ("kind", "direct"), ("from", "alice"),
+                                                     ("text", .string("hi $(touch /tmp/pwned) ; `x` \(i)")), ("timestamp", .int(1_700_000_000))))
+        }
+    }
+
+    /// Ticks the runner with real child processes until `done()`; virtual time advances 10 ms a round.
+    func drive(_ r: HookRunner, now: inout UInt64, rounds: Int = 3000, until done: () -> Bool) {
+        for _ in 0..<rounds where !done() {
+            _ = r.tick(now: now)
+            usleep(1000)
+            now += 10
+        }
+        _ = r.tick(now: now)
+    }
+
+    @Test func runsEachMessageOnceAcrossRestarts() throws {
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let out = dir + "/seen"
+        let script = dir + "/hook.sh"
+        try StateFile.write(script, "#!/bin/sh\nread -r json\nprintf '%s|%s|%s\\n' \"$POCKETMESH_ID\" \"$POCKETMESH_TEXT\" \"$json\" >> \(out)\n", mode: 0o700)
+        var store = messages(5)
+        var now: UInt64 = 0
+        do {
+            let r = try HookRunner(config: .init(argv: [script], dir: dir + "/hooks", wrapper: nil))
+            r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+            drive(r, now: &now) { r.delivered == 5 && r.cursor == 50 }
+            #expect(r.cursor == 50)
+        }
+        let lines = readFile(out).split(separator: "\n")
+        #expect(lines.count == 5)
+        #expect(lines.sorted().first?.hasPrefix("10|hi $(touch /tmp/pwned) ; `x` 1|{\"id\":10") == true)
+        // Restart: nothing old runs again; new messages do.
+        store += [HookMessage(id: 60, json: .obj(("text", "six")))]
+        let r2 = try HookRunner(config: .init(argv: [script], dir: dir + "/hooks", wrapper: nil))
+        #expect(r2.cursor == 50)
+        r2.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        drive(r2, now: &now) { r2.cursor == 60 }
+        #expect(readFile(out).split(separator: "\n").count == 6)
+    }
+
+    @Test func failuresAreRetriedWithBackoffAndCursorWaits() throws {
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let out = dir + "/seen"
+        let flag = dir + "/fail-once"
+        try StateFile.write(flag, "x")
+        let script = dir + "/hook.sh"
+        // Message 20 fails the first time (while the flag file exists), then succeeds.
+        try StateFile.write(script, """
+            #!/bin/sh
+            if [ "$POCKETMESH_ID" = 20 ] && [ -e \(flag) ]; then rm \(flag); exit 3; fi
+            echo "$POCKETMESH_ID" >> \(out)
+
+            """, mode: 0o700)
+        let store = messages(3)
+        var logs: [String] = []
+        var config = HookRunner.Config(argv: [script], dir: dir + "/hooks", wrapper: nil)
+        config.retryBaseMS = 500
+        let r = try HookRunner(config: config)
+        r.log = { logs.append($0) }
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        drive(r, now: &now) { r.cursor == 30 }
+        #expect(r.cursor == 30)
+        #expect(logs.contains { $0.contains("message 20: attempt 1 failed (exit status 3)") })
+        #expect(readFile(out).split(separator: "\n").sorted() == ["10", "20", "30"])
+    }
+
+    @Test func timeoutKillsTheHook() throws {
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        var config = HookRunner.Config(argv: ["/bin/sleep", "30"], dir: dir + "/hooks", wrapper: nil)
+        config.timeoutMS = 200
+        config.killGraceMS = 100
+        config.retryBaseMS = 1_000_000
+        let r = try HookRunner(config: config)
+        var logs: [String] = []
+        r.log = { logs.append($0) }
+        let store = messages(1)
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        drive(r, now: &now, rounds: 500) { logs.contains { $0.contains("failed") } }
+        #expect(logs.contains { $0.contains("SIGTERM") })
+        #expect(logs.contains { $0.contains("killed by signal 15") })
+        #expect(r.runningCount == 0)
+        #expect(r.cursor == 0)
+    }
+
+    @Test func concurrencyIsBounded() throws {
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        var config = HookRunner.Config(argv: ["/bin/sleep", "0.2"], dir: dir + "/hooks", wrapper: nil)
+        config.concurrency = 2
+        let r = try HookRunner(config: config)
+        let store = messages(6)
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        var peak = 0
+        for _ in 0..<3000 where r.cursor < 60 {
+            _ = r.tick(now: now)
+            peak = max(peak, r.runningCount)
+            usleep(1000)
+            now += 10
+        }
+        #expect(r.cursor == 60)
+        #expect(peak == 2)
+    }
+}
+
+@Suite struct NotifyTests {
+    @Test func sendsReadyStatusAndWatchdog() throws {
+        let dir = temporaryDirectory("pm-notify")
+        defer { removeTree(dir) }
+        let path = dir + "/notify"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var (addr, len) = UnixSocket.address(path)!
+        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        #expect(rc == 0)
+        let n = SystemdNotify(environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "4000000"])
+        #expect(n.watchdogIntervalMS == 2000)
+        n.ready(status: "connected to tcp:127.0.0.1:5000")
+        #expect(n.tick(now: 10) == 2010)
+        func receive() -> String {
+            var buf = [UInt8](repeating: 0, count: 512)
+            let k = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            return k > 0 ? String(decoding: buf[0..<k], as: UTF8.self) : ""
+        }
+        #expect(receive() == "READY=1\nSTATUS=connected to tcp:127.0.0.1:5000")
+        #expect(receive() == "WATCHDOG=1")
+        #expect(n.tick(now: 20) == 2010)
+        #expect(receive() == "")
+        let off = SystemdNotify(environment: [:])
+        #expect(!off.enabled && off.tick(now: 0) == nil)
+        #expect(UnixSocket.address("@abstract")?.1 == socklen_t(2 + 9))
+    }
+}

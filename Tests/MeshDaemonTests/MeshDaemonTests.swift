@@ -1,4 +1,0 @@
-import Testing
-@testable import MeshDaemon
-
-@Test func MeshDaemonBuilds() { #expect(true) }

@@ -13,6 +13,8 @@ public struct ServerClient {
     // Room sync state.
     public internal(set) var syncSince: UInt32 = 0
     var pushing: (ack: UInt32, post: Int, attempt: UInt8, sentAt: UInt64)? = nil
+    /// A post is out to this member, waiting for its ACK.
+    public var isAwaitingAck: Bool { pushing != nil }
     var loggedIn = false
     public var isAdmin: Bool { permissions == 3 }
 }

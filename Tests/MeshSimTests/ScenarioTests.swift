@@ -221,7 +221,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let si = a.call(try CommandFrame.appStart())!
         #expect(si[0] == 0x05 && Array(si[4 ..< 36]) == w.companions[0].publicKey.bytes)
         #expect(String(decoding: si[58...], as: UTF8.self) == "sim0")
-        #expect(a.call([0x77]) == [0x01, 0x01])
+        a.send([0x77]); #expect(a.frames.last == [0x01, 0x01])
     }
 
     @Test func clockCannotGoBackwards() throws {
@@ -241,7 +241,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let other = LocalIdentity.generate(using: &r)
         #expect(a.call(try CommandFrame.importPrivateKey(other.privateKey)) == [0x00])
         #expect(w.companions[0].publicKey == other.publicKey)
-        #expect(a.call(CommandFrame.signData([1, 2, 3])) == [0x01, 0x04])
+        #expect(a.call(try CommandFrame.signData([1, 2, 3])) == [0x01, 0x04])
         #expect(a.call(CommandFrame.signStart())?.first == 0x13)
         #expect(a.call(try CommandFrame.signData([1, 2, 3])) == [0x00])
         let sig = a.call(CommandFrame.signFinish())!
@@ -253,7 +253,8 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         exchangeAdverts(w, [a, b])
         a.frames.removeAll()
         a.send(CommandFrame.getContacts())
-        #expect(a.call(CommandFrame.getContacts()) == [0x01, 0x04]) // already iterating
+        a.send(CommandFrame.getContacts())
+        #expect(a.frames.contains([0x01, 0x04])) // already iterating
         w.mesh.run(for: 100)
         #expect(a.count(0x02) == 1 && a.count(0x03) == 1)
         let end = a.take(0x04)!
@@ -281,7 +282,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
 
     @Test func manualModeSendsNewAdvert() throws {
         let (w, a, b) = try pair()
-        _ = a.call(try CommandFrame.setOtherParams(manualAddContacts: 1, telemetryModes: TelemetryModes()))
+        _ = a.call(try CommandFrame.setOtherParams(manualAddContacts: 1, telemetryModes: TelemetryModes(), advertLocationPolicy: 0, multiAcks: 0))
         exchangeAdverts(w, [b])
         #expect(w.companions[0].contacts.isEmpty)
         #expect(a.count(0x8A) == 1)

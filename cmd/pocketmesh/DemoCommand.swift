@@ -177,6 +177,7 @@ final class DemoRig {
         guard let t = try? from.session.sendText(to: key, text: Array(text.utf8), timestamp: from.node.epochNow, now: mesh.now) else {
             say("\(from.name): could not queue the message"); return false
         }
+        from.events.removeAll { if case .push = $0 { return true }; return false }
         from.pump()
         say("\(from.name) → \(toName): \"\(text)\"")
         var result = false
@@ -323,8 +324,9 @@ final class DemoRig {
         _ = sendDM(alice, key: loungeKey, name: "lounge", reader: nil, "Coffee at 10 in the lounge")
         run(until: { self.messages(self.bob) > 0 }, limit: 60_000)
         printMessages(bob)
+        run(until: { lounge.clients.allSatisfy { !$0.isAwaitingAck } }, limit: 30_000)
         say("lounge: \(lounge.posts.count) post stored, members in sync: " +
-            lounge.clients.map { "\(names[[$0.key.bytes[0]]] ?? "?") since \($0.syncSince)" }.joined(separator: ", "))
+            lounge.clients.map { "\(names[[$0.key.bytes[0]]] ?? "?") at \($0.syncSince)" }.joined(separator: ", ") + " (bob's ACK moved his sync_since to the post's time)")
 
         heading("Repeater administration: admin login and a status request to rpt3")
         let rpt3 = world.repeaters[3]
@@ -340,7 +342,7 @@ final class DemoRig {
 
         let el = monotonicNow() - wall
         print("")
-        print("Simulated \(mesh.now / 1000) s of mesh time in \(el) ms: \(mesh.transmissions) packets on air, \(mesh.deliveries) receptions, \(mesh.losses) lost on the lossy link.")
+        print("Simulated \(mesh.now / 1000) s of mesh time in \(el) ms: \(mesh.transmissions) packets on air, \(mesh.deliveries) receptions, \(mesh.losses) dropped by the lossy link.")
     }
 }
 

@@ -119,7 +119,7 @@ struct SimBenchCommand: ParsableCommand {
         let r = try b.run()
         let wall = monotonicNow() - t0
         var ru = rusage()
-        getrusage(RUSAGE_SELF, &ru)
+        getrusage(Int32(RUSAGE_SELF.rawValue), &ru)
         print("nodes=\(nodes) companions=\(companions) virtual_s=\(r.virtualSeconds) messages=\(r.sent) acked=\(r.acked) " +
               "first_flood=\(r.flood) direct=\(r.direct) packets_on_air=\(r.transmissions) receptions=\(r.receptions) " +
               "events=\(r.events) wall_ms=\(wall) max_rss_kb=\(ru.ru_maxrss)")

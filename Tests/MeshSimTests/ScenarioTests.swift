@@ -102,7 +102,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         var events: [SessionEvent] = []
         func collect() { while let e = s.nextEvent() { events.append(e) } }
         let dest = w.companions[1].publicKey.bytes
-        let t1 = try s.sendText(to: dest, text: Array("first".utf8), timestamp: node.epochNow, now: w.mesh.now); pump()
+        let t1 = try s.sendText(to: dest, text: "first", timestamp: node.epochNow, now: w.mesh.now); pump()
         w.mesh.run(until: { collect(); return events.contains(.delivery(t1, .acked(attempt: 0, roundTrip: 0))) || events.contains { if case .delivery(t1, .acked) = $0 { return true }; return false } }, limit: 60_000)
         let path = node.contact(key: w.companions[1].publicKey.frameKey)!.outPath
         #expect(path.count == 3)
@@ -110,7 +110,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let mid = w.repeaters.first { $0.publicKey.hashByte == path[1] }!
         w.mesh.setLoss(w.repeaters[0], mid, 1.0)
         events.removeAll()
-        let t2 = try s.sendText(to: dest, text: Array("second".utf8), timestamp: node.epochNow, now: w.mesh.now); pump()
+        let t2 = try s.sendText(to: dest, text: "second", timestamp: node.epochNow, now: w.mesh.now); pump()
         let done = w.mesh.run(until: { collect(); return events.contains { if case .delivery(t2, .acked) = $0 { return true }; if case .delivery(t2, .failed) = $0 { return true }; return false } }, limit: 300_000)
         #expect(done)
         let deliveries = events.compactMap { e -> Delivery? in if case let .delivery(t, d) = e, t == t2 { return d }; return nil }

@@ -174,7 +174,7 @@ final class DemoRig {
     }
 
     func sendDM(_ from: DemoApp, key: [UInt8], name toName: String, reader: DemoApp?, _ text: String) -> Bool {
-        guard let t = try? from.session.sendText(to: key, text: Array(text.utf8), timestamp: from.node.epochNow, now: mesh.now) else {
+        guard let t = try? from.session.sendText(to: key, text: text, timestamp: from.node.epochNow, now: mesh.now) else {
             say("\(from.name): could not queue the message"); return false
         }
         from.events.removeAll { if case .push = $0 { return true }; return false }
@@ -306,7 +306,7 @@ final class DemoRig {
         }
 
         heading("A channel message on the Public channel (no ACKs on channels)")
-        if let t = try? alice.session.sendChannelText(index: 0, text: Array("Anyone up for coffee?".utf8), timestamp: alice.node.epochNow, now: mesh.now) {
+        if let t = try? alice.session.sendChannelText(index: 0, text: "Anyone up for coffee?", timestamp: alice.node.epochNow, now: mesh.now) {
             alice.pump()
             if case .ok? = reply(alice, t) { say("alice posts to Public: \"Anyone up for coffee?\" (radio answers OK)") }
         }

@@ -38,6 +38,8 @@ struct PocketMesh: ParsableCommand {
             Reboot.self,
             FactoryReset.self,
             Raw.self,
+            DemoCommand.self,
+            SimCommand.self, SimBenchCommand.self,
         ]
     )
 }

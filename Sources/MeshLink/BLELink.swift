@@ -231,6 +231,12 @@ public final class BLELink: ByteLink {
         }
     }
 
+    public var deadline: UInt64? { client.nextDeadline }
+
+    public func handleDeadline(now: UInt64) throws(LinkError) {
+        try checkTimeout(now: now)
+    }
+
     /// Fails the link when an ATT request is overdue; call at `nextDeadline`.
     public func checkTimeout(now: UInt64) throws(LinkError) {
         do {

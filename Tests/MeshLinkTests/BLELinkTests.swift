@@ -212,6 +212,23 @@ struct BLEFixture {
         #expect(throws: LinkError.self) { try link.write([UInt8](repeating: 1, count: 174)) }
     }
 
+    @Test func silentRadioTimesOutThroughThePollLoop() throws {
+        var fds: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        var configuration = ATTClient.Configuration()
+        configuration.transactionTimeoutMilliseconds = 50
+        let link = BLELink(adopting: FileDescriptor(rawValue: fds[0]), name: "C0:FF:EE:00:00:02", configuration: configuration)
+        defer { link.close() }
+        let loop = PollLoop()
+        var failure: LinkError? = nil
+        loop.attach(link, onReceive: { _ in }, onError: { failure = $0; loop.stop() })
+        let start = monotonicMilliseconds()
+        #expect(loop.run(until: start + 3000) == .stopped)
+        #expect(monotonicMilliseconds() - start < 1000)
+        #expect(failure?.description.contains("did not answer the MTU exchange in time") == true)
+    }
+
     @Test func addressParsing() throws {
         let address = try BLEAddress(parsing: "c0:ff:ee:00:11:22/random")
         #expect(address.bytes == [0xC0, 0xFF, 0xEE, 0x00, 0x11, 0x22])

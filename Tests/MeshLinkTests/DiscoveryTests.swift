@@ -205,6 +205,12 @@ final class FakeSysfs {
         #expect(found.first?.bridge == "CP210x")
     }
 
+    @Test func serialAutoOpensTheFakeCP210x() throws {
+        let link = try LinkTarget(serial: "auto", baud: nil, tcp: nil, ble: nil).open()
+        #expect(link.description == "serial /dev/ttyUSB0 at 115200 baud")
+        link.close()
+    }
+
     @Test func fakePortOpens() throws {
         // umockdev's /dev/ttyUSB0 is a pty: no modem lines, but a working serial link.
         let link = try SerialLink(path: "/dev/ttyUSB0")

@@ -7,20 +7,56 @@ import Glibc
 //     0 "PMLOG\0\0\1"   8 u32 generation   12 u32 salt   16..<28 reserved   28 u32 CRC-32 of 0..<28
 //
 // Index file (`index`, rewritten atomically at checkpoints; a stale or damaged one means a full scan):
-//     0 "PMIDX\0\0\1"   8 u32 salt   12 u32 current generation   16 u32 old generation (0 = none)
+//     0 "PMIDX\0\0\2"   8 u32 salt   12 u32 current generation   16 u32 old generation (0 = none)
 //    20 u32 entries in the old segment   24 u64 current segment bytes covered   32 u64 old segment length
 //    40 u64 next id   48 u32 entry count   52 u32 thread count   56 u32 status count   60 u32 reserved
 //    64 thread keys (u64 each)
-//       entries (16 bytes: u64 id, u32 offset, u16 thread number, u8 flags (bit 0 outgoing), u8 0)
+//       entries (16 bytes: u64 id, u32 offset, u16 thread number, u8 flags (bit 0 outgoing), u8 0),
+//       the in-memory layout of `IndexEntry`, so they are read straight into the array
 //       statuses (24 bytes: u64 message id, u32 round trip, u32 ack tag, u8 status, u8 attempts, 6 × 0)
-//       u32 CRC-32 of everything before it
+//       u64 checksum of everything before it (`IndexHash`: a word-wise multiply-xor hash, because
+//       CRC-32 over 16 MB would take most of the 100 ms opening budget; the index is derived data)
 
 struct IndexEntry {
     var id: UInt64
     var offset: UInt32
     var thread: UInt16
     var flags: UInt8
+    var reserved: UInt8 = 0
     var outgoing: Bool { flags & 1 != 0 }
+
+    init(id: UInt64, offset: UInt32, thread: UInt16, flags: UInt8) {
+        self.id = id; self.offset = offset; self.thread = thread; self.flags = flags
+    }
+
+    /// True where the struct's memory is the file layout (16 bytes, little-endian, no gaps).
+    static let matchesFileLayout: Bool = {
+        MemoryLayout<IndexEntry>.stride == 16 && MemoryLayout<IndexEntry>.offset(of: \IndexEntry.offset) == 8
+            && MemoryLayout<IndexEntry>.offset(of: \IndexEntry.thread) == 12
+            && MemoryLayout<IndexEntry>.offset(of: \IndexEntry.flags) == 14
+            && MemoryLayout<IndexEntry>.offset(of: \IndexEntry.reserved) == 15 && UInt16(littleEndian: 1) == 1
+    }()
+}
+
+/// 64-bit checksum of the index file: for each little-endian u64 word w, h = rotl(h ^ w, 29) &* odd.
+/// Each step is a bijection of h, so any change to a single word changes the result.
+struct IndexHash {
+    var h: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+    mutating func add(_ p: UnsafeRawBufferPointer) {
+        precondition(p.count % 8 == 0)
+        var x = h
+        var o = 0
+        let n = p.count
+        while o < n {
+            let w = UInt64(littleEndian: p.loadUnaligned(fromByteOffset: o, as: UInt64.self))
+            x = ((x ^ w) << 29 | (x ^ w) >> 35) &* 0xFF51_AFD7_ED55_8CCD
+            o += 8
+        }
+        h = x
+    }
+
+    mutating func add(_ b: [UInt8]) { b.withUnsafeBytes { add($0) } }
 }
 
 struct Segment {
@@ -33,7 +69,7 @@ struct Segment {
 final class MessageLog {
     static let headerSize: UInt64 = 64
     static let segmentMagic: [UInt8] = [0x50, 0x4D, 0x4C, 0x4F, 0x47, 0, 0, 1]
-    static let indexMagic: [UInt8] = [0x50, 0x4D, 0x49, 0x44, 0x58, 0, 0, 1]
+    static let indexMagic: [UInt8] = [0x50, 0x4D, 0x49, 0x44, 0x58, 0, 0, 2]
 
     let files: Files
     let dir: String
@@ -251,64 +287,128 @@ final class MessageLog {
     /// Loads the checkpoint and scans the log after it. False if the index is missing, damaged or
     /// does not match the log (then the caller scans everything).
     func loadIndex() throws -> Bool {
-        guard let b = try files.readFile(indexPath) else { return false }
-        guard b.count >= 68, Array(b[0..<8]) == Self.indexMagic else { return false }
-        let ok: Bool = b.withUnsafeBytes { p in
-            CRC32.checksum(UnsafeRawBufferPointer(rebasing: p[0 ..< p.count - 4])) == p.u32(p.count - 4)
+        guard IndexEntry.matchesFileLayout else { return false }
+        let fd: Int32
+        do { fd = try files.ops.open(indexPath, flags: O_RDONLY, mode: 0) } catch {
+            if error.code == ENOENT { return false }
+            throw StoreError.io(operation: "open", path: indexPath, errno: error)
+        }
+        defer { files.ops.close(fd) }
+        let size = try files.size(fd, indexPath)
+        guard size >= 72 else { return false }
+        var header = [UInt8](repeating: 0, count: 64)
+        guard try header.withUnsafeMutableBytes({ try files.read(fd, indexPath, into: $0, at: 0) }) == 64,
+              Array(header[0..<8]) == Self.indexMagic else { return false }
+        let (hsalt, curGen, oldGen, oldEntries, covered, oldLength, next, count, threads, nStatus) = header.withUnsafeBytes { p in
+            (p.u32(8), p.u32(12), p.u32(16), Int(p.u32(20)), p.u64(24), p.u64(32), p.u64(40),
+             Int(p.u32(48)), Int(p.u32(52)), Int(p.u32(56)))
+        }
+        guard hsalt == salt, curGen == cur.gen, covered >= Self.headerSize, covered <= cur.length,
+              oldEntries <= count, threads <= Int(UInt16.max),
+              UInt64(64 + threads * 8 + count * 16 + nStatus * 24 + 8) == size else { return false }
+        if let o = old {
+            guard o.gen == oldGen, o.length == oldLength else { return false }
+        } else {
+            guard oldGen == 0, oldEntries == 0 else { return false }
+        }
+        var hash = IndexHash()
+        hash.add(header)
+        var off: UInt64 = 64
+        func readBlock(_ n: Int) throws -> [UInt8]? {
+            var b = [UInt8](repeating: 0, count: n)
+            let got = try b.withUnsafeMutableBytes { try files.read(fd, indexPath, into: $0, at: off) }
+            off += UInt64(n)
+            return got == n ? b : nil
+        }
+        guard let threadBytes = try readBlock(threads * 8) else { return false }
+        hash.add(threadBytes)
+        // The entries go straight from the file into the array.
+        var short = false
+        var loaded = [IndexEntry](unsafeUninitializedCapacity: count + count / 8 + 64) { buf, initialized in
+            let raw = UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(buf.baseAddress!), count: count * 16)
+            let got = (try? files.read(fd, indexPath, into: raw, at: off)) ?? -1
+            if got != count * 16 { short = true; initialized = 0; return }
+            hash.add(UnsafeRawBufferPointer(raw))
+            initialized = count
+        }
+        guard !short else { return false }
+        off += UInt64(count * 16)
+        guard let statusBytes = try readBlock(nStatus * 24), let trailer = try readBlock(8) else { return false }
+        hash.add(statusBytes)
+        guard hash.h == trailer.withUnsafeBytes({ $0.u64(0) }) else { return false }
+
+        // Check the entries and sort them into per-thread lists (counting sort, no per-entry allocation).
+        var keys: [ThreadKey] = []
+        var numbers: [ThreadKey: UInt16] = [:]
+        keys.reserveCapacity(threads)
+        threadBytes.withUnsafeBytes { p in
+            for i in 0..<threads {
+                let k = ThreadKey(raw: p.u64(i * 8))
+                numbers[k] = UInt16(i)
+                keys.append(k)
+            }
+        }
+        guard numbers.count == threads else { return false }
+        var counts = [Int](repeating: 0, count: threads + 1)
+        var lastOut = [UInt64](repeating: 0, count: threads)
+        var lastId: UInt64 = 0
+        let ok: Bool = loaded.withUnsafeBufferPointer { es in
+            counts.withUnsafeMutableBufferPointer { cnt in
+                lastOut.withUnsafeMutableBufferPointer { lo in
+                    var lastOffset: UInt32 = 0
+                    for i in 0..<count {
+                        let e = es[i]
+                        if i == oldEntries { lastOffset = 0 }
+                        let segEnd = i < oldEntries ? oldLength : covered
+                        guard e.id > lastId, e.offset > lastOffset, UInt64(e.offset) >= Self.headerSize,
+                              UInt64(e.offset) < segEnd, Int(e.thread) < threads, e.flags <= 1 else { return false }
+                        lastId = e.id
+                        lastOffset = e.offset
+                        cnt[Int(e.thread) + 1] += 1
+                        if e.flags & 1 != 0 { lo[Int(e.thread)] = e.id }
+                    }
+                    return true
+                }
+            }
         }
         guard ok else { return false }
-        resetIndex()
-        let valid: Bool = b.withUnsafeBytes { p in
-            let salt = p.u32(8), curGen = p.u32(12), oldGen = p.u32(16), oldEntries = Int(p.u32(20))
-            let covered = p.u64(24), oldLength = p.u64(32), next = p.u64(40)
-            let count = Int(p.u32(48)), threads = Int(p.u32(52)), nStatus = Int(p.u32(56))
-            guard salt == self.salt, curGen == cur.gen, covered >= Self.headerSize, covered <= cur.length,
-                  oldEntries <= count,
-                  64 + threads * 8 + count * 16 + nStatus * 24 + 4 == p.count else { return false }
-            if let o = old {
-                guard o.gen == oldGen, o.length == oldLength else { return false }
-            } else {
-                guard oldGen == 0, oldEntries == 0 else { return false }
-            }
-            var o = 64
-            threadKeys.reserveCapacity(threads)
-            for _ in 0..<threads {
-                let k = ThreadKey(raw: p.u64(o))
-                threadNumbers[k] = UInt16(threadKeys.count)
-                threadKeys.append(k)
-                o += 8
-            }
-            guard threadNumbers.count == threads else { return false }
-            positions = [[UInt32]](repeating: [], count: threads)
-            lastOutgoing = [UInt64](repeating: 0, count: threads)
-            entries.reserveCapacity(count + count / 8 + 64)
-            var lastId: UInt64 = 0
-            var lastOffset: UInt64 = 0
-            for i in 0..<count {
-                let id = p.u64(o), off = UInt64(p.u32(o + 8)), t = Int(p.u16(o + 12)), flags = p[o + 14]
-                o += 16
-                if i == oldEntries { lastOffset = 0 }
-                let segEnd = i < oldEntries ? oldLength : covered
-                guard id > lastId, off > lastOffset, off >= Self.headerSize,
-                      off < segEnd, t < threads else { return false }
-                lastId = id
-                lastOffset = off
-                entries.append(IndexEntry(id: id, offset: UInt32(off), thread: UInt16(t), flags: flags))
-                positions[t].append(UInt32(i))
-                if flags & 1 != 0 { lastOutgoing[t] = id }
-            }
-            for _ in 0..<nStatus {
-                if let s = DeliveryStatus(rawValue: p[o + 16]) {
-                    statuses[p.u64(o)] = DeliveryUpdate(status: s, attempts: p[o + 17], roundTripMs: p.u32(o + 8), ackTag: p.u32(o + 12))
+        for t in 0..<threads { counts[t + 1] += counts[t] }
+        var flat = [UInt32](repeating: 0, count: count)
+        var fill = counts
+        loaded.withUnsafeBufferPointer { es in
+            flat.withUnsafeMutableBufferPointer { f in
+                fill.withUnsafeMutableBufferPointer { fl in
+                    for i in 0..<count {
+                        let t = Int(es[i].thread)
+                        f[fl[t]] = UInt32(i)
+                        fl[t] += 1
+                    }
                 }
-                o += 24
             }
-            oldCount = oldEntries
-            nextId = max(next, lastId + 1)
-            checkpointLength = covered
-            return true
         }
-        guard valid else { resetIndex(); return false }
+        var lists: [[UInt32]] = []
+        lists.reserveCapacity(threads)
+        for t in 0..<threads { lists.append(Array(flat[counts[t] ..< counts[t + 1]])) }
+        var sts: [UInt64: DeliveryUpdate] = [:]
+        sts.reserveCapacity(nStatus)
+        statusBytes.withUnsafeBytes { p in
+            for i in 0..<nStatus {
+                let o = i * 24
+                if let st = DeliveryStatus(rawValue: p[o + 16]) {
+                    sts[p.u64(o)] = DeliveryUpdate(status: st, attempts: p[o + 17], roundTripMs: p.u32(o + 8), ackTag: p.u32(o + 12))
+                }
+            }
+        }
+        resetIndex()
+        entries = loaded
+        threadKeys = keys
+        threadNumbers = numbers
+        positions = lists
+        lastOutgoing = lastOut
+        statuses = sts
+        oldCount = oldEntries
+        nextId = max(next, lastId + 1)
+        checkpointLength = covered
         // The last indexed record of the current segment must still be there, intact.
         if entries.count > oldCount {
             let e = entries[entries.count - 1]
@@ -323,7 +423,7 @@ final class MessageLog {
 
     func encodeIndex() -> [UInt8] {
         var b = Self.indexMagic
-        b.reserveCapacity(68 + threadKeys.count * 8 + entries.count * 16 + statuses.count * 24)
+        b.reserveCapacity(72 + threadKeys.count * 8 + entries.count * 16 + statuses.count * 24)
         b.putU32(salt)
         b.putU32(cur.gen)
         b.putU32(old?.gen ?? 0)
@@ -336,14 +436,18 @@ final class MessageLog {
         b.putU32(UInt32(statuses.count))
         b.putU32(0)
         for k in threadKeys { b.putU64(k.raw) }
-        for e in entries {
-            b.putU64(e.id); b.putU32(e.offset); b.putU16(e.thread); b.putU8(e.flags); b.putU8(0)
+        if IndexEntry.matchesFileLayout {
+            entries.withUnsafeBytes { b.append(contentsOf: $0) }
+        } else {
+            for e in entries { b.putU64(e.id); b.putU32(e.offset); b.putU16(e.thread); b.putU8(e.flags); b.putU8(0) }
         }
         for (id, u) in statuses.sorted(by: { $0.key < $1.key }) {
             b.putU64(id); b.putU32(u.roundTripMs); b.putU32(u.ackTag); b.putU8(u.status.rawValue); b.putU8(u.attempts)
             b.append(contentsOf: repeatElement(0, count: 6))
         }
-        b.putU32(CRC32.checksum(b))
+        var h = IndexHash()
+        h.add(b)
+        b.putU64(h.h)
         return b
     }
 

@@ -135,6 +135,20 @@ import Testing
         #expect(try s.history(.direct(alice), limit: 100) == before)
     }
 
+    @Test func logCutInsideTheIndexedRegionMeansAFullScan() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        for i in 0..<5 { try s.append(incoming("message \(i)", ts: UInt32(i))) }
+        let offsets = recordOffsets(s)
+        s.close()
+        truncateFile(dir.radio + "/messages.log", offsets[2] + 7)
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.recovery.fullScan)
+        #expect(s.messageCount == 2)
+        #expect(s.recovery.truncatedBytes == 7)
+        #expect(try s.append(incoming("again", ts: 9)) == .stored(3))
+    }
+
     @Test func writeErrorsAreTypedAndLeaveTheStoreConsistent() throws {
         let dir = TempDir()
         let ops = FaultyFileOps()

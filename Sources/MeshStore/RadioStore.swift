@@ -184,7 +184,7 @@ public final class RadioStore {
         var out: [StoredMessage] = []
         var i = log.lowerBound(id: id &+ 1)
         while i < log.entries.count && out.count < limit {
-            if !incomingOnly || !log.entries[i].outgoing, let m = try log.message(at: i) { out.append(m) }
+            if !incomingOnly || !log.entries.outgoing(i), let m = try log.message(at: i) { out.append(m) }
             i += 1
         }
         return out
@@ -227,7 +227,7 @@ public final class RadioStore {
         try checkOpen()
         guard !readOnly else { throw StoreError.readOnly }
         guard let t = log.threadNumbers[thread], let lastPos = log.positions[Int(t)].last else { return }
-        let upTo = through ?? log.entries[log.entry(atPosition: lastPos)].id
+        let upTo = through ?? log.entries.id(log.entry(atPosition: lastPos))
         guard upTo > readMarkers[thread] ?? 0 else { return }
         var next = readMarkers
         next[thread] = upTo
@@ -300,8 +300,9 @@ public final class RadioStore {
     /// A crash between storing an outgoing message and queueing it leaves a pending message that is
     /// in no outbox: queue it again (only the newest message can be in that state).
     func reconcileOutbox() throws {
-        guard !readOnly, let last = log.entries.last, last.outgoing, outboxFile.items[last.id] == nil,
-              log.statuses[last.id] == nil, let m = try log.message(at: log.entries.count - 1),
+        let n = log.entries.count
+        guard !readOnly, n > 0, log.entries.outgoing(n - 1), outboxFile.items[log.entries.id(n - 1)] == nil,
+              log.statuses[log.entries.id(n - 1)] == nil, let m = try log.message(at: n - 1),
               m.status == .pending else { return }
         try outboxFile.put(OutboxItem(messageId: m.id, thread: m.thread, textType: m.textType,
                                       senderTimestamp: m.senderTimestamp, text: m.text, createdAt: m.receivedAt))

@@ -1,5 +1,7 @@
-// store-bench [--messages N] [--dir DIR]
-// Builds stores under DIR (default: a fresh directory in /tmp), prints one line per measurement.
+// store-bench [--messages N] [--dir DIR]   builds stores under DIR (default: a fresh directory in
+//                                          /tmp, removed afterwards; a given DIR is kept) and prints
+//                                          one line per measurement
+// store-bench --open DIR/big               opens an existing store 20 times: time and RSS
 import Glibc
 import MeshStore
 
@@ -55,10 +57,15 @@ while let a = args.next() {
         // Only open an existing store, repeatedly (for profiling).
         let dir = args.next() ?? "."
         var ts: [Double] = []
-        for _ in 0..<20 {
+        let rss0 = rssKiB()
+        for k in 0..<20 {
             let t0 = now()
             let s = try! RadioStore(directory: dir, options: StoreOptions(logCapBytes: 1 << 30))
             ts.append(now() - t0)
+            if k == 0 {
+                _ = try! s.history(try! s.conversations()[0].thread, limit: 50)
+                print("\(s.messageCount) messages; RSS \(rss0) KiB before opening, \(rssKiB()) KiB with the store open")
+            }
             s.close()
         }
         print("open: min \(fmt(ts.min()! * 1e3)) ms, median \(fmt(median(ts) * 1e3)) ms")
@@ -133,9 +140,7 @@ do {
 
     // 3. Opening (warm page cache): the index checkpoint plus a tail scan.
     var times: [Double] = []
-    var rss0 = 0
     for _ in 0..<11 {
-        rss0 = rssKiB()
         let t0 = now()
         let s = try RadioStore(directory: dir, options: opts)
         times.append(now() - t0)
@@ -146,7 +151,6 @@ do {
 
     // 4. Latest 50 of a thread, and a page further back.
     let s = try RadioStore(directory: dir, options: opts)
-    let rssOpen = rssKiB()
     let threads = try s.conversations().map(\.thread)
     var lat: [Double] = []
     for k in 0..<2000 {
@@ -170,7 +174,6 @@ do {
     let t0 = now()
     let convs = try s.conversations()
     print("conversations (\(convs.count)): \(fmt((now() - t0) * 1e3, 2)) ms")
-    print("RSS: \(rss0) KiB before open, \(rssOpen) KiB with the store open (index of \(total) messages in memory)")
     s.close()
 
     // 5. Opening after a crash: the worst tail the checkpoint policy leaves (1/32 of the store).

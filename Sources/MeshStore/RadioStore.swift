@@ -94,7 +94,11 @@ public final class RadioStore {
             contactFile = try ContactFile(files: files, path: directory + "/contacts", readOnly: readOnly)
             channelFile = try ChannelFile(files: files, path: directory + "/channels", readOnly: readOnly)
             outboxFile = try OutboxFile(files: files, path: directory + "/outbox", readOnly: readOnly)
-            if !readOnly { try files.makeDirectory(directory + "/secrets", mode: 0o700) }
+            if !readOnly {
+                try files.makeDirectory(directory + "/secrets", mode: 0o700)
+                // Files created above must survive a power cut too: their directory entries.
+                try files.syncDirectory(directory)
+            }
         } catch {
             lock?.release()
             throw error
@@ -116,10 +120,14 @@ public final class RadioStore {
     }
 
     static func makeDirectories(_ files: Files, _ path: String) throws {
-        var p = ""
+        var p = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            let parent = p.isEmpty ? "/" : p
             p += "/" + part
-            if !files.ops.exists(p) { try files.makeDirectory(p, mode: 0o700) }
+            if !files.ops.exists(p) {
+                try files.makeDirectory(p, mode: 0o700)
+                try files.syncDirectory(parent)
+            }
         }
     }
 
@@ -370,8 +378,11 @@ public final class RadioStore {
         try files.writeAtomically(directory + "/" + name, StateFile.encode(payload), mode: mode)
     }
 
-    /// The contacts `lastmod` watermark (for incremental contact sync; 0 = full sync).
+    /// The contacts `lastmod` watermark (for incremental contact sync; 0 = full sync, also when a
+    /// contact record was found damaged).
     public func contactsWatermark() throws -> UInt32 {
+        // A damaged contact record may hold a contact the radio will not send again incrementally.
+        guard contactFile.damage.isEmpty else { return 0 }
         guard let p = try readState("lastmod"), p.count == 4 else { return 0 }
         return p.withUnsafeBytes { $0.u32(0) }
     }

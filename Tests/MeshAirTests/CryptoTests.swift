@@ -146,6 +146,17 @@ import Crypto
         // SF7 / 250k: PL 0 -> ceil(16/28)=1 -> 13 symbols; (32+4.25+13) * 0.512 = 25.216
         let fast = LoRaSettings(spreadingFactor: 7, bandwidthHz: 250_000, codingRate: 5)
         #expect(abs(fast.airtime(length: 0) - 25.216) < 0.001)
+        // Integer form: SF8/62.5k Tsym = 4096 us; 100 bytes = 697/4 symbols -> 713728 us.
+        #expect(d.airtimeMicroseconds(length: 100) == 713_728)
+        #expect(d.airtimeMilliseconds(length: 255) == UInt32(d.airtimeMicroseconds(length: 255) / 1000))
+        #expect(abs(Double(d.airtimeMicroseconds(length: 255)) / 1000 - d.airtime(length: 255)) < 0.01)
+        // Longer packets and slower coding rates take longer.
+        #expect(d.airtime(length: 101) >= d.airtime(length: 100))
+        #expect(LoRaSettings(spreadingFactor: 8, bandwidthHz: 62_500, codingRate: 8).airtime(length: 100) > t)
+        // SF5 uses 6.25 sync symbols and no +8 bits.
+        let sf5 = LoRaSettings(spreadingFactor: 5, bandwidthHz: 500_000, codingRate: 5)
+        // bits = 80 + 16 - 20 + 0 + 20 = 96 -> 96/20 -> 5 blocks * 5 = 25; (32+8)*4 + 25 + 100 = 285 x4 symbols; Tsym 64 us
+        #expect(sf5.airtimeMicroseconds(length: 10) == 64 * 285 / 4)
     }
 }
 

@@ -18,4 +18,7 @@ int cml_signal_restore(int signo);
 /// POLLRDHUP (Linux): the peer closed its writing half.
 short cml_pollrdhup(void);
 
+/// A non-blocking NETLINK_KOBJECT_UEVENT socket bound to the kernel event group, or -1 with errno.
+int cml_uevent_socket(void);
+
 #endif

@@ -1,0 +1,85 @@
+import Testing
+@testable import MeshCompanion
+
+@Suite struct FramingTests {
+    @Test func deviceQueryOnTheWire() throws {
+        #expect(CommandFrame.deviceQuery(appTargetVersion: 3).wireBytes(.toRadio) == hex("3C 02 00 16 03"))
+        #expect(try FrameEncoder.encode([0x16, 0x03], marker: .toRadio) == hex("3C0200 1603"))
+    }
+
+    @Test func frameSplitAtEveryBoundary() throws {
+        let frames: [EncodedFrame] = [
+            PushFrame.messageWaiting(),
+            try ResponseFrame.contact(Contact(publicKey: keyA, name: "alice")),
+            PushFrame.sendConfirmed(SendConfirmed(ack: 0xAABBCCDD, roundTripMs: 1234)),
+        ]
+        var stream: [UInt8] = Array("garbage > text\r\n".utf8)
+        for f in frames { stream += f.wireBytes(.fromRadio) }
+        for cut in 0...stream.count {
+            let d = FrameDecoder(side: .client)
+            var got: [[UInt8]] = []
+            d.append(Array(stream[0..<cut]))
+            d.drain { got.append(Array($0)) }
+            d.append(Array(stream[cut...]))
+            d.drain { got.append(Array($0)) }
+            #expect(got == frames.map(\.bytes), "cut at \(cut)")
+        }
+        // byte by byte
+        let d = FrameDecoder(side: .client)
+        var got: [[UInt8]] = []
+        for b in stream { d.append([b]); d.drain { got.append(Array($0)) } }
+        #expect(got == frames.map(\.bytes))
+    }
+
+    @Test func zeroLengthIgnoredAndOversizedResyncOnClient() {
+        let d = FrameDecoder(side: .client)
+        // '>' 00 00 (empty), then '>' FF 00 (255, oversized: garbage), then a real frame
+        d.append(hex("3E0000 3EFF00 3E0100 83"))
+        var got: [[UInt8]] = []
+        d.drain { got.append(Array($0)) }
+        #expect(got == [[0x83]])
+        #expect(d.emptyFrames == 1)
+        #expect(d.oversizedFrames == 1)
+    }
+
+    @Test func oversizedTruncatedOnDevice() {
+        let d = FrameDecoder(side: .device)
+        var stream: [UInt8] = [0x3C, 200, 0]
+        stream += (0..<200).map { UInt8(truncatingIfNeeded: $0) }
+        stream += CommandFrame.syncNextMessage().wireBytes(.toRadio)
+        var got: [[UInt8]] = []
+        stream.withUnsafeBytes { raw in d.receive(raw) { got.append(Array($0)) } }
+        #expect(got.count == 2)
+        #expect(got.first?.count == 176)
+        #expect(got.last == [0x0A])
+    }
+
+    @Test func rescueCliTextIsSkipped() {
+        let d = FrameDecoder(side: .client)
+        d.append(Array("========= CLI Rescue =========\r\n> help\r\n> ".utf8))
+        d.append(PushFrame.contactsFull().wireBytes(.fromRadio))
+        var got: [[UInt8]] = []
+        d.drain { got.append(Array($0)) }
+        #expect(got == [[0x90]])
+    }
+
+    @Test func wrapsAroundTheRing() {
+        let d = FrameDecoder(side: .client)
+        let f = PushFrame.sendConfirmed(SendConfirmed(ack: 1, roundTripMs: 2)).wireBytes(.fromRadio)
+        var n = 0
+        for _ in 0..<2000 {
+            d.append(f)
+            d.drain { n += 1; #expect($0.count == 9) }
+        }
+        #expect(n == 2000)
+    }
+
+    @Test func largeAppendIsFullyConsumedByReceive() {
+        let d = FrameDecoder(side: .client)
+        var stream: [UInt8] = []
+        for _ in 0..<1000 { stream += PushFrame.messageWaiting().wireBytes(.fromRadio) }
+        var n = 0
+        stream.withUnsafeBytes { d.receive($0) { _ in n += 1 } }
+        #expect(n == 1000)
+    }
+}

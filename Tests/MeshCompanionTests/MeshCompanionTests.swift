@@ -1,4 +1,0 @@
-import Testing
-@testable import MeshCompanion
-
-@Test func MeshCompanionBuilds() { #expect(true) }

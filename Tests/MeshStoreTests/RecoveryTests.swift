@@ -5,7 +5,7 @@ import Testing
 @Suite struct RecoveryTests {
     /// Offsets of the records of the current segment, from the in-memory index.
     func recordOffsets(_ s: RadioStore) -> [Int] {
-        s.log.entries[s.log.oldCount...].map { Int($0.offset) }
+        s.log.entries.offsets[s.log.oldCount...].map { Int($0) }
     }
 
     @Test func tornTailIsTruncatedAtEveryByteOfTheLastRecord() throws {
@@ -90,6 +90,9 @@ import Testing
         s.close()
         s = try RadioStore(directory: dir.radio)
         #expect(s.messageCount == 10)
+        #expect(!s.recovery.fullScan) // the index holds the gap in the ids
+        #expect(try s.history(.direct(alice), limit: 100).map(\.id) == [1, 2, 3, 4, 6, 7, 8, 9, 10, 11])
+        #expect(try s.message(id: 5) == nil)
         #expect(fileSize(dir.radio + "/messages.log") == b.count + (offsets[1] - offsets[0]) - 10) // "eleven" is 10 bytes shorter
     }
 
@@ -133,6 +136,20 @@ import Testing
         s = try RadioStore(directory: dir.radio)
         #expect(!s.recovery.fullScan)
         #expect(try s.history(.direct(alice), limit: 100) == before)
+    }
+
+    @Test func logCutInsideTheIndexedRegionMeansAFullScan() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        for i in 0..<5 { try s.append(incoming("message \(i)", ts: UInt32(i))) }
+        let offsets = recordOffsets(s)
+        s.close()
+        truncateFile(dir.radio + "/messages.log", offsets[2] + 7)
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.recovery.fullScan)
+        #expect(s.messageCount == 2)
+        #expect(s.recovery.truncatedBytes == 7)
+        #expect(try s.append(incoming("again", ts: 9)) == .stored(3))
     }
 
     @Test func writeErrorsAreTypedAndLeaveTheStoreConsistent() throws {

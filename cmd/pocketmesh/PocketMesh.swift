@@ -39,6 +39,8 @@ struct PocketMesh: ParsableCommand {
             FactoryReset.self,
             Raw.self,
             DaemonCommand.self, ChatsCommand.self, HistoryCommand.self,
+            DemoCommand.self,
+            SimCommand.self, SimBenchCommand.self,
         ]
     )
 }

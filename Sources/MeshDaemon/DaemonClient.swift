@@ -105,18 +105,28 @@ public enum DaemonRegistry {
         return out
     }
 
+    /// Where to look for daemons: this user's runtime folder, then the system service's (/run/pocketmesh).
+    public static func searchDirectories(environment: [String: String]) -> [String] {
+        let mine = runtimeDirectory(environment: environment)
+        return mine == "/run/pocketmesh" ? [mine] : [mine, "/run/pocketmesh"]
+    }
+
     /// The live daemon that owns `link` (any spec form), if any.
     public static func find(link: String, environment: [String: String]) -> Entry? {
         let want = canonicalLink(link)
-        return entries(in: runtimeDirectory(environment: environment)).first { canonicalLink($0.link) == want && $0.isLive }
+        for dir in searchDirectories(environment: environment) {
+            if let e = entries(in: dir).first(where: { canonicalLink($0.link) == want && $0.isLive }) { return e }
+        }
+        return nil
     }
 
     /// The live daemon whose radio key starts with `radio` (hex) or whose name is `radio`.
     public static func find(radio: String, environment: [String: String]) -> Entry? {
         let q = radio.lowercased()
-        return entries(in: runtimeDirectory(environment: environment)).first {
-            ($0.radio?.hasPrefix(q) == true || $0.name == radio) && $0.isLive
+        for dir in searchDirectories(environment: environment) {
+            if let e = entries(in: dir).first(where: { ($0.radio?.hasPrefix(q) == true || $0.name == radio) && $0.isLive }) { return e }
         }
+        return nil
     }
 }
 

@@ -110,13 +110,14 @@ def start_sender(tmp, port, n, gap, prefix, advert=False):
 
 
 class Daemon:
-    def __init__(self, tmp, port, hook=True, extra=(), prlimit=None):
+    def __init__(self, tmp, port, hook=True, extra=(), prlimit=None, default_socket=False, env_extra=None):
         self.tmp = Path(tmp)
-        self.sock = str(self.tmp / "d.sock")
+        self.sock = str(self.tmp / "pocketmesh" / f"tcp-127.0.0.1-{port}.sock") if default_socket else str(self.tmp / "d.sock")
         self.state = str(self.tmp / "state")
         self.log = open(self.tmp / "daemon.log", "a")
-        cmd = [str(BIN), "daemon", "--tcp", f"127.0.0.1:{port}", "--state-dir", self.state, "--socket", self.sock,
-               "--drain-interval", "2", *extra]
+        cmd = [str(BIN), "daemon", "--tcp", f"127.0.0.1:{port}", "--state-dir", self.state, "--drain-interval", "2", *extra]
+        if not default_socket:
+            cmd += ["--socket", self.sock]
         if hook:
             script = self.tmp / "hook.sh"
             if not script.exists():
@@ -127,6 +128,7 @@ class Daemon:
             cmd = ["prlimit", *prlimit, "--", *cmd]
         env = dict(os.environ, HOOK_OUT=str(self.tmp / "hook.txt"), XDG_RUNTIME_DIR=str(self.tmp))
         env.pop("NOTIFY_SOCKET", None)
+        env.update(env_extra or {})
         if prlimit:
             # The size limit would also stop the daemon's own log file: log through a pipe.
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)

@@ -1,0 +1,101 @@
+"""The command line while a daemon owns the radio (it goes through the daemon's socket), one-shot
+beacon commands and their exit codes, and the systemd notification protocol."""
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from test_daemon_faults import BIN, Daemon, Mesh, start_sender, wait_for
+
+
+@pytest.fixture
+def mesh():
+    m = Mesh()
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def tmpdir_short():
+    import tempfile
+    d = tempfile.mkdtemp(prefix="pmc-")
+    yield d
+    subprocess.run(["rm", "-rf", d])
+
+
+def cli(tmp, *args, timeout=60):
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp))
+    env.pop("POCKETMESH_NO_DAEMON", None)
+    return subprocess.run([str(BIN), *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_cli_goes_through_the_daemon(mesh, tmpdir_short):
+    name0, key0, port0 = mesh.nodes[0]
+    name1, _, port1 = mesh.nodes[1]
+    tcp = ["--tcp", f"127.0.0.1:{port0}"]
+    d = Daemon(tmpdir_short, port0, hook=False, default_socket=True)
+    try:
+        d.wait_ready()
+        r = cli(tmpdir_short, "info", *tcp, "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["public_key"] == key0
+        # The peer takes one TCP client: had the CLI connected itself, the daemon would have lost its link.
+        assert cli(tmpdir_short, "advert", *tcp, "--flood").returncode == 0
+        assert start_sender(tmpdir_short, port1, 0, 0, "x", advert=True).wait(30) == 0
+        assert wait_for(lambda: name1 in cli(tmpdir_short, "contacts", *tcp).stdout, 20)
+        r = cli(tmpdir_short, "send", *tcp, name1, "hello", "through", "the", "daemon")
+        assert r.returncode == 0, r.stderr
+        assert "acked" in r.stdout
+        r = cli(tmpdir_short, "channel", "send", *tcp, "0", "beacon")
+        assert r.returncode == 0, r.stderr
+        assert cli(tmpdir_short, "send", *tcp, "nobody-by-that-name", "x").returncode == 6
+        # listen through the daemon sees messages as they arrive.
+        listen = subprocess.Popen([str(BIN), "listen", *tcp, "--for", "6", "--json"], stdout=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, XDG_RUNTIME_DIR=str(tmpdir_short)))
+        time.sleep(1)
+        assert start_sender(tmpdir_short, port1, 3, 0.1, "li").wait(30) == 0
+        out, _ = listen.communicate(30)
+        texts = [json.loads(l).get("text") for l in out.splitlines() if '"message"' in l]
+        assert texts == [f"{name1}: li-{i}" for i in range(3)]
+        log = (Path(tmpdir_short) / "daemon.log").read_text()
+        assert "link: lost" not in log
+        # The daemon recorded what the CLI sent through it.
+        h = cli(tmpdir_short, "history", name1, "--state-dir", d.state, "--json")
+        assert json.loads(h.stdout)["messages"][-1]["text"] == "hello through the daemon"
+        h = cli(tmpdir_short, "history", "Public", "--state-dir", d.state, "--json")
+        assert "beacon" in [m["text"] for m in json.loads(h.stdout)["messages"]]
+        # Radio gone: one-shot commands fail fast with the link exit code.
+        mesh.close()
+        assert wait_for(lambda: d.call({"id": 1, "op": "status"})["state"] == "down", 20)
+        t0 = time.time()
+        r = cli(tmpdir_short, "channel", "send", *tcp, "0", "beacon")
+        assert r.returncode == 3, (r.returncode, r.stderr)
+        assert time.time() - t0 < 5
+        assert "daemon" in r.stderr
+    finally:
+        d.stop()
+
+
+def test_systemd_ready_and_watchdog(mesh, tmpdir_short):
+    path = str(Path(tmpdir_short) / "notify")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(path)
+    s.settimeout(20)
+    d = Daemon(tmpdir_short, mesh.nodes[0][2], hook=False,
+               env_extra={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+    try:
+        got = []
+        deadline = time.time() + 20
+        while time.time() < deadline and not (any("READY=1" in g for g in got) and any(g == "WATCHDOG=1" for g in got)):
+            got.append(s.recv(4096).decode())
+        assert any(g.startswith("READY=1\nSTATUS=connected to tcp:") for g in got), got
+        assert "WATCHDOG=1" in got
+        d.stop()
+        assert any("STOPPING=1" in s.recv(4096).decode() for _ in range(20))
+    finally:
+        d.stop()
+        s.close()

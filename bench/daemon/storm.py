@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Daemon footprint under a message storm.
+
+Starts a two-node openhop-core companion peer on loopback (third_party_mesh.py), runs
+`pocketmesh daemon` on node 0 (optionally under `prlimit --as=BYTES`), sends RATE channel
+messages per minute from node 1 for SECONDS, and samples the daemon's RSS from /proc.
+
+    bench/daemon/storm.py --bin .build/release/pocketmesh --rate 1000 --seconds 120 [--as-limit 33554432] [--hook]
+"""
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_base():
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            b = s.getsockname()[1]
+        try:
+            with socket.socket() as a, socket.socket() as c:
+                a.bind(("127.0.0.1", b))
+                c.bind(("127.0.0.1", b + 1))
+            return b
+        except OSError:
+            pass
+    raise SystemExit("no free ports")
+
+
+def status_kb(pid, key):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+
+
+def call(sock, req):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(sock)
+        s.sendall((json.dumps(req) + "\n").encode())
+        buf = b""
+        while b"\n" not in buf:
+            buf += s.recv(65536)
+        return json.loads(buf.split(b"\n")[0])
+
+
+async def storm(port, rate, seconds):
+    from meshcore import MeshCore
+    mc = await MeshCore.create_tcp("127.0.0.1", port)
+    gap = 60.0 / rate
+    n = int(rate * seconds / 60)
+    start = time.time()
+    for i in range(n):
+        await mc.commands.send_chan_msg(0, f"storm-{i}")
+        delay = start + (i + 1) * gap - time.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+    await mc.disconnect()
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=str(REPO / ".build" / "release" / "pocketmesh"))
+    ap.add_argument("--shared", default=os.environ.get("POCKETMESH_SHARED", str(REPO.parent / "shared")))
+    ap.add_argument("--rate", type=int, default=1000, help="messages per minute")
+    ap.add_argument("--seconds", type=int, default=120)
+    ap.add_argument("--as-limit", type=int, default=0, help="prlimit --as for the daemon (bytes)")
+    ap.add_argument("--hook", action="store_true", help="also run an --on-message hook for every message")
+    a = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="pmbench-")
+    base = free_base()
+    peer = subprocess.Popen([sys.executable, str(Path(a.shared) / "interop" / "third_party_mesh.py"), "--nodes", "2",
+                             "--base-port", str(base)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    seen = 0
+    while seen < 2:
+        if peer.stdout.readline().startswith("node "):
+            seen += 1
+    sock = f"{tmp}/d.sock"
+    cmd = [a.bin, "daemon", "--tcp", f"127.0.0.1:{base}", "--state-dir", f"{tmp}/state", "--socket", sock]
+    if a.hook:
+        Path(f"{tmp}/hook.sh").write_text("#!/bin/sh\ncat >/dev/null\n")
+        os.chmod(f"{tmp}/hook.sh", 0o755)
+        cmd += ["--on-message", f"{tmp}/hook.sh"]
+    if a.as_limit:
+        cmd = ["prlimit", f"--as={a.as_limit}", "--"] + cmd
+    log = open(f"{tmp}/daemon.log", "w")
+    d = subprocess.Popen(cmd, stdout=log, stderr=log)
+    for _ in range(200):
+        try:
+            if call(sock, {"id": 1, "op": "status"})["state"] == "ready":
+                break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    samples = []
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            v = status_kb(d.pid, "VmRSS")
+            if v:
+                samples.append(v)
+            time.sleep(0.5)
+    threading.Thread(target=sample, daemon=True).start()
+    rss_idle = status_kb(d.pid, "VmRSS")
+    t0 = time.time()
+    sent = asyncio.run(storm(base + 1, a.rate, a.seconds))
+    time.sleep(3)
+    call(sock, {"id": 2, "op": "sync"})
+    time.sleep(3)
+    st = call(sock, {"id": 3, "op": "status"})
+    stop.set()
+    hwm = status_kb(d.pid, "VmHWM")
+    vsz = status_kb(d.pid, "VmPeak")
+    alive = d.poll() is None
+    d.send_signal(signal.SIGTERM)
+    d.wait(10)
+    peer.terminate()
+    peer.wait(10)
+    result = {
+        "sent": sent, "stored": st.get("messages"), "seconds": round(time.time() - t0, 1), "rate_per_min": a.rate,
+        "as_limit": a.as_limit, "hook": a.hook, "alive_at_end": alive,
+        "rss_idle_kb": rss_idle, "rss_max_sampled_kb": max(samples) if samples else None, "vm_hwm_kb": hwm,
+        "vm_peak_kb": vsz, "hook_cursor": st.get("hook_cursor"),
+    }
+    print(json.dumps(result))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -38,6 +38,9 @@ struct PocketMesh: ParsableCommand {
             Reboot.self,
             FactoryReset.self,
             Raw.self,
+            DaemonCommand.self, ChatsCommand.self, HistoryCommand.self,
+            DemoCommand.self,
+            SimCommand.self, SimBenchCommand.self,
         ]
     )
 }

@@ -169,11 +169,19 @@ struct Files {
 
     /// Replaces `path` atomically: write `path.tmp`, fsync, rename over `path`, fsync the directory.
     func writeAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32 = 0o644, syncDir: Bool = true) throws {
+        try writeAtomically(path, mode: mode, syncDir: syncDir) { try $0.write(bytes) }
+    }
+
+    /// The same, with the content written in pieces by `produce` (no copy of large content).
+    func writeAtomically(_ path: String, mode: UInt32 = 0o644, syncDir: Bool = true,
+                         produce: (SequentialWriter) throws -> Void) throws {
         let tmp = path + ".tmp"
         let fd = try open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode)
         do {
             do { try ops.setMode(fd, mode) } catch { throw StoreError.io(operation: "chmod", path: tmp, errno: error) }
-            try write(fd, tmp, bytes, at: 0)
+            let w = SequentialWriter(files: self, fd: fd, path: tmp)
+            try produce(w)
+            try w.flush()
             try sync(fd, tmp, dataOnly: false)
         } catch {
             ops.close(fd)
@@ -183,6 +191,40 @@ struct Files {
         ops.close(fd)
         do { try rename(tmp, path) } catch { unlinkIfPresent(tmp); throw error }
         if syncDir { try syncDirectory(parentDirectory(path)) }
+    }
+}
+
+/// Writes a file front to back through a 64 KiB buffer; large pieces go straight to pwrite.
+final class SequentialWriter {
+    let files: Files
+    let fd: Int32
+    let path: String
+    var offset: UInt64 = 0
+    var buffer: [UInt8] = []
+    static let chunk = 64 * 1024
+
+    init(files: Files, fd: Int32, path: String) {
+        self.files = files; self.fd = fd; self.path = path
+        buffer.reserveCapacity(Self.chunk)
+    }
+
+    func write(_ p: UnsafeRawBufferPointer) throws {
+        if buffer.count + p.count > Self.chunk { try flush() }
+        if p.count >= Self.chunk {
+            try files.write(fd, path, p, at: offset)
+            offset += UInt64(p.count)
+        } else {
+            buffer.append(contentsOf: p)
+        }
+    }
+
+    func write(_ b: [UInt8]) throws { try b.withUnsafeBytes { try write($0) } }
+
+    func flush() throws {
+        guard !buffer.isEmpty else { return }
+        try files.write(fd, path, buffer, at: offset)
+        offset += UInt64(buffer.count)
+        buffer.removeAll(keepingCapacity: true)
     }
 }
 

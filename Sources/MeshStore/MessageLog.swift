@@ -7,21 +7,42 @@ import Glibc
 //     0 "PMLOG\0\0\1"   8 u32 generation   12 u32 salt   16..<28 reserved   28 u32 CRC-32 of 0..<28
 //
 // Index file (`index`, rewritten atomically at checkpoints; a stale or damaged one means a full scan):
-//     0 "PMIDX\0\0\1"   8 u32 salt   12 u32 current generation   16 u32 old generation (0 = none)
+//     0 "PMIDX\0\0\3"   8 u32 salt   12 u32 current generation   16 u32 old generation (0 = none)
 //    20 u32 entries in the old segment   24 u64 current segment bytes covered   32 u64 old segment length
-//    40 u64 next id   48 u32 entry count   52 u32 thread count   56 u32 status count   60 u32 reserved
+//    40 u64 next id   48 u32 entry count   52 u32 thread count   56 u32 status count   60 u32 run count
 //    64 thread keys (u64 each)
-//       entries (16 bytes: u64 id, u32 offset, u16 thread number, u8 flags (bit 0 outgoing), u8 0)
+//       record offsets (u32 each), zero-padded to a multiple of 8 bytes
+//       tags (u16 each: thread number, bit 15 = outgoing), zero-padded to a multiple of 8 bytes
+//       id runs (u64 first index, u64 first id)
 //       statuses (24 bytes: u64 message id, u32 round trip, u32 ack tag, u8 status, u8 attempts, 6 × 0)
-//       u32 CRC-32 of everything before it
+//       u64 checksum of everything before it (`IndexHash`: a word-wise multiply-xor hash, because
+//       CRC-32 over the whole index would take a good part of the opening budget; the index is
+//       derived data, and every record read through it is still checked by its own CRC)
+//
+// The offset and tag arrays are read straight from the file into memory (little-endian hosts).
 
-struct IndexEntry {
-    var id: UInt64
-    var offset: UInt32
-    var thread: UInt16
-    var flags: UInt8
-    var outgoing: Bool { flags & 1 != 0 }
+/// 64-bit checksum of the index file: for each little-endian u64 word w, h = rotl(h ^ w, 29) &* odd.
+/// Each step is a bijection of h, so any change to a single word changes the result.
+struct IndexHash {
+    var h: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+    mutating func add(_ p: UnsafeRawBufferPointer) {
+        precondition(p.count % 8 == 0)
+        var x = h
+        var o = 0
+        let n = p.count
+        while o < n {
+            let w = UInt64(littleEndian: p.loadUnaligned(fromByteOffset: o, as: UInt64.self))
+            x = ((x ^ w) << 29 | (x ^ w) >> 35) &* 0xFF51_AFD7_ED55_8CCD
+            o += 8
+        }
+        h = x
+    }
+
+    mutating func add(_ b: [UInt8]) { b.withUnsafeBytes { add($0) } }
 }
+
+func padding8(_ n: Int) -> Int { (8 - n % 8) % 8 }
 
 struct Segment {
     var fd: Int32
@@ -33,7 +54,7 @@ struct Segment {
 final class MessageLog {
     static let headerSize: UInt64 = 64
     static let segmentMagic: [UInt8] = [0x50, 0x4D, 0x4C, 0x4F, 0x47, 0, 0, 1]
-    static let indexMagic: [UInt8] = [0x50, 0x4D, 0x49, 0x44, 0x58, 0, 0, 1]
+    static let indexMagic: [UInt8] = [0x50, 0x4D, 0x49, 0x44, 0x58, 0, 0, 3]
 
     let files: Files
     let dir: String
@@ -50,7 +71,7 @@ final class MessageLog {
     var cur: Segment
     var old: Segment?
 
-    var entries: [IndexEntry] = []
+    var entries = EntryTable()
     /// Entries `0..<oldCount` are in the old segment.
     var oldCount = 0
     /// Entries dropped by rotations; a thread position p refers to `entries[p - base]`.
@@ -140,12 +161,33 @@ final class MessageLog {
 
     func open() throws {
         var saltFound: UInt32? = nil
-        if let (seg, s) = try openSegment(oldPath) { old = seg; saltFound = s }
-        if let (seg, s) = try openSegment(curPath) { cur = seg; saltFound = s ?? saltFound }
+        var oldSalt: UInt32? = nil, curSalt: UInt32? = nil
+        if let (seg, s) = try openSegment(oldPath) { old = seg; oldSalt = s; saltFound = s }
+        if let (seg, s) = try openSegment(curPath) { cur = seg; curSalt = s; saltFound = s ?? saltFound }
         if saltFound == nil, let idx = try files.readFile(indexPath), idx.count >= 16, Array(idx[0..<8]) == Self.indexMagic {
             saltFound = idx.withUnsafeBytes { $0.u32(8) }
         }
+        // Without the salt no record can be checked: refuse rather than cut the log as "torn".
+        let curHasData = cur.fd >= 0 && cur.length > Self.headerSize
+        if saltFound == nil && (curHasData || (old.map { $0.length > Self.headerSize } ?? false)) {
+            throw StoreError.corrupt(path: cur.fd >= 0 ? curPath : oldPath,
+                                     detail: "the log's header is unreadable and no other file holds its salt")
+        }
         salt = saltFound ?? UInt32.random(in: 1...UInt32.max)
+        // Rewrite an unreadable header from what the other files know (generations stay ordered).
+        if !readOnly {
+            if cur.fd >= 0 && curSalt == nil {
+                cur.gen = (old?.gen ?? 0) &+ 1
+                try files.write(cur.fd, cur.path, Self.encodeHeader(gen: cur.gen, salt: salt), at: 0)
+                try files.sync(cur.fd, cur.path)
+            }
+            if var o = old, oldSalt == nil {
+                o.gen = cur.fd >= 0 ? cur.gen &- 1 : 1
+                try files.write(o.fd, o.path, Self.encodeHeader(gen: o.gen, salt: salt), at: 0)
+                try files.sync(o.fd, o.path)
+                old = o
+            }
+        }
         if cur.fd < 0 {
             if readOnly {
                 cur = Segment(fd: -1, gen: (old?.gen ?? 0) + 1, length: Self.headerSize, path: curPath)
@@ -165,14 +207,16 @@ final class MessageLog {
     // MARK: - Index
 
     func resetIndex() {
-        entries = []; oldCount = 0; base = 0; threadKeys = []; threadNumbers = [:]
+        entries = EntryTable(); oldCount = 0; base = 0; threadKeys = []; threadNumbers = [:]
         positions = []; lastOutgoing = []; statuses = [:]; nextId = 1
         checkpointLength = 0; appendsSinceCheckpoint = 0
     }
 
     func threadNumber(_ key: ThreadKey) throws -> UInt16 {
         if let t = threadNumbers[key] { return t }
-        guard threadKeys.count < Int(UInt16.max) else { throw StoreError.invalidArgument("more than 65535 conversations") }
+        guard threadKeys.count < EntryTable.maxThreads else {
+            throw StoreError.invalidArgument("more than \(EntryTable.maxThreads) conversations")
+        }
         let t = UInt16(threadKeys.count)
         threadKeys.append(key)
         threadNumbers[key] = t
@@ -182,7 +226,7 @@ final class MessageLog {
     }
 
     func addEntry(id: UInt64, offset: UInt64, thread: UInt16, outgoing: Bool) {
-        entries.append(IndexEntry(id: id, offset: UInt32(offset), thread: thread, flags: outgoing ? 1 : 0))
+        entries.append(id: id, offset: UInt32(offset), thread: Int(thread), outgoing: outgoing)
         positions[Int(thread)].append(UInt32(truncatingIfNeeded: base + entries.count - 1))
         if outgoing { lastOutgoing[Int(thread)] = id }
         nextId = id + 1
@@ -251,68 +295,167 @@ final class MessageLog {
     /// Loads the checkpoint and scans the log after it. False if the index is missing, damaged or
     /// does not match the log (then the caller scans everything).
     func loadIndex() throws -> Bool {
-        guard let b = try files.readFile(indexPath) else { return false }
-        guard b.count >= 68, Array(b[0..<8]) == Self.indexMagic else { return false }
-        let ok: Bool = b.withUnsafeBytes { p in
-            CRC32.checksum(UnsafeRawBufferPointer(rebasing: p[0 ..< p.count - 4])) == p.u32(p.count - 4)
+        guard UInt32(littleEndian: 1) == 1 else { return false }
+        let fd: Int32
+        do { fd = try files.ops.open(indexPath, flags: O_RDONLY, mode: 0) } catch {
+            if error.code == ENOENT { return false }
+            throw StoreError.io(operation: "open", path: indexPath, errno: error)
+        }
+        defer { files.ops.close(fd) }
+        let size = try files.size(fd, indexPath)
+        guard size >= 72 else { return false }
+        var header = [UInt8](repeating: 0, count: 64)
+        guard try header.withUnsafeMutableBytes({ try files.read(fd, indexPath, into: $0, at: 0) }) == 64,
+              Array(header[0..<8]) == Self.indexMagic else { return false }
+        let (hsalt, curGen, oldGen, oldEntries, covered, oldLength, next) = header.withUnsafeBytes { p in
+            (p.u32(8), p.u32(12), p.u32(16), Int(p.u32(20)), p.u64(24), p.u64(32), p.u64(40))
+        }
+        let (count, threads, nStatus, nRuns) = header.withUnsafeBytes { p in
+            (Int(p.u32(48)), Int(p.u32(52)), Int(p.u32(56)), Int(p.u32(60)))
+        }
+        let offsetsSize = count * 4 + padding8(count * 4)
+        let tagsSize = count * 2 + padding8(count * 2)
+        guard hsalt == salt, curGen == cur.gen, covered >= Self.headerSize, covered <= cur.length,
+              oldEntries <= count, threads <= EntryTable.maxThreads, (count == 0) == (nRuns == 0), nRuns <= count,
+              UInt64(64 + threads * 8 + offsetsSize + tagsSize + nRuns * 16 + nStatus * 24 + 8) == size else { return false }
+        if let o = old {
+            guard o.gen == oldGen, o.length == oldLength else { return false }
+        } else {
+            guard oldGen == 0, oldEntries == 0 else { return false }
+        }
+        var hash = IndexHash()
+        hash.add(header)
+        var off: UInt64 = 64
+        var short = false
+        func readBlock(_ n: Int) throws -> [UInt8] {
+            var b = [UInt8](repeating: 0, count: n)
+            let got = try b.withUnsafeMutableBytes { try files.read(fd, indexPath, into: $0, at: off) }
+            off += UInt64(n)
+            if got != n { short = true }
+            hash.add(b)
+            return b
+        }
+        /// Reads `n` elements of T (plus padding) straight into an array.
+        func readArray<T: FixedWidthInteger>(_ n: Int, _: T.Type) -> [T] {
+            let bytes = n * MemoryLayout<T>.stride
+            let padded = bytes + padding8(bytes)
+            let a = [T](unsafeUninitializedCapacity: max(1, padded / MemoryLayout<T>.stride) + n / 8) { buf, initialized in
+                let raw = UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(buf.baseAddress!), count: padded)
+                let got = (try? files.read(fd, indexPath, into: raw, at: off)) ?? -1
+                if got != padded { short = true; initialized = 0; return }
+                hash.add(UnsafeRawBufferPointer(raw))
+                initialized = n
+            }
+            off += UInt64(padded)
+            return a
+        }
+        let threadBytes = try readBlock(threads * 8)
+        let offsets = readArray(count, UInt32.self)
+        let tags = readArray(count, UInt16.self)
+        let runBytes = try readBlock(nRuns * 16)
+        let statusBytes = try readBlock(nStatus * 24)
+        guard !short else { return false }
+        var trailer = [UInt8](repeating: 0, count: 8)
+        guard try trailer.withUnsafeMutableBytes({ try files.read(fd, indexPath, into: $0, at: off) }) == 8,
+              hash.h == trailer.withUnsafeBytes({ $0.u64(0) }) else { return false }
+
+        var table = EntryTable()
+        table.offsets = offsets
+        table.tags = tags
+        var runsOK = true
+        runBytes.withUnsafeBytes { p in
+            var lastIndex = -1
+            var lastEnd: UInt64 = 0
+            for r in 0..<nRuns {
+                let index = Int(truncatingIfNeeded: p.u64(r * 16)), id = p.u64(r * 16 + 8)
+                if index <= lastIndex || index >= count || id < lastEnd || id == 0 || (r == 0 && index != 0) { runsOK = false; return }
+                if r > 0 { lastEnd = table.runs[r - 1].id + UInt64(index - table.runs[r - 1].index) }
+                if r > 0 && id < lastEnd { runsOK = false; return }
+                table.runs.append((index, id))
+                lastIndex = index
+            }
+        }
+        guard runsOK else { return false }
+        let lastId = table.lastId ?? 0
+
+        // Check the entries and sort them into per-thread lists (counting sort, no per-entry allocation).
+        var keys: [ThreadKey] = []
+        var numbers: [ThreadKey: UInt16] = [:]
+        keys.reserveCapacity(threads)
+        threadBytes.withUnsafeBytes { p in
+            for i in 0..<threads {
+                let k = ThreadKey(raw: p.u64(i * 8))
+                numbers[k] = UInt16(i)
+                keys.append(k)
+            }
+        }
+        guard numbers.count == threads else { return false }
+        var counts = [Int](repeating: 0, count: threads + 1)
+        var lastOutIndex = [Int](repeating: -1, count: threads)
+        let ok: Bool = table.offsets.withUnsafeBufferPointer { os in
+            table.tags.withUnsafeBufferPointer { ts in
+                counts.withUnsafeMutableBufferPointer { cnt in
+                    lastOutIndex.withUnsafeMutableBufferPointer { lo in
+                        var lastOffset: UInt32 = 0
+                        for i in 0..<count {
+                            if i == oldEntries { lastOffset = 0 }
+                            let o = os[i], tag = ts[i]
+                            let t = Int(tag & 0x7FFF)
+                            let segEnd = i < oldEntries ? oldLength : covered
+                            guard o > lastOffset, UInt64(o) >= Self.headerSize, UInt64(o) < segEnd, t < threads else { return false }
+                            lastOffset = o
+                            cnt[t + 1] += 1
+                            if tag & EntryTable.outgoingBit != 0 { lo[t] = i }
+                        }
+                        return true
+                    }
+                }
+            }
         }
         guard ok else { return false }
-        resetIndex()
-        let valid: Bool = b.withUnsafeBytes { p in
-            let salt = p.u32(8), curGen = p.u32(12), oldGen = p.u32(16), oldEntries = Int(p.u32(20))
-            let covered = p.u64(24), oldLength = p.u64(32), next = p.u64(40)
-            let count = Int(p.u32(48)), threads = Int(p.u32(52)), nStatus = Int(p.u32(56))
-            guard salt == self.salt, curGen == cur.gen, covered >= Self.headerSize, covered <= cur.length,
-                  oldEntries <= count,
-                  64 + threads * 8 + count * 16 + nStatus * 24 + 4 == p.count else { return false }
-            if let o = old {
-                guard o.gen == oldGen, o.length == oldLength else { return false }
-            } else {
-                guard oldGen == 0, oldEntries == 0 else { return false }
-            }
-            var o = 64
-            threadKeys.reserveCapacity(threads)
-            for _ in 0..<threads {
-                let k = ThreadKey(raw: p.u64(o))
-                threadNumbers[k] = UInt16(threadKeys.count)
-                threadKeys.append(k)
-                o += 8
-            }
-            guard threadNumbers.count == threads else { return false }
-            positions = [[UInt32]](repeating: [], count: threads)
-            lastOutgoing = [UInt64](repeating: 0, count: threads)
-            entries.reserveCapacity(count + count / 8 + 64)
-            var lastId: UInt64 = 0
-            var lastOffset: UInt64 = 0
-            for i in 0..<count {
-                let id = p.u64(o), off = UInt64(p.u32(o + 8)), t = Int(p.u16(o + 12)), flags = p[o + 14]
-                o += 16
-                if i == oldEntries { lastOffset = 0 }
-                let segEnd = i < oldEntries ? oldLength : covered
-                guard id > lastId, off > lastOffset, off >= Self.headerSize,
-                      off < segEnd, t < threads else { return false }
-                lastId = id
-                lastOffset = off
-                entries.append(IndexEntry(id: id, offset: UInt32(off), thread: UInt16(t), flags: flags))
-                positions[t].append(UInt32(i))
-                if flags & 1 != 0 { lastOutgoing[t] = id }
-            }
-            for _ in 0..<nStatus {
-                if let s = DeliveryStatus(rawValue: p[o + 16]) {
-                    statuses[p.u64(o)] = DeliveryUpdate(status: s, attempts: p[o + 17], roundTripMs: p.u32(o + 8), ackTag: p.u32(o + 12))
+        for t in 0..<threads { counts[t + 1] += counts[t] }
+        var flat = [UInt32](repeating: 0, count: count)
+        var fill = counts
+        table.tags.withUnsafeBufferPointer { ts in
+            flat.withUnsafeMutableBufferPointer { f in
+                fill.withUnsafeMutableBufferPointer { fl in
+                    for i in 0..<count {
+                        let t = Int(ts[i] & 0x7FFF)
+                        f[fl[t]] = UInt32(i)
+                        fl[t] += 1
+                    }
                 }
-                o += 24
             }
-            oldCount = oldEntries
-            nextId = max(next, lastId + 1)
-            checkpointLength = covered
-            return true
         }
-        guard valid else { resetIndex(); return false }
+        var lists: [[UInt32]] = []
+        lists.reserveCapacity(threads)
+        for t in 0..<threads { lists.append(Array(flat[counts[t] ..< counts[t + 1]])) }
+        flat = []
+        var sts: [UInt64: DeliveryUpdate] = [:]
+        sts.reserveCapacity(nStatus)
+        statusBytes.withUnsafeBytes { p in
+            for i in 0..<nStatus {
+                let o = i * 24
+                if let st = DeliveryStatus(rawValue: p[o + 16]) {
+                    sts[p.u64(o)] = DeliveryUpdate(status: st, attempts: p[o + 17], roundTripMs: p.u32(o + 8), ackTag: p.u32(o + 12))
+                }
+            }
+        }
+        resetIndex()
+        entries = table
+        threadKeys = keys
+        threadNumbers = numbers
+        positions = lists
+        lastOutgoing = lastOutIndex.map { $0 < 0 ? 0 : table.id($0) }
+        statuses = sts
+        oldCount = oldEntries
+        nextId = max(next, lastId + 1)
+        checkpointLength = covered
         // The last indexed record of the current segment must still be there, intact.
         if entries.count > oldCount {
-            let e = entries[entries.count - 1]
-            guard let m = try readRecord(segment: cur, offset: UInt64(e.offset)), case .message(let id, _) = m, id == e.id else {
+            let i = entries.count - 1
+            guard let m = try readRecord(segment: cur, offset: UInt64(entries.offset(i))), case .message(let id, _) = m,
+                  id == entries.id(i) else {
                 resetIndex()
                 return false
             }
@@ -321,9 +464,22 @@ final class MessageLog {
         return true
     }
 
-    func encodeIndex() -> [UInt8] {
+    /// Writes the index file content in pieces (the big arrays straight from memory).
+    func writeIndex(_ w: SequentialWriter) throws {
+        var hash = IndexHash()
+        func put(_ b: [UInt8]) throws { hash.add(b); try w.write(b) }
+        func putArray<T>(_ a: [T]) throws {
+            try a.withUnsafeBytes { p in
+                let whole = p.count - p.count % 8
+                let head = UnsafeRawBufferPointer(rebasing: p[0..<whole])
+                hash.add(head)
+                try w.write(head)
+                var tail = Array(p[whole...])
+                tail += [UInt8](repeating: 0, count: padding8(tail.count))
+                try put(tail)
+            }
+        }
         var b = Self.indexMagic
-        b.reserveCapacity(68 + threadKeys.count * 8 + entries.count * 16 + statuses.count * 24)
         b.putU32(salt)
         b.putU32(cur.gen)
         b.putU32(old?.gen ?? 0)
@@ -334,23 +490,31 @@ final class MessageLog {
         b.putU32(UInt32(entries.count))
         b.putU32(UInt32(threadKeys.count))
         b.putU32(UInt32(statuses.count))
-        b.putU32(0)
+        b.putU32(UInt32(entries.runs.count))
+        try put(b)
+        b = []
         for k in threadKeys { b.putU64(k.raw) }
-        for e in entries {
-            b.putU64(e.id); b.putU32(e.offset); b.putU16(e.thread); b.putU8(e.flags); b.putU8(0)
-        }
+        try put(b)
+        try putArray(entries.offsets)
+        try putArray(entries.tags)
+        b = []
+        for r in entries.runs { b.putU64(UInt64(r.index)); b.putU64(r.id) }
+        try put(b)
+        b = []
         for (id, u) in statuses.sorted(by: { $0.key < $1.key }) {
             b.putU64(id); b.putU32(u.roundTripMs); b.putU32(u.ackTag); b.putU8(u.status.rawValue); b.putU8(u.attempts)
             b.append(contentsOf: repeatElement(0, count: 6))
         }
-        b.putU32(CRC32.checksum(b))
-        return b
+        try put(b)
+        b = []
+        b.putU64(hash.h)
+        try w.write(b)
     }
 
     /// Writes the index atomically. The log is already durable, so a lost index only costs a scan.
     func writeCheckpoint() throws {
         guard !readOnly else { return }
-        try files.writeAtomically(indexPath, encodeIndex(), mode: 0o600, syncDir: false)
+        try files.writeAtomically(indexPath, mode: 0o600, syncDir: false) { try writeIndex($0) }
         checkpointLength = cur.length
         appendsSinceCheckpoint = 0
         lastCheckpointError = nil
@@ -407,12 +571,12 @@ final class MessageLog {
     /// The message at entry index `i`, with its latest delivery status; nil (and a damage report) if
     /// its record is damaged.
     func message(at i: Int) throws -> StoredMessage? {
-        let e = entries[i]
+        let eid = entries.id(i), eoff = entries.offset(i)
         let seg: Segment? = i < oldCount ? old : cur
-        guard let s = seg, let r = try readRecord(segment: s, offset: UInt64(e.offset), decode: true),
-              case .message(let id, let mm) = r, id == e.id, var m = mm else {
-            let d = DamageReport(file: fileName(seg?.path ?? oldPath), offset: UInt64(e.offset), length: 0,
-                                 detail: "message \(e.id) is damaged")
+        guard let s = seg, let r = try readRecord(segment: s, offset: UInt64(eoff), decode: true),
+              case .message(let id, let mm) = r, id == eid, var m = mm else {
+            let d = DamageReport(file: fileName(seg?.path ?? oldPath), offset: UInt64(eoff), length: 0,
+                                 detail: "message \(eid) is damaged")
             if !readDamage.contains(d) { readDamage.append(d) }
             return nil
         }
@@ -423,19 +587,9 @@ final class MessageLog {
     }
 
     /// Index into `entries` of the first entry with id >= `id`.
-    func lowerBound(id: UInt64) -> Int {
-        var lo = 0, hi = entries.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if entries[mid].id < id { lo = mid + 1 } else { hi = mid }
-        }
-        return lo
-    }
+    func lowerBound(id: UInt64) -> Int { entries.lowerBound(id: id) }
 
-    func entryIndex(id: UInt64) -> Int? {
-        let i = lowerBound(id: id)
-        return i < entries.count && entries[i].id == id ? i : nil
-    }
+    func entryIndex(id: UInt64) -> Int? { entries.index(of: id) }
 
     // MARK: - Appending
 
@@ -471,7 +625,7 @@ final class MessageLog {
         var recent: [Int] = []
         var i = entries.count - 1
         while i >= 0 && recent.count < dedupWindow {
-            if !entries[i].outgoing { recent.append(i) }
+            if !entries.outgoing(i) { recent.append(i) }
             i -= 1
         }
         for j in recent.reversed() {
@@ -589,7 +743,7 @@ final class MessageLog {
                 while k < positions[t].count && Int(positions[t][k]) < base { k += 1 }
                 if k > 0 { positions[t].removeFirst(k) }
             }
-            let firstId = entries.first?.id ?? nextId
+            let firstId = entries.isEmpty ? nextId : entries.id(0)
             statuses = statuses.filter { $0.key >= firstId }
         }
         oldCount = entries.count
@@ -606,7 +760,7 @@ final class MessageLog {
         var lo = 0, hi = ps.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if entries[entry(atPosition: ps[mid])].id <= id { lo = mid + 1 } else { hi = mid }
+            if entries.id(entry(atPosition: ps[mid])) <= id { lo = mid + 1 } else { hi = mid }
         }
         return lo
     }

@@ -94,7 +94,11 @@ public final class RadioStore {
             contactFile = try ContactFile(files: files, path: directory + "/contacts", readOnly: readOnly)
             channelFile = try ChannelFile(files: files, path: directory + "/channels", readOnly: readOnly)
             outboxFile = try OutboxFile(files: files, path: directory + "/outbox", readOnly: readOnly)
-            if !readOnly { try files.makeDirectory(directory + "/secrets", mode: 0o700) }
+            if !readOnly {
+                try files.makeDirectory(directory + "/secrets", mode: 0o700)
+                // Files created above must survive a power cut too: their directory entries.
+                try files.syncDirectory(directory)
+            }
         } catch {
             lock?.release()
             throw error
@@ -116,10 +120,14 @@ public final class RadioStore {
     }
 
     static func makeDirectories(_ files: Files, _ path: String) throws {
-        var p = ""
+        var p = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            let parent = p.isEmpty ? "/" : p
             p += "/" + part
-            if !files.ops.exists(p) { try files.makeDirectory(p, mode: 0o700) }
+            if !files.ops.exists(p) {
+                try files.makeDirectory(p, mode: 0o700)
+                try files.syncDirectory(parent)
+            }
         }
     }
 
@@ -184,7 +192,7 @@ public final class RadioStore {
         var out: [StoredMessage] = []
         var i = log.lowerBound(id: id &+ 1)
         while i < log.entries.count && out.count < limit {
-            if !incomingOnly || !log.entries[i].outgoing, let m = try log.message(at: i) { out.append(m) }
+            if !incomingOnly || !log.entries.outgoing(i), let m = try log.message(at: i) { out.append(m) }
             i += 1
         }
         return out
@@ -227,7 +235,7 @@ public final class RadioStore {
         try checkOpen()
         guard !readOnly else { throw StoreError.readOnly }
         guard let t = log.threadNumbers[thread], let lastPos = log.positions[Int(t)].last else { return }
-        let upTo = through ?? log.entries[log.entry(atPosition: lastPos)].id
+        let upTo = through ?? log.entries.id(log.entry(atPosition: lastPos))
         guard upTo > readMarkers[thread] ?? 0 else { return }
         var next = readMarkers
         next[thread] = upTo
@@ -291,6 +299,9 @@ public final class RadioStore {
         try log.setStatus(id: id, DeliveryUpdate(status: .failed, attempts: item?.attempts ?? 0, ackTag: item?.ackTag ?? 0), at: now)
     }
 
+    /// The outbox entry of a message, if it is still waiting.
+    public func outboxItem(id: UInt64) -> OutboxItem? { outboxFile.items[id] }
+
     /// The outbox entry of an ACK tag, if one is waiting for it.
     public func outboxItem(ackTag: UInt32) -> OutboxItem? {
         guard ackTag != 0 else { return nil }
@@ -300,8 +311,9 @@ public final class RadioStore {
     /// A crash between storing an outgoing message and queueing it leaves a pending message that is
     /// in no outbox: queue it again (only the newest message can be in that state).
     func reconcileOutbox() throws {
-        guard !readOnly, let last = log.entries.last, last.outgoing, outboxFile.items[last.id] == nil,
-              log.statuses[last.id] == nil, let m = try log.message(at: log.entries.count - 1),
+        let n = log.entries.count
+        guard !readOnly, n > 0, log.entries.outgoing(n - 1), outboxFile.items[log.entries.id(n - 1)] == nil,
+              log.statuses[log.entries.id(n - 1)] == nil, let m = try log.message(at: n - 1),
               m.status == .pending else { return }
         try outboxFile.put(OutboxItem(messageId: m.id, thread: m.thread, textType: m.textType,
                                       senderTimestamp: m.senderTimestamp, text: m.text, createdAt: m.receivedAt))
@@ -369,8 +381,11 @@ public final class RadioStore {
         try files.writeAtomically(directory + "/" + name, StateFile.encode(payload), mode: mode)
     }
 
-    /// The contacts `lastmod` watermark (for incremental contact sync; 0 = full sync).
+    /// The contacts `lastmod` watermark (for incremental contact sync; 0 = full sync, also when a
+    /// contact record was found damaged).
     public func contactsWatermark() throws -> UInt32 {
+        // A damaged contact record may hold a contact the radio will not send again incrementally.
+        guard contactFile.damage.isEmpty else { return 0 }
         guard let p = try readState("lastmod"), p.count == 4 else { return 0 }
         return p.withUnsafeBytes { $0.u32(0) }
     }

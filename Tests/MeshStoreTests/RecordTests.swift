@@ -99,3 +99,25 @@ import Testing
         #expect(throws: StoreError.self) { try StoredContact(frame: Array(frame.prefix(147))) }
     }
 }
+
+@Suite struct EntryTableTests {
+    @Test func idsWithGapsAndLookups() {
+        var t = EntryTable()
+        #expect(t.lowerBound(id: 5) == 0 && t.index(of: 1) == nil)
+        let ids: [UInt64] = [3, 4, 5, 9, 10, 20, 21, 22, 23]
+        for (i, id) in ids.enumerated() { t.append(id: id, offset: UInt32(100 + i), thread: i % 3, outgoing: i == 4) }
+        #expect(t.runs.count == 3)
+        #expect((0..<t.count).map { t.id($0) } == ids)
+        for probe in UInt64(0)...25 {
+            #expect(t.lowerBound(id: probe) == (ids.firstIndex { $0 >= probe } ?? ids.count), "probe \(probe)")
+            #expect(t.index(of: probe) == ids.firstIndex(of: probe))
+        }
+        #expect(t.outgoing(4) && !t.outgoing(3) && t.thread(5) == 2 && t.offset(8) == 108)
+        t.removeFirst(4)
+        #expect((0..<t.count).map { t.id($0) } == Array(ids.dropFirst(4)))
+        #expect(t.runs.count == 2 && t.offset(0) == 104)
+        t.removeFirst(100)
+        #expect(t.isEmpty)
+        #expect(EntryTable.bytesPerEntry == 6)
+    }
+}

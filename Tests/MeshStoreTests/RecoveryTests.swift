@@ -5,7 +5,7 @@ import Testing
 @Suite struct RecoveryTests {
     /// Offsets of the records of the current segment, from the in-memory index.
     func recordOffsets(_ s: RadioStore) -> [Int] {
-        s.log.entries[s.log.oldCount...].map { Int($0.offset) }
+        s.log.entries.offsets[s.log.oldCount...].map { Int($0) }
     }
 
     @Test func tornTailIsTruncatedAtEveryByteOfTheLastRecord() throws {
@@ -90,6 +90,9 @@ import Testing
         s.close()
         s = try RadioStore(directory: dir.radio)
         #expect(s.messageCount == 10)
+        #expect(!s.recovery.fullScan) // the index holds the gap in the ids
+        #expect(try s.history(.direct(alice), limit: 100).map(\.id) == [1, 2, 3, 4, 6, 7, 8, 9, 10, 11])
+        #expect(try s.message(id: 5) == nil)
         #expect(fileSize(dir.radio + "/messages.log") == b.count + (offsets[1] - offsets[0]) - 10) // "eleven" is 10 bytes shorter
     }
 
@@ -133,6 +136,20 @@ import Testing
         s = try RadioStore(directory: dir.radio)
         #expect(!s.recovery.fullScan)
         #expect(try s.history(.direct(alice), limit: 100) == before)
+    }
+
+    @Test func logCutInsideTheIndexedRegionMeansAFullScan() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        for i in 0..<5 { try s.append(incoming("message \(i)", ts: UInt32(i))) }
+        let offsets = recordOffsets(s)
+        s.close()
+        truncateFile(dir.radio + "/messages.log", offsets[2] + 7)
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.recovery.fullScan)
+        #expect(s.messageCount == 2)
+        #expect(s.recovery.truncatedBytes == 7)
+        #expect(try s.append(incoming("again", ts: 9)) == .stored(3))
     }
 
     @Test func writeErrorsAreTypedAndLeaveTheStoreConsistent() throws {
@@ -204,5 +221,44 @@ import Testing
         s = try RadioStore(directory: dir.radio)
         #expect(try s.history(.direct(alice), limit: 1000).count == n + 1)
         #expect(s.recovery.damage.isEmpty)
+    }
+}
+
+@Suite struct HeaderTests {
+    @Test func damagedHeaderIsRepairedFromTheIndexSalt() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        for i in 0..<5 { try s.append(incoming("message \(i)", ts: UInt32(i))) }
+        s.close()
+        var b = readBytes(dir.radio + "/messages.log")
+        for i in 0..<64 { b[i] = 0 }
+        writeBytes(dir.radio + "/messages.log", b)
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.messageCount == 5)
+        #expect(s.recovery.damage.count == 1 && s.recovery.damage[0].detail == "segment header unreadable")
+        #expect(s.recovery.truncatedBytes == 0)
+        s.close()
+        // Repaired: the next open is clean and uses the index again.
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.recovery.damage.isEmpty && !s.recovery.fullScan)
+        #expect(try s.history(.direct(alice), limit: 10).count == 5)
+    }
+
+    @Test func unreadableHeaderWithoutAnySaltIsAClearErrorAndNothingIsCut() throws {
+        let dir = TempDir()
+        let s = try RadioStore(directory: dir.radio)
+        for i in 0..<5 { try s.append(incoming("message \(i)", ts: UInt32(i))) }
+        s.close()
+        var b = readBytes(dir.radio + "/messages.log")
+        for i in 0..<64 { b[i] = 0 }
+        writeBytes(dir.radio + "/messages.log", b)
+        unlink(dir.radio + "/index")
+        #expect {
+            _ = try RadioStore(directory: dir.radio)
+        } throws: { e in
+            guard case StoreError.corrupt = e else { return false }
+            return "\(e)".contains("move it aside")
+        }
+        #expect(readBytes(dir.radio + "/messages.log") == b)
     }
 }

@@ -32,7 +32,7 @@ public final class DaemonTunnelLink: ByteLink {
         let request = Array((DaemonRequest(id: 1, op: .tunnel).line + "\n").utf8)
         var off = 0
         while off < request.count {
-            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + off, request.count - off, Int32(MSG_NOSIGNAL)) }
+            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + off, request.count - off, SocketFlags.noSignal) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { Glibc.close(fd); throw DaemonError(.link, "lost the connection to the daemon at \(socketPath).") }
             off += n
@@ -95,7 +95,7 @@ public final class DaemonTunnelLink: ByteLink {
 
     public func flush() throws(LinkError) {
         while !pending.isEmpty {
-            let n = pending.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let n = pending.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, SocketFlags.noSignal) }
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { break }

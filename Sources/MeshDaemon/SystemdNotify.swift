@@ -26,7 +26,7 @@ public final class SystemdNotify {
         }
         watchdogIntervalMS = path == nil ? nil : interval
         if path != nil {
-            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | SocketFlags.closeOnExec, 0)
+            fd = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec, 0)
         }
     }
 

@@ -53,7 +53,7 @@ public enum UnixSocket {
             }
             unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+        let fd = socket(AF_UNIX, SocketType.stream | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
         if fd < 0 { throw SystemError("socket", path) }
         let old = umask(0o177)
         let rc = withUnsafePointer(to: &addr) {
@@ -70,7 +70,7 @@ public enum UnixSocket {
     /// Connects a blocking stream socket to `path` (close-on-exec).
     public static func connect(path: String) throws(SystemError) -> Int32 {
         guard case (var addr, let len)? = address(path) else { throw SystemError("connect", path, errno: ENAMETOOLONG) }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | SocketFlags.closeOnExec, 0)
+        let fd = socket(AF_UNIX, SocketType.stream | SocketFlags.closeOnExec, 0)
         if fd < 0 { throw SystemError("socket", path) }
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, len) }
@@ -109,4 +109,11 @@ public enum UnixSocket {
         }
         if mkdir(path, mode) != 0 && errno != EEXIST { throw SystemError("mkdir", path) }
     }
+}
+
+/// `socket(2)` types. Swift's Glibc module does not reliably export the `__socket_type` enum in
+/// every build configuration, so the Linux values are spelled out here.
+enum SocketType {
+    static let stream: Int32 = 1
+    static let datagram: Int32 = 2
 }

@@ -1,4 +1,5 @@
 import Glibc
+import MeshLink
 import Testing
 @testable import MeshDaemon
 
@@ -120,7 +121,7 @@ import Testing
         let dir = temporaryDirectory("pm-notify")
         defer { removeTree(dir) }
         let path = dir + "/notify"
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        let fd = socket(AF_UNIX, SocketType.datagram, 0)
         defer { close(fd) }
         var (addr, len) = UnixSocket.address(path)!
         let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
@@ -131,7 +132,7 @@ import Testing
         #expect(n.tick(now: 10) == 2010)
         func receive() -> String {
             var buf = [UInt8](repeating: 0, count: 512)
-            let k = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let k = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, SocketFlags.dontWait) }
             return k > 0 ? String(decoding: buf[0..<k], as: UTF8.self) : ""
         }
         #expect(receive() == "READY=1\nSTATUS=connected to tcp:127.0.0.1:5000")

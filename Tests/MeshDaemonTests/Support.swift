@@ -1,4 +1,5 @@
 import Glibc
+import MeshLink
 @testable import MeshDaemon
 
 /// A fresh temporary folder for one test.
@@ -43,7 +44,7 @@ final class LineClient {
 
     func send(_ text: String) {
         let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, SocketFlags.noSignal) }
     }
 
     /// Reads one line, servicing the server between reads; nil after `rounds` tries or on EOF.

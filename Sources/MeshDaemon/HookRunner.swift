@@ -208,6 +208,18 @@ public final class HookRunner {
         m.json.write(into: &body)
         body.append(0x0A)
         let argv = config.wrapper.map { $0 + [markerPath(m.id), "--"] + config.argv } ?? config.argv
+        if config.wrapper != nil {
+            // The daemon creates the marker; the wrapper never does. A wrapper that finds no marker
+            // knows its message was delivered and cleaned up past the cursor (by a later daemon).
+            let mfd = open(markerPath(m.id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            if mfd < 0 {
+                close(fds[0])
+                close(fds[1])
+                log("hook: message \(m.id): \(SystemError("open", markerPath(m.id)))")
+                return
+            }
+            close(mfd)
+        }
         var env = environment.filter { !$0.hasPrefix("POCKETMESH_") }
         env += m.environment
         do {
@@ -229,12 +241,15 @@ public final class HookRunner {
 }
 
 /// The wrapper a hook runs under (`pocketmesh daemon hook-exec MARKER -- CMD...`): takes the marker's
-/// lock, skips the run if the marker already says "done", runs CMD (same stdin, same process group),
+/// lock, skips the run if the marker already says "done" or no longer exists, runs CMD (same stdin, same process group),
 /// and records "done" durably when CMD exits 0. Returns the exit code for the wrapper process.
 public enum HookExec {
     public static func run(marker: String, argv: [String]) -> Int32 {
-        let fd = open(marker, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // The daemon created the marker before starting this wrapper. If it is gone, a later daemon
+        // saw the message delivered (by an earlier run) and moved its cursor past it: nothing to do.
+        let fd = open(marker, O_RDWR | O_CLOEXEC)
         if fd < 0 {
+            if errno == ENOENT { return 0 }
             fputs("hook-exec: \(SystemError("open", marker))\n", stderr)
             return 70
         }

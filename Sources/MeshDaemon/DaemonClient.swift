@@ -26,7 +26,10 @@ public enum DaemonRegistry {
         }
         if spec.hasPrefix("tcp:") {
             var rest = String(spec.dropFirst(4)).lowercased()
-            if !rest.contains(":") || (rest.hasPrefix("[") && !rest.contains("]:")) { rest += ":5000" }
+            // (Character and suffix checks only: Foundation's String.contains(String) would pull in ICU.)
+            let colons = rest.filter { $0 == ":" }.count
+            let bracketedWithPort = rest.hasPrefix("[") && rest.split(separator: "]", maxSplits: 1).last?.first == ":"
+            if colons == 0 || (rest.hasPrefix("[") && !bracketedWithPort) { rest += ":5000" }
             if rest.hasPrefix("localhost:") { rest = "127.0.0.1:" + rest.dropFirst(10) }
             return "tcp:" + rest
         }

@@ -99,7 +99,7 @@ func linkOptionsFirst(_ args: [String]) -> [String] {
         if valued.contains(a), i + 1 < args.count {
             lead += [a, args[i + 1]]
             i += 2
-        } else if a.contains("="), valued.contains(name) || flags.contains(name) {
+        } else if a.contains(Character("=")), valued.contains(name) || flags.contains(name) {
             lead.append(a)
             i += 1
         } else if flags.contains(a) {

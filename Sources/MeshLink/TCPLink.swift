@@ -139,7 +139,7 @@ public final class TCPLink: ByteLink {
     static func resolve(_ address: TCPAddress) throws(LinkError) -> [Candidate] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = Int32(1) // SOCK_STREAM
         hints.ai_flags = AI_NUMERICSERV
         var list: UnsafeMutablePointer<addrinfo>? = nil
         let status = getaddrinfo(address.host, String(address.port), &hints, &list)

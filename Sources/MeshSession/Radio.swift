@@ -180,7 +180,15 @@ public final class Radio {
         }
         pump()
         try run { replies[t] != nil }
-        return replies.removeValue(forKey: t)!
+        let r = replies.removeValue(forKey: t)!
+        if r == .cancelled { throw lost() }
+        return r
+    }
+
+    /// The error to report when the session ended because the link went away.
+    func lost() -> ClientError {
+        if let e = linkError { return .link(Radio.sentence(e.description)) }
+        return .link("the session with the radio ended: reconnect and try again.")
     }
 
     public func call(_ frame: EncodedFrame, expecting code: ResponseCode, timeout: UInt64? = nil) throws(ClientError) -> Reply {
@@ -192,7 +200,9 @@ public final class Radio {
         do { t = try session.listContacts(since: since, now: loop.now) } catch { throw Radio.submitError(error) }
         pump()
         try run { replies[t] != nil }
-        return replies.removeValue(forKey: t)!
+        let r = replies.removeValue(forKey: t)!
+        if r == .cancelled { throw lost() }
+        return r
     }
 
     /// Sends a direct message and waits until it is acknowledged or given up
@@ -211,6 +221,8 @@ public final class Radio {
             case .sent, .retrying:
                 progress(d)
                 if !wait, case .sent = d { return d }
+            case .cancelled:
+                throw lost()
             default:
                 return d
             }
@@ -226,6 +238,7 @@ public final class Radio {
             try run { requests[t] != nil }
             let o = requests.removeValue(forKey: t)!
             if case .sent = o { progress(o); continue }
+            if o == .cancelled { throw lost() }
             return o
         }
     }

@@ -78,3 +78,8 @@ int cml_uevent_socket(void) {
     }
     return fd;
 }
+
+int cml_msg_nosignal(void) { return MSG_NOSIGNAL; }
+int cml_msg_dontwait(void) { return MSG_DONTWAIT; }
+int cml_sock_cloexec(void) { return SOCK_CLOEXEC; }
+int cml_sock_nonblock(void) { return SOCK_NONBLOCK; }

@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 
 /// The local API: a Unix stream socket speaking newline-delimited JSON (see APIMessages.swift).
@@ -154,7 +155,7 @@ public final class APIServer {
             UnixSocket.setNonBlocking(fd)
             if clients.count >= limits.maxClients {
                 let msg = DaemonResponse(id: 0, error: DaemonError(.busy, "too many API clients (limit \(limits.maxClients))")).json.text + "\n"
-                _ = msg.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                _ = msg.withCString { send(fd, $0, strlen($0), SocketFlags.noSignal) }
                 close(fd)
                 log("api: refused a client: \(limits.maxClients) already connected")
                 continue
@@ -281,7 +282,7 @@ public final class APIServer {
     private func flush(_ id: ClientID, _ c: Client) {
         while c.unsent > 0 {
             let n = c.output.withUnsafeBytes { raw in
-                send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, Int32(MSG_NOSIGNAL))
+                send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal)
             }
             if n < 0 {
                 if errno == EINTR { continue }

@@ -249,7 +249,7 @@ public final class BLELink: ByteLink {
     /// Receives one ATT PDU. Returns the length of the frame it carried (copied to `buffer`), or 0.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(LinkError) -> Int {
         guard !closed else { throw .lost(name, reason: "the link is closed") }
-        let n = recv(descriptor.rawValue, pdu.baseAddress, pdu.count, Int32(MSG_DONTWAIT))
+        let n = recv(descriptor.rawValue, pdu.baseAddress, pdu.count, SocketFlags.dontWait)
         if n < 0 {
             let error = Errno.current
             if error == .wouldBlock || error == .interrupted { return 0 }
@@ -304,7 +304,7 @@ public final class BLELink: ByteLink {
     private func pump() throws(LinkError) {
         while let next = client.takeOutgoing() { pendingPDUs.append(next) }
         while let next = pendingPDUs.first {
-            let sent = next.withUnsafeBytes { Glibc.send(descriptor.rawValue, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            let sent = next.withUnsafeBytes { Glibc.send(descriptor.rawValue, $0.baseAddress, $0.count, (SocketFlags.noSignal | SocketFlags.dontWait)) }
             if sent < 0 {
                 let error = Errno.current
                 if error == .wouldBlock || error == .interrupted { return }

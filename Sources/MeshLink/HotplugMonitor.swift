@@ -80,7 +80,7 @@ public final class HotplugMonitor {
         }
         var buffer = [UInt8](repeating: 0, count: 8192)
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(kernelSocket.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let n = buffer.withUnsafeMutableBytes { recv(kernelSocket.rawValue, $0.baseAddress, $0.count, SocketFlags.dontWait) }
             if n <= 0 { return nil }
             if let event = buffer.withUnsafeBytes({ Self.parseKernelUevent(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) {
                 return event

@@ -40,7 +40,7 @@ final class NodePort {
     init(node: CompanionNode, port: UInt16) throws {
         self.node = node
         self.port = port
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | SocketFlags.nonBlocking | SocketFlags.closeOnExec, 0)
         guard fd >= 0 else { throw SimHostError.listen(port: port, errno: errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))

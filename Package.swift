@@ -28,11 +28,13 @@ let package = Package(
             .product(name: "CryptoExtras", package: "swift-crypto"),
             .product(name: "BigInt", package: "BigInt"),
         ]),
-        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
-        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        // BlueZ headers only (libbluetooth-dev): structs and constants; nothing is linked, so the
+        // binary starts on systems without BlueZ.
+        .systemLibrary(name: "CBluetooth"),
         // Byte links (serial, TCP, BLE), discovery and the poll loop.
-        .target(name: "MeshLink", dependencies: ["MeshCompanion", "CUdev", "CBluetooth", "CMeshLink"]),
-        // C helpers for MeshLink that need _GNU_SOURCE or async-signal safety (pipe2, signal self-pipe).
+        .target(name: "MeshLink", dependencies: ["MeshCompanion", "CBluetooth", "CMeshLink"]),
+        // C helpers for MeshLink: _GNU_SOURCE calls, the signal self-pipe, and libudev loaded with
+        // dlopen (so the binary starts without libudev and falls back to sysfs).
         .target(name: "CMeshLink"),
         // One conversation with one radio.
         .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),

@@ -1,5 +1,4 @@
 import CMeshLink
-import CUdev
 import Glibc
 
 /// A tty device appearing or disappearing.
@@ -24,7 +23,7 @@ public final class HotplugMonitor {
     public enum Source: Equatable, Sendable { case udev, kernel }
 
     public let source: Source
-    public var fd: Int32 { udevMonitor.map { udev_monitor_get_fd($0) } ?? kernelSocket.rawValue }
+    public var fd: Int32 { udevMonitor.map { cml_udev_monitor_get_fd($0) } ?? kernelSocket.rawValue }
 
     private var udev: OpaquePointer?
     private var udevMonitor: OpaquePointer?
@@ -32,11 +31,11 @@ public final class HotplugMonitor {
 
     /// Opens the udev monitor, or the kernel netlink socket if `preferUdev` is false or udev fails.
     public init(preferUdev: Bool = true) throws(LinkError) {
-        if preferUdev, let udev = udev_new() {
-            if let monitor = udev_monitor_new_from_netlink(udev, "udev") {
-                udev_monitor_filter_add_match_subsystem_devtype(monitor, "tty", nil)
-                if udev_monitor_enable_receiving(monitor) == 0 {
-                    let monitorFD = udev_monitor_get_fd(monitor)
+        if preferUdev, let udev = cml_udev_new() {
+            if let monitor = cml_udev_monitor_new_from_netlink(udev, "udev") {
+                cml_udev_monitor_filter_add_match_subsystem_devtype(monitor, "tty", nil)
+                if cml_udev_monitor_enable_receiving(monitor) == 0 {
+                    let monitorFD = cml_udev_monitor_get_fd(monitor)
                     let flags = fcntl(monitorFD, F_GETFL)
                     _ = fcntl(monitorFD, F_SETFL, flags | O_NONBLOCK)
                     self.udev = udev
@@ -44,9 +43,9 @@ public final class HotplugMonitor {
                     self.source = .udev
                     return
                 }
-                udev_monitor_unref(monitor)
+                cml_udev_monitor_unref(monitor)
             }
-            udev_unref(udev)
+            cml_udev_unref(udev)
         }
         source = .kernel
         let socketFD = cml_uevent_socket()
@@ -57,8 +56,8 @@ public final class HotplugMonitor {
     deinit { close() }
 
     public func close() {
-        if let udevMonitor { udev_monitor_unref(udevMonitor) }
-        if let udev { udev_unref(udev) }
+        if let udevMonitor { cml_udev_monitor_unref(udevMonitor) }
+        if let udev { cml_udev_unref(udev) }
         udevMonitor = nil
         udev = nil
         if kernelSocket.rawValue >= 0 { kernelSocket.close() }
@@ -68,12 +67,12 @@ public final class HotplugMonitor {
     /// The next tty event, or nil when none is waiting. Non-tty kernel events are skipped.
     public func receive() -> HotplugEvent? {
         if let udevMonitor {
-            while let device = udev_monitor_receive_device(udevMonitor) {
-                defer { udev_device_unref(device) }
-                guard let actionText = udev_device_get_action(device),
+            while let device = cml_udev_monitor_receive_device(udevMonitor) {
+                defer { cml_udev_device_unref(device) }
+                guard let actionText = cml_udev_device_get_action(device),
                       let action = HotplugEvent.Action(rawValue: String(cString: actionText)),
-                      let sysname = udev_device_get_sysname(device) else { continue }
-                let node = udev_device_get_devnode(device).map { String(cString: $0) }
+                      let sysname = cml_udev_device_get_sysname(device) else { continue }
+                let node = cml_udev_device_get_devnode(device).map { String(cString: $0) }
                 let candidate = action == .remove ? nil : SerialDiscovery.candidate(udevDevice: device)
                 return HotplugEvent(action: action, name: String(cString: sysname), path: node, candidate: candidate)
             }

@@ -28,19 +28,20 @@ public final class FrameDecoder {
     /// The side this decoder serves.
     public let side: LinkSide
     /// Bytes skipped while looking for a frame marker (noise, CLI text, rejected headers).
-    public private(set) var garbageBytes: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var garbageBytes: UInt64 = 0
     /// Zero-length frames ignored.
-    public private(set) var emptyFrames: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var emptyFrames: UInt64 = 0
     /// Headers with a length over 176 (client: rejected and resynchronised; device: truncated).
-    public private(set) var oversizedFrames: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var oversizedFrames: UInt64 = 0
     /// Frames delivered.
-    public private(set) var frameCount: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var frameCount: UInt64 = 0
 
     private let ring: UnsafeMutableRawPointer
     private let scratch: UnsafeMutableRawPointer
-    private var head = 0
-    private var used = 0
-    private var discard = 0
+    // Single-threaded by contract; skip the runtime exclusivity checks on the hot path.
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private var used = 0
+    @exclusivity(unchecked) private var discard = 0
     private let marker: UInt8
 
     public init(side: LinkSide) {

@@ -8,8 +8,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/fuzz/out"
 mkdir -p "$out/corpus" "$out/artifacts"
 
+rm -f "$out/frame-fuzz"
+# (ld.gold warns about every ASan helper symbol; those lines are noise.)
 swiftc -parse-as-library -module-name FrameFuzz -sanitize=fuzzer,address -O \
-    "$root"/Sources/MeshCompanion/*.swift "$root/fuzz/FrameFuzz.swift" -o "$out/frame-fuzz"
+    "$root"/Sources/MeshCompanion/*.swift "$root/fuzz/FrameFuzz.swift" -o "$out/frame-fuzz" 2>&1 \
+    | { grep -v 'Cannot export local symbol' || true; }
+[ -x "$out/frame-fuzz" ] || { echo "fuzz target did not build" >&2; exit 1; }
 
 # Seeds: byte 0 picks the side (bit 0) and the read size; the rest is a frame or a stream.
 seed() {  # name hex

@@ -74,7 +74,7 @@ public final class FrameDecoder {
     public func append(_ bytes: UnsafeRawBufferPointer) -> Int {
         let n = min(bytes.count, freeCount)
         guard n > 0, let src = bytes.baseAddress else { return 0 }
-        let tail = (head + used) % FrameDecoder.capacity
+        let tail = (head + used) & (FrameDecoder.capacity - 1)
         let first = min(n, FrameDecoder.capacity - tail)
         (ring + tail).copyMemory(from: src, byteCount: first)
         if n > first { ring.copyMemory(from: src + first, byteCount: n - first) }
@@ -90,7 +90,7 @@ public final class FrameDecoder {
     /// number of bytes it returns. Zero-copy receive.
     @discardableResult
     public func write(_ body: (UnsafeMutableRawBufferPointer) throws -> Int) rethrows -> Int {
-        let tail = (head + used) % FrameDecoder.capacity
+        let tail = (head + used) & (FrameDecoder.capacity - 1)
         let room = min(freeCount, FrameDecoder.capacity - tail)
         let n = try body(UnsafeMutableRawBufferPointer(start: ring + tail, count: room))
         let kept = max(0, min(n, room))
@@ -109,7 +109,7 @@ public final class FrameDecoder {
     }
 
     /// `n` bytes at the head as one contiguous view (copied to scratch only if they wrap).
-    private func take(_ n: Int) -> UnsafeRawBufferPointer {
+    @inline(__always) private func take(_ n: Int) -> UnsafeRawBufferPointer {
         let view: UnsafeRawBufferPointer
         if head + n <= FrameDecoder.capacity {
             view = UnsafeRawBufferPointer(start: ring + head, count: n)

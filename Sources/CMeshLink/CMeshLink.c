@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
 
 #define CML_MAX_SIGNAL 65
 
@@ -60,3 +62,24 @@ int cml_signal_restore(int signo) {
 }
 
 short cml_pollrdhup(void) { return POLLRDHUP; }
+
+int cml_uevent_socket(void) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);
+    if (fd < 0) return -1;
+    struct sockaddr_nl address;
+    memset(&address, 0, sizeof address);
+    address.nl_family = AF_NETLINK;
+    address.nl_groups = 1;  /* kernel uevents */
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int cml_msg_nosignal(void) { return MSG_NOSIGNAL; }
+int cml_msg_dontwait(void) { return MSG_DONTWAIT; }
+int cml_sock_cloexec(void) { return SOCK_CLOEXEC; }
+int cml_sock_nonblock(void) { return SOCK_NONBLOCK; }

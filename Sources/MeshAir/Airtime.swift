@@ -24,23 +24,38 @@ public struct LoRaSettings: Hashable, Sendable {
     /// Symbol time in milliseconds.
     public var symbolMilliseconds: Double { Double(1 << spreadingFactor) * 1000.0 / Double(bandwidthHz) }
 
-    /// Time on air in milliseconds (fractional) for a raw packet of `length` bytes.
+    /// Time on air in milliseconds (fractional) for a raw packet of `length` bytes:
+    /// `(Npre + 4.25 + 8 + ceil((8·PL − 4·SF + 44) / (4·(SF − 2·LDRO)))·CR) × Tsym`
+    /// (SF5/6: 6.25 symbols of sync and no +8 bits, as the SX126x datasheet gives).
     public func airtime(length: Int) -> Double {
-        let sf = spreadingFactor
         let tsym = symbolMilliseconds
-        let ldro = tsym >= 16.0 ? 1 : 0
-        let cr = min(max(codingRate, 5), 8)
-        let numerator = 8 * length - 4 * sf + 28 + 16
-        let denominator = 4 * (sf - 2 * ldro)
-        var blocks = 0
-        if numerator > 0 && denominator > 0 { blocks = (numerator + denominator - 1) / denominator }
-        let payloadSymbols = 8 + blocks * cr
-        let preamble = Double(preambleSymbols) + 4.25
-        return (preamble + Double(payloadSymbols)) * tsym
+        return Double(symbolsX4(length: length, ldro: tsym >= 16.0)) / 4 * tsym
     }
 
-    /// Time on air in whole milliseconds, truncated like `getEstAirtimeFor` (microseconds / 1000).
+    /// Time on air in whole microseconds computed in integers like RadioLib's `getTimeOnAir`
+    /// (symbol time truncated to microseconds).
+    public func airtimeMicroseconds(length: Int) -> UInt64 {
+        guard bandwidthHz > 0, (5...12).contains(spreadingFactor) else { return 0 }
+        let symbolMicros = (UInt64(1) << UInt64(spreadingFactor)) * 1_000_000 / UInt64(bandwidthHz)
+        let x4 = symbolsX4(length: length, ldro: symbolMicros >= 16_000)
+        return symbolMicros * UInt64(x4) / 4
+    }
+
+    /// Whole milliseconds, as the firmware's `getEstAirtimeFor` (microseconds / 1000).
     public func airtimeMilliseconds(length: Int) -> UInt32 {
-        UInt32(airtime(length: length))
+        UInt32(truncatingIfNeeded: airtimeMicroseconds(length: length) / 1000)
+    }
+
+    /// Four times the number of symbols on air.
+    private func symbolsX4(length: Int, ldro: Bool) -> Int {
+        let sf = spreadingFactor
+        let shortSF = sf == 5 || sf == 6
+        let coeff1X4 = shortSF ? 25 : 17
+        let coeff2 = shortSF ? 0 : 8
+        let divisor = 4 * (ldro ? sf - 2 : sf)
+        let bits = max(8 * length + 16 - 4 * sf + coeff2 + 20, 0)
+        let blocks = divisor > 0 ? (bits + divisor - 1) / divisor : 0
+        let cr = min(max(codingRate, 5), 8)
+        return (preambleSymbols + 8) * 4 + coeff1X4 + blocks * cr * 4
     }
 }

@@ -19,7 +19,7 @@ public struct SharedSecret: Hashable, Sendable {
     /// `ed25519_key_exchange`.
     static func exchange(privateKey: [UInt8], peer: PublicKey) throws(AirError) -> SharedSecret {
         guard privateKey.count >= 32 else { throw .invalidKey }
-        let u = Edwards25519.montgomeryU(fromEdwards: peer.bytes)
+        let u = Edwards25519.cachedMontgomeryU(fromEdwards: peer.bytes)
         do {
             let mine = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: Array(privateKey[0 ..< 32]))
             let theirs = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: u)

@@ -1,4 +1,5 @@
 import BigInt
+import Synchronization
 
 /// Field and group arithmetic on edwards25519 with BigInt, for what swift-crypto does not expose:
 /// the public key and signatures of an imported 64-byte expanded private key (no seed), and the
@@ -30,10 +31,42 @@ enum Edwards25519 {
         static let identity = Point(x: 0, y: 1, z: 1, t: 0)
     }
 
-    static func add(_ a: BigUInt, _ b: BigUInt) -> BigUInt { (a + b) % p }
-    static func sub(_ a: BigUInt, _ b: BigUInt) -> BigUInt { (a + p - b % p) % p }
-    static func mul(_ a: BigUInt, _ b: BigUInt) -> BigUInt { (a * b) % p }
-    static func inverse(_ a: BigUInt) -> BigUInt { (a % p).power(p - 2, modulus: p) }
+    static let mask255: BigUInt = (BigUInt(1) << 255) - 1
+
+    /// x mod p using 2^255 = 19 (mod p).
+    static func reduce(_ x: BigUInt) -> BigUInt {
+        var x = x
+        while x.bitWidth > 255 {
+            x = (x & mask255) + (x >> 255) * 19
+        }
+        if x >= p { x -= p }
+        return x
+    }
+
+    static func add(_ a: BigUInt, _ b: BigUInt) -> BigUInt { reduce(a + b) }
+    static func sub(_ a: BigUInt, _ b: BigUInt) -> BigUInt { reduce(a + p - reduce(b)) }
+    static func mul(_ a: BigUInt, _ b: BigUInt) -> BigUInt { reduce(a * b) }
+    /// a^(p-2) mod p with the usual addition chain (254 squarings, 11 multiplications).
+    static func inverse(_ a: BigUInt) -> BigUInt {
+        func sq(_ x: BigUInt, _ n: Int) -> BigUInt {
+            var x = x
+            for _ in 0 ..< n { x = mul(x, x) }
+            return x
+        }
+        let z = reduce(a)
+        let z2 = mul(z, z)
+        let z9 = mul(sq(z2, 2), z)
+        let z11 = mul(z9, z2)
+        let z5_0 = mul(mul(z11, z11), z9)
+        let z10_0 = mul(sq(z5_0, 5), z5_0)
+        let z20_0 = mul(sq(z10_0, 10), z10_0)
+        let z40_0 = mul(sq(z20_0, 20), z20_0)
+        let z50_0 = mul(sq(z40_0, 10), z10_0)
+        let z100_0 = mul(sq(z50_0, 50), z50_0)
+        let z200_0 = mul(sq(z100_0, 100), z100_0)
+        let z250_0 = mul(sq(z200_0, 50), z50_0)
+        return mul(sq(z250_0, 5), z11)
+    }
 
     /// Complete addition for a = -1 twisted Edwards (RFC 8032 5.1.4).
     static func add(_ P: Point, _ Q: Point) -> Point {
@@ -43,6 +76,27 @@ enum Edwards25519 {
         let dd = mul(mul(P.z, 2), Q.z)
         let e = sub(b, a), f = sub(dd, c), g = add(dd, c), h = add(b, a)
         return Point(x: mul(e, f), y: mul(g, h), z: mul(f, g), t: mul(e, h))
+    }
+
+    /// 2^i * B for i in 0..<256, computed once.
+    static let baseMultiples: [Point] = {
+        var out: [Point] = []
+        out.reserveCapacity(256)
+        var q = base
+        for _ in 0 ..< 256 {
+            out.append(q)
+            q = add(q, q)
+        }
+        return out
+    }()
+
+    /// scalar * B from the table of 2^i * B (additions only).
+    static func multiplyBase(_ scalar: BigUInt) -> Point {
+        var r = Point.identity
+        for i in 0 ..< min(scalar.bitWidth, 256) where scalar[bitAt: i] {
+            r = add(r, baseMultiples[i])
+        }
+        return r
     }
 
     /// scalar * P by double-and-add (most significant bit first).
@@ -65,6 +119,22 @@ enum Edwards25519 {
         var out = littleEndianBytes(y, count: 32)
         if x[bitAt: 0] { out[31] |= 0x80 }
         return out
+    }
+
+    /// Memo of `montgomeryU` per public key: the conversion costs milliseconds with BigInt, and a node
+    /// needs it once per peer, while the same few keys recur across every contact table.
+    private static let uMemo = Mutex<[[UInt8]: [UInt8]]>([:])
+    private static let uMemoLimit = 4096
+
+    /// `montgomeryU(fromEdwards:)`, remembered per key.
+    static func cachedMontgomeryU(fromEdwards publicKey: [UInt8]) -> [UInt8] {
+        if let u = uMemo.withLock({ $0[publicKey] }) { return u }
+        let u = montgomeryU(fromEdwards: publicKey)
+        uMemo.withLock { memo in
+            if memo.count >= uMemoLimit { memo.removeAll(keepingCapacity: true) }
+            memo[publicKey] = u
+        }
+        return u
     }
 
     /// Montgomery u = (1 + y) / (1 - y) mod p of an encoded Ed25519 public key (sign bit ignored),

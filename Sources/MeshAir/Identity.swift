@@ -78,7 +78,7 @@ public struct LocalIdentity {
         let bytes = Array(expanded)
         let scalar = Edwards25519.integer(littleEndian: bytes[0 ..< 32])
         guard scalar != 0 else { throw .invalidKey }
-        let pub = try PublicKey(Edwards25519.encode(Edwards25519.multiply(scalar, Edwards25519.base)))
+        let pub = try PublicKey(Edwards25519.encode(Edwards25519.multiplyBase(scalar)))
         guard !pub.hasReservedPrefix else { throw .reservedKeyPrefix }
         publicKey = pub
         privateKey = bytes
@@ -127,7 +127,7 @@ enum Ed25519Expanded {
         h.update(data: privateKey[32 ..< 64])
         h.update(data: message)
         let r = Edwards25519.integer(littleEndian: Array(h.finalize())) % Edwards25519.l
-        let R = Edwards25519.encode(Edwards25519.multiply(r, Edwards25519.base))
+        let R = Edwards25519.encode(Edwards25519.multiplyBase(r))
         var hk = SHA512()
         hk.update(data: R)
         hk.update(data: publicKey)

@@ -347,3 +347,17 @@ public struct Packet: Sendable {
         withPayload { PacketHash.compute(payloadType: payloadType, pathLength: pathLength, payload: $0) }
     }
 }
+
+extension Packet: Equatable {
+    /// Same bytes on air.
+    public static func == (lhs: Packet, rhs: Packet) -> Bool {
+        guard lhs.header == rhs.header, lhs.pathLength == rhs.pathLength, lhs.payloadCount == rhs.payloadCount else { return false }
+        if lhs.header.routeType.hasTransportCodes && lhs.transportCodes != rhs.transportCodes { return false }
+        return lhs.withPath { a in rhs.withPath { b in a.elementsEqual(b) } }
+            && lhs.withPayload { a in rhs.withPayload { b in a.elementsEqual(b) } }
+    }
+}
+
+extension Packet: CustomStringConvertible {
+    public var description: String { "Packet(\(routeType) \(payloadType) path=\(AirHex.encode(path)) payload=\(payloadCount)B)" }
+}

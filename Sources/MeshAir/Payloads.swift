@@ -37,6 +37,10 @@ public struct PeerDatagram: Hashable, Sendable {
     }
 
     public var encoded: [UInt8] { [destHash, srcHash] + macAndCiphertext }
+    /// `dest_hash` equals the first byte of `key` (the receiver then tries its contacts).
+    public func isAddressed(to key: PublicKey) -> Bool { destHash == key.hashByte }
+    /// `src_hash` equals the first byte of `key` (a candidate sender).
+    public func mayBeFrom(_ key: PublicKey) -> Bool { srcHash == key.hashByte }
     public var mac: [UInt8] { Array(macAndCiphertext.prefix(2)) }
     public var ciphertext: [UInt8] { Array(macAndCiphertext.dropFirst(2)) }
 

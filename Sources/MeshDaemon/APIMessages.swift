@@ -68,7 +68,7 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case history       // thread, [limit], [before] -> {"messages":[...]}
     case outbox        // -> {"outbox":[...]}
     case subscribe     // -> {"subscribed":true}, then event lines
-    case frame         // hex: one raw companion command; -> {"frames":["hex",...]} (responses to it)
+    case tunnel        // -> {"tunnel":true,...}; then the connection carries companion frames (see APIServer)
 }
 
 /// A parsed request. `id` is echoed in the response; `args` is the whole request object.

@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 
 /// The local API: a Unix stream socket speaking newline-delimited JSON (see APIMessages.swift).
@@ -25,6 +26,11 @@ public final class APIServer {
     public var onRequest: (DaemonRequest, ClientID) -> DaemonResponse? = { req, _ in
         DaemonResponse(id: req.id, error: DaemonError(.unsupported, "no handler"))
     }
+    /// After `{"op":"tunnel"}` the connection carries companion frames ('<' + u16 length + payload
+    /// from the client, '>' frames back): each frame from the client comes here.
+    public var onTunnelFrame: (ClientID, UnsafeRawBufferPointer) -> Void = { _, _ in }
+    /// Answers a tunnel request: extra response fields, or an error to refuse it.
+    public var onTunnelOpen: (DaemonRequest, ClientID) -> Result<[(String, JSON)], DaemonError> = { _, _ in .success([]) }
     /// Called when a client goes away (so deferred work for it can be dropped).
     public var onDisconnect: (ClientID) -> Void = { _ in }
     public var log: (String) -> Void = { _ in }
@@ -42,6 +48,7 @@ public final class APIServer {
         var subscribed = false
         var readClosed = false
         var pending = 0
+        var tunnel: StreamDeframer? = nil
         init(fd: Int32) { self.fd = fd }
         var unsent: Int { output.count - outputStart }
     }
@@ -51,6 +58,18 @@ public final class APIServer {
 
     public var clientCount: Int { clients.count }
     public var subscriberCount: Int { clients.values.filter(\.subscribed).count }
+    public var tunnelClients: [ClientID] { clients.filter { $0.value.tunnel != nil }.map(\.key) }
+
+    /// Sends one companion frame ('>' + length + payload) to a tunnel client.
+    public func sendFrame(_ payload: [UInt8], to id: ClientID) {
+        guard let c = clients[id], c.tunnel != nil else { return }
+        c.output.append(contentsOf: StreamDeframer.frame(payload, marker: UInt8(ascii: ">")))
+        if c.unsent > limits.maxOutput {
+            drop(id, reason: "tunnel client has \(c.unsent) unread bytes (limit \(limits.maxOutput)); disconnected")
+            return
+        }
+        flush(id, c)
+    }
 
     public init(path: String, limits: Limits = Limits()) throws(SystemError) {
         self.path = path
@@ -136,7 +155,7 @@ public final class APIServer {
             UnixSocket.setNonBlocking(fd)
             if clients.count >= limits.maxClients {
                 let msg = DaemonResponse(id: 0, error: DaemonError(.busy, "too many API clients (limit \(limits.maxClients))")).json.text + "\n"
-                _ = msg.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                _ = msg.withCString { send(fd, $0, strlen($0), SocketFlags.noSignal) }
                 close(fd)
                 log("api: refused a client: \(limits.maxClients) already connected")
                 continue
@@ -169,6 +188,10 @@ public final class APIServer {
 
     private func consume(_ bytes: ArraySlice<UInt8>, _ id: ClientID, _ c: Client) {
         var rest = bytes[...]
+        if c.tunnel != nil {
+            feedTunnel(rest, id, c)
+            return
+        }
         while let nl = rest.firstIndex(of: 0x0A) {
             let part = rest[rest.startIndex..<nl]
             rest = rest[(nl + 1)...]
@@ -187,6 +210,10 @@ public final class APIServer {
             c.input.removeAll(keepingCapacity: true)
             handleLine(line, id, c)
             if clients[id] == nil { return }
+            if c.tunnel != nil {
+                feedTunnel(rest, id, c)
+                return
+            }
         }
         if c.discarding { return }
         if c.input.count + rest.count > limits.maxLine {
@@ -196,6 +223,14 @@ public final class APIServer {
         } else {
             c.input.append(contentsOf: rest)
         }
+    }
+
+    private func feedTunnel(_ bytes: ArraySlice<UInt8>, _ id: ClientID, _ c: Client) {
+        guard var deframer = c.tunnel else { return }
+        bytes.withUnsafeBytes { raw in
+            deframer.feed(raw) { frame in onTunnelFrame(id, frame) }
+        }
+        if clients[id] != nil { c.tunnel = deframer }
     }
 
     private func tooLong(_ id: ClientID, _ c: Client) {
@@ -212,6 +247,16 @@ public final class APIServer {
         case .failure(let f):
             enqueue(DaemonResponse(id: f.id, error: f.error).json, to: id, c)
         case .success(let req):
+            if req.op == .tunnel {
+                switch onTunnelOpen(req, id) {
+                case .success(let fields):
+                    enqueue(DaemonResponse(id: req.id, ok: [("tunnel", .bool(true))] + fields).json, to: id, c)
+                    c.tunnel = StreamDeframer(marker: UInt8(ascii: "<"))
+                case .failure(let e):
+                    enqueue(DaemonResponse(id: req.id, error: e).json, to: id, c)
+                }
+                return
+            }
             if req.op == .subscribe {
                 c.subscribed = true
                 enqueue(DaemonResponse(id: req.id, ok: [("subscribed", .bool(true))]).json, to: id, c)
@@ -237,7 +282,7 @@ public final class APIServer {
     private func flush(_ id: ClientID, _ c: Client) {
         while c.unsent > 0 {
             let n = c.output.withUnsafeBytes { raw in
-                send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, Int32(MSG_NOSIGNAL))
+                send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal)
             }
             if n < 0 {
                 if errno == EINTR { continue }

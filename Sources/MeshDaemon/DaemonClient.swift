@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 
 /// Where daemons put their sockets, and the small registry entry (`<name>.json` next to
@@ -180,7 +181,7 @@ public final class DaemonClient {
         let bytes = Array(text.utf8)
         var off = 0
         while off < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + off, bytes.count - off, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + off, bytes.count - off, SocketFlags.noSignal) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw DaemonError(.link, "lost the connection to the daemon at \(socketPath): \(SystemError("send"))")

@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 
 /// The systemd notification protocol (`sd_notify(3)`), by hand: one datagram of `KEY=value` lines
@@ -25,7 +26,7 @@ public final class SystemdNotify {
         }
         watchdogIntervalMS = path == nil ? nil : interval
         if path != nil {
-            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | SocketFlags.closeOnExec, 0)
         }
     }
 
@@ -41,7 +42,7 @@ public final class SystemdNotify {
         let n = bytes.withUnsafeBytes { buf in
             withUnsafePointer(to: &addr) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0, len)
+                    sendto(fd, buf.baseAddress, buf.count, SocketFlags.noSignal, $0, len)
                 }
             }
         }

@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 
 /// A system call failure: which call, on what, and errno.
@@ -52,7 +53,7 @@ public enum UnixSocket {
             }
             unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
         if fd < 0 { throw SystemError("socket", path) }
         let old = umask(0o177)
         let rc = withUnsafePointer(to: &addr) {
@@ -69,7 +70,7 @@ public enum UnixSocket {
     /// Connects a blocking stream socket to `path` (close-on-exec).
     public static func connect(path: String) throws(SystemError) -> Int32 {
         guard case (var addr, let len)? = address(path) else { throw SystemError("connect", path, errno: ENAMETOOLONG) }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | SocketFlags.closeOnExec, 0)
         if fd < 0 { throw SystemError("socket", path) }
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, len) }

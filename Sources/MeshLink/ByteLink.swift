@@ -29,10 +29,17 @@ public protocol ByteLink: AnyObject, CustomStringConvertible {
     var lastReceiveMs: UInt64 { get }
     /// Called by the poll loop when it reports hangup or error on `fd`; returns the error to report.
     func hangupError() -> LinkError
+    /// Monotonic ms at which the link needs `handleDeadline` (a protocol timeout), if any.
+    var deadline: UInt64? { get }
+    /// Called by the poll loop at `deadline`; throws when the link must be given up.
+    func handleDeadline(now: UInt64) throws(LinkError)
     func close()
 }
 
 extension ByteLink {
+    public var deadline: UInt64? { nil }
+    public func handleDeadline(now: UInt64) throws(LinkError) {}
+
     public func write(_ bytes: [UInt8]) throws(LinkError) {
         var failure: LinkError? = nil
         bytes.withUnsafeBytes { raw in

@@ -15,7 +15,7 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
 
     /// `socket(domain, type | SOCK_CLOEXEC | SOCK_NONBLOCK, protocol)`.
     public static func socket(_ domain: Int32, _ type: Int32, _ proto: Int32) throws(Errno) -> FileDescriptor {
-        let flags = Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        let flags = SocketFlags.closeOnExec | SocketFlags.nonBlocking
         let fd = try sys { Glibc.socket(domain, type | flags, proto) }
         return FileDescriptor(rawValue: fd)
     }
@@ -45,7 +45,7 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
     /// `send(2)` with `MSG_NOSIGNAL`, so a closed socket gives `EPIPE` instead of SIGPIPE.
     public func send(_ bytes: UnsafeRawBufferPointer) throws(Errno) -> Int {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
-        return try sys { Glibc.send(rawValue, base, bytes.count, Int32(MSG_NOSIGNAL)) }
+        return try sys { Glibc.send(rawValue, base, bytes.count, SocketFlags.noSignal) }
     }
 
     /// `close(2)`. EINTR is not retried (Linux always releases the descriptor).

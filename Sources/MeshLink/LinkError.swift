@@ -28,11 +28,17 @@ public enum LinkError: Error, Equatable, CustomStringConvertible, Sendable {
     case invalidAddress(String, reason: String)
     /// A Bluetooth/ATT level failure, with what to do about it.
     case bluetooth(String, reason: String)
+    /// `--serial auto` found no USB serial device.
+    case noRadio(String)
+    /// `--serial auto` found several devices and cannot tell which is the radio (a usage error).
+    case severalRadios(String)
 
     /// True for errors caused by what the user typed (exit code 2), not by the link (exit code 3).
     public var isUsageError: Bool {
-        if case .invalidAddress = self { return true }
-        return false
+        switch self {
+        case .invalidAddress, .severalRadios: return true
+        default: return false
+        }
     }
 
     public var description: String {
@@ -63,6 +69,8 @@ public enum LinkError: Error, Equatable, CustomStringConvertible, Sendable {
             return "invalid address \(given): \(reason)."
         case .bluetooth(let what, let reason):
             return "\(what): \(reason)."
+        case .noRadio(let reason), .severalRadios(let reason):
+            return "\(reason)."
         }
     }
 

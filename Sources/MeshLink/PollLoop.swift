@@ -56,6 +56,7 @@ public final class PollLoop {
         var events: PollEvents
         var handler: Handler
         var link: ByteLink?
+        var onLinkError: ((LinkError) -> Void)?
     }
 
     private struct Timer {
@@ -87,7 +88,7 @@ public final class PollLoop {
     /// Calls `handler` with the reported events whenever `fd` is ready for `events`.
     /// Hangup, error and invalid are always reported. Replaces an earlier registration of `fd`.
     public func register(fd: Int32, events: PollEvents, handler: @escaping Handler) {
-        registrations[fd] = Registration(token: takeToken(), events: events, handler: handler, link: nil)
+        registrations[fd] = Registration(token: takeToken(), events: events, handler: handler, link: nil, onLinkError: nil)
     }
 
     /// Changes the events a registered descriptor waits for.
@@ -103,7 +104,8 @@ public final class PollLoop {
 
     /// Drives a link: reads whenever it is readable and hands each chunk (for `.datagram` links,
     /// each whole frame) to `onReceive`; flushes its out-buffer when writable; on EOF, hangup or
-    /// any error calls `onError` once and detaches it (the caller closes the link).
+    /// any error calls `onError` once and detaches it (the caller closes the link). A link's own
+    /// protocol deadline (`ByteLink.deadline`, e.g. an ATT request timeout) is checked as a timer.
     ///
     /// The chunk passed to `onReceive` is only valid during the call.
     public func attach(_ link: ByteLink, readBufferSize: Int = 4096,
@@ -133,7 +135,7 @@ public final class PollLoop {
                 onError(error)
             }
         }
-        registrations[fd] = Registration(token: takeToken(), events: .readable, handler: handler, link: link)
+        registrations[fd] = Registration(token: takeToken(), events: .readable, handler: handler, link: link, onLinkError: onError)
     }
 
     /// Detaches a link attached with `attach` (does not close it).
@@ -216,8 +218,13 @@ public final class PollLoop {
             if let reason = stopRequested { return reason }
             if let deadline, now >= deadline { return .deadline }
             if registrations.isEmpty && timers.isEmpty && forwardedSignals.isEmpty { return .idle }
+            checkLinkDeadlines()
+            if let reason = stopRequested { return reason }
             var wake = deadline
             if let first = timers.first?.deadline { wake = min(wake ?? first, first) }
+            for registration in registrations.values {
+                if let due = registration.link?.deadline { wake = min(wake ?? due, due) }
+            }
             let timeout: Int32 = wake.map { Int32(clamping: $0 > now ? $0 - now : 0) } ?? -1
             pollOnce(timeout: timeout)
             if let reason = stopRequested { return reason }
@@ -252,6 +259,18 @@ public final class PollLoop {
             }
             guard let registration = registrations[entry.fd], registration.token == tokens[index] else { continue }
             registration.handler(PollEvents(rawValue: entry.revents))
+        }
+    }
+
+    private func checkLinkDeadlines() {
+        for (fd, registration) in registrations {
+            guard let link = registration.link, let due = link.deadline, due <= now else { continue }
+            do {
+                try link.handleDeadline(now: now)
+            } catch {
+                if registrations[fd]?.token == registration.token { registrations[fd] = nil }
+                registration.onLinkError?(error)
+            }
         }
     }
 

@@ -95,8 +95,8 @@ public final class SerialLink: ByteLink {
         do {
             try descriptor.ioctl(UInt(TIOCEXCL))
         } catch {
+            // Other failures (ENOTTY from emulated ports) leave only the flock: not fatal.
             if error == .busy { throw .busy(path) }
-            if error == .notTerminal { throw .cannotOpen(path, error) }  // not a tty at all
         }
         var t = termios()
         guard tcgetattr(descriptor.rawValue, &t) == 0 else {

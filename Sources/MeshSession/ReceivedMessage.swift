@@ -1,3 +1,5 @@
+import MeshCompanion
+
 /// A message taken from the radio's offline queue (SYNC_NEXT_MESSAGE), in either the legacy
 /// layout (0x07/0x08, stored before the client announced version 3) or the V3 layout
 /// (0x10/0x11/0x1B, with SNR). Owned copy: it outlives the receive buffer.
@@ -35,55 +37,46 @@ public struct ReceivedMessage: Sendable, Equatable {
 
     public enum ParseError: Error, Equatable { case truncated(code: UInt8), notAMessage(code: UInt8) }
 
-    /// Parses one message frame.
-    // TODO(companion): switch to MeshCompanion's zero-copy message views once they land.
+    /// Parses one message frame with MeshCompanion's decoders and keeps an owned copy.
     public init(frame b: UnsafeRawBufferPointer) throws(ParseError) {
-        guard let code = b.first else { throw .notAMessage(code: 0) }
+        let code = b.first ?? 0
+        let decoded: CompanionFrame
+        do { decoded = try CompanionFrame.decode(b) } catch {
+            if case .truncated = error { throw .truncated(code: code) }
+            throw .notAMessage(code: code)
+        }
         self.code = code
-        senderPrefix = []
         channelIndex = 0
         authorPrefix = []
         dataType = 0
-        snrQuarterDb = nil
-        switch code {
-        case Resp.contactMsgRecv, Resp.contactMsgRecvV3:
-            let base = code == Resp.contactMsgRecvV3 ? 3 : 0
-            guard b.count >= 13 + base else { throw .truncated(code: code) }
-            if base == 3 { snrQuarterDb = Int8(bitPattern: b[1]) }
+        senderPrefix = []
+        switch decoded {
+        case .contactMessage(let m):
             kind = .contact
-            senderPrefix = Array(b[(1 + base)..<(7 + base)])
-            pathLength = b[7 + base]
-            textType = b[8 + base]
-            timestamp = readU32(b, 9 + base)
-            var start = 13 + base
-            if textType == 2 {
-                guard b.count >= start + 4 else { throw .truncated(code: code) }
-                authorPrefix = Array(b[start..<(start + 4)])
-                start += 4
-            }
-            text = Array(b[start...])
-        case Resp.channelMsgRecv, Resp.channelMsgRecvV3:
-            let base = code == Resp.channelMsgRecvV3 ? 3 : 0
-            guard b.count >= 8 + base else { throw .truncated(code: code) }
-            if base == 3 { snrQuarterDb = Int8(bitPattern: b[1]) }
+            snrQuarterDb = m.snrQuarterDb
+            senderPrefix = m.senderPrefix.bytes
+            pathLength = m.pathLength.rawValue
+            textType = m.textType.rawValue
+            timestamp = m.senderTimestamp
+            authorPrefix = m.authorPrefix?.bytes ?? []
+            text = Array(m.textBytes)
+        case .channelMessage(let m):
             kind = .channel
-            channelIndex = b[1 + base]
-            pathLength = b[2 + base]
-            textType = b[3 + base]
-            timestamp = readU32(b, 4 + base)
-            text = Array(b[(8 + base)...])
-        case Resp.channelDataRecv:
-            guard b.count >= 9 else { throw .truncated(code: code) }
+            snrQuarterDb = m.snrQuarterDb
+            channelIndex = m.channelIndex
+            pathLength = m.pathLength.rawValue
+            textType = m.textType.rawValue
+            timestamp = m.timestamp
+            text = Array(m.textBytes)
+        case .channelData(let d):
             kind = .channelData
-            snrQuarterDb = Int8(bitPattern: b[1])
-            channelIndex = b[4]
-            pathLength = b[5]
-            dataType = UInt16(b[6]) | UInt16(b[7]) << 8
+            snrQuarterDb = d.snrQuarterDb
+            channelIndex = d.channelIndex
+            pathLength = d.pathLength.rawValue
+            dataType = d.dataType
             textType = 0
             timestamp = 0
-            let n = Int(b[8])
-            guard b.count >= 9 + n else { throw .truncated(code: code) }
-            text = Array(b[9..<(9 + n)])
+            text = Array(d.data)
         default:
             throw .notAMessage(code: code)
         }

@@ -1,3 +1,5 @@
+import MeshCompanion
+
 /// One conversation with one companion radio, without I/O.
 ///
 /// Feed it every decoded frame payload (`receive`) and the time (`tick`); take the frames it
@@ -19,6 +21,8 @@ public final class Session {
         case badPublicKey
         /// The session is closed or its handshake failed.
         case notUsable
+        /// The command could not be encoded (a value outside the firmware's limits).
+        case invalid(String)
     }
 
     /// What completes a command.
@@ -81,7 +85,7 @@ public final class Session {
     struct OutgoingMessage {
         var ticket: Ticket
         var publicKey: [UInt8]
-        var text: [UInt8]
+        var text: String
         var timestamp: UInt32
         var attempt = 0
         var flood = false
@@ -118,17 +122,13 @@ public final class Session {
         guard state == .idle else { return }
         state = .handshaking
         var head: [Command] = []
-        head.append(Command(frame: [Cmd.deviceQuery, config.appVersion], expect: .codes(CodeSet(Resp.deviceInfo)),
+        head.append(Command(frame: CommandFrame.deviceQuery(appTargetVersion: config.appVersion).bytes, expect: .codes(CodeSet(Resp.deviceInfo)),
                             timeout: config.commandTimeout, purpose: .deviceQuery))
-        // TODO(companion): use the APP_START encoder.
-        var appStart: [UInt8] = [Cmd.appStart, 0x03, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20]
-        appStart.append(contentsOf: Array(config.appName.utf8.prefix(168)))
+        let appStart = ((try? CommandFrame.appStart(appName: config.appName)) ?? (try? CommandFrame.appStart()))?.bytes ?? [Cmd.appStart]
         head.append(Command(frame: appStart, expect: .codes(CodeSet(Resp.selfInfo)),
                             timeout: config.commandTimeout, purpose: .appStart))
         if let epoch = config.clockEpoch {
-            var f: [UInt8] = [Cmd.setDeviceTime]
-            appendU32(&f, epoch)
-            head.append(Command(frame: f, expect: .codes(CodeSet(Resp.ok)), timeout: config.commandTimeout, purpose: .clock))
+            head.append(Command(frame: CommandFrame.setDeviceTime(epoch).bytes, expect: .codes(CodeSet(Resp.ok)), timeout: config.commandTimeout, purpose: .clock))
         }
         if config.drainOnStart {
             draining = true
@@ -256,9 +256,7 @@ public final class Session {
     /// `contactsLastmod` for an incremental sync.
     @discardableResult
     public func listContacts(since: UInt32? = nil, timeout: UInt64? = nil, now: UInt64) throws(SubmitError) -> Ticket {
-        var f: [UInt8] = [Cmd.getContacts]
-        if let s = since { appendU32(&f, s) }
-        return try submit(frame: f, expecting: .contacts, timeout: timeout, now: now)
+        return try submit(frame: CommandFrame.getContacts(since: since).bytes, expecting: .contacts, timeout: timeout, now: now)
     }
 
     /// Starts draining the radio's message queue (SYNC_NEXT_MESSAGE until NO_MORE_MESSAGES).
@@ -272,11 +270,14 @@ public final class Session {
 
     /// Sends a direct message with ACK tracking and retries; `.delivery(ticket, …)` reports progress.
     @discardableResult
-    public func sendText(to publicKey: [UInt8], text: [UInt8], timestamp: UInt32, now: UInt64) throws(SubmitError) -> Ticket {
+    public func sendText(to publicKey: [UInt8], text: String, timestamp: UInt32, now: UInt64) throws(SubmitError) -> Ticket {
         try checkUsable()
-        guard publicKey.count == 32 else { throw .badPublicKey }
-        let limit = config.sendAttempts > 4 ? 158 : 160
-        guard text.count <= limit else { throw .textTooLong(limit: limit) }
+        guard let key = PublicKey(publicKey) else { throw .badPublicKey }
+        let limit = config.sendAttempts > 4 ? CompanionLimits.maxTextLengthHighAttempt : CompanionLimits.maxTextLength
+        guard text.utf8.count <= limit else { throw .textTooLong(limit: limit) }
+        do {
+            _ = try CommandFrame.sendTextMessage(to: key, text: text, timestamp: timestamp, attempt: UInt8(clamping: config.sendAttempts - 1))
+        } catch { throw .invalid(error.description) }
         guard queue.count < commandCapacity else { throw .queueFull }
         let t = takeTicket()
         messages.append(OutgoingMessage(ticket: t, publicKey: publicKey, text: text, timestamp: timestamp))
@@ -287,12 +288,12 @@ public final class Session {
 
     /// Sends a channel text (SEND_CHANNEL_TXT_MSG); the radio answers OK, there is no ACK.
     @discardableResult
-    public func sendChannelText(index: UInt8, text: [UInt8], timestamp: UInt32, now: UInt64) throws(SubmitError) -> Ticket {
-        guard text.count <= 160 else { throw .textTooLong(limit: 160) }
-        // TODO(companion): use the SEND_CHANNEL_TXT_MSG encoder.
-        var f: [UInt8] = [Cmd.sendChannelTxtMsg, 0, index]
-        appendU32(&f, timestamp)
-        f.append(contentsOf: text)
+    public func sendChannelText(index: UInt8, text: String, timestamp: UInt32, now: UInt64) throws(SubmitError) -> Ticket {
+        guard text.utf8.count <= CompanionLimits.maxTextLength else { throw .textTooLong(limit: CompanionLimits.maxTextLength) }
+        let f: [UInt8]
+        do { f = try CommandFrame.sendChannelTextMessage(channel: index, text: text, timestamp: timestamp).bytes } catch {
+            throw .invalid(error.description)
+        }
         return try submit(frame: f, expecting: .codes(CodeSet(Resp.ok)), now: now)
     }
 
@@ -301,38 +302,34 @@ public final class Session {
     @discardableResult
     public func request(_ r: RemoteRequest, now: UInt64) throws(SubmitError) -> Ticket {
         try checkUsable()
-        if case .trace = r {} else { guard r.publicKey.count == 32 else { throw .badPublicKey } }
+        if case .trace = r {} else { guard PublicKey(r.publicKey) != nil else { throw .badPublicKey } }
         guard queue.count < commandCapacity else { throw .queueFull }
         let frame: [UInt8]
-        // TODO(companion): use the request encoders.
-        switch r {
-        case .login(let k, let password):
-            frame = [Cmd.sendLogin] + k + Array(password.utf8.prefix(15))
-        case .status(let k):
-            frame = [Cmd.sendStatusReq] + k
-        case .telemetry(let k):
-            frame = [Cmd.sendTelemetryReq, 0, 0, 0] + k
-        case .binary(let k, let data):
-            frame = [Cmd.sendBinaryReq] + k + data
-        case .anon(let k, let data):
-            frame = [Cmd.sendAnonReq] + k + data
-        case .pathDiscovery(let k):
-            frame = [Cmd.sendPathDiscoveryReq, 0] + k
-        case .command(let k, let text, let ts):
-            let bytes = Array(text.utf8)
-            guard bytes.count <= 160 else { throw .textTooLong(limit: 160) }
-            var f: [UInt8] = [Cmd.sendTxtMsg, 1, 0]
-            appendU32(&f, ts)
-            f.append(contentsOf: k.prefix(6))
-            f.append(contentsOf: bytes)
-            frame = f
-        case .trace(let tag, let auth, let flags, let path):
-            var f: [UInt8] = [Cmd.sendTracePath]
-            appendU32(&f, tag)
-            appendU32(&f, auth)
-            f.append(flags)
-            f.append(contentsOf: path)
-            frame = f
+        let key = PublicKey(r.publicKey)
+        do {
+            switch r {
+            case .login(_, let password):
+                frame = try CommandFrame.sendLogin(key!, password: password).bytes
+            case .status:
+                frame = CommandFrame.sendStatusRequest(key!).bytes
+            case .telemetry:
+                frame = CommandFrame.sendTelemetryRequest(key!).bytes
+            case .binary(_, let data):
+                frame = try CommandFrame.sendBinaryRequest(key!, data: data).bytes
+            case .anon(_, let data):
+                frame = try CommandFrame.sendAnonRequest(key!, data: data).bytes
+            case .pathDiscovery:
+                frame = CommandFrame.sendPathDiscoveryRequest(key!).bytes
+            case .command(_, let text, let ts):
+                guard text.utf8.count <= CompanionLimits.maxTextLength else { throw SubmitError.textTooLong(limit: CompanionLimits.maxTextLength) }
+                frame = try CommandFrame.sendTextMessage(to: key!, text: text, timestamp: ts, type: .cliData).bytes
+            case .trace(let tag, let auth, let flags, let path):
+                frame = try CommandFrame.sendTracePath(tag: tag, authCode: auth, flags: flags, hashes: path).bytes
+            }
+        } catch let e as SubmitError {
+            throw e
+        } catch {
+            throw .invalid("\(error)")
         }
         let t = takeTicket()
         queue.append(Command(frame: frame, expect: .codes(CodeSet(Resp.sent)), timeout: config.commandTimeout,
@@ -651,12 +648,9 @@ public final class Session {
     }
 
     func sendCommand(_ m: OutgoingMessage) -> Command {
-        // TODO(companion): use the SEND_TXT_MSG encoder.
-        var f: [UInt8] = [Cmd.sendTxtMsg, 0, UInt8(truncatingIfNeeded: m.attempt)]
-        appendU32(&f, m.timestamp)
-        f.append(contentsOf: m.publicKey[0..<6])
-        f.append(contentsOf: m.text)
-        if m.attempt > 3 { f.append(0); f.append(UInt8(truncatingIfNeeded: m.attempt)) }
+        // Checked when the message was submitted, so encoding cannot fail here.
+        let f = (try? CommandFrame.sendTextMessage(to: PublicKey(m.publicKey)!, text: m.text, timestamp: m.timestamp,
+                                                   attempt: UInt8(truncatingIfNeeded: m.attempt)).bytes) ?? []
         return Command(frame: f, expect: .codes(CodeSet(Resp.sent)), timeout: config.commandTimeout, purpose: .dmSend(m.ticket))
     }
 
@@ -706,7 +700,7 @@ public final class Session {
         messages[i].attempt = next
         messages[i].state = .sending
         if goFlood && !messages[i].flood {
-            queue.append(Command(frame: [Cmd.resetPath] + messages[i].publicKey, expect: .codes(CodeSet(Resp.ok)),
+            queue.append(Command(frame: CommandFrame.resetPath(PublicKey(messages[i].publicKey)!).bytes, expect: .codes(CodeSet(Resp.ok)),
                                  timeout: config.commandTimeout, purpose: .dmResetPath(messages[i].ticket)))
         }
         queue.append(sendCommand(messages[i]))

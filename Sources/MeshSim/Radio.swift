@@ -1,3 +1,5 @@
+import MeshAir
+
 /// LoRa settings of a simulated radio, in the companion protocol's units.
 public struct RadioParams: Equatable, Sendable {
     public var freqKHz: UInt32 = 869_618
@@ -90,19 +92,8 @@ public final class Radio {
 }
 
 public enum LoRa {
-    /// Semtech time-on-air formula (the one RadioLib's `getTimeOnAir` uses), in whole ms.
+    /// Time on air in whole ms (MeshAir's Semtech formula with these settings).
     public static func airtimeMs(bytes n: Int, params p: RadioParams) -> UInt32 {
-        let sf = Double(p.sf), bw = Double(max(p.bwHz, 1))
-        let tsym = pow2(Int(p.sf)) / bw * 1000.0 // ms
-        let npre = p.sf <= 8 ? 32.0 : 16.0
-        let ldro = tsym >= 16 ? 1.0 : 0.0
-        let num = 8.0 * Double(n) - 4.0 * sf + 28.0 + 16.0
-        let den = 4.0 * (sf - 2.0 * ldro)
-        var extra = (num / den).rounded(.up) * Double(p.cr)
-        if extra < 0 { extra = 0 }
-        let symbols = npre + 4.25 + 8.0 + extra
-        return UInt32((symbols * tsym).rounded(.up))
+        LoRaSettings(spreadingFactor: Int(p.sf), bandwidthHz: Int(p.bwHz), codingRate: Int(p.cr)).airtimeMilliseconds(length: n)
     }
-
-    private static func pow2(_ k: Int) -> Double { Double(1 << k) }
 }

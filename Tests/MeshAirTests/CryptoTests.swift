@@ -146,5 +146,45 @@ import Crypto
         // SF7 / 250k: PL 0 -> ceil(16/28)=1 -> 13 symbols; (32+4.25+13) * 0.512 = 25.216
         let fast = LoRaSettings(spreadingFactor: 7, bandwidthHz: 250_000, codingRate: 5)
         #expect(abs(fast.airtime(length: 0) - 25.216) < 0.001)
+        // Integer form: SF8/62.5k Tsym = 4096 us; 100 bytes = 697/4 symbols -> 713728 us.
+        #expect(d.airtimeMicroseconds(length: 100) == 713_728)
+        #expect(d.airtimeMilliseconds(length: 255) == UInt32(d.airtimeMicroseconds(length: 255) / 1000))
+        #expect(abs(Double(d.airtimeMicroseconds(length: 255)) / 1000 - d.airtime(length: 255)) < 0.01)
+        // Longer packets and slower coding rates take longer.
+        #expect(d.airtime(length: 101) >= d.airtime(length: 100))
+        #expect(LoRaSettings(spreadingFactor: 8, bandwidthHz: 62_500, codingRate: 8).airtime(length: 100) > t)
+        // SF5 uses 6.25 sync symbols and no +8 bits.
+        let sf5 = LoRaSettings(spreadingFactor: 5, bandwidthHz: 500_000, codingRate: 5)
+        // bits = 80 + 16 - 20 + 0 + 20 = 96 -> 96/20 -> 5 blocks * 5 = 25; (32+8)*4 + 25 + 100 = 285 x4 symbols; Tsym 64 us
+        #expect(sf5.airtimeMicroseconds(length: 10) == 64 * 285 / 4)
+    }
+}
+
+@Suite struct EdwardsTests {
+    @Test func tableMultiplicationMatchesDoubleAndAdd() {
+        for s: UInt64 in [1, 2, 3, 8, 0xFFFF_FFFF, 0x1234_5678_9ABC_DEF0] {
+            let k = BigUIntBridge.value(s)
+            #expect(Edwards25519.encode(Edwards25519.multiplyBase(k)) == Edwards25519.encode(Edwards25519.multiply(k, Edwards25519.base)))
+        }
+        // L * B is the identity (encoded y = 1).
+        #expect(Edwards25519.encode(Edwards25519.multiplyBase(Edwards25519.l)) == [1] + [UInt8](repeating: 0, count: 31))
+        // The base point encodes as 0x58 0x66 ... 0x66.
+        #expect(hexOf(Edwards25519.encode(Edwards25519.base)) == "58" + String(repeating: "66", count: 31))
+    }
+
+    @Test func montgomeryOfBaseIsNine() {
+        let u = Edwards25519.montgomeryU(fromEdwards: Edwards25519.encode(Edwards25519.base))
+        #expect(u == [9] + [UInt8](repeating: 0, count: 31))
+    }
+}
+
+@Suite struct FieldTests {
+    @Test func inverseMatchesModularPower() {
+        for v: UInt64 in [1, 2, 19, 121666, 0xFFFF_FFFF_FFFF_FFFF] {
+            let x = BigUIntBridge.value(v)
+            #expect(Edwards25519.mul(Edwards25519.inverse(x), x) == 1)
+            #expect(Edwards25519.inverse(x) == x.power(Edwards25519.p - 2, modulus: Edwards25519.p))
+        }
+        #expect(Edwards25519.inverse(0) == 0)
     }
 }

@@ -152,3 +152,15 @@ struct SplitMix: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite struct PacketEqualityTests {
+    @Test func equalityFollowsBytes() throws {
+        let raw = hex("0a025f33481e192fbe9a7f09431d92c06963d479b2be40e9")
+        let a = try Packet(bytes: raw), b = try Packet(bytes: raw)
+        #expect(a == b)
+        var c = b
+        try c.removeFirstHop()
+        #expect(a != c)
+        #expect(a.description.contains("direct"))
+    }
+}

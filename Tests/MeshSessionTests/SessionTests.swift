@@ -202,12 +202,12 @@ final class Harness {
 
     @Test func channelTextGetsOK() throws {
         let h = Harness.ready()
-        let t = try h.s.sendChannelText(index: 0, text: Array("hi".utf8), timestamp: 1_700_000_000, now: h.now)
+        let t = try h.s.sendChannelText(index: 0, text: "hi", timestamp: 1_700_000_000, now: h.now)
         #expect(h.takeSent() == [[0x03, 0x00, 0x00] + le32(1_700_000_000) + Array("hi".utf8)])
         h.feed([0x00])
         #expect(h.takeEvents() == [.reply(t, .ok)])
         #expect(throws: Session.SubmitError.textTooLong(limit: 160)) {
-            try h.s.sendChannelText(index: 0, text: [UInt8](repeating: 0x41, count: 161), timestamp: 0, now: h.now)
+            try h.s.sendChannelText(index: 0, text: String(repeating: "A", count: 161), timestamp: 0, now: h.now)
         }
     }
 
@@ -295,7 +295,7 @@ final class Harness {
 
     @Test func retriesTwiceDirectThenResetsPathAndFloods() throws {
         let h = Harness.ready()
-        let t = try h.s.sendText(to: keyB, text: Array("hello".utf8), timestamp: ts, now: h.now)
+        let t = try h.s.sendText(to: keyB, text: "hello", timestamp: ts, now: h.now)
         #expect(h.takeSent() == [sendFrame(attempt: 0)])
         h.feed(sentFrame(flood: false, tag: 0x1111_1111, est: 1_000))
         #expect(h.takeEvents() == [.delivery(t, .sent(attempt: 0, flood: false, estimatedTimeout: 1_000))])
@@ -320,7 +320,7 @@ final class Harness {
 
     @Test func lateAckOfEarlierAttemptConfirms() throws {
         let h = Harness.ready()
-        let t = try h.s.sendText(to: keyB, text: Array("hello".utf8), timestamp: ts, now: h.now)
+        let t = try h.s.sendText(to: keyB, text: "hello", timestamp: ts, now: h.now)
         h.feed(sentFrame(flood: false, tag: 0xAAAA_0001, est: 1_000))
         h.advance(to: h.now + 1_200)
         h.feed(sentFrame(flood: false, tag: 0xAAAA_0002, est: 1_000))
@@ -333,7 +333,7 @@ final class Harness {
 
     @Test func failsAfterAllAttempts() throws {
         let h = Harness.ready { $0.ackTimeout = 3_000 }
-        let t = try h.s.sendText(to: keyB, text: Array("hello".utf8), timestamp: ts, now: h.now)
+        let t = try h.s.sendText(to: keyB, text: "hello", timestamp: ts, now: h.now)
         #expect(h.takeSent() == [sendFrame(attempt: 0)])
         h.feed(sentFrame(flood: true, tag: 1, est: 100))
         h.advance(to: h.now + 3_000)
@@ -351,7 +351,7 @@ final class Harness {
 
     @Test func refusedSendReportsErrorCode() throws {
         let h = Harness.ready()
-        let t = try h.s.sendText(to: keyB, text: Array("hello".utf8), timestamp: ts, now: h.now)
+        let t = try h.s.sendText(to: keyB, text: "hello", timestamp: ts, now: h.now)
         h.feed([0x01, 0x02])
         #expect(h.takeEvents() == [.delivery(t, .refused(2))])
     }
@@ -360,7 +360,7 @@ final class Harness {
         let h = Harness.ready()
         var tickets: [Ticket] = []
         for i in 0..<9 {
-            tickets.append(try h.s.sendText(to: keyB, text: [UInt8(0x30 + i)], timestamp: ts, now: h.now))
+            tickets.append(try h.s.sendText(to: keyB, text: String(UnicodeScalar(UInt8(0x30 + i))), timestamp: ts, now: h.now))
         }
         for i in 0..<8 {
             #expect(h.takeSent().count == 1)
@@ -374,10 +374,10 @@ final class Harness {
     @Test func textLimits() {
         let h = Harness.ready()
         #expect(throws: Session.SubmitError.textTooLong(limit: 160)) {
-            try h.s.sendText(to: keyB, text: [UInt8](repeating: 0x41, count: 161), timestamp: ts, now: h.now)
+            try h.s.sendText(to: keyB, text: String(repeating: "A", count: 161), timestamp: ts, now: h.now)
         }
         #expect(throws: Session.SubmitError.badPublicKey) {
-            try h.s.sendText(to: [1, 2, 3], text: [0x41], timestamp: ts, now: h.now)
+            try h.s.sendText(to: [1, 2, 3], text: "A", timestamp: ts, now: h.now)
         }
     }
 }

@@ -18,4 +18,15 @@ int cml_signal_restore(int signo);
 /// POLLRDHUP (Linux): the peer closed its writing half.
 short cml_pollrdhup(void);
 
+/// A non-blocking NETLINK_KOBJECT_UEVENT socket bound to the kernel event group, or -1 with errno.
+int cml_uevent_socket(void);
+
+/// Socket flag values, read from the C headers. Swift does not always see these glibc enum
+/// constants (whether it does depends on which module first includes <sys/socket.h>), so MeshLink
+/// and the daemon take them from here.
+int cml_msg_nosignal(void);
+int cml_msg_dontwait(void);
+int cml_sock_cloexec(void);
+int cml_sock_nonblock(void);
+
 #endif

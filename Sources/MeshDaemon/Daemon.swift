@@ -1,0 +1,740 @@
+import Glibc
+import MeshLink
+import MeshSession
+import MeshStore
+
+/// `pocketmesh daemon`: owns one radio for as long as it runs.
+///
+/// One thread, one `poll()` loop over the radio link, the API socket and its clients, and a
+/// signal pipe (SIGTERM/SIGINT stop, SIGCHLD reaps hooks). The radio conversation is a
+/// `MeshSession.Session` (sans-I/O); this class is its shell, and it orders the work so that
+/// **every message drained from the radio is appended to the store (fsync) before the next
+/// frame, and so the next SYNC_NEXT_MESSAGE, is written to the link**.
+public final class Daemon {
+    public struct Config {
+        /// `serial:/dev/ttyUSB0` or `tcp:host[:port]`.
+        public var link: String
+        public var baud = 115_200
+        public var stateDir: String? = nil
+        public var socketPath: String? = nil
+        public var name: String? = nil
+        public var hook: [String]? = nil
+        /// The wrapper hooks run under (`[self-exe, "daemon", "hook-exec"]`); nil runs them directly.
+        public var hookWrapper: [String]? = nil
+        public var hookConcurrency = 2
+        public var hookTimeoutMS: UInt64 = 30_000
+        /// Safety-net drain and link check interval.
+        public var drainIntervalMS: UInt64 = 60_000
+        public var reconnectMinMS: UInt64 = 1_000
+        public var reconnectMaxMS: UInt64 = 60_000
+        public var commandTimeoutMS: UInt64 = 5_000
+        public var connectTimeoutMS = 5_000
+        /// Direct messages: total attempts (each round is the session's 3) before giving up.
+        public var outboxMaxAttempts = 9
+        public var outboxRetryBaseS: UInt32 = 30
+        public var environment: [String: String] = [:]
+        public var storeOptions = StoreOptions()
+        public init(link: String) { self.link = link }
+    }
+
+    public enum Phase: String { case down, handshaking, syncing, ready }
+
+    public let config: Config
+    public var log: (String) -> Void = { line in
+        var l = line + "\n"
+        l.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, stderr) }
+        fflush(stderr)
+    }
+
+    public private(set) var phase: Phase = .down
+    public private(set) var store: RadioStore? = nil
+    let api: APIServer
+    let signals: SignalPipe
+    let notify: SystemdNotify
+    var hooks: HookRunner? = nil
+    let startedAt = monotonicNow()
+    var stopping = false
+
+    // link and session
+    var link: ByteLink? = nil
+    var session: Session? = nil
+    var deframer = StreamDeframer(marker: UInt8(ascii: ">"))
+    var reconnectAt: UInt64 = 0
+    var backoffMS: UInt64 = 0
+    var deviceInfo: [UInt8] = []
+    var selfInfo: [UInt8] = []
+    var syncedOnce = false
+    var connections = 0
+    var readBuffer = [UInt8](repeating: 0, count: 4096)
+
+    // sync bookkeeping
+    var contactsTicket: Ticket? = nil
+    var contactsResyncAt: UInt64? = nil
+    var channelTickets: [Ticket: UInt8] = [:]
+    var channelsFound: [StoredChannel] = []
+    var nextDrainAt: UInt64 = 0
+    var keepaliveTicket: Ticket? = nil
+    var pendingLinkLoss: String? = nil
+    var isShutDown = false
+    var unsaved: [StoredMessage] = []
+    var unsavedRetryAt: UInt64 = 0
+    let unsavedCapacity = 256
+    public private(set) var storedCount = 0
+    public private(set) var duplicateCount = 0
+
+    // outbox and API work in flight
+    var outboxTickets: [Ticket: UInt64] = [:]
+    var outboxBusy: Set<UInt64> = []
+    var sendWaiters: [UInt64: [(APIServer.ClientID, Int64)]] = [:]
+    var replyTickets: [Ticket: (client: APIServer.ClientID, id: Int64, what: String, record: StoredMessage?)] = [:]
+    var tunnelTickets: [Ticket: (client: APIServer.ClientID, code: UInt8)] = [:]
+
+    public init(config: Config) throws {
+        self.config = config
+        let runtime = DaemonRegistry.runtimeDirectory(environment: config.environment)
+        let socket = config.socketPath ?? (runtime + "/" + (config.name ?? DaemonRegistry.slug(forLink: config.link)) + ".sock")
+        if config.socketPath == nil { try UnixSocket.makeDirectory(runtime) }
+        signals = try SignalPipe(signals: [SIGTERM, SIGINT, SIGHUP, SIGCHLD])
+        signal(SIGPIPE, SIG_IGN)
+        // A file size limit (RLIMIT_FSIZE) must give EFBIG on write, not kill the daemon.
+        signal(SIGXFSZ, SIG_IGN)
+        api = try APIServer(path: socket)
+        notify = SystemdNotify(environment: config.environment)
+        api.log = { [unowned self] in self.log($0) }
+        api.onRequest = { [unowned self] req, client in self.handle(req, client) }
+        api.onDisconnect = { [unowned self] client in self.clientGone(client) }
+        api.onTunnelOpen = { [unowned self] _, _ in
+            guard self.phase == .ready || self.phase == .syncing, !self.selfInfo.isEmpty else {
+                return .failure(DaemonError(.link, "the daemon's radio link (\(self.config.link)) is down; it is reconnecting."))
+            }
+            return .success([("radio", .string(self.radioKeyHex ?? ""))])
+        }
+        api.onTunnelFrame = { [unowned self] client, frame in self.tunnelFrame(client, frame) }
+        try DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: socket, name: config.name))
+        log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
+        try openKnownStore()
+    }
+
+    deinit { shutdown() }
+
+    var radioKeyHex: String? { selfInfo.count >= 36 ? hexString(selfInfo[4..<36]) : nil }
+
+    // MARK: - main loop
+
+    /// Runs until SIGTERM or SIGINT. Returns the process exit code.
+    public func run() -> Int32 {
+        notify.status("starting; connecting to \(config.link)")
+        var fds: [pollfd] = []
+        while !stopping {
+            let now = monotonicNow()
+            let deadline = timers(now: now)
+            if stopping { break }
+            fds.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: signals.readFD, events: Int16(POLLIN), revents: 0))
+            if let link {
+                fds.append(pollfd(fd: link.fd, events: Int16(POLLIN) | (link.hasPendingOutput ? Int16(POLLOUT) : 0), revents: 0))
+            }
+            api.pollDescriptors(into: &fds)
+            let wait: Int32 = deadline.map { $0 > now ? Int32(clamping: $0 - now) : 0 } ?? 60_000
+            let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
+            if n <= 0 { continue }
+            for p in fds where p.revents != 0 {
+                if p.fd == signals.readFD {
+                    handleSignals()
+                } else if let l = link, p.fd == l.fd {
+                    linkReady(p.revents)
+                } else {
+                    api.handle(p)
+                }
+                if stopping { break }
+            }
+        }
+        shutdown()
+        return 0
+    }
+
+    func handleSignals() {
+        for s in signals.drain() {
+            switch s {
+            case SIGCHLD:
+                hooks?.reap(now: monotonicNow())
+            case SIGHUP:
+                log("daemon: SIGHUP: reconnecting to the radio")
+                linkLost("reconnect requested (SIGHUP)")
+                reconnectAt = 0
+            default:
+                log("daemon: signal \(s): stopping")
+                stopping = true
+            }
+        }
+    }
+
+    /// Runs whatever is due; returns the next deadline.
+    func timers(now: UInt64) -> UInt64? {
+        var next: UInt64? = nil
+        func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
+
+        if link == nil {
+            if now >= reconnectAt { connect(now: now) }
+            if link == nil { soon(reconnectAt) }
+        }
+        if let s = session {
+            if let d = s.nextDeadline, now >= d { s.tick(now: now); pump(now: now) }
+            soon(s.nextDeadline)
+            if phase == .ready {
+                if now >= nextDrainAt && unsaved.isEmpty {
+                    // Safety net: drain even without MSG_WAITING, and check the radio still answers.
+                    nextDrainAt = now + config.drainIntervalMS
+                    s.drain(now: now)
+                    if keepaliveTicket == nil {
+                        keepaliveTicket = try? s.submit(frame: [0x05], expecting: .codes(CodeSet(0x09)), now: now)
+                    }
+                    pump(now: now)
+                }
+                soon(nextDrainAt)
+                if let at = contactsResyncAt {
+                    if now >= at, contactsTicket == nil {
+                        contactsResyncAt = nil
+                        syncContacts(now: now)
+                    } else { soon(at) }
+                }
+                sendOutbox(now: now)
+                soon(now + 1_000)  // outbox retry times are in wall-clock seconds
+            }
+        }
+        if !unsaved.isEmpty {
+            if now >= unsavedRetryAt { retryUnsaved(now: now) }
+            soon(unsavedRetryAt)
+        }
+        if let h = hooks { soon(h.tick(now: now)) }
+        soon(notify.tick(now: now))
+        return next
+    }
+
+    // MARK: - link lifecycle
+
+    func connect(now: UInt64) {
+        connections += 1
+        log("link: connecting to \(config.link) (attempt \(connections))")
+        do {
+            let l = try openLink()
+            link = l
+            deframer.reset()
+            var sc = SessionConfig()
+            sc.appName = "pocketmesh-daemon"
+            sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
+            sc.commandTimeout = config.commandTimeoutMS
+            sc.drainOnStart = true
+            sc.drainOnWaiting = true
+            let s = Session(config: sc)
+            session = s
+            phase = .handshaking
+            s.start(now: now)
+            pump(now: now)
+        } catch {
+            log("link: cannot connect to \(config.link): \(error)")
+            scheduleReconnect(now: now)
+        }
+    }
+
+    func openLink() throws -> ByteLink {
+        let spec = config.link
+        if spec.hasPrefix("serial:") {
+            guard let speed = SerialSpeed(baud: config.baud) else { throw DaemonError(.usage, "unsupported baud rate \(config.baud)") }
+            return try SerialLink(path: String(spec.dropFirst(7)), speed: speed)
+        }
+        if spec.hasPrefix("tcp:") {
+            let address = try TCPAddress(parsing: String(spec.dropFirst(4)))
+            return try TCPLink(connectingTo: address, timeoutMilliseconds: config.connectTimeoutMS)
+        }
+        throw DaemonError(.usage, "unknown link \(spec): use serial:PATH or tcp:HOST[:PORT]")
+    }
+
+    func scheduleReconnect(now: UInt64) {
+        backoffMS = backoffMS == 0 ? config.reconnectMinMS : min(backoffMS * 2, config.reconnectMaxMS)
+        // Jitter: 75–125 % of the backoff.
+        let jitter = UInt64.random(in: 0...(backoffMS / 2))
+        let delay = backoffMS - backoffMS / 4 + jitter
+        reconnectAt = now + delay
+        log("link: reconnecting in \(delay / 1000).\((delay % 1000) / 100) s")
+        notify.status("link down; reconnecting in \(delay / 1000) s")
+    }
+
+    /// Tears down the link and session; the outbox and everything stored stay.
+    func linkLost(_ reason: String) {
+        guard link != nil || session != nil else { return }
+        log("link: lost \(config.link): \(reason)")
+        if let s = session {
+            s.close()
+            processEvents(now: monotonicNow())
+        }
+        session = nil
+        link?.close()
+        link = nil
+        phase = .down
+        contactsTicket = nil
+        channelTickets.removeAll()
+        keepaliveTicket = nil
+        outboxTickets.removeAll()
+        outboxBusy.removeAll()
+        for (t, r) in replyTickets {
+            _ = t
+            api.reply(DaemonResponse(id: r.id, error: DaemonError(.link, "the link to the radio was lost during \(r.what); try again.")), to: r.client)
+        }
+        replyTickets.removeAll()
+        tunnelTickets.removeAll()
+        api.publish(.obj(("event", "link"), ("state", "down"), ("reason", .string(reason))))
+        scheduleReconnect(now: monotonicNow())
+    }
+
+    func linkReady(_ revents: Int16) {
+        guard let l = link else { return }
+        let now = monotonicNow()
+        do throws(LinkError) {
+            if revents & Int16(POLLOUT) != 0 { try l.flush() }
+            if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                var any = false
+                for _ in 0..<16 {
+                    let n = try readChunk(l)
+                    if n == 0 { break }
+                    any = true
+                    readBuffer.withUnsafeBytes { raw in
+                        deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frame in
+                            received(frame, now: now)
+                        }
+                    }
+                    if link == nil { return }
+                }
+                if !any && revents & Int16(POLLHUP | POLLERR) != 0 { throw l.hangupError() }
+            }
+            pump(now: now)
+        } catch {
+            linkLost(error.description)
+        }
+    }
+
+    func readChunk(_ l: ByteLink) throws(LinkError) -> Int {
+        var result: Result<Int, LinkError> = .success(0)
+        readBuffer.withUnsafeMutableBytes { raw in
+            do throws(LinkError) { result = .success(try l.read(into: raw)) } catch { result = .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// One frame from the radio: to the session, then its events are handled (messages stored)
+    /// before anything the session wants to send is written.
+    func received(_ frame: UnsafeRawBufferPointer, now: UInt64) {
+        guard let s = session else { return }
+        if let code = frame.first, code >= 0x80, code != 0x88 {
+            let copy = Array(frame)
+            for c in api.tunnelClients { api.sendFrame(copy, to: c) }
+        }
+        s.receive(frame: frame, now: now)
+        processEvents(now: now)
+    }
+
+    /// Handles the session's events, then writes its frames. The order is the durability rule.
+    func pump(now: UInt64) {
+        processEvents(now: now)
+        guard let s = session, let l = link else { return }
+        while let payload = s.nextFrame() {
+            if payload.first == 0x0A && !unsaved.isEmpty {
+                // The store is failing: leave the rest of the queue on the radio (where a restart
+                // finds it) instead of taking messages we cannot keep. The session gives up on this
+                // SYNC_NEXT_MESSAGE after its timeout; draining resumes once writing works again.
+                continue
+            }
+            do throws(LinkError) {
+                try l.write(StreamDeframer.frame(payload, marker: UInt8(ascii: "<")))
+            } catch {
+                linkLost(error.description)
+                return
+            }
+        }
+    }
+
+    // MARK: - session events
+
+    func processEvents(now: UInt64) {
+        guard let s = session else { return }
+        while let e = s.nextEvent() {
+            switch e {
+            case .ready(let di, let si):
+                deviceInfo = di
+                selfInfo = si
+                radioReady(now: now)
+            case .handshakeFailed(let r):
+                log("link: handshake with \(config.link) failed (\(r)); is it a MeshCore companion radio?")
+                pendingLinkLoss = "handshake failed"
+            case .clock(let c):
+                switch c {
+                case .set: log("radio: clock set")
+                case .radioAhead: log("radio: clock is ahead of this host's; left as is")
+                case .failed(let r): log("radio: clock sync failed (\(r))")
+                }
+            case .message(let m):
+                received(message: m, now: now)
+            case .malformedMessage(let f):
+                log("radio: a queued message frame could not be parsed (code 0x\(String(f.first ?? 0, radix: 16)), \(f.count) bytes); skipped")
+            case .push(let p):
+                handlePush(p, now: now)
+            case .reply(let t, let r):
+                handleReply(t, r, now: now)
+            case .delivery(let t, let d):
+                handleDelivery(t, d, now: now)
+            case .request, .unexpected:
+                break
+            }
+        }
+        if let reason = pendingLinkLoss {
+            pendingLinkLoss = nil
+            linkLost(reason)
+        }
+    }
+
+    func radioReady(now: UInt64) {
+        guard let key = radioKeyHex else { return }
+        let name = selfInfo.count > 58 ? String(decoding: selfInfo[58...].prefix(while: { $0 != 0 }), as: UTF8.self) : ""
+        log("radio: handshake done: \(name.isEmpty ? "(unnamed)" : name) \(key.prefix(12)), firmware v\(deviceInfo.count > 1 ? deviceInfo[1] : 0)")
+        do {
+            try openStore(publicKey: Array(selfInfo[4..<36]))
+        } catch {
+            log("store: \(error)")
+            if case StoreError.locked = error {
+                log("daemon: another daemon owns radio \(key.prefix(12)); stopping")
+                stopping = true
+                return
+            }
+        }
+        try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: api.path,
+                                        radio: key, name: config.name ?? (name.isEmpty ? nil : name)))
+        phase = .syncing
+        backoffMS = 0
+        nextDrainAt = now + config.drainIntervalMS
+        syncContacts(now: now)
+        syncChannels(now: now)
+        api.publish(.obj(("event", "link"), ("state", "up"), ("radio", .string(key))))
+    }
+
+    func syncContacts(now: UInt64) {
+        guard let s = session, contactsTicket == nil else { return }
+        let since = (try? store?.contactsWatermark()) ?? 0
+        log("radio: syncing contacts" + (since > 0 ? " changed since \(since)" : ""))
+        contactsTicket = try? s.listContacts(since: since == 0 ? nil : since, now: now)
+    }
+
+    func syncChannels(now: UInt64) {
+        guard let s = session else { return }
+        let count = deviceInfo.count > 3 ? Int(deviceInfo[3]) : 8
+        channelsFound = []
+        for i in 0..<max(1, min(count, 64)) {
+            if let t = try? s.submit(frame: [0x1F, UInt8(i)], expecting: .codes(CodeSet(0x12)), now: now) {
+                channelTickets[t] = UInt8(i)
+            }
+        }
+    }
+
+    func syncDone(now: UInt64) {
+        guard phase == .syncing, contactsTicket == nil, channelTickets.isEmpty else { return }
+        phase = .ready
+        let status = "connected to \(config.link); radio \(radioKeyHex?.prefix(12) ?? ""); \(store?.contacts.count ?? 0) contacts"
+        log("radio: synced; " + status)
+        notify.ready(status: status)
+        syncedOnce = true
+    }
+
+    func handleReply(_ t: Ticket, _ r: Reply, now: UInt64) {
+        if t == contactsTicket {
+            contactsTicket = nil
+            if case .contacts(let listing) = r {
+                var cs: [StoredContact] = []
+                for rec in listing.records { if let c = try? StoredContact(frame: rec) { cs.append(c) } }
+                do {
+                    if let store {
+                        if !cs.isEmpty { try store.saveContacts(cs) }
+                        try store.setContactsWatermark(listing.lastmod)
+                    }
+                    log("radio: \(cs.count) contact(s) updated (radio has \(listing.total))")
+                } catch {
+                    log("store: saving contacts failed: \(error)")
+                }
+            } else {
+                log("radio: contacts sync failed (\(r))")
+                if case .timeout = r { linkLostLater("contacts sync timed out") }
+            }
+            syncDone(now: now)
+            return
+        }
+        if let idx = channelTickets.removeValue(forKey: t) {
+            if case .frame(let f) = r, f.count >= 50 {
+                let name = String(decoding: f[2..<34].prefix(while: { $0 != 0 }), as: UTF8.self)
+                channelsFound.append(StoredChannel(index: idx, name: name, secret: Array(f[34..<50])))
+            }
+            if channelTickets.isEmpty {
+                do { try store?.saveChannels(channelsFound) } catch { log("store: saving channels failed: \(error)") }
+                log("radio: \(channelsFound.filter { !$0.name.isEmpty }.count) channel(s)")
+                syncDone(now: now)
+            }
+            return
+        }
+        if t == keepaliveTicket {
+            keepaliveTicket = nil
+            if case .timeout = r { linkLostLater("the radio stopped answering") }
+            return
+        }
+        if let w = tunnelTickets.removeValue(forKey: t) {
+            tunnelReply(w.client, code: w.code, r)
+            return
+        }
+        if let w = replyTickets.removeValue(forKey: t) {
+            switch r {
+            case .ok, .frame:
+                var fields: [(String, JSON)] = []
+                if var rec = w.record, let store {
+                    rec.status = .sent
+                    if let res = try? store.append(rec), let m = try? store.message(id: res.id) {
+                        fields.append(("message", MessageJSON.message(m, store: store)))
+                    }
+                }
+                api.reply(DaemonResponse(id: w.id, ok: fields), to: w.client)
+            case .error(let code):
+                api.reply(DaemonResponse(id: w.id, error: DaemonError(code == 2 ? .notFound : .refused, "the radio refused \(w.what) with ERR \(code)")), to: w.client)
+            case .timeout:
+                api.reply(DaemonResponse(id: w.id, error: DaemonError(.timeout, "the radio did not answer \(w.what) in time")), to: w.client)
+            default:
+                api.reply(DaemonResponse(id: w.id, error: DaemonError(.link, "\(w.what) did not complete (\(r))")), to: w.client)
+            }
+        }
+    }
+
+    /// Tears the link down after the current event walk (not in the middle of it).
+    func linkLostLater(_ reason: String) { pendingLinkLoss = reason }
+
+    func handlePush(_ p: [UInt8], now: UInt64) {
+        guard let code = p.first else { return }
+        switch code {
+        case 0x80, 0x8A, 0x8F:
+            // A contact changed on the radio: resync incrementally, debounced.
+            if contactsResyncAt == nil { contactsResyncAt = now + 2_000 }
+        default:
+            break
+        }
+    }
+
+    // MARK: - messages
+
+    func received(message m: ReceivedMessage, now: UInt64) {
+        let rec = MessageJSON.stored(m, receivedAt: UInt32(truncatingIfNeeded: time(nil)))
+        if !unsaved.isEmpty || store == nil {
+            hold(rec)
+            return
+        }
+        save(rec)
+    }
+
+    /// Appends one received message durably; on failure keeps it in memory and retries.
+    @discardableResult
+    func save(_ rec: StoredMessage) -> Bool {
+        guard let store else { hold(rec); return false }
+        do {
+            let result = try store.append(rec)
+            switch result {
+            case .stored(let id):
+                storedCount += 1
+                if let m = try? store.message(id: id) {
+                    api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
+                }
+                _ = hooks?.tick(now: monotonicNow())
+            case .duplicate:
+                duplicateCount += 1
+            }
+            return true
+        } catch {
+            log("store: cannot store a received message: \(error); keeping it in memory, leaving the rest on the radio, retrying")
+            hold(rec)
+            return false
+        }
+    }
+
+    func hold(_ rec: StoredMessage) {
+        if unsaved.count >= unsavedCapacity {
+            log("store: \(unsavedCapacity) messages waiting in memory; dropping the oldest held message")
+            unsaved.removeFirst()
+        }
+        unsaved.append(rec)
+        if unsavedRetryAt == 0 || unsavedRetryAt < monotonicNow() { unsavedRetryAt = monotonicNow() + 1_000 }
+    }
+
+    func retryUnsaved(now: UInt64) {
+        guard store != nil else { unsavedRetryAt = now + 1_000; return }
+        let pending = unsaved
+        unsaved.removeAll()
+        for (i, rec) in pending.enumerated() {
+            if !save(rec) {
+                unsaved = Array(pending[(i + 1)...]) + unsaved
+                break
+            }
+        }
+        if unsaved.isEmpty {
+            log("store: writing works again; \(pending.count) held message(s) stored; draining the radio")
+            unsavedRetryAt = 0
+            if let s = session, phase == .ready { s.drain(now: now); pump(now: now) }
+        } else {
+            unsavedRetryAt = now + 5_000
+        }
+    }
+
+    // MARK: - store
+
+    /// Opens the store of the radio this link had last time, so the API works before the radio answers.
+    func openKnownStore() throws {
+        let root = try StoreLocation.stateRoot(stateDir: config.stateDir)
+        if let hex = StateFile.readString(root + "/links/" + DaemonRegistry.slug(forLink: config.link)),
+           let key = bytesFromHex(hex.filter { !$0.isWhitespace }), key.count == 32 {
+            try openStore(publicKey: key)
+        }
+    }
+
+    func openStore(publicKey: [UInt8]) throws {
+        let root = try StoreLocation.stateRoot(stateDir: config.stateDir)
+        let dir = StoreLocation.radioDirectory(stateRoot: root, publicKey: publicKey)
+        if let s = store {
+            if s.directory == dir { return }
+            log("store: the radio on \(config.link) is now \(hexString(publicKey).prefix(12)); switching stores")
+            s.close()
+            store = nil
+            hooks = nil
+        }
+        let s = try RadioStore(publicKey: publicKey, stateDir: config.stateDir, options: config.storeOptions)
+        store = s
+        let r = s.recovery
+        log("store: \(dir): \(s.messageCount) messages" + (r.truncatedBytes > 0 ? ", torn tail of \(r.truncatedBytes) bytes cut" : "")
+            + (r.damage.isEmpty ? "" : ", \(r.damage.count) damaged record(s) skipped"))
+        for d in r.damage.prefix(5) { log("store: \(d)") }
+        try? UnixSocket.makeDirectory(root + "/links")
+        try? StateFile.write(root + "/links/" + DaemonRegistry.slug(forLink: config.link), hexString(publicKey) + "\n")
+        if let argv = config.hook {
+            var hc = HookRunner.Config(argv: argv, dir: dir + "/hooks", wrapper: config.hookWrapper)
+            hc.concurrency = config.hookConcurrency
+            hc.timeoutMS = config.hookTimeoutMS
+            let h = try HookRunner(config: hc)
+            h.log = { [unowned self] in self.log($0) }
+            h.fetch = { [unowned self] after, limit in
+                guard let store = self.store, let ms = try? store.messages(after: after, limit: limit, incomingOnly: true) else { return [] }
+                return ms.map { HookMessage(id: $0.id, json: MessageJSON.message($0, store: store)) }
+            }
+            hooks = h
+            log("hook: \(argv[0]) for each received message (delivered up to id \(h.cursor))")
+        }
+    }
+
+    // MARK: - outbox
+
+    func sendOutbox(now: UInt64) {
+        guard phase == .ready, let s = session, let store else { return }
+        let wall = UInt32(truncatingIfNeeded: time(nil))
+        for item in store.outbox where !outboxBusy.contains(item.messageId) && item.nextAttemptAt <= wall {
+            guard outboxBusy.count < 8 else { break }
+            let peer = item.thread.peer
+            guard let contact = store.contact(prefix: peer) else {
+                finishOutbox(item.messageId, failed: DaemonError(.notFound, "no contact with key \(peer) on the radio"))
+                continue
+            }
+            do {
+                let t = try s.sendText(to: contact.publicKey, text: String(decoding: item.text, as: UTF8.self), timestamp: item.senderTimestamp, now: now)
+                outboxTickets[t] = item.messageId
+                outboxBusy.insert(item.messageId)
+            } catch {
+                finishOutbox(item.messageId, failed: DaemonError(.usage, "cannot send: \(error)"))
+            }
+        }
+        pump(now: now)
+    }
+
+    func handleDelivery(_ t: Ticket, _ d: Delivery, now: UInt64) {
+        guard let id = outboxTickets[t], let store else { return }
+        let wall = UInt32(truncatingIfNeeded: time(nil))
+        switch d {
+        case .sent(let attempt, _, _):
+            let prior = store.outbox.first { $0.messageId == id }?.attempts ?? 0
+            try? store.recordSent(id: id, attempts: prior &+ 1, ackTag: 0, nextAttemptAt: 0, now: wall)
+            _ = attempt
+            publishDelivery(id, "sent")
+        case .retrying:
+            break
+        case .acked(_, let rtt):
+            outboxTickets[t] = nil
+            outboxBusy.remove(id)
+            do { try store.recordAcked(id: id, roundTripMs: rtt, now: wall) } catch { log("store: \(error)") }
+            log("outbox: message \(id) acknowledged (round trip \(rtt) ms)")
+            publishDelivery(id, "acked")
+            for w in sendWaiters.removeValue(forKey: id) ?? [] {
+                let m = (try? store.message(id: id)).flatMap { $0 }
+                api.reply(DaemonResponse(id: w.1, ok: m.map { [("message", MessageJSON.message($0, store: store))] } ?? []), to: w.0)
+            }
+        case .failed:
+            outboxTickets[t] = nil
+            outboxBusy.remove(id)
+            guard var item = store.outbox.first(where: { $0.messageId == id }) else { return }
+            if Int(item.attempts) >= config.outboxMaxAttempts {
+                finishOutbox(id, failed: DaemonError(.timeout, "no ACK after \(item.attempts) attempts"))
+            } else {
+                let round = max(1, Int(item.attempts) / 3)
+                let delay = config.outboxRetryBaseS << UInt32(min(round - 1, 8))
+                item.nextAttemptAt = wall + delay
+                try? store.updateOutbox(item)
+                log("outbox: message \(id): no ACK after \(item.attempts) attempt(s); next try in \(delay) s")
+                publishDelivery(id, "retrying")
+            }
+        case .refused(let code):
+            outboxTickets[t] = nil
+            outboxBusy.remove(id)
+            if code == 2 {
+                finishOutbox(id, failed: DaemonError(.notFound, "the radio does not know the contact (ERR 2)"))
+            } else {
+                guard var item = store.outbox.first(where: { $0.messageId == id }) else { return }
+                item.attempts &+= 1
+                item.nextAttemptAt = wall + config.outboxRetryBaseS
+                try? store.updateOutbox(item)
+                if Int(item.attempts) >= config.outboxMaxAttempts {
+                    finishOutbox(id, failed: DaemonError(.refused, "the radio refused the message (ERR \(code))"))
+                }
+            }
+        case .timeout, .cancelled:
+            // The link went away or the radio did not answer: the item stays for the next connection.
+            outboxTickets[t] = nil
+            outboxBusy.remove(id)
+        }
+    }
+
+    func finishOutbox(_ id: UInt64, failed error: DaemonError) {
+        let wall = UInt32(truncatingIfNeeded: time(nil))
+        do { try store?.recordFailed(id: id, now: wall) } catch { log("store: \(error)") }
+        log("outbox: message \(id) failed: \(error.message)")
+        publishDelivery(id, "failed")
+        for w in sendWaiters.removeValue(forKey: id) ?? [] {
+            api.reply(DaemonResponse(id: w.1, error: error), to: w.0)
+        }
+    }
+
+    func publishDelivery(_ id: UInt64, _ status: String) {
+        api.publish(.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status))))
+    }
+
+    // MARK: - shutdown
+
+    public func shutdown() {
+        if isShutDown { return }
+        isShutDown = true
+        notify.stopping()
+        hooks?.detachAll()
+        if let s = session { s.close() }
+        session = nil
+        link?.close()
+        link = nil
+        store?.close()
+        store = nil
+        DaemonRegistry.remove(socket: api.path)
+        api.shutdown()
+    }
+}

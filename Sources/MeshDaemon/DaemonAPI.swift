@@ -1,0 +1,288 @@
+import Glibc
+import MeshLink
+import MeshSession
+import MeshStore
+
+/// The daemon's answers to local API requests, and the frame tunnel the command line uses for
+/// everything else.
+extension Daemon {
+    func handle(_ req: DaemonRequest, _ client: APIServer.ClientID) -> DaemonResponse? {
+        do throws(DaemonError) {
+            return try answer(req, client)
+        } catch {
+            return DaemonResponse(id: req.id, error: error)
+        }
+    }
+
+    func requireStore() throws(DaemonError) -> RadioStore {
+        guard let store else {
+            throw DaemonError(.link, "the daemon has not reached the radio on \(config.link) yet; it keeps trying.")
+        }
+        return store
+    }
+
+    func requireSession(_ what: String) throws(DaemonError) -> Session {
+        guard phase == .ready || phase == .syncing, let s = session else {
+            throw DaemonError(.link, "cannot \(what): the link to the radio (\(config.link)) is down; the daemon is reconnecting.")
+        }
+        return s
+    }
+
+    func storeError(_ e: Error) -> DaemonError {
+        if case StoreError.unknownThread(let q) = e { return DaemonError(.notFound, "no contact or channel matches \"\(q)\".") }
+        return DaemonError(.storage, "\(e)")
+    }
+
+    func answer(_ req: DaemonRequest, _ client: APIServer.ClientID) throws(DaemonError) -> DaemonResponse? {
+        let now = monotonicNow()
+        switch req.op {
+        case .ping:
+            return DaemonResponse(id: req.id, ok: [("pid", .int(Int64(getpid()))), ("state", .string(phase.rawValue))])
+
+        case .status:
+            var f: [(String, JSON)] = [("state", .string(phase.rawValue)), ("link", .string(config.link)),
+                                       ("uptime_s", .int(Int64((now - startedAt) / 1000))),
+                                       ("connections", .int(Int64(connections))),
+                                       ("stored", .int(Int64(storedCount))), ("duplicates", .int(Int64(duplicateCount))),
+                                       ("held_in_memory", .int(Int64(unsaved.count))),
+                                       ("subscribers", .int(Int64(api.subscriberCount)))]
+            if let k = radioKeyHex { f.append(("radio", .string(k))) }
+            if let store {
+                f.append(("store", .string(store.directory)))
+                f.append(("messages", .int(Int64(store.messageCount))))
+                f.append(("outbox", .int(Int64(store.outbox.count))))
+            }
+            if let h = hooks { f.append(("hook_cursor", .int(Int64(h.cursor)))); f.append(("hooks_running", .int(Int64(h.runningCount)))) }
+            return DaemonResponse(id: req.id, ok: f)
+
+        case .info:
+            _ = try requireSession("read the radio's info")
+            return DaemonResponse(id: req.id, ok: infoFields())
+
+        case .contacts:
+            let store = try requireStore()
+            let list = store.contacts.filter { !$0.removed }.map(MessageJSON.contact)
+            return DaemonResponse(id: req.id, ok: [("contacts", .array(list))])
+
+        case .channels:
+            let store = try requireStore()
+            let list = store.channels.filter { !$0.name.isEmpty }.map(MessageJSON.channel)
+            return DaemonResponse(id: req.id, ok: [("channels", .array(list))])
+
+        case .send:
+            let store = try requireStore()
+            let to = try req.string("to")
+            let text = try req.string("text")
+            let wait = try req.flag("wait")
+            let bytes = Array(text.utf8)
+            guard !bytes.isEmpty else { throw DaemonError(.usage, "send: the text is empty.") }
+            guard bytes.count <= 160 else { throw DaemonError(.usage, "send: the text is \(bytes.count) bytes; the radio takes at most 160.") }
+            let thread: ThreadKey
+            do { thread = try store.resolveThread(to) } catch { throw storeError(error) }
+            guard thread.kind != .channel else { throw DaemonError(.usage, "send: \"\(to)\" is a channel; use channel_send.") }
+            guard store.contact(prefix: thread.peer) != nil else { throw DaemonError(.notFound, "no contact matches \"\(to)\".") }
+            let wall = UInt32(truncatingIfNeeded: time(nil))
+            let rec = StoredMessage(kind: thread.kind ?? .direct, direction: .outgoing, peer: thread.peer,
+                                    senderTimestamp: wall, receivedAt: wall, text: bytes)
+            let item: OutboxItem
+            do { item = try store.enqueue(rec, now: wall) } catch { throw storeError(error) }
+            log("outbox: message \(item.messageId) queued for \(thread.peer)")
+            sendOutbox(now: now)
+            if wait {
+                sendWaiters[item.messageId, default: []].append((client, req.id))
+                return nil
+            }
+            let m = (try? store.message(id: item.messageId)).flatMap { $0 }
+            return DaemonResponse(id: req.id, ok: m.map { [("message", MessageJSON.message($0, store: store))] } ?? [])
+
+        case .channelSend:
+            let store = try requireStore()
+            let text = try req.string("text")
+            let bytes = Array(text.utf8)
+            guard !bytes.isEmpty, bytes.count <= 160 else { throw DaemonError(.usage, "channel_send: the text must be 1 to 160 bytes.") }
+            let index: UInt8
+            if let n = try? req.optionalInt("channel"), let i = UInt8(exactly: n) {
+                index = i
+            } else {
+                let name = try req.string("channel")
+                do {
+                    let t = try store.resolveThread(name)
+                    guard t.kind == .channel else { throw DaemonError(.notFound, "\"\(name)\" is not a channel.") }
+                    index = t.channelIndex
+                } catch let e as DaemonError { throw e } catch { throw storeError(error) }
+            }
+            let s = try requireSession("send to the channel")
+            let wall = UInt32(truncatingIfNeeded: time(nil))
+            let t: Ticket
+            do { t = try s.sendChannelText(index: index, text: text, timestamp: wall, now: now) } catch {
+                throw DaemonError(.usage, "channel_send: \(error)")
+            }
+            let rec = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: index, senderTimestamp: wall,
+                                    receivedAt: wall, text: bytes)
+            replyTickets[t] = (client, req.id, "the channel message", rec)
+            pump(now: now)
+            return nil
+
+        case .advert:
+            let s = try requireSession("send an advert")
+            let flood = try req.flag("flood")
+            let t: Ticket
+            do { t = try s.submit(frame: flood ? [0x07, 0x01] : [0x07], expecting: .codes(CodeSet(0x00)), now: now) } catch {
+                throw DaemonError(.busy, "advert: \(error)")
+            }
+            replyTickets[t] = (client, req.id, "the advert", nil)
+            pump(now: now)
+            return nil
+
+        case .sync:
+            let s = try requireSession("drain the radio's queue")
+            s.drain(now: now)
+            pump(now: now)
+            return DaemonResponse(id: req.id, ok: [("draining", true)])
+
+        case .chats:
+            let store = try requireStore()
+            do {
+                let list = try store.conversations().map { c -> JSON in
+                    .obj(("thread", .string(c.thread.description)), ("name", .string(c.name)),
+                         ("unread", .int(Int64(c.unread))), ("messages", .int(Int64(c.messageCount))),
+                         ("last", MessageJSON.message(c.lastMessage, store: store)))
+                }
+                return DaemonResponse(id: req.id, ok: [("chats", .array(list))])
+            } catch { throw storeError(error) }
+
+        case .history:
+            let store = try requireStore()
+            let q = try req.string("thread")
+            let limit = Int(try req.optionalInt("limit") ?? 50)
+            let before = try req.optionalInt("before").map { UInt64(max(0, $0)) }
+            do {
+                let t = try store.resolveThread(q)
+                let ms = try store.history(t, limit: max(1, min(limit, 10_000)), before: before)
+                return DaemonResponse(id: req.id, ok: [("thread", .string(store.name(of: t))),
+                                                       ("messages", .array(ms.map { MessageJSON.message($0, store: store) }))])
+            } catch { throw storeError(error) }
+
+        case .outbox:
+            let store = try requireStore()
+            let list = store.outbox.map { i -> JSON in
+                .obj(("id", .int(Int64(i.messageId))), ("to", .string(i.thread.peer.description)),
+                     ("text", .string(String(decoding: i.text, as: UTF8.self))), ("attempts", .int(Int64(i.attempts))),
+                     ("next_attempt_at", .int(Int64(i.nextAttemptAt))))
+            }
+            return DaemonResponse(id: req.id, ok: [("outbox", .array(list))])
+
+        case .subscribe, .tunnel:
+            return DaemonResponse(id: req.id, ok: [])  // handled by the server
+        }
+    }
+
+    func infoFields() -> [(String, JSON)] {
+        let si = selfInfo
+        var f: [(String, JSON)] = []
+        func u32(_ o: Int) -> UInt32 { UInt32(si[o]) | UInt32(si[o + 1]) << 8 | UInt32(si[o + 2]) << 16 | UInt32(si[o + 3]) << 24 }
+        if si.count >= 58 {
+            f.append(("name", .string(String(decoding: si[58...].prefix(while: { $0 != 0 }), as: UTF8.self))))
+            f.append(("public_key", .string(hexString(si[4..<36]))))
+            f.append(("tx_power", .int(Int64(Int8(bitPattern: si[2])))))
+            f.append(("latitude", .double(Double(Int32(bitPattern: u32(36))) / 1e6)))
+            f.append(("longitude", .double(Double(Int32(bitPattern: u32(40))) / 1e6)))
+            f.append(("frequency_khz", .int(Int64(u32(48)))))
+            f.append(("bandwidth_hz", .int(Int64(u32(52)))))
+            f.append(("spreading_factor", .int(Int64(si[56]))))
+            f.append(("coding_rate", .int(Int64(si[57]))))
+        }
+        if deviceInfo.count >= 80 {
+            f.append(("firmware_code", .int(Int64(deviceInfo[1]))))
+            f.append(("model", .string(String(decoding: deviceInfo[20..<60].prefix(while: { $0 != 0 }), as: UTF8.self))))
+            f.append(("version", .string(String(decoding: deviceInfo[60..<80].prefix(while: { $0 != 0 }), as: UTF8.self))))
+            f.append(("max_channels", .int(Int64(deviceInfo[3]))))
+        }
+        return f
+    }
+
+    func clientGone(_ client: APIServer.ClientID) {
+        for (k, v) in sendWaiters {
+            let rest = v.filter { $0.0 != client }
+            sendWaiters[k] = rest.isEmpty ? nil : rest
+        }
+        for (t, w) in replyTickets where w.client == client {
+            // The command still completes on the radio; only the answer has nobody to go to.
+            replyTickets[t] = (-1, w.id, w.what, w.record)
+        }
+        for (t, w) in tunnelTickets where w.client == client { tunnelTickets[t] = (-1, w.code) }
+    }
+
+    // MARK: - tunnel
+
+    /// A companion command from a tunnel client. The daemon owns the radio's message queue and
+    /// the handshake, so those are answered here; everything else goes to the radio in turn with
+    /// the daemon's own commands, and its response goes back to the client that sent it.
+    func tunnelFrame(_ client: APIServer.ClientID, _ frame: UnsafeRawBufferPointer) {
+        guard let code = frame.first else { return }
+        let now = monotonicNow()
+        switch code {
+        case 0x16:  // DEVICE_QUERY
+            api.sendFrame(deviceInfo, to: client)
+            return
+        case 0x01:  // APP_START
+            api.sendFrame(selfInfo, to: client)
+            return
+        case 0x0A:  // SYNC_NEXT_MESSAGE: the daemon drains the radio; messages are in the store
+            api.sendFrame([0x0A], to: client)
+            return
+        default:
+            break
+        }
+        guard let s = session, phase == .ready || phase == .syncing else {
+            api.sendFrame([0x01, 0x04], to: client)  // ERR 4 (bad state): no radio right now
+            return
+        }
+        let expect: Session.Expectation
+        switch code {
+        case 0x04: expect = .contacts
+        case 0x13: expect = .noReply  // REBOOT
+        default: expect = .anyResponse
+        }
+        do {
+            let t = try s.submit(frame: Array(frame), expecting: expect, now: now)
+            tunnelTickets[t] = (client, code)
+        } catch {
+            api.sendFrame([0x01, 0x03], to: client)  // ERR 3: the command queue is full
+            return
+        }
+        pump(now: now)
+    }
+
+    func tunnelReply(_ client: APIServer.ClientID, code: UInt8, _ r: Reply) {
+        guard client >= 0 else { return }
+        switch r {
+        case .ok: api.sendFrame([0x00], to: client)
+        case .frame(let f): api.sendFrame(f, to: client)
+        case .error(let e): api.sendFrame([0x01, e], to: client)
+        case .disabled: api.sendFrame([0x0F], to: client)
+        case .contacts(let listing):
+            var start: [UInt8] = [0x02]
+            appendLE(&start, listing.total)
+            api.sendFrame(start, to: client)
+            for rec in listing.records { api.sendFrame(rec, to: client) }
+            var end: [UInt8] = [0x04]
+            appendLE(&end, listing.lastmod)
+            api.sendFrame(end, to: client)
+            if code == 0x04, let store {
+                // The listing is fresh: keep the store's copy current too.
+                let cs = listing.records.compactMap { try? StoredContact(frame: $0) }
+                if !cs.isEmpty { try? store.saveContacts(cs) }
+            }
+        case .timeout, .cancelled, .sent:
+            break  // the client's own timeout reports it
+        }
+    }
+}
+
+func appendLE(_ out: inout [UInt8], _ v: UInt32) {
+    out.append(UInt8(truncatingIfNeeded: v))
+    out.append(UInt8(truncatingIfNeeded: v >> 8))
+    out.append(UInt8(truncatingIfNeeded: v >> 16))
+    out.append(UInt8(truncatingIfNeeded: v >> 24))
+}

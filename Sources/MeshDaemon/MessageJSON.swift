@@ -1,0 +1,101 @@
+import MeshSession
+import MeshStore
+
+/// The JSON form of stored messages, contacts and channels, shared by the API, events, hooks
+/// and `pocketmesh history --json`.
+public enum MessageJSON {
+    public static func kindName(_ k: MessageKind) -> String {
+        switch k {
+        case .direct: return "direct"
+        case .channel: return "channel"
+        case .room: return "room"
+        }
+    }
+
+    /// Splits a channel text "name: text" into its sender and body.
+    public static func splitChannelSender(_ text: String) -> (String, String)? {
+        let u = Array(text.utf8)
+        guard u.count >= 2 else { return nil }
+        for i in 0..<(u.count - 1) where u[i] == UInt8(ascii: ":") && u[i + 1] == UInt8(ascii: " ") {
+            guard i > 0, i <= 31 else { return nil }
+            return (String(decoding: u[..<i], as: UTF8.self), String(decoding: u[(i + 2)...], as: UTF8.self))
+        }
+        return nil
+    }
+
+    public static func message(_ m: StoredMessage, store: RadioStore?) -> JSON {
+        var pairs: [(String, JSON)] = [("id", .int(Int64(m.id))), ("kind", .string(kindName(m.kind))),
+                                      ("direction", .string(m.direction == .incoming ? "in" : "out"))]
+        let text = m.textString
+        switch m.kind {
+        case .direct, .room:
+            pairs.append(("from", .string(m.direction == .incoming ? m.peer.description : "me")))
+            pairs.append(("peer", .string(m.peer.description)))
+            if let c = store?.contact(prefix: m.peer), !c.name.isEmpty { pairs.append(("name", .string(c.name))) }
+            if m.kind == .room && m.author != 0 {
+                pairs.append(("author", .string(hexString([UInt8(m.author >> 24), UInt8((m.author >> 16) & 0xFF),
+                                                           UInt8((m.author >> 8) & 0xFF), UInt8(m.author & 0xFF)]))))
+            }
+            pairs.append(("text", .string(text)))
+        case .channel:
+            pairs.append(("channel", .int(Int64(m.channelIndex))))
+            if let ch = store?.channel(index: m.channelIndex), !ch.name.isEmpty { pairs.append(("channel_name", .string(ch.name))) }
+            if m.direction == .incoming, let (who, body) = splitChannelSender(text) {
+                pairs.append(("from", .string(who)))
+                pairs.append(("text", .string(body)))
+            } else {
+                pairs.append(("from", .string(m.direction == .incoming ? "" : "me")))
+                pairs.append(("text", .string(text)))
+            }
+        }
+        pairs.append(("text_type", .int(Int64(m.textType))))
+        pairs.append(("timestamp", .int(Int64(m.senderTimestamp))))
+        pairs.append(("received", .int(Int64(m.receivedAt))))
+        pairs.append(("hops", m.pathLength == 0xFF ? .null : .int(Int64(m.pathLength & 63))))
+        pairs.append(("snr", m.snr == 0 ? .null : .double(Double(m.snr) / 4)))
+        pairs.append(("status", .string(m.status.name)))
+        if m.direction == .outgoing {
+            pairs.append(("attempts", .int(Int64(m.attempts))))
+            if m.roundTripMs > 0 { pairs.append(("round_trip_ms", .int(Int64(m.roundTripMs)))) }
+        }
+        return .object(pairs)
+    }
+
+    public static func contact(_ c: StoredContact) -> JSON {
+        let types = ["none", "chat", "repeater", "room", "sensor"]
+        return .obj(("name", .string(c.name)), ("public_key", .string(c.publicKeyHex)),
+                    ("type", .string(Int(c.type) < types.count ? types[Int(c.type)] : "type \(c.type)")),
+                    ("flags", .int(Int64(c.flags))),
+                    ("path_length", .int(c.outPathLength == 0xFF ? -1 : Int64(c.outPathLength & 63))),
+                    ("last_advert", .int(Int64(c.lastAdvert))),
+                    ("latitude", .double(Double(c.latitude) / 1e6)), ("longitude", .double(Double(c.longitude) / 1e6)),
+                    ("lastmod", .int(Int64(c.lastModified))))
+    }
+
+    /// A channel without its secret (secrets never leave the store through the API or logs).
+    public static func channel(_ ch: StoredChannel) -> JSON {
+        .obj(("index", .int(Int64(ch.index))), ("name", .string(ch.name)))
+    }
+
+    /// Converts a message drained from the radio into a stored (incoming) message.
+    public static func stored(_ m: ReceivedMessage, receivedAt: UInt32) -> StoredMessage {
+        switch m.kind {
+        case .contact:
+            let room = m.textType == 2
+            var author: UInt32 = 0
+            if room { for b in m.authorPrefix.prefix(4) { author = author << 8 | UInt32(b) } }
+            return StoredMessage(kind: room ? .room : .direct, direction: .incoming, peer: KeyPrefix(m.senderPrefix),
+                                 author: author, senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType,
+                                 pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
+        case .channel:
+            return StoredMessage(kind: .channel, direction: .incoming, channelIndex: m.channelIndex,
+                                 senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType,
+                                 pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
+        case .channelData:
+            // Datagrams are kept as channel records with text type 0x80 | low byte of the data type.
+            return StoredMessage(kind: .channel, direction: .incoming, channelIndex: m.channelIndex,
+                                 senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: 0x80 | UInt8(m.dataType & 0x7F),
+                                 pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
+        }
+    }
+}

@@ -1,0 +1,329 @@
+import CBluetooth
+import Glibc
+
+/// A Bluetooth LE device address: `AA:BB:CC:DD:EE:FF`, optionally `/random` or `/public` (default).
+public struct BLEAddress: Hashable, Sendable, CustomStringConvertible {
+    public enum AddressType: String, Sendable {
+        case publicAddress = "public"
+        case randomAddress = "random"
+    }
+
+    /// Six bytes in display order (most significant first).
+    public let bytes: [UInt8]
+    public let type: AddressType
+
+    public init(bytes: [UInt8], type: AddressType = .publicAddress) {
+        precondition(bytes.count == 6)
+        self.bytes = bytes
+        self.type = type
+    }
+
+    /// Parses `AA:BB:CC:DD:EE:FF`, `AA:BB:CC:DD:EE:FF/random` or `.../public`.
+    public init(parsing text: String) throws(LinkError) {
+        var addressPart = Substring(text)
+        var type = AddressType.publicAddress
+        if let slash = text.firstIndex(of: "/") {
+            addressPart = text[..<slash]
+            guard let parsed = AddressType(rawValue: text[text.index(after: slash)...].lowercased()) else {
+                throw .invalidAddress(text, reason: "the address type after / must be public or random")
+            }
+            type = parsed
+        }
+        let parts = addressPart.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 6, parts.allSatisfy({ $0.count == 2 }) else {
+            throw .invalidAddress(text, reason: "a Bluetooth address looks like AA:BB:CC:DD:EE:FF (optionally /random)")
+        }
+        var bytes: [UInt8] = []
+        for part in parts {
+            guard let value = UInt8(part, radix: 16) else {
+                throw .invalidAddress(text, reason: "\(part) is not a hex byte")
+            }
+            bytes.append(value)
+        }
+        self.init(bytes: bytes, type: type)
+    }
+
+    /// `AA:BB:CC:DD:EE:FF` (without the type).
+    public var text: String { bytes.map { hex($0).uppercased() }.joined(separator: ":") }
+
+    public var description: String { type == .randomAddress ? "\(text)/random" : text }
+
+    var bdaddr: bdaddr_t {
+        var value = bdaddr_t()
+        withUnsafeMutableBytes(of: &value.b) { raw in
+            for index in 0..<6 { raw[index] = bytes[5 - index] }  // little-endian on the wire
+        }
+        return value
+    }
+}
+
+/// Link-layer security asked of the kernel before the ATT channel opens (BT_SECURITY).
+public enum BLESecurity: String, Sendable {
+    /// Encrypted link (uses the stored bond's key). Default.
+    case medium
+    /// Encrypted with an authenticated (MITM-protected) key.
+    case high
+
+    var level: UInt8 { self == .medium ? UInt8(BT_SECURITY_MEDIUM) : UInt8(BT_SECURITY_HIGH) }
+}
+
+/// A BLE link to a companion radio: an L2CAP LE socket on the ATT channel (CID 4) driving an
+/// `ATTClient` over the Nordic UART service. `.datagram` framing: one whole frame per read/write.
+public final class BLELink: ByteLink {
+    public let name: String
+    public private(set) var lastReceiveMs: UInt64
+    public var framing: LinkFraming { .datagram }
+    public var fd: Int32 { descriptor.rawValue }
+    public var hasPendingOutput: Bool { !pendingPDUs.isEmpty }
+    public var description: String { "ble \(name)" }
+    /// Discovery and subscription are complete.
+    public var isReady: Bool { client.phase == .ready }
+    public var mtu: Int { client.mtu }
+    public var handles: NordicUARTHandles? { client.handles }
+    /// Deadline of the ATT request in flight (pass to `checkTimeout`).
+    public var nextDeadline: UInt64? { client.nextDeadline }
+
+    private let descriptor: FileDescriptor
+    private var client: ATTClient
+    private var pendingPDUs: [[UInt8]] = []
+    private let pdu: UnsafeMutableRawBufferPointer
+    private var closed = false
+
+    /// Connects to `address` (needs a Bluetooth adapter and a kernel with Bluetooth), sets the
+    /// security level, then runs MTU exchange, discovery and subscription; blocks until the link is
+    /// ready or `timeoutMilliseconds` have passed.
+    public convenience init(connectingTo address: BLEAddress, security: BLESecurity = .medium,
+                            timeoutMilliseconds: Int = 15_000,
+                            configuration: ATTClient.Configuration = ATTClient.Configuration()) throws(LinkError) {
+        let deadline = monotonicMilliseconds() + UInt64(max(0, timeoutMilliseconds))
+        let descriptor = try Self.connect(address, security: security, deadline: deadline, timeoutMilliseconds: timeoutMilliseconds)
+        self.init(adopting: descriptor, name: address.description, configuration: configuration)
+        do {
+            try waitUntilReady(deadline: deadline, timeoutMilliseconds: timeoutMilliseconds)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// Wraps a connected ATT channel (an L2CAP socket, or one end of a SOCK_SEQPACKET socketpair in
+    /// tests) and starts the GATT setup; drive it with a poll loop (frames written before it is
+    /// ready wait in the client's queue) or call `waitUntilReady`.
+    public init(adopting descriptor: FileDescriptor, name: String,
+                configuration: ATTClient.Configuration = ATTClient.Configuration()) {
+        self.descriptor = descriptor
+        self.name = name
+        self.client = ATTClient(configuration: configuration)
+        self.pdu = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
+        self.lastReceiveMs = monotonicMilliseconds()
+        client.start(now: lastReceiveMs)
+        try? pump()
+    }
+
+    deinit {
+        close()
+        pdu.deallocate()
+    }
+
+    static func connect(_ address: BLEAddress, security: BLESecurity, deadline: UInt64,
+                        timeoutMilliseconds: Int) throws(LinkError) -> FileDescriptor {
+        let what = "Bluetooth device \(address)"
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try FileDescriptor.socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue), BTPROTO_L2CAP)
+        } catch {
+            if error == .addressFamilyNotSupported || error == .protocolNotSupported || error == .notSupported {
+                throw .unsupported("Bluetooth", reason: "this system's kernel has no Bluetooth support (\(error.name)); connect the radio with --serial or --tcp instead")
+            }
+            if error == .permissionDenied || error == .notPermitted {
+                throw .permission("Bluetooth sockets", hint: "run as a user allowed to use Bluetooth")
+            }
+            throw .cannotOpen("a Bluetooth socket", error)
+        }
+        var local = sockaddr_l2()
+        local.l2_family = sa_family_t(AF_BLUETOOTH)
+        local.l2_cid = 4  // ATT fixed channel (htobs is the identity on little-endian hosts)
+        local.l2_bdaddr_type = UInt8(BDADDR_LE_PUBLIC)
+        var status = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
+        }
+        if status != 0 {
+            let error = Errno.current
+            descriptor.close()
+            throw noAdapterOr(error, what: what)
+        }
+        var level = bt_security(level: security.level, key_size: 0)
+        if setsockopt(descriptor.rawValue, SOL_BLUETOOTH, BT_SECURITY, &level, socklen_t(MemoryLayout<bt_security>.size)) != 0 {
+            let error = Errno.current
+            descriptor.close()
+            throw .cannotOpen("\(what) with security level \(security.rawValue)", error)
+        }
+        var remote = sockaddr_l2()
+        remote.l2_family = sa_family_t(AF_BLUETOOTH)
+        remote.l2_cid = 4
+        remote.l2_bdaddr = address.bdaddr
+        remote.l2_bdaddr_type = UInt8(address.type == .randomAddress ? BDADDR_LE_RANDOM : BDADDR_LE_PUBLIC)
+        status = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
+        }
+        if status != 0 {
+            var error = Errno.current
+            if error == .inProgress || error == .interrupted {
+                var p = pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0)
+                while true {
+                    let now = monotonicMilliseconds()
+                    if now >= deadline {
+                        descriptor.close()
+                        throw .timeout("\(what) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds)
+                    }
+                    let ready = poll(&p, 1, Int32(clamping: deadline - now))
+                    if ready < 0 && Errno.current == .interrupted { continue }
+                    break
+                }
+                if let failure = descriptor.pendingSocketError() { error = failure } else { return descriptor }
+            }
+            descriptor.close()
+            switch error {
+            case .timedOut, .hostDown:
+                throw .timeout("\(what) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds)
+            case .connectionRefused:
+                throw .refused(what)
+            default:
+                throw noAdapterOr(error, what: what)
+            }
+        }
+        return descriptor
+    }
+
+    static func noAdapterOr(_ error: Errno, what: String) -> LinkError {
+        switch error {
+        case .noSuchDevice, .addressNotAvailable, .hostUnreachable, .networkDown:
+            return .unsupported("Bluetooth", reason: "no Bluetooth adapter is present and powered (check `bluetoothctl show`, then `bluetoothctl power on`)")
+        case .permissionDenied, .notPermitted:
+            return .permission(what, hint: "the Bluetooth adapter refused this user")
+        default:
+            return .cannotOpen(what, error)
+        }
+    }
+
+    /// Drives the GATT setup on this descriptor until ready.
+    public func waitUntilReady(timeoutMilliseconds: Int) throws(LinkError) {
+        try waitUntilReady(deadline: monotonicMilliseconds() + UInt64(max(0, timeoutMilliseconds)),
+                           timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    private func waitUntilReady(deadline: UInt64, timeoutMilliseconds: Int) throws(LinkError) {
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 8)
+        defer { scratch.deallocate() }
+        while !isReady {
+            let now = monotonicMilliseconds()
+            if now >= deadline {
+                throw .timeout("\(description) GATT setup (\(client.phase))", milliseconds: timeoutMilliseconds)
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLIN) | (hasPendingOutput ? Int16(POLLOUT) : 0), revents: 0)
+            let ready = poll(&p, 1, Int32(clamping: deadline - now))
+            if ready <= 0 { continue }
+            if p.revents & Int16(POLLOUT) != 0 { try flush() }
+            if p.revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                // Frames that arrive before ready (rare) are dropped, as the firmware's own queue is.
+                _ = try read(into: scratch)
+            }
+        }
+    }
+
+    public var deadline: UInt64? { client.nextDeadline }
+
+    public func handleDeadline(now: UInt64) throws(LinkError) {
+        try checkTimeout(now: now)
+    }
+
+    /// Fails the link when an ATT request is overdue; call at `nextDeadline`.
+    public func checkTimeout(now: UInt64) throws(LinkError) {
+        do {
+            try client.checkTimeout(now: now)
+        } catch {
+            throw mapped(error)
+        }
+    }
+
+    /// Receives one ATT PDU. Returns the length of the frame it carried (copied to `buffer`), or 0.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(LinkError) -> Int {
+        guard !closed else { throw .lost(name, reason: "the link is closed") }
+        let n = recv(descriptor.rawValue, pdu.baseAddress, pdu.count, SocketFlags.dontWait)
+        if n < 0 {
+            let error = Errno.current
+            if error == .wouldBlock || error == .interrupted { return 0 }
+            throw lostError(error.message.lowercased())
+        }
+        if n == 0 { throw lostError("the radio disconnected") }
+        lastReceiveMs = monotonicMilliseconds()
+        let event: ATTClient.Event
+        do {
+            event = try client.receive(UnsafeRawBufferPointer(rebasing: pdu[0..<n]), now: lastReceiveMs)
+        } catch {
+            throw mapped(error)
+        }
+        var length = 0
+        if case .frame(let frame) = event {
+            length = min(frame.count, buffer.count)
+            if let source = frame.baseAddress, let target = buffer.baseAddress {
+                target.copyMemory(from: source, byteCount: length)
+            }
+        }
+        try pump()
+        return length
+    }
+
+    /// Queues one whole companion frame (written with a Write Request when its turn comes).
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(LinkError) {
+        guard !closed else { throw .lost(name, reason: "the link is closed") }
+        do {
+            try client.send(frame: bytes, now: monotonicMilliseconds())
+        } catch {
+            throw mapped(error)
+        }
+        try pump()
+    }
+
+    public func flush() throws(LinkError) {
+        try pump()
+    }
+
+    public func hangupError() -> LinkError {
+        if let error = descriptor.pendingSocketError() { return lostError(error.message.lowercased()) }
+        return lostError("the radio disconnected")
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        descriptor.close()
+    }
+
+    /// Moves the client's PDUs to the socket; each is one SEQPACKET message, sent whole or not at all.
+    private func pump() throws(LinkError) {
+        while let next = client.takeOutgoing() { pendingPDUs.append(next) }
+        while let next = pendingPDUs.first {
+            let sent = next.withUnsafeBytes { Glibc.send(descriptor.rawValue, $0.baseAddress, $0.count, (SocketFlags.noSignal | SocketFlags.dontWait)) }
+            if sent < 0 {
+                let error = Errno.current
+                if error == .wouldBlock || error == .interrupted { return }
+                throw lostError(error.message.lowercased())
+            }
+            pendingPDUs.removeFirst()
+        }
+    }
+
+    private func lostError(_ cause: String) -> LinkError {
+        let unacknowledged = client.unacknowledgedFrames
+        if unacknowledged > 0 {
+            return .lost(name, reason: "\(cause), with \(unacknowledged) frame(s) not acknowledged")
+        }
+        return .lost(name, reason: cause)
+    }
+
+    private func mapped(_ error: ATTClientError) -> LinkError {
+        if case .queueFull = error { return .stalled(name) }
+        return .bluetooth("BLE radio \(name)", reason: error.description(address: name.split(separator: "/").first.map(String.init) ?? name))
+    }
+}

@@ -1,0 +1,856 @@
+import Glibc
+import MeshAir
+import MeshCompanion
+
+/// A contact, owned, as the command line shows it.
+public struct ContactSummary: Sendable, Equatable {
+    public var publicKey: [UInt8]
+    public var name: String
+    public var type: UInt8
+    public var flags: UInt8
+    public var outPathLength: UInt8
+    public var outPath: [UInt8]
+    public var lastAdvert: UInt32
+    public var latitude: Int32
+    public var longitude: Int32
+    public var lastModified: UInt32
+
+    public init?(record f: [UInt8]) {
+        guard f.count >= 148 else { return nil }
+        publicKey = Array(f[1..<33])
+        type = f[33]
+        flags = f[34]
+        outPathLength = f[35]
+        let n = PathLength(rawValue: f[35])
+        outPath = n.isValid && !n.isUnknown ? Array(f[36..<(36 + n.byteCount)]) : []
+        let nameField = f[100..<132]
+        name = String(decoding: nameField.prefix { $0 != 0 }, as: UTF8.self)
+        lastAdvert = readU32(f, 132)
+        latitude = Int32(bitPattern: readU32(f, 136))
+        longitude = Int32(bitPattern: readU32(f, 140))
+        lastModified = readU32(f, 144)
+    }
+
+    public var typeName: String { ContactType(rawValue: type).description }
+
+    public var value: Value {
+        .object([
+            .init("name", .string(name)),
+            .init("public_key", .hex(publicKey)),
+            .init("type", .string(typeName)),
+            .init("flags", .int(flags)),
+            .init("path_length", outPathLength == 0xFF ? .int(-1) : .int(Int(outPathLength & 63))),
+            .init("path", .hex(outPath)),
+            .init("last_advert", .int(lastAdvert)),
+            .init("latitude", .double(Double(latitude) / 1e6)),
+            .init("longitude", .double(Double(longitude) / 1e6)),
+            .init("lastmod", .int(lastModified)),
+        ])
+    }
+}
+
+public struct ChannelSummary: Sendable, Equatable {
+    public var index: UInt8
+    public var name: String
+    public var secret: [UInt8]
+    public var isEmpty: Bool { name.isEmpty && !secret.contains { $0 != 0 } }
+    public var value: Value {
+        .object([.init("index", .int(index)), .init("name", .string(name)), .init("secret", .hex(secret))])
+    }
+}
+
+/// Wall clock, epoch seconds (for message timestamps and clock sync).
+public func wallClockEpoch() -> UInt32 {
+    UInt32(truncatingIfNeeded: time(nil))
+}
+
+/// The message as the command line prints it (text and JSON).
+public func messageValue(_ m: ReceivedMessage, contacts: [ContactSummary] = []) -> Value {
+    var fields: [Value.Field] = []
+    switch m.kind {
+    case .contact:
+        fields.append(.init("type", .string(m.textType == 1 ? "cli" : m.textType == 2 ? "room" : "direct")))
+        fields.append(.init("from", .hex(m.senderPrefix)))
+        if let c = contacts.first(where: { Array($0.publicKey.prefix(6)) == m.senderPrefix }) {
+            fields.append(.init("name", .string(c.name)))
+        }
+        if !m.authorPrefix.isEmpty { fields.append(.init("author", .hex(m.authorPrefix))) }
+    case .channel:
+        fields.append(.init("type", .string("channel")))
+        fields.append(.init("channel", .int(m.channelIndex)))
+    case .channelData:
+        fields.append(.init("type", .string("channel_data")))
+        fields.append(.init("channel", .int(m.channelIndex)))
+        fields.append(.init("data_type", .int(m.dataType)))
+    }
+    fields.append(.init("timestamp", .int(m.timestamp)))
+    fields.append(.init("hops", m.hops.map { .int($0) } ?? .null))
+    fields.append(.init("snr", m.snrQuarterDb.map { .double(Double($0) / 4) } ?? .null))
+    if m.kind == .channelData {
+        fields.append(.init("data", .hex(m.text)))
+    } else {
+        fields.append(.init("text", .string(m.textString)))
+    }
+    return .object(fields)
+}
+
+/// Runs `Request`s against a connected `Radio`.
+public final class Executor {
+    public let radio: Radio
+    /// Per-command response timeout (ms).
+    public var timeout: UInt64
+    var contactCache: [ContactSummary]? = nil
+    /// Messages drained while doing something else; `sync` and `listen` print them.
+    public private(set) var collected: [ReceivedMessage] = []
+
+    public init(radio: Radio, timeout: UInt64) {
+        self.radio = radio
+        self.timeout = timeout
+    }
+
+    var selfInfo: [UInt8] { radio.session.selfInfo ?? [] }
+    var deviceInfo: [UInt8] { radio.session.deviceInfo ?? [] }
+
+    // MARK: small helpers
+
+    func call(_ frame: [UInt8], expecting code: UInt8, what: String) throws(ClientError) -> [UInt8] {
+        let r = try radio.call(frame, expecting: .codes(CodeSet(code)), timeout: timeout)
+        return try check(r, what: what)
+    }
+
+    func call(_ frame: EncodedFrame, expecting code: ResponseCode, what: String) throws(ClientError) -> [UInt8] {
+        try call(frame.bytes, expecting: code.rawValue, what: what)
+    }
+
+    func encode(_ build: () throws(CompanionEncodeError) -> EncodedFrame) throws(ClientError) -> EncodedFrame {
+        do { return try build() } catch { throw .usage("\(error)".hasSuffix(".") ? "\(error)" : "\(error): check the value and try again.") }
+    }
+
+    func check(_ r: Reply, what: String) throws(ClientError) -> [UInt8] {
+        switch r {
+        case .ok: return [0x00]
+        case .frame(let f): return f
+        case .contacts: return []
+        case .error(let code): throw .radio(what, code: code)
+        case .disabled: throw .refused("the radio refused \(what): the feature is disabled in its firmware build.", code: 0x0F)
+        case .timeout: throw .timeout("the radio did not answer \(what) within \(timeout / 1000) s: check the link or raise --timeout.")
+        case .sent: return []
+        case .cancelled: throw .link("the link to the radio was lost during \(what): reconnect and try again.")
+        }
+    }
+
+    public func contacts(refresh: Bool = false) throws(ClientError) -> [ContactSummary] {
+        if let c = contactCache, !refresh { return c }
+        let r = try radio.listContacts()
+        guard case .contacts(let listing) = r else {
+            _ = try check(r, what: "the contact listing")
+            throw .link("the radio answered the contact listing with something unexpected: try again.")
+        }
+        let list = listing.records.compactMap(ContactSummary.init(record:))
+        contactCache = list
+        return list
+    }
+
+    /// A contact by exact name, case-insensitive name, or hex key prefix.
+    public func resolve(_ who: String) throws(ClientError) -> ContactSummary {
+        let all = try contacts()
+        if let c = all.first(where: { $0.name == who }) { return c }
+        let lower = who.lowercased()
+        let byName = all.filter { $0.name.lowercased() == lower }
+        if byName.count == 1 { return byName[0] }
+        if let bytes = Hex.decode(who), !bytes.isEmpty, who.count % 2 == 0 {
+            let byKey = all.filter { $0.publicKey.starts(with: bytes) }
+            if byKey.count == 1 { return byKey[0] }
+            if byKey.count > 1 {
+                throw .usage("\"\(who)\" matches \(byKey.count) contacts: give more hex digits of the key.")
+            }
+        }
+        throw .notFound("no contact named or keyed \"\(who)\": run `pocketmesh contacts` to list them (adverts add contacts).")
+    }
+
+    public func channels() throws(ClientError) -> [ChannelSummary] {
+        let max = deviceInfo.count > 3 ? Int(deviceInfo[3]) : 8
+        var out: [ChannelSummary] = []
+        for i in 0..<max {
+            let f = try call(CommandFrame.getChannel(UInt8(i)), expecting: .channelInfo, what: "GET_CHANNEL \(i)")
+            guard f.count >= 50 else { continue }
+            let name = String(decoding: f[2..<34].prefix { $0 != 0 }, as: UTF8.self)
+            out.append(ChannelSummary(index: f[1], name: name, secret: Array(f[34..<50])))
+        }
+        return out
+    }
+
+    public func resolveChannel(_ which: String) throws(ClientError) -> ChannelSummary {
+        let all = try channels()
+        if let i = Int(which) {
+            if let c = all.first(where: { Int($0.index) == i }) { return c }
+            throw .notFound("channel \(i) does not exist (the radio has \(all.count) slots): run `pocketmesh channel list`.")
+        }
+        let want = which.lowercased()
+        let alt = want.hasPrefix("#") ? String(want.dropFirst()) : "#" + want
+        if let c = all.first(where: { !$0.isEmpty && ($0.name.lowercased() == want || $0.name.lowercased() == alt) }) { return c }
+        throw .notFound("no channel named \"\(which)\": run `pocketmesh channel list`, or add it with `pocketmesh channel set`.")
+    }
+
+    func publicKey(_ c: ContactSummary) -> MeshCompanion.PublicKey { MeshCompanion.PublicKey(c.publicKey)! }
+
+    func ok(_ what: String) -> Value { .object([.init("status", .string("ok")), .init("done", .string(what))]) }
+
+    // MARK: execute
+
+    public func execute(_ request: Request) throws(ClientError) -> Outcome {
+        switch request {
+        case .info:
+            return Outcome(try info())
+        case .contacts:
+            return Outcome(.array(try contacts(refresh: true).map(\.value)))
+        case .contactShow(let who):
+            return Outcome(try resolve(who).value)
+        case .contactAdd(let keyHex, let name, let type, let pathHex):
+            guard let key = MeshCompanion.PublicKey(hex: keyHex) else { throw .usage("a public key must be 64 hex digits.") }
+            var c = Contact(publicKey: key, type: ContactType(rawValue: type), name: name, lastAdvertTimestamp: wallClockEpoch())
+            if let p = pathHex, !p.isEmpty {
+                guard let bytes = Hex.decode(p), let len = PathLength(hopCount: bytes.count) else {
+                    throw .usage("the path must be hex hop hashes, at most 64 bytes.")
+                }
+                do { try c.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
+            }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(c, includeLastModified: false) }
+            _ = try call(frame, expecting: .ok, what: "adding the contact")
+            return Outcome(ok("contact \(name) added"))
+        case .contactRemove(let who):
+            let c = try resolve(who)
+            _ = try call(CommandFrame.removeContact(publicKey(c)), expecting: .ok, what: "removing \(c.name)")
+            return Outcome(ok("removed \(c.name)"))
+        case .contactResetPath(let who):
+            let c = try resolve(who)
+            _ = try call(CommandFrame.resetPath(publicKey(c)), expecting: .ok, what: "resetting the path of \(c.name)")
+            return Outcome(ok("path of \(c.name) reset (next message floods)"))
+        case .contactShare(let who):
+            let c = try resolve(who)
+            _ = try call(CommandFrame.shareContact(publicKey(c)), expecting: .ok, what: "sharing \(c.name)")
+            return Outcome(ok("shared \(c.name) zero-hop"))
+        case .contactExport(let who):
+            let key: MeshCompanion.PublicKey? = try who.map { w throws(ClientError) in publicKey(try resolve(w)) }
+            let f = try call(CommandFrame.exportContact(key), expecting: .exportContact, what: "exporting the contact")
+            return Outcome(.object([.init("advert", .hex(f.dropFirst()))]))
+        case .contactImport(let hex):
+            guard let bytes = Hex.decode(hex), bytes.count > 98 else {
+                throw .usage("give the exported advert as hex (more than 98 bytes), as `pocketmesh contacts export` prints it.")
+            }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.importContact(advertPacket: bytes) }
+            _ = try call(frame, expecting: .ok, what: "importing the contact")
+            return Outcome(ok("contact imported"))
+        case .contactPath(let who):
+            let c = try resolve(who)
+            var fields: [Value.Field] = [
+                .init("name", .string(c.name)),
+                .init("out_path_length", c.outPathLength == 0xFF ? .string("flood") : .int(Int(c.outPathLength & 63))),
+                .init("out_path", .hex(c.outPath)),
+            ]
+            let r = try radio.call(CommandFrame.getAdvertPath(publicKey(c)).bytes,
+                                   expecting: .codes(CodeSet(ResponseCode.advertPath.rawValue)), timeout: timeout)
+            if case .frame(let f) = r, f.count >= 6 {
+                let len = PathLength(rawValue: f[5])
+                fields.append(.init("advert_received", .int(readU32(f, 1))))
+                fields.append(.init("advert_path", .hex(f.dropFirst(6).prefix(len.byteCount))))
+            }
+            return Outcome(.object(fields))
+        case .contactDiscoverPath(let who):
+            let c = try resolve(who)
+            let o = try radio.request(.pathDiscovery(publicKey: c.publicKey))
+            let f = try requestReply(o, what: "path discovery to \(c.name)")
+            guard f.count >= 10 else { throw .link("the radio sent a malformed path discovery reply: try again.") }
+            let outLen = PathLength(rawValue: f[8])
+            let out = Array(f[9..<min(f.count, 9 + outLen.byteCount)])
+            let inIdx = 9 + outLen.byteCount
+            let inLen = inIdx < f.count ? PathLength(rawValue: f[inIdx]) : PathLength.unknown
+            let inPath = Array(f.dropFirst(inIdx + 1).prefix(inLen.byteCount))
+            return Outcome(.object([.init("name", .string(c.name)), .init("out_path", .hex(out)), .init("in_path", .hex(inPath))]))
+        case .send(let to, let text, let wait):
+            return try send(to: to, text: text, wait: wait)
+        case .channels:
+            return Outcome(.array(try channels().filter { !$0.isEmpty }.map(\.value)))
+        case .channelSet(let index, let name, let secretHex, let hashtag):
+            let secret: [UInt8]
+            if let s = secretHex {
+                guard let b = Hex.decode(s), b.count == 16 else { throw .usage("the channel secret must be 32 hex digits (16 bytes).") }
+                secret = b
+            } else if hashtag || name.hasPrefix("#") {
+                secret = ChannelSecret(hashtag: name).key
+            } else {
+                throw .usage("give --secret HEX, or a #name (or --hashtag) for a hashtag channel.")
+            }
+            let chanName = hashtag && !name.hasPrefix("#") ? "#" + name : name
+            guard index >= 0, index < 256 else { throw .usage("the channel index must be 0–255.") }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setChannel(UInt8(index), name: chanName, secret: secret) }
+            _ = try call(frame, expecting: .ok, what: "setting channel \(index)")
+            return Outcome(ChannelSummary(index: UInt8(index), name: chanName, secret: secret).value)
+        case .channelRemove(let which):
+            let c = try resolveChannel(which)
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setChannel(c.index, name: "", secret: [UInt8](repeating: 0, count: 16)) }
+            _ = try call(frame, expecting: .ok, what: "removing channel \(c.index)")
+            return Outcome(ok("channel \(c.index) removed"))
+        case .channelSend(let which, let text):
+            let c = try resolveChannel(which)
+            let frame = try encode { () throws(CompanionEncodeError) in
+                try CommandFrame.sendChannelTextMessage(channel: c.index, text: text, timestamp: wallClockEpoch())
+            }
+            _ = try call(frame, expecting: .ok, what: "sending to channel \(c.index)")
+            return Outcome(.object([.init("status", .string("sent")), .init("channel", .int(c.index)), .init("name", .string(c.name))]))
+        case .sync:
+            try radio.drain()
+            let cs = (try? contacts()) ?? []
+            let msgs = collected.map { messageValue($0, contacts: cs) }
+            collected.removeAll()
+            return Outcome(.array(msgs))
+        case .advert(let flood):
+            _ = try call(CommandFrame.sendSelfAdvert(flood: flood), expecting: .ok, what: "sending an advert")
+            return Outcome(ok(flood ? "flood advert sent" : "zero-hop advert sent"))
+        case .timeGet:
+            let f = try call(CommandFrame.getDeviceTime(), expecting: .currentTime, what: "GET_DEVICE_TIME")
+            guard f.count >= 5 else { throw .link("the radio sent a malformed time frame: try again.") }
+            let t = readU32(f, 1)
+            return Outcome(.object([.init("epoch", .int(t)), .init("host_epoch", .int(wallClockEpoch())),
+                                    .init("offset_s", .int(Int64(t) - Int64(wallClockEpoch())))]))
+        case .timeSync:
+            let now = wallClockEpoch()
+            let r = try radio.call(CommandFrame.setDeviceTime(now).bytes, expecting: .codes(CodeSet(0)), timeout: timeout)
+            if case .error(6) = r {
+                throw .refused("the radio refused the time with ERR 6 (illegal argument): its clock is ahead of this host's and cannot move backwards; fix the host clock or reboot the radio.", code: 6)
+            }
+            _ = try check(r, what: "setting the time")
+            return Outcome(.object([.init("status", .string("ok")), .init("epoch", .int(now))]))
+        case .get(let key):
+            return Outcome(try getSetting(key))
+        case .set(let key, let values):
+            return Outcome(try setSetting(key, values))
+        case .battery:
+            let f = try call(CommandFrame.getBatteryAndStorage(), expecting: .batteryAndStorage, what: "GET_BATT_AND_STORAGE")
+            guard f.count >= 3 else { throw .link("the radio sent a malformed battery frame: try again.") }
+            var fields: [Value.Field] = [.init("millivolts", .int(UInt16(f[1]) | UInt16(f[2]) << 8))]
+            if f.count >= 11 {
+                fields.append(.init("storage_used_kb", .int(readU32(f, 3))))
+                fields.append(.init("storage_total_kb", .int(readU32(f, 7))))
+            }
+            return Outcome(.object(fields))
+        case .stats(let which):
+            return Outcome(try stats(which))
+        case .login(let who, let password):
+            let c = try resolve(who)
+            let o = try radio.request(.login(publicKey: c.publicKey, password: password))
+            let f = try requestReply(o, what: "login to \(c.name)", timeoutHint: "check the password (servers do not answer a wrong one)")
+            if f.first == PushCode.loginFail.rawValue {
+                return Outcome(.object([.init("status", .string("failed")), .init("name", .string(c.name))]),
+                               error: .refused("\(c.name) rejected the login: check the password.", code: 0))
+            }
+            var fields: [Value.Field] = [.init("status", .string("ok")), .init("name", .string(c.name)),
+                                         .init("admin", .bool(f.count > 1 && f[1] & 1 != 0))]
+            if f.count >= 14 {
+                fields.append(.init("acl_permissions", .int(f[12])))
+                fields.append(.init("firmware_level", .int(f[13])))
+            }
+            return Outcome(.object(fields))
+        case .logout(let who):
+            let c = try resolve(who)
+            _ = try call(CommandFrame.logout(publicKey(c)), expecting: .ok, what: "logging out of \(c.name)")
+            return Outcome(ok("logged out of \(c.name)"))
+        case .status(let who):
+            let c = try resolve(who)
+            let o = try radio.request(.status(publicKey: c.publicKey))
+            let f = try requestReply(o, what: "status of \(c.name)", timeoutHint: "log in first (`pocketmesh login`)")
+            return Outcome(statusValue(f, name: c.name))
+        case .telemetry(let who):
+            if let who {
+                let c = try resolve(who)
+                let o = try radio.request(.telemetry(publicKey: c.publicKey))
+                let f = try requestReply(o, what: "telemetry of \(c.name)", timeoutHint: "the node may deny telemetry")
+                return Outcome(telemetryValue(f, name: c.name))
+            }
+            let r = try radio.call(CommandFrame.sendTelemetryRequest(nil).bytes,
+                                   expecting: .codes(CodeSet(PushCode.telemetryResponse.rawValue)), timeout: timeout)
+            return Outcome(telemetryValue(try check(r, what: "self telemetry"), name: nil))
+        case .neighbours(let who):
+            let c = try resolve(who)
+            let o = try radio.request(.binary(publicKey: c.publicKey, data: [0x06, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x06, 0x04, 0x00, 0x00]))
+            let f = try requestReply(o, what: "neighbours of \(c.name)", timeoutHint: "log in first (`pocketmesh login`)")
+            return Outcome(neighboursValue(f))
+        case .acl(let who):
+            let c = try resolve(who)
+            let o = try radio.request(.binary(publicKey: c.publicKey, data: [0x05, 0x00]))
+            let f = try requestReply(o, what: "the ACL of \(c.name)", timeoutHint: "log in as admin first")
+            var entries: [Value] = []
+            var i = 6
+            while i + 7 <= f.count {
+                entries.append(.object([.init("prefix", .hex(f[i..<(i + 6)])), .init("permissions", .int(f[i + 6]))]))
+                i += 7
+            }
+            return Outcome(.array(entries))
+        case .command(let who, let text):
+            let c = try resolve(who)
+            let o = try radio.request(.command(publicKey: c.publicKey, text: text, timestamp: wallClockEpoch()))
+            let f = try requestReply(o, what: "the command to \(c.name)", timeoutHint: "log in as admin first")
+            let reply = (try? ReceivedMessage(frame: f))?.textString ?? ""
+            return Outcome(.object([.init("name", .string(c.name)), .init("reply", .string(reply))]))
+        case .trace(let pathText):
+            var path: [UInt8] = []
+            for part in pathText.split(separator: ",") {
+                guard let b = Hex.decode(String(part)), b.count == 1 else {
+                    throw .usage("give the trace path as comma-separated 1-byte hex hashes, e.g. 5f,33,5f.")
+                }
+                path += b
+            }
+            var rng = SystemRandomNumberGenerator()
+            let tag = UInt32.random(in: 1...UInt32.max, using: &rng)
+            let o = try radio.request(.trace(tag: tag, auth: 0, flags: 0, path: path))
+            let f = try requestReply(o, what: "the trace", timeoutHint: "check the hop hashes")
+            return Outcome(traceValue(f))
+        case .sign(let hex):
+            guard let data = Hex.decode(hex) else { throw .usage("give the data to sign as hex.") }
+            _ = try call(CommandFrame.signStart(), expecting: .signStart, what: "SIGN_START")
+            var i = 0
+            while i < data.count {
+                let chunk = Array(data[i..<min(data.count, i + 128)])
+                let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.signData(chunk) }
+                _ = try call(frame, expecting: .ok, what: "SIGN_DATA")
+                i += 128
+            }
+            let f = try call(CommandFrame.signFinish(), expecting: .signature, what: "SIGN_FINISH")
+            return Outcome(.object([.init("signature", .hex(f.dropFirst()))]))
+        case .keyExport:
+            let f = try call(CommandFrame.exportPrivateKey(), expecting: .privateKey, what: "exporting the private key")
+            return Outcome(.object([.init("private_key", .hex(f.dropFirst()))]))
+        case .keyImport(let hex):
+            guard let key = Hex.decode(hex), key.count == 64 else { throw .usage("the private key must be 128 hex digits (64 bytes).") }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.importPrivateKey(key) }
+            _ = try call(frame, expecting: .ok, what: "importing the private key")
+            return Outcome(ok("private key imported"))
+        case .reboot:
+            _ = try radio.call(CommandFrame.reboot().bytes, expecting: .noReply)
+            return Outcome(ok("reboot sent"))
+        case .factoryReset:
+            let r = try radio.call(CommandFrame.factoryReset().bytes, expecting: .codes(CodeSet(0)), timeout: 2_000)
+            switch r {
+            case .ok, .timeout, .cancelled: return Outcome(ok("factory reset sent"))
+            default: _ = try check(r, what: "the factory reset"); return Outcome(ok("factory reset sent"))
+            }
+        case .raw(let hex):
+            guard let bytes = Hex.decode(hex), !bytes.isEmpty, bytes.count <= 176 else {
+                throw .usage("give one frame as 1 to 176 bytes of hex, e.g. 16 03.")
+            }
+            let r = try radio.call(bytes, expecting: .anyResponse, timeout: timeout)
+            switch r {
+            case .ok: return Outcome(.object([.init("reply", .hex([0x00]))]))
+            case .frame(let f): return Outcome(.object([.init("reply", .hex(f))]))
+            case .error(let e): return Outcome(.object([.init("reply", .hex([0x01, e]))]))
+            default: _ = try check(r, what: "the raw frame"); return Outcome(.null)
+            }
+        }
+    }
+
+    /// Collects drained messages (called by the command line from `Radio.onEvent`).
+    public func collect(_ m: ReceivedMessage) { collected.append(m) }
+
+    func requestReply(_ o: RequestOutcome, what: String, timeoutHint: String = "the node may be out of range") throws(ClientError) -> [UInt8] {
+        switch o {
+        case .reply(let f): return f
+        case .timeout: throw .timeout("no reply to \(what) in time: \(timeoutHint), or try again.")
+        case .superseded: throw .timeout("\(what) was superseded by a newer request: send one request at a time.")
+        case .refused(let code): throw .radio(what, code: code, hint: code == 2 ? "the contact is not known to the radio" : "check the arguments")
+        case .cancelled: throw .link("the link to the radio was lost during \(what): reconnect and try again.")
+        case .sent: throw .timeout("no reply to \(what) in time: try again.")
+        }
+    }
+
+    // MARK: send
+
+    func send(to: String, text: String, wait: Bool) throws(ClientError) -> Outcome {
+        let c = try resolve(to)
+        let started = radio.now
+        var attempts = 1
+        var flood = false
+        let d = try radio.sendText(to: c.publicKey, text: text, timestamp: wallClockEpoch(), wait: wait) { p in
+            switch p {
+            case .sent(let a, let f, _): attempts = a + 1; flood = f
+            case .retrying(let a, let f): attempts = a + 1; flood = f
+            default: break
+            }
+        }
+        let elapsed = radio.now - started
+        func result(_ status: String, _ extra: [Value.Field] = []) -> Value {
+            .object([.init("status", .string(status)), .init("to", .string(c.name)), .init("attempts", .int(attempts)),
+                     .init("flood", .bool(flood))] + extra)
+        }
+        switch d {
+        case .sent(let a, let f, let est):
+            return Outcome(result("sent", [.init("estimated_timeout_ms", .int(est))]).with(attempts: a + 1, flood: f))
+        case .acked(let a, let rtt):
+            return Outcome(result("acked", [.init("round_trip_ms", .int(rtt)), .init("elapsed_ms", .int(elapsed))]).with(attempts: a + 1, flood: flood))
+        case .failed(let n):
+            return Outcome(result("failed").with(attempts: n, flood: flood),
+                           error: .timeout("\(c.name) did not acknowledge after \(n) attempts: the node may be out of range; try again later or check `pocketmesh contacts path \(c.name)`."))
+        case .refused(let code):
+            throw .radio("the message", code: code, hint: code == 3 ? "the text may be too long or the radio busy" : "check the contact")
+        case .timeout:
+            throw .timeout("the radio did not accept the message within \(timeout / 1000) s: check the link or raise --timeout.")
+        case .cancelled, .retrying:
+            throw .link("the link to the radio was lost while sending: reconnect and try again.")
+        }
+    }
+
+    // MARK: info, settings, stats
+
+    func info() throws(ClientError) -> Value {
+        let s = selfInfo, d = deviceInfo
+        guard s.count >= 58 else { throw .link("the radio sent a malformed SELF_INFO frame: check its firmware.") }
+        var fields: [Value.Field] = [
+            .init("name", .string(String(decoding: s[58...], as: UTF8.self))),
+            .init("public_key", .hex(s[4..<36])),
+            .init("type", .string(ContactType(rawValue: s[1]).description)),
+            .init("tx_power_dbm", .int(Int8(bitPattern: s[2]))),
+            .init("max_tx_power_dbm", .int(Int8(bitPattern: s[3]))),
+            .init("latitude", .double(Double(Int32(bitPattern: readU32(s, 36))) / 1e6)),
+            .init("longitude", .double(Double(Int32(bitPattern: readU32(s, 40))) / 1e6)),
+            .init("frequency_mhz", .double(Double(readU32(s, 48)) / 1000)),
+            .init("bandwidth_khz", .double(Double(readU32(s, 52)) / 1000)),
+            .init("spreading_factor", .int(s[56])),
+            .init("coding_rate", .int(s[57])),
+            .init("multi_acks", .int(s[44])),
+            .init("advert_location_policy", .int(s[45])),
+            .init("telemetry_modes", telemetryModesValue(s[46])),
+            .init("manual_add_contacts", .bool(s[47] & 1 != 0)),
+        ]
+        if d.count >= 4 {
+            fields.append(.init("protocol_version", .int(d[1])))
+            fields.append(.init("max_contacts", .int(Int(d[2]) * 2)))
+            fields.append(.init("max_channels", .int(d[3])))
+        }
+        if d.count >= 80 {
+            fields.append(.init("firmware_version", .string(cString(d[60..<80]))))
+            fields.append(.init("firmware_build_date", .string(cString(d[8..<20]))))
+            fields.append(.init("model", .string(cString(d[20..<60]))))
+        }
+        if d.count >= 82 {
+            fields.append(.init("client_repeat", .bool(d[80] != 0)))
+            fields.append(.init("path_hash_mode", .int(d[81])))
+        }
+        return .object(fields)
+    }
+
+    func cString(_ b: ArraySlice<UInt8>) -> String { String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) }
+
+    func telemetryModesValue(_ packed: UInt8) -> Value {
+        func mode(_ v: UInt8) -> Value { .string(["deny", "flags", "allow", "3"][Int(v & 3)]) }
+        return .object([.init("base", mode(packed)), .init("location", mode(packed >> 2)), .init("environment", mode(packed >> 4))])
+    }
+
+    public static let settingNames = ["name", "coords", "radio", "tx", "tuning", "manual-add", "telemetry", "advert-loc-policy",
+                                      "multi-acks", "pin", "auto-add", "path-hash-mode", "flood-scope", "custom",
+                                      "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat"]
+
+    func getSetting(_ key: String?) throws(ClientError) -> Value {
+        guard let key else {
+            var fields: [Value.Field] = []
+            for k in Executor.settingNames {
+                if let v = try? getSetting(k) { fields.append(.init(k, v[k] ?? v)) }
+            }
+            return .object(fields)
+        }
+        let s = selfInfo, d = deviceInfo
+        func one(_ v: Value) -> Value { .object([.init(key, v)]) }
+        switch key {
+        case "name": return one(.string(String(decoding: s[58...], as: UTF8.self)))
+        case "coords":
+            return one(.object([.init("latitude", .double(Double(Int32(bitPattern: readU32(s, 36))) / 1e6)),
+                                .init("longitude", .double(Double(Int32(bitPattern: readU32(s, 40))) / 1e6))]))
+        case "radio":
+            return one(.object([.init("frequency_mhz", .double(Double(readU32(s, 48)) / 1000)),
+                                .init("bandwidth_khz", .double(Double(readU32(s, 52)) / 1000)),
+                                .init("spreading_factor", .int(s[56])), .init("coding_rate", .int(s[57]))]))
+        case "tx": return one(.int(Int8(bitPattern: s[2])))
+        case "tuning":
+            let f = try call(CommandFrame.getTuningParams(), expecting: .tuningParams, what: "GET_TUNING_PARAMS")
+            guard f.count >= 9 else { throw .link("the radio sent a malformed tuning frame: try again.") }
+            return one(.object([.init("rx_delay_base", .double(Double(readU32(f, 1)) / 1000)),
+                                .init("airtime_factor", .double(Double(readU32(f, 5)) / 1000))]))
+        case "manual-add": return one(.bool(s[47] & 1 != 0))
+        case "telemetry": return one(telemetryModesValue(s[46]))
+        case "advert-loc-policy": return one(.int(s[45]))
+        case "multi-acks": return one(.int(s[44]))
+        case "pin": return one(d.count >= 8 ? .int(readU32(d, 4)) : .null)
+        case "auto-add":
+            let f = try call(CommandFrame.getAutoAddConfig(), expecting: .autoAddConfig, what: "GET_AUTOADD_CONFIG")
+            return one(.object([.init("flags", .int(f.count > 1 ? f[1] : 0)), .init("max_hops", .int(f.count > 2 ? f[2] : 0))]))
+        case "path-hash-mode": return one(d.count >= 82 ? .int(d[81]) : .null)
+        case "flood-scope":
+            let f = try call(CommandFrame.getDefaultFloodScope(), expecting: .defaultFloodScope, what: "GET_DEFAULT_FLOOD_SCOPE")
+            return one(f.count >= 32 ? .string(cString(f[1..<32])) : .null)
+        case "custom":
+            let f = try call(CommandFrame.getCustomVars(), expecting: .customVars, what: "GET_CUSTOM_VARS")
+            var fields: [Value.Field] = []
+            for pair in String(decoding: f.dropFirst(), as: UTF8.self).split(separator: ",") {
+                let kv = pair.split(separator: ":", maxSplits: 1)
+                if kv.count == 2 { fields.append(.init(String(kv[0]), .string(String(kv[1])))) }
+            }
+            return one(.object(fields))
+        case "public-key": return one(.hex(s[4..<36]))
+        case "firmware": return one(d.count >= 80 ? .string(cString(d[60..<80])) : .null)
+        case "model": return one(d.count >= 60 ? .string(cString(d[20..<60])) : .null)
+        case "max-contacts": return one(d.count > 2 ? .int(Int(d[2]) * 2) : .null)
+        case "max-channels": return one(d.count > 3 ? .int(d[3]) : .null)
+        case "client-repeat": return one(d.count > 80 ? .bool(d[80] != 0) : .null)
+        default:
+            throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")
+        }
+    }
+
+    func parseDouble(_ s: String, _ what: String) throws(ClientError) -> Double {
+        guard let v = Double(s) else { throw .usage("\(what) must be a number, not \"\(s)\".") }
+        return v
+    }
+
+    func parseInt(_ s: String, _ what: String) throws(ClientError) -> Int {
+        guard let v = Int(s) else { throw .usage("\(what) must be a whole number, not \"\(s)\".") }
+        return v
+    }
+
+    func parseBool(_ s: String, _ what: String) throws(ClientError) -> Bool {
+        switch s.lowercased() {
+        case "1", "on", "yes", "true": return true
+        case "0", "off", "no", "false": return false
+        default: throw .usage("\(what) must be on or off, not \"\(s)\".")
+        }
+    }
+
+    func telemetryMode(_ s: String) throws(ClientError) -> UInt8 {
+        switch s.lowercased() {
+        case "deny", "0": return 0
+        case "flags", "1": return 1
+        case "allow", "2": return 2
+        default: throw .usage("a telemetry mode must be deny, flags or allow, not \"\(s)\".")
+        }
+    }
+
+    func needs(_ values: [String], _ n: Int, _ usage: String) throws(ClientError) {
+        guard values.count == n else { throw .usage("usage: pocketmesh set \(usage).") }
+    }
+
+    func setOther(manual: UInt8? = nil, telemetry: UInt8? = nil, policy: UInt8? = nil, multiAcks: UInt8? = nil) throws(ClientError) {
+        let s = selfInfo
+        let modes = TelemetryModes(packed: telemetry ?? s[46])
+        let frame = CommandFrame.setOtherParams(manualAddContacts: manual ?? s[47], telemetryModes: modes,
+                                                advertLocationPolicy: policy ?? s[45], multiAcks: multiAcks ?? s[44])
+        _ = try call(frame, expecting: .ok, what: "SET_OTHER_PARAMS")
+    }
+
+    func setSetting(_ key: String, _ v: [String]) throws(ClientError) -> Value {
+        switch key {
+        case "name":
+            try needs(v, 1, "name NAME")
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setAdvertName(v[0]) }
+            _ = try call(frame, expecting: .ok, what: "the name")
+        case "coords":
+            try needs(v, 2, "coords LATITUDE LONGITUDE")
+            let lat = try parseDouble(v[0], "the latitude"), lon = try parseDouble(v[1], "the longitude")
+            guard abs(lat) <= 90, abs(lon) <= 180 else { throw .usage("the latitude must be within ±90 and the longitude within ±180 degrees.") }
+            let frame = try encode { () throws(CompanionEncodeError) in
+                try CommandFrame.setAdvertLatLon(latitude: Int32((lat * 1e6).rounded()), longitude: Int32((lon * 1e6).rounded()))
+            }
+            _ = try call(frame, expecting: .ok, what: "the coordinates")
+        case "radio":
+            guard v.count == 4 || v.count == 5 else { throw .usage("usage: pocketmesh set radio FREQ_MHZ BW_KHZ SF CR [REPEAT].") }
+            let freq = try parseDouble(v[0], "the frequency (MHz)"), bw = try parseDouble(v[1], "the bandwidth (kHz)")
+            let sf = try parseInt(v[2], "the spreading factor"), cr = try parseInt(v[3], "the coding rate")
+            guard sf >= 0, sf < 256, cr >= 0, cr < 256, freq > 0, bw > 0 else { throw .usage("the radio parameters are out of range.") }
+            let p = RadioParams(frequencyKHz: UInt32((freq * 1000).rounded()), bandwidthHz: UInt32((bw * 1000).rounded()),
+                                spreadingFactor: UInt8(sf), codingRate: UInt8(cr))
+            let repeatOn: Bool? = v.count == 5 ? try parseBool(v[4], "repeat") : nil
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setRadioParams(p, clientRepeat: repeatOn) }
+            _ = try call(frame, expecting: .ok, what: "the radio parameters")
+        case "tx":
+            try needs(v, 1, "tx DBM")
+            let dbm = try parseInt(v[0], "the TX power")
+            let maxDbm = selfInfo.count > 3 ? Int8(bitPattern: selfInfo[3]) : 30
+            guard dbm >= -9, dbm <= 127 else { throw .usage("the TX power must be between -9 and \(maxDbm) dBm.") }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setRadioTxPower(Int8(dbm), maxDbm: maxDbm) }
+            _ = try call(frame, expecting: .ok, what: "the TX power")
+        case "tuning":
+            try needs(v, 2, "tuning RX_DELAY_BASE AIRTIME_FACTOR")
+            let rx = try parseDouble(v[0], "rx_delay_base"), af = try parseDouble(v[1], "airtime_factor")
+            guard rx >= 0, af >= 0, rx < 4_000_000, af < 4_000_000 else { throw .usage("the tuning values must be positive.") }
+            let p = TuningParams(rxDelayBaseMilli: UInt32((rx * 1000).rounded()), airtimeFactorMilli: UInt32((af * 1000).rounded()))
+            _ = try call(CommandFrame.setTuningParams(p), expecting: .ok, what: "the tuning parameters")
+        case "manual-add":
+            try needs(v, 1, "manual-add on|off")
+            try setOther(manual: try parseBool(v[0], "manual-add") ? 1 : 0)
+        case "telemetry":
+            try needs(v, 3, "telemetry BASE LOCATION ENVIRONMENT (each deny, flags or allow)")
+            let packed = try telemetryMode(v[2]) << 4 | telemetryMode(v[1]) << 2 | telemetryMode(v[0])
+            try setOther(telemetry: packed)
+        case "advert-loc-policy":
+            try needs(v, 1, "advert-loc-policy N")
+            let n = try parseInt(v[0], "the policy")
+            guard n >= 0, n < 256 else { throw .usage("the policy must be 0–255.") }
+            try setOther(policy: UInt8(n))
+        case "multi-acks":
+            try needs(v, 1, "multi-acks N")
+            let n = try parseInt(v[0], "multi-acks")
+            guard n >= 0, n < 256 else { throw .usage("multi-acks must be 0–255.") }
+            try setOther(multiAcks: UInt8(n))
+        case "pin":
+            try needs(v, 1, "pin PIN (6 digits, or 0 for the default)")
+            let n = try parseInt(v[0], "the PIN")
+            guard n == 0 || (100_000...999_999).contains(n) else { throw .usage("the PIN must be 6 digits (100000–999999), or 0.") }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setDevicePin(UInt32(n)) }
+            _ = try call(frame, expecting: .ok, what: "the PIN")
+        case "auto-add":
+            guard v.count == 1 || v.count == 2 else { throw .usage("usage: pocketmesh set auto-add FLAGS [MAX_HOPS].") }
+            let flags = try parseInt(v[0], "the auto-add flags")
+            let hops: Int? = v.count == 2 ? try parseInt(v[1], "max hops") : nil
+            guard flags >= 0, flags < 256, (hops ?? 0) >= 0, (hops ?? 0) <= 64 else { throw .usage("the flags must be 0–255 and max hops 0–64.") }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setAutoAddConfig(flags: UInt8(flags), maxHops: hops.map(UInt8.init)) }
+            _ = try call(frame, expecting: .ok, what: "the auto-add configuration")
+        case "path-hash-mode":
+            try needs(v, 1, "path-hash-mode 0|1|2")
+            let n = try parseInt(v[0], "the path hash mode")
+            guard (0...2).contains(n) else { throw .usage("the path hash mode must be 0, 1 or 2 (1-, 2- or 3-byte hashes).") }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setPathHashMode(UInt8(n)) }
+            _ = try call(frame, expecting: .ok, what: "the path hash mode")
+        case "flood-scope":
+            guard v.count <= 1 else { throw .usage("usage: pocketmesh set flood-scope [#REGION] (none clears it).") }
+            let name = v.first ?? ""
+            let frame: EncodedFrame
+            if name.isEmpty || name == "none" {
+                frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setDefaultFloodScope(name: nil) }
+            } else {
+                let key = RegionKey(name: name).key
+                frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setDefaultFloodScope(name: name, key: key) }
+            }
+            _ = try call(frame, expecting: .ok, what: "the default flood scope")
+        case "custom":
+            try needs(v, 2, "custom NAME VALUE")
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setCustomVar(name: v[0], value: v[1]) }
+            _ = try call(frame, expecting: .ok, what: "the custom variable")
+        case "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat":
+            throw .usage("\(key) is read-only: use `pocketmesh get \(key)`.")
+        default:
+            throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")
+        }
+        return .object([.init("status", .string("ok")), .init("setting", .string(key)), .init("value", .array(v.map { .string($0) }))])
+    }
+
+    func stats(_ which: String?) throws(ClientError) -> Value {
+        let types: [StatsType]
+        switch which {
+        case nil: types = [.core, .radio, .packets]
+        case "core": types = [.core]
+        case "radio": types = [.radio]
+        case "packets": types = [.packets]
+        default: throw .usage("stats type must be core, radio or packets.")
+        }
+        var fields: [Value.Field] = []
+        for t in types {
+            let f = try call(CommandFrame.getStats(t), expecting: .stats, what: "GET_STATS")
+            func u32(_ o: Int) -> Value { f.count >= o + 4 ? .int(readU32(f, o)) : .null }
+            switch t {
+            case .core where f.count >= 11:
+                fields.append(.init("core", .object([
+                    .init("battery_mv", .int(UInt16(f[2]) | UInt16(f[3]) << 8)), .init("uptime_s", u32(4)),
+                    .init("error_flags", .int(UInt16(f[8]) | UInt16(f[9]) << 8)), .init("queue_length", .int(f[10]))])))
+            case .radio where f.count >= 14:
+                fields.append(.init("radio", .object([
+                    .init("noise_floor", .int(Int16(bitPattern: UInt16(f[2]) | UInt16(f[3]) << 8))),
+                    .init("last_rssi", .int(Int8(bitPattern: f[4]))), .init("last_snr", .double(Double(Int8(bitPattern: f[5])) / 4)),
+                    .init("tx_air_s", u32(6)), .init("rx_air_s", u32(10))])))
+            case .packets where f.count >= 26:
+                fields.append(.init("packets", .object([
+                    .init("received", u32(2)), .init("sent", u32(6)), .init("sent_flood", u32(10)), .init("sent_direct", u32(14)),
+                    .init("received_flood", u32(18)), .init("received_direct", u32(22)), .init("receive_errors", u32(26))])))
+            default:
+                fields.append(.init("\(t)", .hex(f)))
+            }
+        }
+        return .object(fields)
+    }
+
+    func statusValue(_ f: [UInt8], name: String) -> Value {
+        var fields: [Value.Field] = [.init("name", .string(name))]
+        let ok: Value? = f.withUnsafeBytes { b in
+            guard case .statusResponse(let r)? = try? CompanionFrame.decode(b), let st = r.stats else { return nil }
+            var o: [Value.Field] = [
+                .init("battery_mv", .int(st.batteryMillivolts)), .init("tx_queue", .int(st.txQueueLength)),
+                .init("noise_floor", .int(st.noiseFloor)), .init("last_rssi", .int(st.lastRSSI)),
+                .init("last_snr", .double(Double(st.lastSNRQuarterDb) / 4)),
+                .init("packets_received", .int(st.packetsReceived)), .init("packets_sent", .int(st.packetsSent)),
+                .init("air_time_s", .int(st.airTimeSeconds)), .init("uptime_s", .int(st.uptimeSeconds)),
+                .init("sent_flood", .int(st.sentFlood)), .init("sent_direct", .int(st.sentDirect)),
+                .init("received_flood", .int(st.receivedFlood)), .init("received_direct", .int(st.receivedDirect)),
+                .init("error_events", .int(st.errorEvents)), .init("direct_duplicates", .int(st.directDuplicates)),
+                .init("flood_duplicates", .int(st.floodDuplicates)),
+            ]
+            if let p = st.postedCount { o.append(.init("posted", .int(p))) }
+            return .object(o)
+        }
+        fields.append(.init("stats", ok ?? .hex(f.dropFirst(8))))
+        return .object(fields)
+    }
+
+    func telemetryValue(_ f: [UInt8], name: String?) -> Value {
+        var records: [Value] = []
+        f.withUnsafeBytes { b in
+            guard case .telemetryResponse(let t)? = try? CompanionFrame.decode(b) else { return }
+            var reader = t.lpp
+            while let r = try? reader.next() {
+                records.append(.string("\(r)"))
+            }
+        }
+        var fields: [Value.Field] = []
+        if let name { fields.append(.init("name", .string(name))) }
+        fields.append(.init("lpp", .hex(f.dropFirst(8))))
+        fields.append(.init("records", .array(records)))
+        return .object(fields)
+    }
+
+    func neighboursValue(_ f: [UInt8]) -> Value {
+        // Reply data after the tag: total u16, count u16, then count × (prefix[4], secs_ago u32, snr×4 i8).
+        let d = Array(f.dropFirst(6))
+        guard d.count >= 4 else { return .object([.init("raw", .hex(d))]) }
+        let total = Int(d[0]) | Int(d[1]) << 8
+        let count = Int(d[2]) | Int(d[3]) << 8
+        var list: [Value] = []
+        var i = 4
+        for _ in 0..<count where i + 9 <= d.count {
+            list.append(.object([.init("prefix", .hex(d[i..<(i + 4)])), .init("heard_s_ago", .int(readU32(d, i + 4))),
+                                 .init("snr", .double(Double(Int8(bitPattern: d[i + 8])) / 4))]))
+            i += 9
+        }
+        return .object([.init("total", .int(total)), .init("neighbours", .array(list))])
+    }
+
+    func traceValue(_ f: [UInt8]) -> Value {
+        guard f.count >= 12 else { return .object([.init("raw", .hex(f))]) }
+        let n = Int(f[2]), flags = f[3]
+        let hashes = Array(f.dropFirst(12).prefix(n))
+        let snrCount = n >> Int(flags & 3)
+        let snrs = Array(f.dropFirst(12 + n).prefix(snrCount))
+        var hops: [Value] = []
+        for (i, s) in snrs.enumerated() {
+            hops.append(.object([.init("hash", .hex(hashes[min(i, max(0, hashes.count - 1))...].prefix(1 << Int(flags & 3)))),
+                                 .init("snr", .double(Double(Int8(bitPattern: s)) / 4))]))
+        }
+        let final: Value = f.count > 12 + n + snrCount ? .double(Double(Int8(bitPattern: f[12 + n + snrCount])) / 4) : .null
+        return .object([.init("tag", .int(readU32(f, 4))), .init("hops", .array(hops)), .init("final_snr", final)])
+    }
+}
+
+extension Value {
+    /// Updates `attempts`/`flood` fields of a send result.
+    func with(attempts: Int, flood: Bool) -> Value {
+        guard case .object(var fields) = self else { return self }
+        for i in fields.indices {
+            if fields[i].key == "attempts" { fields[i].value = .int(attempts) }
+            if fields[i].key == "flood" { fields[i].value = .bool(flood) }
+        }
+        return .object(fields)
+    }
+}

@@ -1,0 +1,59 @@
+/// One thing a person or script asks of a radio. Plain data (Codable), so the command line can
+/// run it directly against a radio or hand it to a daemon that owns the radio.
+/// Contacts are named by name or hex key prefix; channels by index or name.
+public enum Request: Sendable, Equatable, Codable {
+    case info
+    case contacts
+    case contactShow(String)
+    /// Adds (or updates) a contact from its 64-hex-digit public key.
+    case contactAdd(publicKey: String, name: String, type: UInt8, path: String?)
+    case contactRemove(String)
+    case contactResetPath(String)
+    case contactShare(String)
+    /// Exports a contact's advert (nil: this radio's own advert) as hex.
+    case contactExport(String?)
+    /// Imports a contact from an exported advert (hex).
+    case contactImport(String)
+    case contactPath(String)
+    case contactDiscoverPath(String)
+    case send(to: String, text: String, wait: Bool)
+    case channels
+    /// Sets a channel slot: the secret is 32 hex digits, or derived from the name for hashtag channels.
+    case channelSet(index: Int, name: String, secret: String?, hashtag: Bool)
+    case channelRemove(String)
+    case channelSend(String, text: String)
+    case sync
+    case advert(flood: Bool)
+    case timeGet
+    case timeSync
+    /// A device setting by name (nil: all of them).
+    case get(String?)
+    case set(String, [String])
+    case battery
+    case stats(String?)
+    case login(String, password: String)
+    case logout(String)
+    case status(String)
+    /// Telemetry of a remote node (nil: the radio itself).
+    case telemetry(String?)
+    case neighbours(String)
+    case acl(String)
+    /// A repeater CLI command (txt_type 1); the reply is the repeater's text.
+    case command(String, text: String)
+    /// Trace along comma-separated hop hashes (hex), e.g. "5f,33,5f".
+    case trace(path: String)
+    case sign(data: String)
+    case keyExport
+    case keyImport(String)
+    case reboot
+    case factoryReset
+    case raw(String)
+}
+
+/// What a request produced: the value to print and, when it did not fully succeed, why
+/// (the value still describes what happened, e.g. a send that was never acknowledged).
+public struct Outcome: Sendable, Equatable {
+    public var value: Value
+    public var error: ClientError?
+    public init(_ value: Value, error: ClientError? = nil) { self.value = value; self.error = error }
+}

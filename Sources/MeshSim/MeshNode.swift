@@ -1,0 +1,286 @@
+import MeshAir
+
+/// Little-endian helpers for plaintext layouts that are the simulator's own business (stats
+/// structs, request bodies); on-air packet layouts come from MeshAir.
+@inline(__always) func put32(_ v: UInt32, _ out: inout [UInt8]) {
+    out.append(UInt8(truncatingIfNeeded: v)); out.append(UInt8(truncatingIfNeeded: v >> 8))
+    out.append(UInt8(truncatingIfNeeded: v >> 16)); out.append(UInt8(truncatingIfNeeded: v >> 24))
+}
+@inline(__always) func put16(_ v: UInt16, _ out: inout [UInt8]) {
+    out.append(UInt8(truncatingIfNeeded: v)); out.append(UInt8(truncatingIfNeeded: v >> 8))
+}
+@inline(__always) func get32<C: Collection<UInt8>>(_ b: C, _ at: Int) -> UInt32 where C.Index == Int {
+    let s = b.startIndex + at
+    return UInt32(b[s]) | UInt32(b[s + 1]) << 8 | UInt32(b[s + 2]) << 16 | UInt32(b[s + 3]) << 24
+}
+
+/// A received datagram's routing facts, handed to role code.
+public struct Arrival {
+    /// The packet as received (path = flood relays so far, or remaining direct hops).
+    public var packet: Packet
+    public var snr: Double
+    public var rssi: Int
+    public var isFlood: Bool { packet.routeType.isFlood }
+}
+
+/// The mesh layer of a node (`Mesh` / `Dispatcher` in the firmware): receive processing, dedup,
+/// flood and direct forwarding, datagram crypto, path return. Roles override the `on…` hooks.
+open class MeshNode: SimNode {
+    public internal(set) var identity: LocalIdentity
+    public var publicKey: PublicKey { identity.publicKey }
+    var seen = SeenTable()
+    private var secrets: [PublicKey: SharedSecret] = [:]
+
+    /// Path hash size (1…3) this node uses for floods it originates.
+    public var pathHashSize = 1
+    /// Region key for TRANSPORT_FLOOD, if this node scopes its floods.
+    public var floodScope: RegionKey?
+    /// Flood / direct relay delay factors (`tx_delay_factor`, `direct_tx_delay_factor`).
+    public var floodDelayFactor = 0.5
+    public var directDelayFactor = 0.3
+
+    init(mesh: SimMesh, name: String, role: NodeRole, poolSize: Int, identity: LocalIdentity) {
+        self.identity = identity
+        super.init(mesh: mesh, name: name, role: role, poolSize: poolSize)
+    }
+
+    // MARK: secrets
+
+    func secret(for peer: PublicKey) -> SharedSecret? {
+        if let s = secrets[peer] { return s }
+        guard let s = try? identity.sharedSecret(with: peer) else { return nil }
+        secrets[peer] = s
+        return s
+    }
+
+    func forgetSecrets() { secrets.removeAll() }
+
+    // MARK: hooks for roles
+
+    /// Whether this node relays the packet (`allowPacketForward`). Default: no (a stock companion).
+    open func allowForward(_ packet: Packet) -> Bool { false }
+    /// Public keys whose first byte is `srcHash` and that may talk to us (contacts, ACL clients).
+    open func candidatePeers(srcHash: UInt8) -> [PublicKey] { [] }
+    /// A decrypted TXT_MSG, REQ or RESPONSE. Return true if handled (the packet is then not relayed).
+    open func onPeerData(_ type: PayloadType, from: PublicKey, secret: SharedSecret, plaintext: [UInt8], arrival: Arrival) {}
+    /// A decrypted PATH. Returns false if the sender is unknown to the role.
+    open func onPeerPath(from: PublicKey, secret: SharedSecret, path: [UInt8], pathLength: PathLength,
+                         extraType: UInt8, extra: [UInt8], arrival: Arrival) -> Bool { true }
+    /// A decrypted ANON_REQ.
+    open func onAnonRequest(from: PublicKey, secret: SharedSecret, plaintext: [UInt8], arrival: Arrival) {}
+    /// An ACK code (first 4 bytes). Return true if it was ours (then it is not relayed).
+    open func onAck(_ ack: [UInt8], arrival: Arrival) -> Bool { false }
+    /// A verified advert.
+    open func onAdvert(_ advert: Advert, data: AdvertData, arrival: Arrival) {}
+    /// Channels whose hash byte matches.
+    open func candidateChannels(hash: UInt8) -> [ChannelSecret] { [] }
+    /// A decrypted GRP_TXT / GRP_DATA.
+    open func onGroup(_ type: PayloadType, channel: ChannelSecret, plaintext: [UInt8], arrival: Arrival) {}
+    /// A completed TRACE heard by this node.
+    open func onTrace(tag: UInt32, auth: UInt32, flags: UInt8, hashes: [UInt8], snrs: [UInt8], finalSNR: Double) {}
+    /// A zero-hop CONTROL packet with bit 7 of payload[0] set.
+    open func onControl(_ payload: [UInt8], arrival: Arrival) {}
+    /// A DIRECT RAW_CUSTOM packet.
+    open func onRawCustom(_ payload: [UInt8], arrival: Arrival) {}
+    /// Every packet received, before processing (companion LOG_RX_DATA).
+    open func onRawReceived(_ bytes: [UInt8], snr: Double, rssi: Int) {}
+
+    // MARK: receive
+
+    override open func radioReceived(_ bytes: [UInt8], snr: Double, rssi: Int) {
+        radio.nRecv &+= 1
+        radio.lastSNR = snr
+        radio.lastRSSI = rssi
+        guard var packet = try? Packet(bytes: bytes) else { return }
+        if packet.routeType.isFlood { radio.recvFlood &+= 1 } else { radio.recvDirect &+= 1 }
+        onRawReceived(bytes, snr: snr, rssi: rssi)
+        let arrival = Arrival(packet: packet, snr: snr, rssi: rssi)
+        let type = packet.payloadType
+        let isDirect = packet.routeType.isDirect
+        let hops = packet.pathLength.hopCount
+
+        if isDirect && type == .trace {
+            handleTrace(packet, snr: snr); return
+        }
+        if isDirect && type == .control {
+            let p = packet.payload
+            if let f = p.first, f & 0x80 != 0 {
+                if hops == 0 && !seen.checkAndInsert(packet.hash.value) { onControl(p, arrival: arrival) }
+                return
+            }
+        }
+        if isDirect && hops > 0 {
+            // In transit. Early ACK: anyone on the route may see its own ACK go by.
+            if type == .ack { _ = onAck(Array(packet.payload.prefix(4)), arrival: arrival) }
+            if packet.firstHopMatches(publicKey.bytes) && allowForward(packet) {
+                if seen.checkAndInsert(packet.hash.value) { radio.directDups &+= 1; return }
+                guard (try? packet.removeFirstHop()) != nil else { return }
+                let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * directDelayFactor)
+                enqueue(packet.bytes, priority: 0, delay: rng.between(0, 5 * t))
+            }
+            return
+        }
+        if seen.checkAndInsert(packet.hash.value) {
+            if isDirect { radio.directDups &+= 1 } else { radio.floodDups &+= 1 }
+            return
+        }
+        var consumed = false
+        let payload = packet.payload
+        switch type {
+        case .ack:
+            if payload.count >= 4 { consumed = onAck(Array(payload.prefix(4)), arrival: arrival) }
+        case .multipart:
+            if payload.count >= 5 && payload[0] & 0x0F == PayloadType.ack.rawValue {
+                consumed = onAck(Array(payload[1..<5]), arrival: arrival)
+            }
+        case .txtMsg, .req, .response, .path:
+            consumed = receiveDatagram(type, payload: payload, arrival: arrival)
+        case .anonReq:
+            // dest_hash, sender pubkey[32], MAC, ciphertext
+            if payload.count > 35 && payload[0] == publicKey.hashByte, let from = try? PublicKey(payload[1..<33]),
+               from != publicKey, let s = secret(for: from), let pt = try? s.decrypt(payload[33...]) {
+                onAnonRequest(from: from, secret: s, plaintext: pt, arrival: arrival)
+                consumed = true
+            }
+        case .grpTxt, .grpData:
+            if payload.count > 3 {
+                for ch in candidateChannels(hash: payload[0]) {
+                    if let pt = try? ch.sharedSecret.decrypt(payload[1...]) {
+                        onGroup(type, channel: ch, plaintext: pt, arrival: arrival); break
+                    }
+                }
+            }
+        case .advert:
+            // Bad signature or unparsable: not processed, never relayed.
+            guard let advert = try? Advert(payload: payload), advert.isValid, let data = try? advert.data() else { return }
+            if advert.publicKey != publicKey { onAdvert(advert, data: data, arrival: arrival) }
+        case .rawCustom:
+            if isDirect { onRawCustom(payload, arrival: arrival) }
+            return
+        case .trace, .control:
+            return
+        default:
+            return // reserved types: dropped, never forwarded
+        }
+        if consumed || !packet.routeType.isFlood { return }
+        guard allowForward(packet), (try? packet.appendHop(publicKey.bytes.prefix(packet.pathLength.hashSize))) != nil else { return }
+        let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * floodDelayFactor)
+        enqueue(packet.bytes, priority: UInt8(min(255, packet.pathLength.hopCount)), delay: rng.between(0, 5 * t))
+    }
+
+    private func receiveDatagram(_ type: PayloadType, payload: [UInt8], arrival: Arrival) -> Bool {
+        guard payload.count > 4, payload[0] == publicKey.hashByte else { return false }
+        for peer in candidatePeers(srcHash: payload[1]) {
+            guard let s = secret(for: peer), let pt = try? s.decrypt(payload[2...]) else { continue }
+            if type == .path {
+                guard let pl = try? PathLength(encoded: pt[0]), pt.count >= 1 + pl.byteCount + 1 else { return true }
+                let path = Array(pt[1 ..< 1 + pl.byteCount])
+                let extraType = pt[1 + pl.byteCount] & 0x0F
+                let extra = Array(pt[(2 + pl.byteCount)...])
+                if onPeerPath(from: peer, secret: s, path: path, pathLength: pl, extraType: extraType, extra: extra, arrival: arrival),
+                   arrival.isFlood {
+                    // Reciprocal return path, sent DIRECT along the route just learned.
+                    let back = pathReturnPayload(to: peer, secret: s, path: arrival.packet.path,
+                                                 pathLength: arrival.packet.pathLength, extraType: nil, extra: [])
+                    sendDirect(.path, payload: back, path: path, hashSize: pl.hashSize, delay: 500)
+                }
+            } else {
+                onPeerData(type, from: peer, secret: s, plaintext: pt, arrival: arrival)
+            }
+            return true
+        }
+        return false
+    }
+
+    private func handleTrace(_ packet: Packet, snr: Double) {
+        let p = packet.payload
+        guard p.count >= 9 else { return }
+        let flags = p[8]
+        let width = 1 << Int(flags & 3)
+        let hashes = Array(p[9...])
+        let offset = packet.pathLength.hopCount * width
+        if offset >= hashes.count {
+            onTrace(tag: get32(p, 0), auth: get32(p, 4), flags: flags, hashes: hashes, snrs: packet.path, finalSNR: snr)
+            return
+        }
+        guard offset + width <= hashes.count, publicKey.matches(hash: hashes[offset ..< offset + width]) else { return }
+        guard allowForward(packet), !seen.checkAndInsert(packet.hash.value) else { return }
+        var fwd = packet
+        let snrByte = UInt8(bitPattern: Int8(clamping: Int((snr * 4).rounded())))
+        guard (try? fwd.appendHop([snrByte])) != nil else { return }
+        let t = UInt64(Double(radio.airtime(fwd.pathLength.byteCount + fwd.payloadCount + 2)) * directDelayFactor)
+        enqueue(fwd.bytes, priority: 5, delay: rng.between(0, 5 * t))
+    }
+
+    // MARK: send
+
+    /// Queues a built packet, marking it seen so our own echoes are ignored.
+    @discardableResult
+    func send(_ packet: Packet, priority: UInt8, delay: UInt64) -> Bool {
+        _ = seen.checkAndInsert(packet.hash.value)
+        return enqueue(packet.bytes, priority: priority, delay: delay)
+    }
+
+    /// Floods a payload (`sendFlood`): FLOOD, or TRANSPORT_FLOOD with the scope's code.
+    @discardableResult
+    public func sendFlood(_ type: PayloadType, payload: [UInt8], delay: UInt64 = 0, scope: RegionKey?? = nil) -> Bool {
+        let region = scope ?? floodScope
+        let route: RouteType = region == nil ? .flood : .transportFlood
+        let codes = region.map { TransportCodes($0.transportCode(payloadType: type, payload: payload)) } ?? .none
+        guard let pkt = try? Packet(routeType: route, payloadType: type, transportCodes: codes, hashSize: pathHashSize, payload: payload) else { return false }
+        let priority: UInt8 = type == .path ? 2 : type == .advert ? 3 : 1
+        return send(pkt, priority: priority, delay: delay)
+    }
+
+    /// Sends a payload DIRECT along `path` (relay hashes, first hop first); an empty path is zero-hop.
+    @discardableResult
+    public func sendDirect(_ type: PayloadType, payload: [UInt8], path: [UInt8], hashSize: Int = 1, delay: UInt64 = 0, priority: UInt8? = nil) -> Bool {
+        guard let pkt = try? Packet(routeType: .direct, payloadType: type, hashSize: hashSize, path: path, payload: payload) else { return false }
+        return send(pkt, priority: priority ?? (type == .path ? 1 : 0), delay: delay)
+    }
+
+    @discardableResult
+    public func sendZeroHop(_ type: PayloadType, payload: [UInt8], delay: UInt64 = 0, transportCodes: TransportCodes? = nil) -> Bool {
+        let route: RouteType = transportCodes == nil ? .direct : .transportDirect
+        guard let pkt = try? Packet(routeType: route, payloadType: type, transportCodes: transportCodes ?? .none, payload: payload) else { return false }
+        return send(pkt, priority: 0, delay: delay)
+    }
+
+    /// `dest_hash, src_hash, MAC, ciphertext` for TXT_MSG / REQ / RESPONSE / PATH.
+    func datagram(to peer: PublicKey, secret: SharedSecret, plaintext: [UInt8]) -> [UInt8] {
+        [peer.hashByte, publicKey.hashByte] + secret.encrypt(plaintext)
+    }
+
+    /// A PATH payload: `path_len, path, extra_type, extra` (or `0xFF` + 4 random bytes without extra).
+    func pathReturnPayload(to peer: PublicKey, secret: SharedSecret, path: [UInt8], pathLength: PathLength,
+                           extraType: PayloadType?, extra: [UInt8]) -> [UInt8] {
+        var pt: [UInt8] = [pathLength.encoded] + path
+        if let t = extraType { pt.append(t.rawValue); pt += extra } else { pt.append(0xFF); pt += rng.bytes(4) }
+        return datagram(to: peer, secret: secret, plaintext: pt)
+    }
+
+    /// Replies to a datagram that arrived at us: a flood arrival gets a flood PATH carrying the reply
+    /// (so the sender learns the route); otherwise the reply goes direct along `outPath`, or floods.
+    func reply(to peer: PublicKey, secret: SharedSecret, arrival: Arrival, type: PayloadType, body: [UInt8],
+               outPath: (path: [UInt8], hashSize: Int)?, delay: UInt64) {
+        if arrival.isFlood {
+            let p = pathReturnPayload(to: peer, secret: secret, path: arrival.packet.path, pathLength: arrival.packet.pathLength,
+                                      extraType: type, extra: body)
+            sendFlood(.path, payload: p, delay: delay)
+        } else {
+            let payload = type == .ack ? body : datagram(to: peer, secret: secret, plaintext: body)
+            if let op = outPath { sendDirect(type, payload: payload, path: op.path, hashSize: op.hashSize, delay: delay) } else {
+                sendFlood(type, payload: payload, delay: delay)
+            }
+        }
+    }
+
+    /// A signed advert payload with the node's appdata.
+    public func advertPayload(appdata: [UInt8]) -> [UInt8] {
+        (try? Advert(identity: identity, timestamp: epochNow, appData: appdata))?.encoded ?? []
+    }
+
+    override open func boot() {
+        seen.removeAll()
+    }
+}

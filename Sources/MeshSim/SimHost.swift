@@ -1,0 +1,262 @@
+import Glibc
+import MeshCompanion
+import MeshLink
+
+/// Errors of the real-time host, each naming what to do.
+public enum SimHostError: Error, CustomStringConvertible {
+    case listen(port: UInt16, errno: Int32)
+    case pty(errno: Int32)
+    case symlink(path: String, errno: Int32)
+    case capture(path: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case let .listen(port, e):
+            return "cannot listen on 127.0.0.1:\(port): \(String(cString: strerror(e))); pick another --tcp-base or stop what uses that port"
+        case let .pty(e): return "cannot create a pseudo-terminal: \(String(cString: strerror(e)))"
+        case let .symlink(path, e): return "cannot create the pty link \(path): \(String(cString: strerror(e))); check that the --pty folder exists and is writable"
+        case let .capture(path, e): return "cannot open capture file \(path): \(String(cString: strerror(e)))"
+        }
+    }
+}
+
+/// One companion node's connections: a TCP listener on 127.0.0.1 with one client at a time (a new
+/// connection evicts the old one, as the firmware does) and, optionally, a pseudo-terminal.
+/// Frames go `'<' len16 payload` in and `'>' len16 payload` out on both.
+final class NodePort {
+    let node: CompanionNode
+    let port: UInt16
+    let listenFD: Int32
+    var clientFD: Int32 = -1
+    var clientOut: [UInt8] = []
+    let clientDecoder = FrameDecoder(side: .device)
+    var ptyMaster: Int32 = -1
+    var ptyOpen = false
+    var ptyOut: [UInt8] = []
+    let ptyDecoder = FrameDecoder(side: .device)
+    var ptyLink: String? = nil
+    static let maxPending = 64 * 1024
+
+    init(node: CompanionNode, port: UInt16) throws {
+        self.node = node
+        self.port = port
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | SocketFlags.nonBlocking | SocketFlags.closeOnExec, 0)
+        guard fd >= 0 else { throw SimHostError.listen(port: port, errno: errno) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0, listen(fd, 4) == 0 else { let e = errno; close(fd); throw SimHostError.listen(port: port, errno: e) }
+        listenFD = fd
+    }
+
+    func openPty(linkPath: String) throws {
+        var m: Int32 = -1, s: Int32 = -1
+        guard openpty(&m, &s, nil, nil, nil) == 0 else { throw SimHostError.pty(errno: errno) }
+        var t = termios()
+        tcgetattr(s, &t)
+        cfmakeraw(&t)
+        tcsetattr(s, TCSANOW, &t)
+        guard let name = ttyname(s) else { let e = errno; close(m); close(s); throw SimHostError.pty(errno: e) }
+        let slavePath = String(cString: name)
+        unlink(linkPath)
+        guard symlink(slavePath, linkPath) == 0 else { let e = errno; close(m); close(s); throw SimHostError.symlink(path: linkPath, errno: e) }
+        close(s) // the master reports hangup until a client opens the slave
+        let fl = fcntl(m, F_GETFL)
+        _ = fcntl(m, F_SETFL, fl | O_NONBLOCK)
+        _ = fcntl(m, F_SETFD, FD_CLOEXEC)
+        ptyMaster = m
+        ptyLink = linkPath
+    }
+
+    /// Writes a frame to every attached transport (like `MultiSerialInterface::writeFrame`).
+    func write(_ frame: EncodedFrame) {
+        guard clientFD >= 0 || ptyOpen else { return }
+        frame.withWireBytes(.fromRadio) { wire in
+            if clientFD >= 0 { send(wire, fd: clientFD, pending: &clientOut) }
+            if ptyOpen { send(wire, fd: ptyMaster, pending: &ptyOut) }
+        }
+    }
+
+    private func send(_ bytes: UnsafeRawBufferPointer, fd: Int32, pending: inout [UInt8]) {
+        if !pending.isEmpty {
+            if pending.count + bytes.count <= NodePort.maxPending { pending += bytes } // else dropped, like a full firmware queue
+            return
+        }
+        var off = 0
+        while off < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + off, bytes.count - off)
+            if n > 0 { off += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            break
+        }
+        if off < bytes.count { pending += bytes[off...] }
+    }
+
+    func flush(fd: Int32, pending: inout [UInt8]) {
+        while !pending.isEmpty {
+            let n = pending.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
+            if n > 0 { pending.removeFirst(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            break
+        }
+    }
+
+    func closeAll() {
+        if clientFD >= 0 { close(clientFD); clientFD = -1 }
+        close(listenFD)
+        if ptyMaster >= 0 { close(ptyMaster); ptyMaster = -1 }
+        if let l = ptyLink { unlink(l) }
+    }
+}
+
+/// Runs a simulated mesh in real time: virtual milliseconds follow the monotonic clock, and each
+/// companion node is served over TCP (and optionally a pty) from one `poll()` loop.
+public final class SimHost {
+    public let world: SimWorld
+    let loop = PollLoop()
+    var ports: [NodePort] = []
+    var start: UInt64 = 0
+    var timer: PollLoop.TimerID? = nil
+    var timerAt: UInt64 = .max
+    var capture: UnsafeMutablePointer<FILE>? = nil
+
+    public init(world: SimWorld, tcpBase: UInt16, ptyDir: String?, capturePath: String?) throws {
+        self.world = world
+        for (i, c) in world.companions.enumerated() {
+            let p = try NodePort(node: c, port: tcpBase &+ UInt16(i))
+            if let dir = ptyDir { try p.openPty(linkPath: dir + "/" + c.name) }
+            ports.append(p)
+        }
+        if let path = capturePath {
+            guard let f = fopen(path, "w") else { throw SimHostError.capture(path: path, errno: errno) }
+            capture = f
+            world.mesh.onTransmit = { _, bytes in
+                fputs(hexLine(bytes), f)
+                fflush(f)
+            }
+        }
+    }
+
+    deinit {
+        for p in ports { p.closeAll() }
+        if let f = capture { fclose(f) }
+    }
+
+    /// One line per companion node: `node NAME pubkey=HEX tcp=127.0.0.1:PORT [pty=PATH]`.
+    public var announcement: [String] {
+        var lines = ports.map { p in
+            "node \(p.node.name) pubkey=\(p.node.publicKey.hex) tcp=127.0.0.1:\(p.port)" + (p.ptyLink.map { " pty=\($0)" } ?? "")
+        }
+        for r in world.repeaters { lines.append("repeater \(r.name) pubkey=\(r.publicKey.hex)") }
+        for r in world.rooms { lines.append("room \(r.name) pubkey=\(r.publicKey.hex)") }
+        return lines
+    }
+
+    var virtualNow: UInt64 { monotonicMilliseconds() &- start }
+
+    func pump() {
+        world.mesh.run(until: virtualNow)
+        rearm()
+    }
+
+    func rearm() {
+        guard let d = world.mesh.scheduler.nextDeadline else { return }
+        if d == timerAt { return }
+        if let t = timer { loop.cancelTimer(t) }
+        timerAt = d
+        timer = loop.addTimer(at: start &+ d) { [unowned self] in
+            self.timer = nil; self.timerAt = .max
+            self.pump()
+        }
+    }
+
+    /// Runs until SIGINT/SIGTERM, or for `seconds` if given.
+    public func run(seconds: Double?) throws {
+        start = monotonicMilliseconds() &- world.mesh.now
+        for p in ports { attach(p) }
+        try loop.handleSignals()
+        pump()
+        let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }
+        _ = loop.run(until: deadline)
+        loop.restoreSignals()
+    }
+
+    private func attach(_ p: NodePort) {
+        p.node.onFrame = { [unowned p] f in p.write(f) }
+        if p.ptyMaster >= 0 { p.node.connected = true }
+        loop.register(fd: p.listenFD, events: .readable) { [unowned self, unowned p] _ in
+            let fd = accept(p.listenFD, nil, nil)
+            guard fd >= 0 else { return }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            if p.clientFD >= 0 { self.loop.unregister(fd: p.clientFD); close(p.clientFD) } // new connection evicts the old
+            p.clientFD = fd
+            p.clientOut.removeAll()
+            p.clientDecoder.reset()
+            p.node.connected = true
+            self.watchClient(p)
+        }
+        if p.ptyMaster >= 0 { watchPty(p) }
+    }
+
+    private func watchClient(_ p: NodePort) {
+        let fd = p.clientFD
+        loop.register(fd: fd, events: .readable) { [unowned self, unowned p] ev in
+            guard p.clientFD == fd else { return }
+            if ev.contains(.writable) {
+                p.flush(fd: fd, pending: &p.clientOut)
+                if p.clientOut.isEmpty { self.loop.setEvents(fd: fd, .readable) }
+            }
+            var buf = [UInt8](repeating: 0, count: 4096)
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+                self.loop.unregister(fd: fd); close(fd); p.clientFD = -1
+                p.node.connected = p.ptyMaster >= 0
+                return
+            }
+            if n > 0 { self.feed(p, decoder: p.clientDecoder, bytes: Array(buf[0 ..< n])) }
+            if !p.clientOut.isEmpty { self.loop.setEvents(fd: fd, [.readable, .writable]) }
+        }
+    }
+
+    private func watchPty(_ p: NodePort) {
+        let fd = p.ptyMaster
+        loop.register(fd: fd, events: .readable) { [unowned self, unowned p] ev in
+            if ev.contains(.writable) {
+                p.flush(fd: fd, pending: &p.ptyOut)
+                if p.ptyOut.isEmpty { self.loop.setEvents(fd: fd, .readable) }
+            }
+            var buf = [UInt8](repeating: 0, count: 4096)
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n > 0 {
+                p.ptyOpen = true
+                self.feed(p, decoder: p.ptyDecoder, bytes: Array(buf[0 ..< n]))
+                if !p.ptyOut.isEmpty { self.loop.setEvents(fd: fd, [.readable, .writable]) }
+                return
+            }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            // Nobody has the terminal open: stop writing, look again shortly.
+            p.ptyOpen = false
+            p.ptyOut.removeAll()
+            p.ptyDecoder.reset()
+            self.loop.unregister(fd: fd)
+            self.loop.addTimer(after: 50) { [unowned self, unowned p] in self.watchPty(p) }
+        }
+    }
+
+    private func feed(_ p: NodePort, decoder: FrameDecoder, bytes: [UInt8]) {
+        pump()
+        var frames: [[UInt8]] = []
+        bytes.withUnsafeBytes { raw in decoder.receive(raw) { frames.append(Array($0)) } }
+        for f in frames { p.node.receive(frame: f) }
+        pump()
+    }
+}

@@ -1,0 +1,184 @@
+// Plain value types for stored messages, conversations and their keys.
+
+/// The first 6 bytes of a public key (how the companion protocol names a message's sender),
+/// packed big-endian into the low 48 bits so that ordering follows the hex text.
+public struct KeyPrefix: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var raw: UInt64
+
+    public init(raw: UInt64) { self.raw = raw & 0xFFFF_FFFF_FFFF }
+
+    /// From the first 6 bytes of `bytes` (a prefix or a whole 32-byte key); shorter input is zero-padded.
+    public init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        var v: UInt64 = 0
+        var n = 0
+        for b in bytes.prefix(6) { v = v << 8 | UInt64(b); n += 1 }
+        v <<= UInt64(8 * (6 - n))
+        raw = v
+    }
+
+    public var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: raw >> UInt64(8 * (5 - $0))) } }
+    public var description: String { hexString(bytes) }
+    public static func < (a: KeyPrefix, b: KeyPrefix) -> Bool { a.raw < b.raw }
+}
+
+/// What a message belongs to.
+public enum MessageKind: UInt8, Sendable {
+    case direct = 1
+    case channel = 2
+    case room = 3
+}
+
+public enum Direction: UInt8, Sendable {
+    case incoming = 0
+    case outgoing = 1
+}
+
+/// Delivery state of an outgoing message (incoming messages are `.received`).
+public enum DeliveryStatus: UInt8, Sendable {
+    case received = 0
+    case pending = 1
+    case sent = 2
+    case acked = 3
+    case failed = 4
+
+    public var name: String {
+        switch self {
+        case .received: return "received"
+        case .pending: return "pending"
+        case .sent: return "sent"
+        case .acked: return "acked"
+        case .failed: return "failed"
+        }
+    }
+}
+
+/// A conversation: a contact (direct), a channel slot, or a room server.
+public struct ThreadKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// kind in bits 56..63, key prefix or channel index in the low 48 bits.
+    public var raw: UInt64
+
+    public init(raw: UInt64) { self.raw = raw }
+    public static func direct(_ peer: KeyPrefix) -> ThreadKey { ThreadKey(raw: UInt64(MessageKind.direct.rawValue) << 56 | peer.raw) }
+    public static func channel(_ index: UInt8) -> ThreadKey { ThreadKey(raw: UInt64(MessageKind.channel.rawValue) << 56 | UInt64(index)) }
+    public static func room(_ server: KeyPrefix) -> ThreadKey { ThreadKey(raw: UInt64(MessageKind.room.rawValue) << 56 | server.raw) }
+
+    public var kind: MessageKind? { MessageKind(rawValue: UInt8(raw >> 56)) }
+    /// The contact or room key prefix (zero for channels).
+    public var peer: KeyPrefix { kind == .channel ? KeyPrefix(raw: 0) : KeyPrefix(raw: raw) }
+    /// The channel index (zero for direct and room threads).
+    public var channelIndex: UInt8 { kind == .channel ? UInt8(truncatingIfNeeded: raw) : 0 }
+
+    public var description: String {
+        switch kind {
+        case .channel: return "channel \(channelIndex)"
+        case .room: return "room \(peer)"
+        case .direct: return "contact \(peer)"
+        case nil: return "thread \(raw)"
+        }
+    }
+    public static func < (a: ThreadKey, b: ThreadKey) -> Bool { a.raw < b.raw }
+}
+
+/// One message as stored in the log. `id` is assigned by the store (monotonic, never reused).
+public struct StoredMessage: Equatable, Sendable {
+    public var id: UInt64
+    public var kind: MessageKind
+    public var direction: Direction
+    /// Direct: the contact's key prefix. Room: the room server's key prefix. Channel: zero.
+    public var peer: KeyPrefix
+    /// Channel slot (channel messages only).
+    public var channelIndex: UInt8
+    /// Room messages: the 4-byte key prefix of the author (txt_type 2), else 0.
+    public var author: UInt32
+    /// The sender's clock, epoch seconds (the dedup key, and the retry timestamp of outgoing text).
+    public var senderTimestamp: UInt32
+    /// When this host stored it, epoch seconds.
+    public var receivedAt: UInt32
+    /// 0 plain, 1 CLI data, 2 signed plain (room).
+    public var textType: UInt8
+    /// Encoded path_len as received (0xFF = direct).
+    public var pathLength: UInt8
+    /// SNR × 4 (0 if unknown).
+    public var snr: Int8
+    public var status: DeliveryStatus
+    /// Send attempts so far (outgoing).
+    public var attempts: UInt8
+    /// Round trip of the acknowledgement in ms (outgoing, acked).
+    public var roundTripMs: UInt32
+    /// The expected ACK code of the latest attempt (outgoing).
+    public var ackTag: UInt32
+    /// The text as received: raw bytes, not necessarily UTF-8.
+    public var text: [UInt8]
+
+    public init(id: UInt64 = 0, kind: MessageKind, direction: Direction, peer: KeyPrefix = KeyPrefix(raw: 0),
+                channelIndex: UInt8 = 0, author: UInt32 = 0, senderTimestamp: UInt32, receivedAt: UInt32,
+                textType: UInt8 = 0, pathLength: UInt8 = 0xFF, snr: Int8 = 0, status: DeliveryStatus? = nil,
+                attempts: UInt8 = 0, roundTripMs: UInt32 = 0, ackTag: UInt32 = 0, text: [UInt8]) {
+        self.id = id; self.kind = kind; self.direction = direction; self.peer = peer
+        self.channelIndex = channelIndex; self.author = author; self.senderTimestamp = senderTimestamp
+        self.receivedAt = receivedAt; self.textType = textType; self.pathLength = pathLength; self.snr = snr
+        self.status = status ?? (direction == .incoming ? .received : .pending)
+        self.attempts = attempts; self.roundTripMs = roundTripMs; self.ackTag = ackTag; self.text = text
+    }
+
+    public init(id: UInt64 = 0, kind: MessageKind, direction: Direction, peer: KeyPrefix = KeyPrefix(raw: 0),
+                channelIndex: UInt8 = 0, senderTimestamp: UInt32, receivedAt: UInt32, text: String) {
+        self.init(id: id, kind: kind, direction: direction, peer: peer, channelIndex: channelIndex,
+                  senderTimestamp: senderTimestamp, receivedAt: receivedAt, text: Array(text.utf8))
+    }
+
+    public var thread: ThreadKey {
+        switch kind {
+        case .direct: return .direct(peer)
+        case .channel: return .channel(channelIndex)
+        case .room: return .room(peer)
+        }
+    }
+
+    /// The text decoded as UTF-8 (invalid bytes replaced).
+    public var textString: String { String(decoding: text, as: UTF8.self) }
+}
+
+/// Latest delivery state of an outgoing message, recorded by a status record in the log.
+public struct DeliveryUpdate: Equatable, Sendable {
+    public var status: DeliveryStatus
+    public var attempts: UInt8
+    public var roundTripMs: UInt32
+    public var ackTag: UInt32
+    public init(status: DeliveryStatus, attempts: UInt8 = 0, roundTripMs: UInt32 = 0, ackTag: UInt32 = 0) {
+        self.status = status; self.attempts = attempts; self.roundTripMs = roundTripMs; self.ackTag = ackTag
+    }
+}
+
+/// What `append` did with a message.
+public enum AppendResult: Equatable, Sendable {
+    /// Stored durably under this id.
+    case stored(UInt64)
+    /// A received message with the same sender, timestamp and text is already stored under this id.
+    case duplicate(UInt64)
+
+    public var id: UInt64 {
+        switch self { case let .stored(i), let .duplicate(i): return i }
+    }
+}
+
+/// One damaged stretch found while opening or reading.
+public struct DamageReport: Equatable, Sendable, CustomStringConvertible {
+    public var file: String
+    public var offset: UInt64
+    public var length: UInt64
+    public var detail: String
+    public var description: String { "\(file): \(length) damaged bytes at offset \(offset) skipped (\(detail))" }
+}
+
+/// What opening found and repaired.
+public struct RecoveryReport: Equatable, Sendable {
+    /// Damaged records skipped (their data is lost; later records are kept).
+    public var damage: [DamageReport] = []
+    /// Bytes of a torn tail cut off the message log (an append interrupted by a crash).
+    public var truncatedBytes: UInt64 = 0
+    /// True if the persisted index was missing or stale and the log was scanned in full.
+    public var fullScan: Bool = false
+    /// Records scanned (checked) while opening.
+    public var scannedRecords: Int = 0
+}

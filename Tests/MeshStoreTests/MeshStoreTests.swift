@@ -1,4 +1,0 @@
-import Testing
-@testable import MeshStore
-
-@Test func MeshStoreBuilds() { #expect(true) }

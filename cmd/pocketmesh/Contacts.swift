@@ -1,0 +1,106 @@
+import ArgumentParser
+import MeshSession
+
+struct Contacts: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List and manage contacts.",
+        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, Share.self, Export.self, Import.self,
+                      Path.self, DiscoverPath.self],
+        defaultSubcommand: List.self)
+
+    struct List: RadioCommand {
+        static let configuration = CommandConfiguration(abstract: "List contacts.")
+        @OptionGroup var link: LinkOptions
+        func request() throws(ClientError) -> Request { .contacts }
+        func text(_ value: Value) -> String {
+            guard case .array(let items) = value else { return value.text() }
+            if items.isEmpty { return "no contacts (they are added when adverts are heard; try `pocketmesh advert`)." }
+            return items.map { c -> String in
+                let hops: String = (c["path_length"]?.intValue).map { $0 < 0 ? "flood" : "\($0) hops" } ?? "-"
+                let key = c["public_key"]?.stringValue ?? ""
+                let name = c["name"]?.stringValue ?? ""
+                let type = c["type"]?.stringValue ?? ""
+                return "\(String(key.prefix(12)))  \(pad(type, 8)) \(pad(hops, 8)) \(name)"
+            }.joined(separator: "\n")
+        }
+    }
+
+    struct Show: RadioCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one contact.")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        func request() throws(ClientError) -> Request { .contactShow(contact) }
+    }
+
+    struct Add: RadioCommand {
+        static let configuration = CommandConfiguration(abstract: "Add or update a contact by public key.")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Public key, 64 hex digits.") var publicKey: String
+        @Argument(help: "Name (at most 31 bytes).") var name: String
+        @Option(help: "chat, repeater, room or sensor.") var type: String = "chat"
+        @Option(help: "Out path as hex hop hashes (default: unknown, send flood).") var path: String?
+        func request() throws(ClientError) -> Request {
+            let t: UInt8
+            switch type {
+            case "chat": t = 1
+            case "repeater": t = 2
+            case "room": t = 3
+            case "sensor": t = 4
+            default: throw .usage("--type must be chat, repeater, room or sensor.")
+            }
+            return .contactAdd(publicKey: publicKey, name: name, type: t, path: path)
+        }
+    }
+
+    struct Remove: RadioCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a contact.")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        func request() throws(ClientError) -> Request { .contactRemove(contact) }
+    }
+
+    struct ResetPath: RadioCommand {
+        static let configuration = CommandConfiguration(commandName: "reset-path", abstract: "Forget a contact's path (next message floods).")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        func request() throws(ClientError) -> Request { .contactResetPath(contact) }
+    }
+
+    struct Share: RadioCommand {
+        static let configuration = CommandConfiguration(abstract: "Re-send a contact's advert zero-hop.")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        func request() throws(ClientError) -> Request { .contactShare(contact) }
+    }
+
+    struct Export: RadioCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a contact's advert as hex (no contact: this radio's own).")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String?
+        func request() throws(ClientError) -> Request { .contactExport(contact) }
+        func text(_ value: Value) -> String { value["advert"]?.stringValue ?? value.text() }
+    }
+
+    struct Import: RadioCommand {
+        static let configuration = CommandConfiguration(abstract: "Import a contact from an exported advert (hex).")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "The advert as hex.") var advert: String
+        func request() throws(ClientError) -> Request { .contactImport(advert) }
+    }
+
+    struct Path: RadioCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a contact's stored path and the path of its last advert.")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        func request() throws(ClientError) -> Request { .contactPath(contact) }
+    }
+
+    struct DiscoverPath: RadioCommand {
+        static let configuration = CommandConfiguration(commandName: "discover-path", abstract: "Ask a contact for the paths to and from it.")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        func request() throws(ClientError) -> Request { .contactDiscoverPath(contact) }
+    }
+}
+
+func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }

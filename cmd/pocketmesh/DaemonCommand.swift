@@ -1,0 +1,135 @@
+import ArgumentParser
+import Glibc
+import MeshDaemon
+
+/// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
+struct DaemonCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "Own one radio: keep the link up, store every message, send the outbox, run hooks, serve the local API.",
+        discussion: """
+            Runs in the foreground and logs one line per step to stderr. Every message drained from the radio \
+            is appended to the store (fsync) before the next one is requested. While it runs, other pocketmesh \
+            commands for the same radio go through its socket.
+
+            API: newline-delimited JSON on a Unix socket (default $XDG_RUNTIME_DIR/pocketmesh/NAME.sock, \
+            mode 0600), e.g. {"id":1,"op":"send","to":"alice","text":"hi"}; {"op":"subscribe"} streams events.
+
+            Hook: --on-message CMD runs CMD (split into words, no shell) once per received message, with the \
+            message as JSON on stdin and POCKETMESH_ID, POCKETMESH_KIND, POCKETMESH_FROM, POCKETMESH_TEXT, \
+            POCKETMESH_CHANNEL, POCKETMESH_TIMESTAMP, ... in the environment. Exit 0 marks it delivered; \
+            anything else is retried with backoff. Delivery survives restarts.
+
+            systemd: with NOTIFY_SOCKET set it sends READY=1 after the first handshake and sync, STATUS= lines, \
+            and WATCHDOG=1 at half of WatchdogSec. See contrib/pocketmesh.service.
+            """,
+        subcommands: [HookExecCommand.self]
+    )
+
+    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("USB serial device of the radio.", valueName: "path"))
+    var serial: String?
+
+    @Option(help: ArgumentHelp("Serial speed.", valueName: "n"))
+    var baud: Int = 115_200
+
+    @Option(name: [.customShort("t"), .long], help: ArgumentHelp("TCP companion radio (default port 5000).", valueName: "host[:port]"))
+    var tcp: String?
+
+    @Option(help: ArgumentHelp("State folder (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
+    var stateDir: String?
+
+    @Option(help: ArgumentHelp("API socket path (default $XDG_RUNTIME_DIR/pocketmesh/NAME.sock).", valueName: "path"))
+    var socket: String?
+
+    @Option(help: ArgumentHelp("Name of this daemon's socket and registry entry (default: from the link).", valueName: "name"))
+    var name: String?
+
+    @Option(help: ArgumentHelp("Program to run for each received message (no shell; words split like a shell would, without expansion).", valueName: "cmd"))
+    var onMessage: String?
+
+    @Option(help: ArgumentHelp("Hooks running at once.", valueName: "n"))
+    var hookConcurrency: Int = 2
+
+    @Option(help: ArgumentHelp("Seconds a hook may run before SIGTERM (then SIGKILL).", valueName: "seconds"))
+    var hookTimeout: Double = 30
+
+    @Option(help: ArgumentHelp("Seconds between safety-net drains of the radio's queue.", valueName: "seconds"))
+    var drainInterval: Double = 60
+
+    @Option(help: ArgumentHelp("Seconds to wait for each radio response.", valueName: "seconds"))
+    var timeout: Double = 5
+
+    // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
+    func check() throws {
+        if (serial == nil) == (tcp == nil) { throw ValidationError("give exactly one of --serial PATH and --tcp HOST[:PORT].") }
+        if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
+        if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
+        if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
+            throw ValidationError("--on-message: cannot split \"\(cmd)\" into words (unbalanced quote?).")
+        }
+    }
+
+    func run() throws {
+        do { try check() } catch let e as ValidationError {
+            writeStderr("pocketmesh daemon: \(e.message)")
+            throw ExitCode(2)
+        }
+        var env: [String: String] = [:]
+        for entry in Spawn.currentEnvironment() {
+            if let eq = entry.firstIndex(of: "=") { env[String(entry[..<eq])] = String(entry[entry.index(after: eq)...]) }
+        }
+        var config = Daemon.Config(link: serial.map { "serial:" + $0 } ?? "tcp:" + (tcp ?? ""))
+        config.baud = baud
+        config.stateDir = stateDir
+        config.socketPath = socket
+        config.name = name
+        config.environment = env
+        config.hookConcurrency = hookConcurrency
+        config.hookTimeoutMS = UInt64(hookTimeout * 1000)
+        config.drainIntervalMS = UInt64(drainInterval * 1000)
+        config.commandTimeoutMS = UInt64(timeout * 1000)
+        if let cmd = onMessage {
+            config.hook = Spawn.splitCommand(cmd)
+            config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]
+        }
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(config: config)
+        } catch {
+            writeStderr("pocketmesh daemon: \(error)")
+            throw ExitCode(error is DaemonError ? (error as! DaemonError).exitCode : 1)
+        }
+        let code = daemon.run()
+        if code != 0 { throw ExitCode(code) }
+    }
+}
+
+/// The wrapper each hook runs under (internal; see HookRunner).
+struct HookExecCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "hook-exec", abstract: "Run one hook under its delivery marker (internal).",
+                                                    shouldDisplay: false)
+
+    @Argument var marker: String
+    @Argument(parsing: .captureForPassthrough) var command: [String] = []
+
+    func run() throws {
+        var argv = command
+        if argv.first == "--" { argv.removeFirst() }
+        guard !argv.isEmpty else { throw ValidationError("no command given after the marker.") }
+        let code = HookExec.run(marker: marker, argv: argv)
+        if code != 0 { throw ExitCode(code) }
+    }
+}
+
+/// This program's own path (for re-running itself as the hook wrapper).
+func selfExecutable() -> String {
+    var buf = [CChar](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &buf, buf.count - 1)
+    if n > 0 { return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+    return CommandLine.arguments[0]
+}
+
+func writeStderr(_ s: String) {
+    let line = s.hasSuffix("\n") ? s : s + "\n"
+    _ = line.withCString { fputs($0, stderr) }
+}

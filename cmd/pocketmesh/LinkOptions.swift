@@ -1,0 +1,98 @@
+import ArgumentParser
+import MeshSession
+
+/// Link options accepted by every command that talks to a radio.
+struct LinkOptions: ParsableArguments {
+    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("USB serial device of the radio.", valueName: "path"))
+    var serial: String?
+
+    @Option(help: ArgumentHelp("Serial speed (USB-UART bridges; native USB ignores it).", valueName: "n"))
+    var baud: Int = 115_200
+
+    @Option(name: [.customShort("t"), .long], help: ArgumentHelp("TCP companion radio (default port 5000).", valueName: "host[:port]"))
+    var tcp: String?
+
+    @Option(help: ArgumentHelp("BLE address of the radio (AA:BB:CC:DD:EE:FF).", valueName: "address"))
+    var ble: String?
+
+    @Option(help: ArgumentHelp("Seconds to wait for each response (and to connect).", valueName: "seconds"))
+    var timeout: Double = 5
+
+    @Flag(name: [.customShort("j"), .long], help: "Stable machine-readable output (JSON; JSON Lines for listen).")
+    var json = false
+
+    func validate() throws {
+        let given = [serial != nil, tcp != nil, ble != nil].filter { $0 }.count
+        if given > 1 { throw ValidationError("give only one of --serial, --tcp and --ble.") }
+        if !(timeout > 0 && timeout <= 86_400) { throw ValidationError("--timeout must be between 0 and 86400 seconds.") }
+        if baud <= 0 { throw ValidationError("--baud must be a positive number.") }
+    }
+
+    var timeoutMilliseconds: UInt64 { UInt64(timeout * 1000) }
+
+    func target() throws(ClientError) -> LinkTarget {
+        if let serial { return .serial(path: serial, baud: baud) }
+        if let tcp {
+            var host = tcp
+            var port: UInt16 = 5000
+            if tcp.hasPrefix("[") {  // [::1]:5000
+                guard let close = tcp.firstIndex(of: "]") else { throw .usage("invalid --tcp \(tcp): use HOST[:PORT].") }
+                host = String(tcp[tcp.index(after: tcp.startIndex)..<close])
+                let rest = tcp[tcp.index(after: close)...]
+                if rest.hasPrefix(":") {
+                    guard let p = UInt16(rest.dropFirst()), p > 0 else { throw .usage("invalid port in --tcp \(tcp): use HOST[:PORT].") }
+                    port = p
+                }
+            } else if let colon = tcp.lastIndex(of: ":"), tcp.firstIndex(of: ":") == colon {
+                host = String(tcp[..<colon])
+                guard let p = UInt16(tcp[tcp.index(after: colon)...]), p > 0 else {
+                    throw .usage("invalid port in --tcp \(tcp): use HOST[:PORT] with a port from 1 to 65535.")
+                }
+                port = p
+            }
+            if host.isEmpty { throw .usage("invalid --tcp \(tcp): use HOST[:PORT].") }
+            return .tcp(host: host, port: port)
+        }
+        if let ble { return .ble(address: ble) }
+        throw .usage("no radio given: use --serial PATH, --tcp HOST[:PORT] or --ble ADDRESS.")
+    }
+
+    /// Opens the link and runs the handshake.
+    func connect(drain: Bool = false) throws(ClientError) -> Radio {
+        let t = try target()
+        let link = try t.open(timeoutMilliseconds: Int(timeoutMilliseconds))
+        var config = SessionConfig()
+        config.commandTimeout = timeoutMilliseconds
+        config.drainOnStart = drain
+        config.drainOnWaiting = drain
+        let radio = Radio(link: link, config: config)
+        try radio.connect(timeoutMilliseconds: timeoutMilliseconds)
+        return radio
+    }
+}
+
+/// A command that runs one `Request` against the radio and prints the result.
+protocol RadioCommand: ParsableCommand {
+    var link: LinkOptions { get }
+    func request() throws(ClientError) -> Request
+    /// Text output (JSON output is the value itself).
+    func text(_ value: Value) -> String
+}
+
+extension RadioCommand {
+    func text(_ value: Value) -> String { value.text() }
+
+    func run() throws {
+        let req = try request()
+        let radio = try link.connect(drain: false)
+        let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
+        radio.onEvent = { e in if case .message(let m) = e { executor.collect(m) } }
+        let outcome = try executor.execute(req)
+        let out = link.json ? outcome.value.json : text(outcome.value)
+        if !out.isEmpty { emitLine(out) }
+        if let e = outcome.error { throw e }
+    }
+}
+
+/// Joins remaining words into one text.
+func joined(_ words: [String]) -> String { words.joined(separator: " ") }

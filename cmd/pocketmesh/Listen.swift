@@ -1,0 +1,111 @@
+import ArgumentParser
+import Glibc
+import MeshSession
+
+struct Listen: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print messages and pushes as they arrive, until interrupted (or --for SECONDS).",
+        discussion: "With --json, one JSON object per line (JSON Lines) with an \"event\" field.")
+    @OptionGroup var link: LinkOptions
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+    @Flag(name: .customLong("log-rx"), help: "Also print every packet the radio hears (LOG_RX_DATA).")
+    var logRx = false
+
+    func validate() throws {
+        if let d = duration, !(d > 0) { throw ValidationError("--for must be a positive number of seconds.") }
+    }
+
+    func run() throws {
+        let target = try link.target()
+        let byteLink = try target.open(timeoutMilliseconds: Int(link.timeoutMilliseconds))
+        var config = SessionConfig()
+        config.commandTimeout = link.timeoutMilliseconds
+        config.drainOnStart = true
+        config.drainOnWaiting = true
+        config.forwardLogRx = logRx
+        let radio = Radio(link: byteLink, config: config)
+        do { try radio.loop.handleSignals() } catch {}
+        let json = link.json
+        var contacts: [ContactSummary] = []
+        radio.onEvent = { e in
+            guard let v = eventValue(e, contacts: contacts) else { return }
+            if json { emitLine(v.json) } else { emitLine(eventLine(v)) }
+        }
+        do {
+            try radio.connect(timeoutMilliseconds: link.timeoutMilliseconds)
+            let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
+            contacts = (try? executor.contacts()) ?? []
+            let deadline = duration.map { radio.now + UInt64($0 * 1000) }
+            try radio.run(until: deadline) { false }
+        } catch {
+            if error == .interrupted { return }
+            throw error
+        }
+    }
+}
+
+/// A session event as printed by `listen` (nil: not shown).
+func eventValue(_ e: SessionEvent, contacts: [ContactSummary]) -> Value? {
+    switch e {
+    case .message(let m):
+        guard case .object(let fields) = messageValue(m, contacts: contacts) else { return nil }
+        return .object([.init("event", .string("message"))] + fields)
+    case .push(let f):
+        guard let code = f.first else { return nil }
+        var fields: [Value.Field] = [.init("event", .string(pushName(code)))]
+        switch code {
+        case 0x80 where f.count >= 33, 0x81 where f.count >= 33, 0x8F where f.count >= 33:
+            let key = Array(f[1..<33])
+            fields.append(.init("public_key", .hex(key)))
+            if let c = contacts.first(where: { $0.publicKey == key }) { fields.append(.init("name", .string(c.name))) }
+        case 0x82 where f.count >= 9:
+            fields.append(.init("ack", .hex(f[1..<5])))
+        case 0x83:
+            return nil  // the session drains the queue and reports each message
+        case 0x8A:
+            if let c = ContactSummary(record: f), case .object(let cf) = c.value { fields += cf }
+        case 0x88 where f.count >= 3:
+            fields.append(.init("snr", .double(Double(Int8(bitPattern: f[1])) / 4)))
+            fields.append(.init("rssi", .int(Int8(bitPattern: f[2]))))
+            fields.append(.init("packet", .hex(f.dropFirst(3))))
+        default:
+            fields.append(.init("frame", .hex(f)))
+        }
+        return .object(fields)
+    case .malformedMessage(let f):
+        return .object([.init("event", .string("malformed_message")), .init("frame", .hex(f))])
+    default:
+        return nil
+    }
+}
+
+func pushName(_ code: UInt8) -> String {
+    switch code {
+    case 0x80: return "advert"
+    case 0x81: return "path_updated"
+    case 0x82: return "send_confirmed"
+    case 0x83: return "message_waiting"
+    case 0x84: return "raw_data"
+    case 0x85: return "login_success"
+    case 0x86: return "login_fail"
+    case 0x87: return "status_response"
+    case 0x88: return "log_rx_data"
+    case 0x89: return "trace_data"
+    case 0x8A: return "new_advert"
+    case 0x8B: return "telemetry_response"
+    case 0x8C: return "binary_response"
+    case 0x8D: return "path_discovery_response"
+    case 0x8E: return "control_data"
+    case 0x8F: return "contact_deleted"
+    case 0x90: return "contacts_full"
+    default: return "push_\(Hex.encode([code]))"
+    }
+}
+
+func eventLine(_ v: Value) -> String {
+    if v["event"]?.stringValue == "message" { return messageLine(v) }
+    guard case .object(let fields) = v else { return v.text() }
+    let name = fields.first?.value.scalarText ?? "event"
+    return "* " + name + " " + fields.dropFirst().map { "\($0.key)=\($0.value.scalarText)" }.joined(separator: " ")
+}

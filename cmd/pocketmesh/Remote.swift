@@ -1,0 +1,61 @@
+import ArgumentParser
+import MeshSession
+
+struct Login: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "Log in to a repeater or room server.")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Node name or hex key prefix.") var node: String
+    @Option(name: [.customShort("p"), .long], help: "Password (empty: guest or known member).") var password: String = ""
+    func request() throws(ClientError) -> Request { .login(node, password: password) }
+}
+
+struct Logout: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "Log out of a repeater or room server.")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Node name or hex key prefix.") var node: String
+    func request() throws(ClientError) -> Request { .logout(node) }
+}
+
+struct Status: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "Ask a repeater or room server for its status.")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Node name or hex key prefix.") var node: String
+    func request() throws(ClientError) -> Request { .status(node) }
+}
+
+struct Telemetry: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "Telemetry of a node (without a node: of this radio).")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Node name or hex key prefix.") var node: String?
+    func request() throws(ClientError) -> Request { .telemetry(node) }
+}
+
+struct Neighbours: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "A repeater's neighbour table.", aliases: ["neighbors"])
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Node name or hex key prefix.") var node: String
+    func request() throws(ClientError) -> Request { .neighbours(node) }
+}
+
+struct ACL: RadioCommand {
+    static let configuration = CommandConfiguration(commandName: "acl", abstract: "A server's access control list (admin).")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Node name or hex key prefix.") var node: String
+    func request() throws(ClientError) -> Request { .acl(node) }
+}
+
+struct Cmd: RadioCommand {
+    static let configuration = CommandConfiguration(commandName: "cmd", abstract: "Run a CLI command on a repeater (admin) and print its reply.")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Node name or hex key prefix.") var node: String
+    @Argument(help: "The command, e.g. ver.") var command: [String]
+    func request() throws(ClientError) -> Request { .command(node, text: joined(command)) }
+    func text(_ v: Value) -> String { v["reply"]?.stringValue ?? v.text() }
+}
+
+struct Trace: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "Trace a route of repeaters and print the SNR of each hop.")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Comma-separated hop hashes in hex, out and back, e.g. 5f,33,5f.") var path: String
+    func request() throws(ClientError) -> Request { .trace(path: path) }
+}

@@ -1,0 +1,23 @@
+import ArgumentParser
+import MeshSession
+
+struct Send: RadioCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a direct message and wait for its ACK (retrying, then flooding).",
+        discussion: "Exit code 4 when no ACK arrived after every attempt.")
+    @OptionGroup var link: LinkOptions
+    @Flag(name: .customLong("no-wait"), help: "Return once the radio took the message; do not wait for the ACK.")
+    var noWait = false
+    @Argument(help: "Contact name or hex key prefix.") var to: String
+    @Argument(help: "The text (at most 160 bytes).") var text: [String]
+    func request() throws(ClientError) -> Request { .send(to: to, text: joined(text), wait: !noWait) }
+    func text(_ v: Value) -> String {
+        let name = v["to"]?.stringValue ?? to
+        let attempts = v["attempts"]?.intValue ?? 1
+        switch v["status"]?.stringValue {
+        case "acked": return "acked by \(name) after \(attempts) attempt\(attempts == 1 ? "" : "s") (round trip \(v["round_trip_ms"]?.intValue ?? 0) ms)"
+        case "sent": return "sent to \(name) (\(v["flood"] == .bool(true) ? "flood" : "direct"))"
+        default: return "not acknowledged by \(name) after \(attempts) attempts"
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import ArgumentParser
+import MeshSession
+
+private let settingsHelp = """
+    Settings: name, coords (LAT LON), radio (FREQ_MHZ BW_KHZ SF CR [REPEAT]), tx (DBM), tuning (RX_DELAY AIRTIME_FACTOR), \
+    manual-add (on|off), telemetry (BASE LOC ENV: deny|flags|allow), advert-loc-policy, multi-acks, pin, \
+    auto-add (FLAGS [MAX_HOPS]), path-hash-mode (0-2), flood-scope (#REGION|none), custom (NAME VALUE); \
+    read-only: public-key, firmware, model, max-contacts, max-channels, client-repeat.
+    """
+
+struct Get: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a device setting (all without a name).", discussion: settingsHelp)
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Setting name.") var setting: String?
+    func request() throws(ClientError) -> Request { .get(setting) }
+    func text(_ v: Value) -> String {
+        if let setting, let one = v[setting] {
+            switch one { case .object, .array: return one.text(); default: return one.scalarText }
+        }
+        return v.text()
+    }
+}
+
+struct Set: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "Change a device setting.", discussion: settingsHelp)
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Setting name.") var setting: String
+    @Argument(help: "Value(s).") var values: [String] = []
+    func request() throws(ClientError) -> Request { .set(setting, values) }
+    func text(_ v: Value) -> String { "\(setting) set" }
+}

@@ -1,0 +1,147 @@
+import ArgumentParser
+import Glibc
+import MeshDaemon
+import MeshStore
+
+/// Which radio's store a store command reads.
+struct StoreSelection: ParsableArguments {
+    @Option(help: ArgumentHelp("State folder (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
+    var stateDir: String?
+
+    @Option(help: ArgumentHelp("The radio: a public key prefix (hex) of a stored radio.", valueName: "key"))
+    var radio: String?
+
+    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("The radio last seen on this serial device.", valueName: "path"))
+    var serial: String?
+
+    @Option(name: [.customShort("t"), .long], help: ArgumentHelp("The radio last seen at this TCP address.", valueName: "host[:port]"))
+    var tcp: String?
+
+    @Flag(name: [.customShort("j"), .long], help: "Stable machine-readable output (JSON).")
+    var json = false
+
+    /// Opens the store read-only (works while a daemon owns it).
+    func open() throws -> RadioStore {
+        let root: String
+        do { root = try StoreLocation.stateRoot(stateDir: stateDir) } catch { throw usage("\(error)") }
+        let radios = StoreLocation.radios(stateRoot: root)
+        var key: String? = nil
+        if let spec = serial.map({ "serial:" + $0 }) ?? tcp.map({ "tcp:" + $0 }) {
+            key = StateFile.readString(root + "/links/" + DaemonRegistry.slug(forLink: spec))?.filter { !$0.isWhitespace }
+            if key == nil { throw notFound("no stored radio was seen on \(spec) yet: run `pocketmesh daemon` or `pocketmesh sync` with it first.") }
+        } else if let r = radio?.lowercased() {
+            let hits = radios.filter { $0.hasPrefix(r) }
+            if hits.count != 1 {
+                throw hits.isEmpty ? notFound("no stored radio matches \(r) under \(root).")
+                                   : usage("\(r) matches \(hits.count) stored radios: give more of the key.")
+            }
+            key = hits[0]
+        } else if radios.count == 1 {
+            key = radios[0]
+        } else {
+            throw radios.isEmpty ? notFound("no radio has been stored under \(root) yet: run `pocketmesh daemon` first.")
+                                 : usage("\(radios.count) radios are stored under \(root): choose one with --radio KEY, --serial or --tcp.")
+        }
+        do {
+            return try RadioStore(directory: root + "/" + key!, options: MeshStore.StoreOptions(readOnly: true))
+        } catch {
+            throw ExitFailure(code: 1, message: "cannot read the store: \(error)")
+        }
+    }
+
+    func usage(_ m: String) -> ExitFailure { ExitFailure(code: 2, message: m) }
+    func notFound(_ m: String) -> ExitFailure { ExitFailure(code: 6, message: m) }
+}
+
+/// An error that carries its exit code (printed by the command itself).
+struct ExitFailure: Error, CustomStringConvertible {
+    var code: Int32
+    var message: String
+    var description: String { message }
+}
+
+func runReporting(_ body: () throws -> Void) throws {
+    do { try body() } catch let e as ExitFailure {
+        writeStderr("pocketmesh: \(e.message)")
+        throw ExitCode(e.code)
+    }
+}
+
+/// `pocketmesh chats`: conversations ordered by last activity.
+struct ChatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "chats", abstract: "List conversations from the store, newest first (read-only).")
+
+    @OptionGroup var store: StoreSelection
+
+    func run() throws {
+        try runReporting {
+            let s = try store.open()
+            let list: [Conversation]
+            do { list = try s.conversations() } catch { throw ExitFailure(code: 1, message: "cannot read the store: \(error)") }
+            if store.json {
+                let items = list.map { c -> JSON in
+                    .obj(("thread", .string(c.thread.description)), ("name", .string(c.name)), ("unread", .int(Int64(c.unread))),
+                         ("messages", .int(Int64(c.messageCount))), ("last", MessageJSON.message(c.lastMessage, store: s)))
+                }
+                print(JSON.array(items).text)
+                return
+            }
+            for c in list {
+                let m = MessageJSON.message(c.lastMessage, store: s)
+                let unread = c.unread > 0 ? " (\(c.unread) unread)" : ""
+                print("\(c.name)\(unread): \(m["from"]?.string.map { $0.isEmpty ? "" : $0 + ": " } ?? "")\(m["text"]?.string ?? "")")
+            }
+        }
+    }
+}
+
+/// `pocketmesh history NAME|CHANNEL [--limit N] [--before ID]`.
+struct HistoryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "history", abstract: "Show a conversation from the store, oldest first (read-only).")
+
+    @Argument(help: "A contact or room name, a channel name or number, or a key prefix.")
+    var thread: String
+
+    @Option(help: "How many messages.") var limit: Int = 50
+    @Option(help: ArgumentHelp("Only messages with an id below this (page backwards).", valueName: "id")) var before: UInt64?
+
+    @OptionGroup var store: StoreSelection
+
+    func validate() throws {
+        if limit < 1 || limit > 100_000 { throw ValidationError("--limit must be 1 to 100000.") }
+    }
+
+    func run() throws {
+        try runReporting {
+            let s = try store.open()
+            let key: ThreadKey
+            do { key = try s.resolveThread(thread) } catch {
+                throw ExitFailure(code: 6, message: "no contact or channel matches \"\(thread)\" in the store.")
+            }
+            let ms: [StoredMessage]
+            do { ms = try s.history(key, limit: limit, before: before) } catch {
+                throw ExitFailure(code: 1, message: "cannot read the store: \(error)")
+            }
+            if store.json {
+                print(JSON.obj(("thread", .string(s.name(of: key))), ("messages", .array(ms.map { MessageJSON.message($0, store: s) })),
+                               ("before", ms.first.map { .int(Int64($0.id)) })).text)
+                return
+            }
+            for m in ms {
+                let j = MessageJSON.message(m, store: s)
+                let who = m.direction == .outgoing ? "me" : (j["from"]?.string ?? "")
+                let status = m.direction == .outgoing ? " [\(m.status.name)]" : ""
+                print("#\(m.id) \(formatTime(m.senderTimestamp)) \(who): \(j["text"]?.string ?? "")\(status)")
+            }
+        }
+    }
+}
+
+/// "YYYY-MM-DD HH:MM:SS" in UTC, without Foundation.
+func formatTime(_ epoch: UInt32) -> String {
+    var t = time_t(epoch)
+    var tmv = tm()
+    gmtime_r(&t, &tmv)
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return "\(tmv.tm_year + 1900)-\(two(tmv.tm_mon + 1))-\(two(tmv.tm_mday)) \(two(tmv.tm_hour)):\(two(tmv.tm_min)):\(two(tmv.tm_sec))"
+}

@@ -1,0 +1,24 @@
+import ArgumentParser
+import MeshSession
+
+struct Sync: RadioCommand {
+    static let configuration = CommandConfiguration(abstract: "Fetch and print the messages waiting in the radio.")
+    @OptionGroup var link: LinkOptions
+    func request() throws(ClientError) -> Request { .sync }
+    func text(_ value: Value) -> String {
+        guard case .array(let items) = value else { return value.text() }
+        return items.map(messageLine).joined(separator: "\n")
+    }
+}
+
+/// One message as a line of text.
+func messageLine(_ m: Value) -> String {
+    let ts = m["timestamp"]?.intValue ?? 0
+    switch m["type"]?.stringValue {
+    case "channel": return "[\(ts)] #\(m["channel"]?.intValue ?? 0) \(m["text"]?.stringValue ?? "")"
+    case "channel_data": return "[\(ts)] #\(m["channel"]?.intValue ?? 0) data \(m["data_type"]?.intValue ?? 0): \(m["data"]?.stringValue ?? "")"
+    default:
+        let from = m["name"]?.stringValue ?? m["from"]?.stringValue ?? "?"
+        return "[\(ts)] \(from): \(m["text"]?.stringValue ?? "")"
+    }
+}

@@ -169,6 +169,12 @@ public final class FrameDecoder {
         }
     }
 
+    /// Appends all of `bytes`, calling `body` with each complete frame (allocation-free only
+    /// if `bytes` already exists).
+    public func receive(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try bytes.withUnsafeBytes { try receive($0, body) }
+    }
+
     /// Calls `body` with every complete frame now buffered.
     public func drain(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
         while let frame = nextFrame() { try body(frame) }

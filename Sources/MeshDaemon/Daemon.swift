@@ -87,7 +87,14 @@ public final class Daemon {
     var outboxBusy: Set<UInt64> = []
     var sendWaiters: [UInt64: [(APIServer.ClientID, Int64)]] = [:]
     var replyTickets: [Ticket: (client: APIServer.ClientID, id: Int64, what: String, record: StoredMessage?)] = [:]
-    var tunnelTickets: [Ticket: (client: APIServer.ClientID, code: UInt8)] = [:]
+    var tunnelTickets: [Ticket: (client: APIServer.ClientID, frame: [UInt8])] = [:]
+    /// Message frames drained since each tunnel client connected, waiting for its SYNC_NEXT_MESSAGE.
+    var tunnelInbox: [APIServer.ClientID: [[UInt8]]] = [:]
+    let tunnelInboxCapacity = 256
+    /// The raw frame of the message being handed to the session (for tunnel clients).
+    var lastMessageFrame: [UInt8] = []
+    /// ACK tags of direct messages sent through a tunnel, to mark them acked in the store.
+    var tunnelAckTags: [(tag: UInt32, id: UInt64)] = []
 
     public init(config: Config) throws {
         self.config = config
@@ -328,7 +335,9 @@ public final class Daemon {
         if let code = frame.first, code >= 0x80, code != 0x88 {
             let copy = Array(frame)
             for c in api.tunnelClients { api.sendFrame(copy, to: c) }
+            if code == 0x82, frame.count >= 5 { tunnelAcked(UInt32(frame[1]) | UInt32(frame[2]) << 8 | UInt32(frame[3]) << 16 | UInt32(frame[4]) << 24) }
         }
+        if let code = frame.first, [0x07, 0x08, 0x10, 0x11, 0x1B].contains(code) { lastMessageFrame = Array(frame) }
         s.receive(frame: frame, now: now)
         processEvents(now: now)
     }
@@ -483,7 +492,7 @@ public final class Daemon {
             return
         }
         if let w = tunnelTickets.removeValue(forKey: t) {
-            tunnelReply(w.client, code: w.code, r)
+            tunnelReply(w.client, frame: w.frame, r)
             return
         }
         if let w = replyTickets.removeValue(forKey: t) {
@@ -541,6 +550,7 @@ public final class Daemon {
             switch result {
             case .stored(let id):
                 storedCount += 1
+                if !lastMessageFrame.isEmpty { handToTunnels(lastMessageFrame) }
                 if let m = try? store.message(id: id) {
                     api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
                 }
@@ -554,6 +564,18 @@ public final class Daemon {
             hold(rec)
             return false
         }
+    }
+
+    /// Queues a drained message frame for every tunnel client and tells it with MSG_WAITING.
+    func handToTunnels(_ frame: [UInt8]) {
+        for c in api.tunnelClients {
+            var inbox = tunnelInbox[c] ?? []
+            if inbox.count >= tunnelInboxCapacity { inbox.removeFirst() }
+            inbox.append(frame)
+            tunnelInbox[c] = inbox
+            api.sendFrame([0x83], to: c)
+        }
+        lastMessageFrame = []
     }
 
     func hold(_ rec: StoredMessage) {

@@ -210,7 +210,8 @@ extension Daemon {
             // The command still completes on the radio; only the answer has nobody to go to.
             replyTickets[t] = (-1, w.id, w.what, w.record)
         }
-        for (t, w) in tunnelTickets where w.client == client { tunnelTickets[t] = (-1, w.code) }
+        for (t, w) in tunnelTickets where w.client == client { tunnelTickets[t] = (-1, w.frame) }
+        tunnelInbox[client] = nil
     }
 
     // MARK: - tunnel
@@ -228,8 +229,13 @@ extension Daemon {
         case 0x01:  // APP_START
             api.sendFrame(selfInfo, to: client)
             return
-        case 0x0A:  // SYNC_NEXT_MESSAGE: the daemon drains the radio; messages are in the store
-            api.sendFrame([0x0A], to: client)
+        case 0x0A:  // SYNC_NEXT_MESSAGE: the daemon drains the radio; this client gets what arrived since it connected
+            if var inbox = tunnelInbox[client], !inbox.isEmpty {
+                api.sendFrame(inbox.removeFirst(), to: client)
+                tunnelInbox[client] = inbox
+            } else {
+                api.sendFrame([0x0A], to: client)
+            }
             return
         default:
             break
@@ -246,7 +252,7 @@ extension Daemon {
         }
         do {
             let t = try s.submit(frame: Array(frame), expecting: expect, now: now)
-            tunnelTickets[t] = (client, code)
+            tunnelTickets[t] = (client, Array(frame))
         } catch {
             api.sendFrame([0x01, 0x03], to: client)  // ERR 3: the command queue is full
             return
@@ -254,8 +260,10 @@ extension Daemon {
         pump(now: now)
     }
 
-    func tunnelReply(_ client: APIServer.ClientID, code: UInt8, _ r: Reply) {
+    func tunnelReply(_ client: APIServer.ClientID, frame: [UInt8], _ r: Reply) {
+        recordTunnelSend(frame, r)
         guard client >= 0 else { return }
+        let code = frame.first ?? 0
         switch r {
         case .ok: api.sendFrame([0x00], to: client)
         case .frame(let f): api.sendFrame(f, to: client)
@@ -277,6 +285,39 @@ extension Daemon {
         case .timeout, .cancelled, .sent:
             break  // the client's own timeout reports it
         }
+    }
+}
+
+extension Daemon {
+    /// Messages sent through a tunnel go into the store's history like the daemon's own.
+    func recordTunnelSend(_ frame: [UInt8], _ r: Reply) {
+        guard let store, let code = frame.first else { return }
+        let wall = UInt32(truncatingIfNeeded: time(nil))
+        func u32(_ b: [UInt8], _ o: Int) -> UInt32 { UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24 }
+        if code == 0x02, frame.count > 13, frame[1] == 0, case .frame(let sent) = r, sent.count >= 10 {
+            let tag = u32(sent, 2)
+            if frame[2] == 0 {
+                let m = StoredMessage(kind: .direct, direction: .outgoing, peer: KeyPrefix(frame[7..<13]), senderTimestamp: u32(frame, 3),
+                                      receivedAt: wall, status: .sent, attempts: 1, ackTag: tag, text: Array(frame[13...]))
+                if let res = try? store.append(m) {
+                    tunnelAckTags.append((tag, res.id))
+                    if tunnelAckTags.count > 64 { tunnelAckTags.removeFirst() }
+                }
+            } else if let i = tunnelAckTags.lastIndex(where: { ts in (try? store.message(id: ts.id))??.senderTimestamp == u32(frame, 3) }) {
+                tunnelAckTags.append((tag, tunnelAckTags[i].id))
+            }
+        } else if code == 0x03, frame.count > 7, frame[1] == 0, case .ok = r {
+            let m = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: frame[2], senderTimestamp: u32(frame, 3),
+                                  receivedAt: wall, status: .sent, text: Array(frame[7...]))
+            _ = try? store.append(m)
+        }
+    }
+
+    func tunnelAcked(_ tag: UInt32) {
+        guard let i = tunnelAckTags.firstIndex(where: { $0.tag == tag }), let store else { return }
+        let id = tunnelAckTags[i].id
+        tunnelAckTags.removeAll { $0.id == id }
+        try? store.setDelivery(id: id, DeliveryUpdate(status: .acked, ackTag: tag), at: UInt32(truncatingIfNeeded: time(nil)))
     }
 }
 

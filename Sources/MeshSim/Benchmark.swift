@@ -21,6 +21,7 @@ public struct SimBenchmark {
         public var flood: Int
         public var direct: Int
         public var events: Int
+        public var refused: Int
     }
 
     public init() {}
@@ -32,7 +33,7 @@ public struct SimBenchmark {
         o.collisions = collisions
         let world = try SimWorld(topology: .builtIn(.grid, companions: companions, repeaters: repeaters, rooms: 0), options: o)
         let mesh = world.mesh
-        var acked = 0, sent = 0, flood = 0, direct = 0
+        var acked = 0, sent = 0, flood = 0, direct = 0, refused = 0
         for c in world.companions {
             c.connected = true
             c.onFrame = { f in
@@ -40,6 +41,7 @@ public struct SimBenchmark {
                 case 0x82: acked += 1
                 case 0x06: sent += 1; f.withUnsafeBytes { if $0[1] == 1 { flood += 1 } else { direct += 1 } }
                 case 0x83: c.receive(frame: [0x0A]) // drain like an app
+                case 0x01: refused += 1
                 default: break
                 }
             }
@@ -57,12 +59,16 @@ public struct SimBenchmark {
         for i in 0 ..< messages {
             let at = start + span * UInt64(i) / UInt64(max(1, messages))
             let a = Int(rng.below(UInt64(n)))
-            var b = Int(rng.below(UInt64(n - 1)))
-            if b >= a { b += 1 }
-            let from = world.companions[a], to = world.companions[b]
+            let pick = rng.next()
+            let from = world.companions[a]
             let text = "message \(i) from \(from.name)"
             mesh.scheduler.schedule(at: at) {
-                guard let f = try? CommandFrame.sendTextMessage(to: to.publicKey.frameKey, text: text, timestamp: from.epochNow) else { return }
+                // A random contact of the sender (adverts reach at most 8 hops, so not everyone
+                // knows everyone in a large grid).
+                let known = from.contacts.filter { $0.type.rawValue == 1 }
+                guard !known.isEmpty else { return }
+                let to = known[Int(pick % UInt64(known.count))]
+                guard let f = try? CommandFrame.sendTextMessage(to: to.publicKey, text: text, timestamp: from.epochNow) else { return }
                 from.receive(frame: f.bytes)
             }
         }
@@ -71,6 +77,6 @@ public struct SimBenchmark {
         while let d = mesh.scheduler.nextDeadline, d <= end { mesh.scheduler.step(); events += 1 }
         mesh.run(until: end)
         return Result(virtualSeconds: virtualSeconds, transmissions: mesh.transmissions, receptions: mesh.deliveries,
-                      sent: sent, acked: acked, flood: flood, direct: direct, events: events)
+                      sent: sent, acked: acked, flood: flood, direct: direct, events: events, refused: refused)
     }
 }

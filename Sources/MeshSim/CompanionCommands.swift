@@ -1,7 +1,8 @@
 import MeshAir
 import MeshCompanion
 
-/// The firmware's command switch (`MyMesh::handleCmdFrame`), one case per command code.
+/// The firmware's command switch (`MyMesh::handleCmdFrame`): frames are decoded by MeshCompanion's
+/// `CompanionCommand` (the firmware's length guards), then handled one case per command.
 extension CompanionNode {
     public static let firmwareVersion = "v1.17.1"
     public static let buildDate = "14 Aug 2026"
@@ -10,251 +11,240 @@ extension CompanionNode {
     func err(_ e: RadioErrorCode) { emit(ResponseFrame.error(e)) }
     func ok() { emit(ResponseFrame.ok()) }
 
-    /// Handles one app → radio frame (payload only, no `<` header).
-    public func receive(frame cmd: [UInt8]) {
-        guard powered, let code = cmd.first else { return }
-        var r = CommandReader(Array(cmd.prefix(CompanionLimits.maxFrameSize)))
-        switch code {
-        case 0x16: // DEVICE_QUERY
-            guard cmd.count >= 2 else { return err(.unsupportedCommand) }
-            appTargetVersion = cmd[1]
+    /// Handles one app → radio frame (payload only, no `<` header). Longer frames are cut to 176
+    /// bytes and still handled, as the firmware does.
+    public func receive(frame: [UInt8]) {
+        guard powered, !frame.isEmpty else { return }
+        Array(frame.prefix(CompanionLimits.maxFrameSize)).withUnsafeBytes { raw in
+            switch Result(catching: { () throws(CompanionDecodeError) -> CompanionCommand in try CompanionCommand.decode(raw) }) {
+            case let .success(command): handle(command)
+            case let .failure(error): err(CompanionCommand.radioError(for: error))
+            }
+        }
+    }
+
+    /// The views inside `command` are only valid during this call.
+    func handle(_ command: CompanionCommand) {
+        switch command {
+        case let .deviceQuery(version):
+            appTargetVersion = version
             if let f = try? ResponseFrame.deviceInfo(maxContacts: config.maxContacts, maxChannels: UInt8(config.maxChannels), blePin: blePin,
                                                      buildDate: Self.buildDate, model: Self.model, version: Self.firmwareVersion,
                                                      clientRepeat: clientRepeat, pathHashMode: UInt8(pathHashSize - 1)) { emit(f) }
-        case 0x01: // APP_START
-            guard cmd.count >= 8 else { return err(.unsupportedCommand) }
+        case .appStart:
             iterating = false; iterationToken &+= 1
             emitSelfInfo()
-        case 0x02: sendTextCommand(&r)
-        case 0x03: sendChannelTextCommand(&r)
-        case 0x04: // GET_CONTACTS
+        case let .sendTextMessage(t):
+            sendText(type: t.textType.rawValue, attempt: t.attempt, timestamp: t.timestamp, prefix: t.recipientPrefix, text: Array(t.textBytes))
+        case let .sendChannelTextMessage(c):
+            sendChannelText(type: c.textType.rawValue, index: Int(c.channelIndex), timestamp: c.timestamp, message: Array(c.textBytes))
+        case let .getContacts(since):
             if iterating { return err(.badState) }
-            let since: UInt32? = cmd.count >= 5 ? r.u32() : nil
             startContactListing(since: since)
-        case 0x05: emit(ResponseFrame.currentTime(epochNow))
-        case 0x06: // SET_DEVICE_TIME
-            let t = r.u32()
-            if r.short { return err(.unsupportedCommand) }
+        case .getDeviceTime:
+            emit(ResponseFrame.currentTime(epochNow))
+        case let .setDeviceTime(t):
             if t < epochNow { return err(.illegalArgument) }
             setClock(t); ok()
-        case 0x07: // SEND_SELF_ADVERT
-            advertise(flood: cmd.count >= 2 && cmd[1] == 1) ? ok() : err(.tableFull)
-        case 0x08: // SET_ADVERT_NAME
-            let raw = Array(cmd[1...].prefix { $0 != 0 })
-            name = String(decoding: utf8Cut(raw, max: 31), as: UTF8.self); ok()
-        case 0x09: addUpdateContactCommand(cmd)
-        case 0x0A: // SYNC_NEXT_MESSAGE
+        case let .sendSelfAdvert(flood):
+            advertise(flood: flood) ? ok() : err(.tableFull)
+        case let .setAdvertName(raw):
+            name = String(decoding: utf8Cut(Array(raw), max: 31), as: UTF8.self); ok()
+        case let .addUpdateContact(record):
+            var c = record.contact
+            if record.lastModified == nil { c.lastModified = epochNow }
+            if !c.outPathLength.isUnknown && !c.outPathLength.isValid { c.resetPath() }
+            addOrUpdate(c) ? ok() : err(.tableFull)
+        case .syncNextMessage:
             if let f = queue.popFirst(), let e = try? EncodedFrame(f) { emit(e) } else { emit(ResponseFrame.noMoreMessages()) }
-        case 0x0B: // SET_RADIO_PARAMS
-            let freq = r.u32(), bw = r.u32(), sf = r.u8(), cr = r.u8()
-            if r.short { return err(.unsupportedCommand) }
-            guard (150_000...2_500_000).contains(freq), (7_000...500_000).contains(bw), (5...12).contains(sf), (5...8).contains(cr) else {
-                return err(.illegalArgument)
-            }
-            var repeatOn = false
-            if r.remaining > 0 {
-                repeatOn = r.u8() != 0
-                if repeatOn && ![433_000, 869_495, 918_000].contains(freq) { return err(.illegalArgument) }
-            }
-            radio.params.freqKHz = freq; radio.params.bwHz = bw; radio.params.sf = sf; radio.params.cr = cr
-            clientRepeat = repeatOn
+        case let .setRadioParams(p, repeatOn):
+            guard (150_000...2_500_000).contains(p.frequencyKHz), (7_000...500_000).contains(p.bandwidthHz),
+                  (5...12).contains(p.spreadingFactor), (5...8).contains(p.codingRate) else { return err(.illegalArgument) }
+            if repeatOn == true && ![433_000, 869_495, 918_000].contains(p.frequencyKHz) { return err(.illegalArgument) }
+            radio.params.freqKHz = p.frequencyKHz; radio.params.bwHz = p.bandwidthHz
+            radio.params.sf = p.spreadingFactor; radio.params.cr = p.codingRate
+            clientRepeat = repeatOn ?? false
             ok()
-        case 0x0C: // SET_RADIO_TX_POWER
-            guard cmd.count >= 2 else { return err(.unsupportedCommand) }
-            let p = Int8(bitPattern: cmd[1])
+        case let .setRadioTxPower(p):
             guard p >= -9 && p <= maxTxPower else { return err(.illegalArgument) }
             radio.params.txPowerDbm = p; ok()
-        case 0x0D: // RESET_PATH
-            guard let k = keyArg(&r), anyContact(key: k) != nil else { return err(.notFound) }
+        case let .resetPath(k):
+            guard anyContact(key: k) != nil else { return err(.notFound) }
             updateContact(k) { $0.resetPath(); $0.lastModified = epochNow }
             ok()
-        case 0x0E: // SET_ADVERT_LATLON
-            let lat = r.i32(), lon = r.i32()
-            if r.short { return err(.unsupportedCommand) }
+        case let .setAdvertLatLon(lat, lon, _):
             guard abs(Int64(lat)) <= 90_000_000, abs(Int64(lon)) <= 180_000_000 else { return err(.illegalArgument) }
             advertLatitude = lat; advertLongitude = lon; ok()
-        case 0x0F: // REMOVE_CONTACT
-            guard let k = keyArg(&r), let i = contacts.firstIndex(where: { $0.publicKey == k }) else { return err(.notFound) }
+        case let .removeContact(k):
+            guard let i = contacts.firstIndex(where: { $0.publicKey == k }) else { return err(.notFound) }
             removeContact(at: i); ok()
-        case 0x10: // SHARE_CONTACT
-            guard let k = keyArg(&r), let raw = advertPackets[k], let pkt = try? Packet(bytes: raw) else { return err(.notFound) }
+        case let .shareContact(k):
+            guard let raw = advertPackets[k], let pkt = try? Packet(bytes: raw) else { return err(.notFound) }
             sendZeroHop(.advert, payload: pkt.payload, transportCodes: TransportCodes.none) ? ok() : err(.tableFull)
-        case 0x11: // EXPORT_CONTACT
-            if cmd.count < 33 {
-                if let p = try? Packet(routeType: .flood, payloadType: .advert, payload: advertPayload(appdata: selfAppData())),
-                   let f = try? ResponseFrame.exportContact(advertPacket: p.bytes) { emit(f) } else { err(.tableFull) }
-            } else {
-                guard let k = keyArg(&r), let raw = advertPackets[k], let f = try? ResponseFrame.exportContact(advertPacket: raw) else { return err(.notFound) }
+        case let .exportContact(k):
+            if let k {
+                guard let raw = advertPackets[k], let f = try? ResponseFrame.exportContact(advertPacket: raw) else { return err(.notFound) }
                 emit(f)
-            }
-        case 0x12: // IMPORT_CONTACT
-            guard cmd.count > 98, let pkt = try? Packet(bytes: Array(cmd[1...])), pkt.payloadType == .advert,
+            } else if let p = try? Packet(routeType: .flood, payloadType: .advert, payload: advertPayload(appdata: selfAppData())),
+                      let f = try? ResponseFrame.exportContact(advertPacket: p.bytes) {
+                emit(f)
+            } else { err(.tableFull) }
+        case let .importContact(raw):
+            guard let pkt = try? Packet(bytes: Array(raw)), pkt.payloadType == .advert,
                   let adv = try? Advert(payload: pkt.payload), adv.isValid, let data = try? adv.data() else { return err(.illegalArgument) }
             if adv.publicKey != publicKey { onAdvert(adv, data: data, arrival: Arrival(packet: pkt, snr: 0, rssi: 0)) }
             ok()
-        case 0x13: // REBOOT
-            if cmd.count >= 7 && Array(cmd[1..<7]) == Array("reboot".utf8) { reboot() }
-        case 0x14: emit(ResponseFrame.batteryAndStorage(BatteryAndStorage(millivolts: 4150, usedKB: UInt32(contacts.count * 152 / 1024 + 4), totalKB: 1024)))
-        case 0x15: // SET_TUNING_PARAMS
-            let rx = r.u32(), af = r.u32()
-            radio.rxDelayBase = Double(rx) / 1000; radio.airtimeFactor = Double(af) / 1000; ok()
-        case 0x2B: emit(ResponseFrame.tuningParams(TuningParams(rxDelayBaseMilli: UInt32(radio.rxDelayBase * 1000), airtimeFactorMilli: UInt32(radio.airtimeFactor * 1000))))
-        case 0x17: // EXPORT_PRIVATE_KEY
+        case .reboot:
+            reboot()
+        case .getBatteryAndStorage:
+            emit(ResponseFrame.batteryAndStorage(BatteryAndStorage(millivolts: 4150, usedKB: UInt32(contacts.count * 152 / 1024 + 4), totalKB: 1024)))
+        case let .setTuningParams(t):
+            radio.rxDelayBase = Double(t.rxDelayBaseMilli) / 1000; radio.airtimeFactor = Double(t.airtimeFactorMilli) / 1000; ok()
+        case .getTuningParams:
+            emit(ResponseFrame.tuningParams(TuningParams(rxDelayBaseMilli: UInt32(radio.rxDelayBase * 1000), airtimeFactorMilli: UInt32(radio.airtimeFactor * 1000))))
+        case .exportPrivateKey:
             if let f = try? ResponseFrame.privateKey(identity.privateKey) { emit(f) }
-        case 0x18: // IMPORT_PRIVATE_KEY
-            guard cmd.count >= 65 else { return err(.illegalArgument) }
-            guard let id = try? LocalIdentity(privateKey: cmd[1 ..< 65]), !id.publicKey.hasReservedPrefix else { return err(.illegalArgument) }
+        case let .importPrivateKey(raw):
+            guard let id = try? LocalIdentity(privateKey: Array(raw)), !id.publicKey.hasReservedPrefix else { return err(.illegalArgument) }
             identity = id; forgetSecrets(); ok()
-        case 0x19: // SEND_RAW_DATA
-            let n = Int(Int8(bitPattern: r.u8()))
-            guard n >= 0 else { return err(.unsupportedCommand) }
-            let path = r.take(n), payload = r.rest()
-            guard !r.short, payload.count >= 4 else { return err(.unsupportedCommand) }
-            sendDirect(.rawCustom, payload: payload, path: path) ? ok() : err(.tableFull)
-        case 0x1A: loginCommand(&r)
-        case 0x1B: // SEND_STATUS_REQ
-            guard let k = keyArg(&r), let c = anyContact(key: k) else { return err(.notFound) }
+        case let .sendRawData(r):
+            sendDirect(.rawCustom, payload: Array(r.payload), path: Array(r.path)) ? ok() : err(.tableFull)
+        case let .sendLogin(k):
+            login(key: k.publicKey, password: Array(k.text.utf8.prefix(15)))
+        case let .sendStatusRequest(k):
+            guard let c = anyContact(key: k) else { return err(.notFound) }
             let tag = uniqueTime()
             var pt: [UInt8] = []; put32(tag, &pt); pt += [0x01, 0, 0, 0, 0] + rng.bytes(4)
             sendRequest(to: c, plaintext: pt, kind: .status, tag: tag)
-        case 0x1C: // HAS_CONNECTION
-            guard let k = keyArg(&r), anyContact(key: k) != nil else { return err(.notFound) }
-            err(.notFound) // no keep-alive connections: current servers never start one
-        case 0x1D: ok() // LOGOUT
-        case 0x1E: // GET_CONTACT_BY_KEY
-            guard let k = keyArg(&r), let c = anyContact(key: k), let f = try? ResponseFrame.contact(c) else { return err(.notFound) }
-            emit(f)
-        case 0x1F: // GET_CHANNEL
-            guard cmd.count >= 2, Int(cmd[1]) < channels.count else { return err(.notFound) }
-            let s = channels[Int(cmd[1])]
-            if let f = try? ResponseFrame.channelInfo(index: cmd[1], name: s.name, secret: s.secret) { emit(f) }
-        case 0x20: // SET_CHANNEL
-            guard cmd.count >= 50 else { return err(.unsupportedCommand) }
-            if cmd.count >= 66 { return err(.unsupportedCommand) }
-            let idx = Int(cmd[1])
-            guard idx < channels.count else { return err(.notFound) }
-            var rr = CommandReader(cmd, at: 2)
-            let nm = rr.cString(32)
-            channels[idx] = ChannelSlot(name: truncatedName(nm), secret: Array(cmd[34 ..< 50]))
+        case let .hasConnection(k):
+            // No keep-alive connections: current servers never start one.
+            _ = k; err(.notFound)
+        case .logout:
             ok()
-        case 0x21: signBuffer = []; emit(ResponseFrame.signStart(maxLength: UInt32(Self.maxSignLength)))
-        case 0x22:
+        case let .getContactByKey(k):
+            guard let c = anyContact(key: k), let f = try? ResponseFrame.contact(c) else { return err(.notFound) }
+            emit(f)
+        case let .getChannel(i):
+            guard Int(i) < channels.count else { return err(.notFound) }
+            let s = channels[Int(i)]
+            if let f = try? ResponseFrame.channelInfo(index: i, name: s.name, secret: s.secret) { emit(f) }
+        case let .setChannel(c):
+            guard Int(c.index) < channels.count else { return err(.notFound) }
+            channels[Int(c.index)] = ChannelSlot(name: truncatedName(c.name), secret: Array(c.secret))
+            ok()
+        case .signStart:
+            signBuffer = []
+            emit(ResponseFrame.signStart(maxLength: UInt32(Self.maxSignLength)))
+        case let .signData(chunk):
             guard var b = signBuffer else { return err(.badState) }
-            b += cmd[1...]
+            b += chunk
             if b.count > Self.maxSignLength { return err(.tableFull) }
             signBuffer = b; ok()
-        case 0x23:
+        case .signFinish:
             guard let b = signBuffer else { return err(.badState) }
             signBuffer = nil
             if let f = try? ResponseFrame.signature(identity.sign(b)) { emit(f) }
-        case 0x24: traceCommand(cmd)
-        case 0x25: // SET_DEVICE_PIN
-            let pin = r.u32()
-            guard !r.short, pin == 0 || (100_000...999_999).contains(pin) else { return err(.illegalArgument) }
+        case let .sendTracePath(t):
+            guard t.isValid else { return err(.illegalArgument) }
+            trace(tag: t.tag, auth: t.authCode, flags: t.flags, hashes: Array(t.hashes))
+        case let .setDevicePin(pin):
+            guard pin == 0 || (100_000...999_999).contains(pin) else { return err(.illegalArgument) }
             blePin = pin; ok()
-        case 0x26: // SET_OTHER_PARAMS
-            guard cmd.count >= 2 else { return err(.unsupportedCommand) }
-            manualAddContacts = cmd[1]
-            if cmd.count >= 3 { telemetryModes = cmd[2] }
-            if cmd.count >= 4 { advertLocationPolicy = cmd[3] }
-            if cmd.count >= 5 { multiAcks = cmd[4] }
+        case let .setOtherParams(p):
+            manualAddContacts = p.manualAddContacts
+            if let t = p.telemetryModes { telemetryModes = t.packed }
+            if let l = p.advertLocationPolicy { advertLocationPolicy = l }
+            if let m = p.multiAcks { multiAcks = m }
             ok()
-        case 0x27: // SEND_TELEMETRY_REQ
-            if cmd.count == 4 {
+        case let .sendTelemetryRequest(k):
+            guard let k else {
                 var lpp: [UInt8] = [1, 116]; put16(UInt16(415).byteSwapped, &lpp)
                 if let f = try? PushFrame.telemetryResponse(publicKey.frameKey.prefix(6), lpp: lpp) { emit(f) }
                 return
             }
-            guard cmd.count >= 36, let k = FrameKey(cmd[4 ..< 36]), let c = anyContact(key: k) else { return err(.notFound) }
+            guard let c = anyContact(key: k) else { return err(.notFound) }
             let tag = uniqueTime()
             var pt: [UInt8] = []; put32(tag, &pt); pt += [0x03, 0x00, 0, 0, 0] + rng.bytes(4)
             sendRequest(to: c, plaintext: pt, kind: .telemetry, tag: tag)
-        case 0x28: // GET_CUSTOM_VARS
+        case .getCustomVars:
             if let f = try? ResponseFrame.customVars(customVars.map { "\($0.0):\($0.1)" }.joined(separator: ",")) { emit(f) }
-        case 0x29: // SET_CUSTOM_VAR
-            let s = String(decoding: cmd[1...].prefix { $0 != 0 }, as: UTF8.self)
+        case let .setCustomVar(raw):
+            let s = String(decoding: raw, as: UTF8.self)
             guard let colon = s.firstIndex(of: ":") else { return err(.illegalArgument) }
             let k = String(s[..<colon]), v = String(s[s.index(after: colon)...])
             guard let i = customVars.firstIndex(where: { $0.0 == k }) else { return err(.illegalArgument) }
             customVars[i].1 = v; ok()
-        case 0x2A: // GET_ADVERT_PATH
-            guard cmd.count >= 9 else { return err(.unsupportedCommand) }
-            let pfx = Array(cmd[2 ..< 9])
-            guard let e = advertPaths.last(where: { $0.key.withUnsafeBytes { k in pfx.indices.allSatisfy { k[$0] == pfx[$0] } } }),
+        case let .getAdvertPath(k):
+            let pfx = Array(k.bytes.prefix(7))
+            guard let e = advertPaths.last(where: { Array($0.key.bytes.prefix(7)) == pfx }),
                   let f = try? ResponseFrame.advertPath(receivedTimestamp: e.receivedAt, pathLength: FramePathLength(rawValue: e.pathLength), path: e.path)
             else { return err(.notFound) }
             emit(f)
-        case 0x32: // SEND_BINARY_REQ
-            guard cmd.count >= 34, let k = keyArg(&r), let c = anyContact(key: k) else { return err(.notFound) }
+        case let .sendBinaryRequest(k):
+            guard let c = anyContact(key: k.publicKey) else { return err(.notFound) }
             let tag = uniqueTime()
-            var pt: [UInt8] = []; put32(tag, &pt); pt += cmd[33...]
+            var pt: [UInt8] = []; put32(tag, &pt); pt += k.data
             sendRequest(to: c, plaintext: pt, kind: .binary, tag: tag)
-        case 0x33: // FACTORY_RESET
-            guard cmd.count >= 6, Array(cmd[1..<6]) == Array("reset".utf8) else { return err(.unsupportedCommand) }
+        case .factoryReset:
             ok()
             factoryReset()
             reboot()
-        case 0x34: // SEND_PATH_DISCOVERY_REQ
-            guard cmd.count >= 34, let k = FrameKey(cmd[2 ..< 34]), let c = anyContact(key: k), let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
+        case let .sendPathDiscoveryRequest(k):
+            guard let c = anyContact(key: k), let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
             let tag = uniqueTime()
             var pt: [UInt8] = []; put32(tag, &pt); pt += [0x03, ~UInt8(0x01), 0, 0, 0] + rng.bytes(4)
             pending = Pending(kind: .pathDiscovery, key: c.publicKey, tag: tag)
             let payload = datagram(to: ak, secret: s, plaintext: pt)
             sendFlood(.req, payload: payload, scope: effectiveScope())
             emit(ResponseFrame.sent(SentInfo(isFlood: true, tag: tag, estimatedTimeoutMs: floodTimeout(payload.count + 2))))
-        case 0x36: // SET_FLOOD_SCOPE_KEY
-            if cmd.count >= 2 && cmd[1] == 1 { sessionScope = .some(nil) }
-            else if cmd.count >= 18, let k = try? RegionKey(cmd[2 ..< 18]) { sessionScope = .some(k) }
-            else { sessionScope = nil }
+        case let .setFloodScopeKey(scope):
+            switch scope {
+            case .clear: sessionScope = nil
+            case .unscoped: sessionScope = .some(nil)
+            case let .key(raw): sessionScope = (try? RegionKey(Array(raw))).map { .some($0) } ?? nil
+            }
             ok()
-        case 0x37: // SEND_CONTROL_DATA
-            guard cmd.count >= 2, cmd[1] & 0x80 != 0 else { return err(.illegalArgument) }
-            sendZeroHop(.control, payload: Array(cmd[1...])) ? ok() : err(.tableFull)
-        case 0x38: // GET_STATS
-            guard cmd.count >= 2 else { return err(.unsupportedCommand) }
-            switch cmd[1] {
-            case 0: emit(ResponseFrame.stats(.core(CoreStats(batteryMillivolts: 4150, uptimeSeconds: uptimeSeconds, errorFlags: radio.errEvents > 0 ? 1 : 0, queueLength: UInt8(clamping: radio.queueLength)))))
+        case let .sendControlData(payload):
+            sendZeroHop(.control, payload: Array(payload)) ? ok() : err(.tableFull)
+        case let .getStats(type):
+            switch type {
+            case 0: emit(ResponseFrame.stats(.core(CoreStats(batteryMillivolts: 4150, uptimeSeconds: uptimeSeconds, errorFlags: radio.errEvents > 0 ? 1 : 0,
+                                                              queueLength: UInt8(clamping: radio.queueLength)))))
             case 1: emit(ResponseFrame.stats(.radio(RadioStats(noiseFloor: -120, lastRSSI: Int8(clamping: radio.lastRSSI), lastSNRQuarterDb: snrQ(radio.lastSNR),
                                                                 txAirSeconds: UInt32(radio.txAirMs / 1000), rxAirSeconds: UInt32(radio.rxAirMs / 1000)))))
             case 2: emit(ResponseFrame.stats(.packets(PacketStats(received: radio.nRecv, sent: radio.nSent, sentFlood: radio.sentFlood, sentDirect: radio.sentDirect,
                                                                   receivedFlood: radio.recvFlood, receivedDirect: radio.recvDirect, receiveErrors: UInt32(radio.errEvents)))))
             default: err(.illegalArgument)
             }
-        case 0x39: anonCommand(cmd)
-        case 0x3A: // SET_AUTOADD_CONFIG
-            guard cmd.count >= 2 else { return err(.unsupportedCommand) }
-            autoAddFlags = cmd[1]
-            if cmd.count >= 3 { autoAddMaxHops = min(cmd[2], 64) }
+        case let .sendAnonRequest(k):
+            anonRequest(key: k.publicKey, data: Array(k.data))
+        case let .setAutoAddConfig(flags, maxHops):
+            autoAddFlags = flags
+            if let h = maxHops { autoAddMaxHops = min(h, 64) }
             ok()
-        case 0x3B: emit(ResponseFrame.autoAddConfig(AutoAddConfig(flags: autoAddFlags, maxHops: autoAddMaxHops)))
-        case 0x3C:
+        case .getAutoAddConfig:
+            emit(ResponseFrame.autoAddConfig(AutoAddConfig(flags: autoAddFlags, maxHops: autoAddMaxHops)))
+        case .getAllowedRepeatFrequencies:
             if let f = try? ResponseFrame.allowedRepeatFrequencies([433_000...433_000, 869_495...869_495, 918_000...918_000]) { emit(f) }
-        case 0x3D: // SET_PATH_HASH_MODE
-            guard cmd.count >= 3 else { return err(.unsupportedCommand) }
-            guard cmd[2] <= 2 else { return err(.illegalArgument) }
-            pathHashSize = Int(cmd[2]) + 1; ok()
-        case 0x3E: channelDataCommand(cmd)
-        case 0x3F: // SET_DEFAULT_FLOOD_SCOPE
-            if cmd.count >= 48 {
-                var rr = CommandReader(cmd, at: 1)
-                let nm = rr.cString(31)
-                guard (1...30).contains(nm.utf8.count) else { return err(.illegalArgument) }
-                defaultScopeName = nm; defaultScopeKey = Array(cmd[32 ..< 48])
+        case let .setPathHashMode(mode):
+            guard mode <= 2 else { return err(.illegalArgument) }
+            pathHashSize = Int(mode) + 1; ok()
+        case let .sendChannelData(c):
+            channelData(index: Int(c.channelIndex), pathLength: c.pathLength, path: Array(c.path), dataType: c.dataType, data: Array(c.payload))
+        case let .setDefaultFloodScope(s):
+            if let s {
+                guard s.isValid else { return err(.illegalArgument) }
+                defaultScopeName = s.name; defaultScopeKey = Array(s.key)
             } else { defaultScopeName = nil; defaultScopeKey = [] }
             ok()
-        case 0x40:
+        case .getDefaultFloodScope:
             if let f = try? ResponseFrame.defaultFloodScope(name: defaultScopeName, key: defaultScopeKey) { emit(f) }
-        case 0x41: // SEND_RAW_PACKET
-            guard cmd.count >= 4, let pkt = try? Packet(bytes: Array(cmd[2...])) else { return err(.illegalArgument) }
-            send(pkt, priority: cmd[1], delay: 0) ? ok() : err(.tableFull)
-        default:
+        case let .sendRawPacket(priority, raw):
+            guard let pkt = try? Packet(bytes: Array(raw)) else { return err(.illegalArgument) }
+            send(pkt, priority: priority, delay: 0) ? ok() : err(.tableFull)
+        case .unknown:
             err(.unsupportedCommand)
         }
-    }
-
-    func keyArg(_ r: inout CommandReader) -> FrameKey? {
-        let b = r.take(32)
-        return r.short ? nil : FrameKey(b)
     }
 
     func emitSelfInfo() {
@@ -295,25 +285,6 @@ extension CompanionNode {
         mesh.scheduler.after(1) { step() }
     }
 
-    func addUpdateContactCommand(_ cmd: [UInt8]) {
-        guard cmd.count >= 36 else { return err(.unsupportedCommand) }
-        var b = cmd
-        if b.count < 136 { b += [UInt8](repeating: 0, count: 136 - b.count) }
-        var r = CommandReader(b)
-        guard let key = FrameKey(r.take(32)) else { return err(.illegalArgument) }
-        let type = ContactType(rawValue: r.u8())
-        let flags = r.u8()
-        let pl = FramePathLength(rawValue: r.u8())
-        let path = r.take(64)
-        let nm = r.cString(32)
-        let lastAdvert = r.u32()
-        var c = Contact(publicKey: key, type: type, flags: flags, name: truncatedName(nm), lastAdvertTimestamp: lastAdvert)
-        if pl.isUnknown || !pl.isValid { c.resetPath() } else { try? c.setOutPath(pl, path.prefix(pl.byteCount)) }
-        if b.count >= 144 { c.latitude = r.i32(); c.longitude = r.i32() }
-        c.lastModified = b.count >= 148 ? r.u32() : epochNow
-        addOrUpdate(c) ? ok() : err(.tableFull)
-    }
-
     func floodTimeout(_ rawLen: Int) -> UInt32 { 500 + 16 * radio.airtime(rawLen) }
     func directTimeout(_ rawLen: Int, hops: Int) -> UInt32 { 500 + (6 * radio.airtime(rawLen) + 250) * UInt32(hops + 1) }
 
@@ -328,13 +299,9 @@ extension CompanionNode {
         return (false, directTimeout(2 + path.count + payload.count, hops: c.outPathLength.hopCount))
     }
 
-    func sendTextCommand(_ r: inout CommandReader) {
-        let txtType = r.u8(), attempt = r.u8(), ts0 = r.u32()
-        let pfx = r.take(6)
-        if r.short { return err(.unsupportedCommand) }
-        let text = Array(r.rest().prefix { $0 != 0 })
+    func sendText(type txtType: UInt8, attempt: UInt8, timestamp ts0: UInt32, prefix: KeyPrefix, text: [UInt8]) {
         guard txtType == 0 || txtType == 1 else { return err(.unsupportedCommand) }
-        guard let i = contactIndex(prefix: pfx) else { return err(.notFound) }
+        guard let i = contacts.firstIndex(where: { $0.publicKey.prefix(6) == prefix }) else { return err(.notFound) }
         let c = contacts[i]
         guard text.count <= (attempt > 3 ? 158 : 160), let ak = c.publicKey.airKey, let s = secret(for: ak) else { return err(.tableFull) }
         let ts = txtType == 1 ? uniqueTime() : ts0
@@ -350,12 +317,9 @@ extension CompanionNode {
         emit(ResponseFrame.sent(SentInfo(isFlood: flood, tag: ack, estimatedTimeoutMs: est)))
     }
 
-    func sendChannelTextCommand(_ r: inout CommandReader) {
-        let txtType = r.u8(), idx = Int(r.u8()), ts = r.u32()
-        if r.short { return err(.unsupportedCommand) }
+    func sendChannelText(type txtType: UInt8, index idx: Int, timestamp ts: UInt32, message msg: [UInt8]) {
         guard txtType == 0 else { return err(.unsupportedCommand) }
         guard idx < channels.count else { return err(.notFound) }
-        let msg = Array(r.rest().prefix { $0 != 0 })
         let text = utf8Cut(Array(name.utf8) + Array(": ".utf8) + msg, max: 160)
         var pt: [UInt8] = []
         put32(ts, &pt); pt.append(0); pt += text
@@ -364,29 +328,16 @@ extension CompanionNode {
         sendFlood(.grpTxt, payload: payload, scope: effectiveScope()) ? ok() : err(.notFound)
     }
 
-    func channelDataCommand(_ cmd: [UInt8]) {
-        var r = CommandReader(cmd)
-        let idx = Int(r.u8())
-        let plRaw = r.u8()
-        var path: [UInt8] = []
-        var pl: AirPathLength? = nil
-        if plRaw != 0xFF {
-            guard let p = try? AirPathLength(encoded: plRaw) else { return err(.illegalArgument) }
-            pl = p; path = r.take(p.byteCount)
-        }
-        let lo = r.u8(), hi = r.u8()
-        let dataType = UInt16(lo) | UInt16(hi) << 8
-        let data = r.rest()
-        if r.short { return err(.unsupportedCommand) }
+    func channelData(index idx: Int, pathLength: FramePathLength, path: [UInt8], dataType: UInt16, data: [UInt8]) {
         guard idx < channels.count else { return err(.notFound) }
-        guard dataType != 0 else { return err(.illegalArgument) }
+        guard pathLength.isUnknown || pathLength.isValid, dataType != 0 else { return err(.illegalArgument) }
         guard data.count <= CompanionLimits.maxChannelDataLength else { return err(.tableFull) }
         var pt: [UInt8] = []
         put16(dataType, &pt); pt.append(UInt8(data.count)); pt += data
         let ch = channels[idx].channel
         let payload = [ch.hash] + ch.sharedSecret.encrypt(pt)
-        let sent = pl == nil ? sendFlood(.grpData, payload: payload, scope: effectiveScope())
-            : sendDirect(.grpData, payload: payload, path: path, hashSize: pl!.hashSize)
+        let sent = pathLength.isUnknown ? sendFlood(.grpData, payload: payload, scope: effectiveScope())
+            : sendDirect(.grpData, payload: payload, path: path, hashSize: pathLength.hashSize)
         sent ? ok() : err(.tableFull)
     }
 
@@ -397,9 +348,8 @@ extension CompanionNode {
         emit(ResponseFrame.sent(SentInfo(isFlood: flood, tag: tag, estimatedTimeoutMs: est)))
     }
 
-    func loginCommand(_ r: inout CommandReader) {
-        guard let k = keyArg(&r), let c = anyContact(key: k), let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
-        let pw = Array(r.rest().prefix { $0 != 0 }.prefix(15))
+    func login(key k: FrameKey, password pw: [UInt8]) {
+        guard let c = anyContact(key: k), let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
         var pt: [UInt8] = []
         put32(uniqueTime(), &pt)
         if c.type.rawValue == 3 { put32(0, &pt) } // room: sync_since
@@ -410,14 +360,14 @@ extension CompanionNode {
         emit(ResponseFrame.sent(SentInfo(isFlood: flood, tag: get32(k.bytes, 0), estimatedTimeoutMs: est)))
     }
 
-    func anonCommand(_ cmd: [UInt8]) {
-        guard cmd.count >= 34, let k = FrameKey(cmd[1 ..< 33]), let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
-        let data = Array(cmd[33...])
+    func anonRequest(key k: FrameKey, data: [UInt8]) {
+        guard let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
         guard data.count <= CompanionLimits.maxAnonRequestData else { return err(.tableFull) }
         var c = anyContact(key: k)
         if c == nil {
+            // v13: a transient contact, zero-hop direct.
             var t = Contact(publicKey: k, type: ContactType(rawValue: 0), name: "")
-            try? t.setOutPath(FramePathLength(rawValue: 0), [UInt8]()) // zero-hop direct
+            try? t.setOutPath(FramePathLength(rawValue: 0), [UInt8]())
             if transients.count >= 8 { transients.removeFirst() }
             transients.append(t); c = t
         }
@@ -429,17 +379,11 @@ extension CompanionNode {
         emit(ResponseFrame.sent(SentInfo(isFlood: flood, tag: tag, estimatedTimeoutMs: est)))
     }
 
-    func traceCommand(_ cmd: [UInt8]) {
-        guard cmd.count > 10, cmd.count - 10 < 179 else { return err(.unsupportedCommand) }
-        var r = CommandReader(cmd)
-        let tag = r.u32(), auth = r.u32(), flags = r.u8()
-        let hashes = r.rest()
-        let width = 1 << Int(flags & 3)
-        guard hashes.count % width == 0, hashes.count / width <= 64 else { return err(.illegalArgument) }
+    func trace(tag: UInt32, auth: UInt32, flags: UInt8, hashes: [UInt8]) {
         var payload: [UInt8] = []
         put32(tag, &payload); put32(auth, &payload); payload.append(flags); payload += hashes
         guard sendDirect(.trace, payload: payload, path: [], priority: 5) else { return err(.tableFull) }
-        let est = directTimeout(2 + payload.count, hops: hashes.count / width)
+        let est = directTimeout(2 + payload.count, hops: hashes.count >> Int(flags & 3))
         emit(ResponseFrame.sent(SentInfo(isFlood: false, tag: tag, estimatedTimeoutMs: est)))
     }
 }

@@ -161,12 +161,33 @@ final class MessageLog {
 
     func open() throws {
         var saltFound: UInt32? = nil
-        if let (seg, s) = try openSegment(oldPath) { old = seg; saltFound = s }
-        if let (seg, s) = try openSegment(curPath) { cur = seg; saltFound = s ?? saltFound }
+        var oldSalt: UInt32? = nil, curSalt: UInt32? = nil
+        if let (seg, s) = try openSegment(oldPath) { old = seg; oldSalt = s; saltFound = s }
+        if let (seg, s) = try openSegment(curPath) { cur = seg; curSalt = s; saltFound = s ?? saltFound }
         if saltFound == nil, let idx = try files.readFile(indexPath), idx.count >= 16, Array(idx[0..<8]) == Self.indexMagic {
             saltFound = idx.withUnsafeBytes { $0.u32(8) }
         }
+        // Without the salt no record can be checked: refuse rather than cut the log as "torn".
+        let curHasData = cur.fd >= 0 && cur.length > Self.headerSize
+        if saltFound == nil && (curHasData || (old.map { $0.length > Self.headerSize } ?? false)) {
+            throw StoreError.corrupt(path: cur.fd >= 0 ? curPath : oldPath,
+                                     detail: "the log's header is unreadable and no other file holds its salt")
+        }
         salt = saltFound ?? UInt32.random(in: 1...UInt32.max)
+        // Rewrite an unreadable header from what the other files know (generations stay ordered).
+        if !readOnly {
+            if cur.fd >= 0 && curSalt == nil {
+                cur.gen = (old?.gen ?? 0) &+ 1
+                try files.write(cur.fd, cur.path, Self.encodeHeader(gen: cur.gen, salt: salt), at: 0)
+                try files.sync(cur.fd, cur.path)
+            }
+            if var o = old, oldSalt == nil {
+                o.gen = cur.fd >= 0 ? cur.gen &- 1 : 1
+                try files.write(o.fd, o.path, Self.encodeHeader(gen: o.gen, salt: salt), at: 0)
+                try files.sync(o.fd, o.path)
+                old = o
+            }
+        }
         if cur.fd < 0 {
             if readOnly {
                 cur = Segment(fd: -1, gen: (old?.gen ?? 0) + 1, length: Self.headerSize, path: curPath)

@@ -299,6 +299,9 @@ public final class RadioStore {
         try log.setStatus(id: id, DeliveryUpdate(status: .failed, attempts: item?.attempts ?? 0, ackTag: item?.ackTag ?? 0), at: now)
     }
 
+    /// The outbox entry of a message, if it is still waiting.
+    public func outboxItem(id: UInt64) -> OutboxItem? { outboxFile.items[id] }
+
     /// The outbox entry of an ACK tag, if one is waiting for it.
     public func outboxItem(ackTag: UInt32) -> OutboxItem? {
         guard ackTag != 0 else { return nil }

@@ -206,7 +206,7 @@ final class FakeSysfs {
     }
 
     @Test func serialAutoOpensTheFakeCP210x() throws {
-        let link = try LinkTarget(serial: "auto", baud: nil, tcp: nil, ble: nil).open()
+        let link = try LinkEndpoint(serial: "auto", baud: nil, tcp: nil, ble: nil).open()
         #expect(link.description == "serial /dev/ttyUSB0 at 115200 baud")
         link.close()
     }

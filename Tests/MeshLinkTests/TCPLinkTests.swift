@@ -132,18 +132,18 @@ import Testing
     }
 }
 
-@Suite struct LinkTargetTests {
+@Suite struct LinkEndpointTests {
     @Test func parsing() throws {
-        #expect(try LinkTarget(serial: "/dev/ttyUSB0", baud: nil, tcp: nil, ble: nil)
+        #expect(try LinkEndpoint(serial: "/dev/ttyUSB0", baud: nil, tcp: nil, ble: nil)
                 == .serial(path: "/dev/ttyUSB0", speed: .default, modemLines: .deassert))
-        #expect(try LinkTarget(serial: "auto", baud: 921_600, tcp: nil, ble: nil)
+        #expect(try LinkEndpoint(serial: "auto", baud: 921_600, tcp: nil, ble: nil)
                 == .serialAuto(speed: SerialSpeed(baud: 921_600)!, modemLines: .deassert))
-        #expect(try LinkTarget(serial: nil, baud: nil, tcp: "[::1]", ble: nil) == .tcp(TCPAddress(host: "::1", port: 5000)))
-        #expect(try LinkTarget(serial: nil, baud: nil, tcp: nil, ble: "00:11:22:33:44:55/random")
+        #expect(try LinkEndpoint(serial: nil, baud: nil, tcp: "[::1]", ble: nil) == .tcp(TCPAddress(host: "::1", port: 5000)))
+        #expect(try LinkEndpoint(serial: nil, baud: nil, tcp: nil, ble: "00:11:22:33:44:55/random")
                 == .ble(BLEAddress(bytes: [0, 0x11, 0x22, 0x33, 0x44, 0x55], type: .randomAddress), security: .medium))
         for (serial, baud, tcp) in [(nil, nil, nil), ("/dev/x", nil, "h"), ("/dev/x", 1200, nil), ("/dev/x", 12345, nil)] as [(String?, Int?, String?)] {
             #expect {
-                _ = try LinkTarget(serial: serial, baud: baud, tcp: tcp, ble: nil)
+                _ = try LinkEndpoint(serial: serial, baud: baud, tcp: tcp, ble: nil)
             } throws: { ($0 as? LinkError)?.isUsageError == true }
         }
     }
@@ -151,7 +151,7 @@ import Testing
     @Test func blueToothTargetOnThisMachine() throws {
         let probe = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue), 0)
         if probe >= 0 { close(probe); return }
-        let target = try LinkTarget(serial: nil, baud: nil, tcp: nil, ble: "00:11:22:33:44:55")
+        let target = try LinkEndpoint(serial: nil, baud: nil, tcp: nil, ble: "00:11:22:33:44:55")
         #expect {
             _ = try target.open(timeoutMilliseconds: 500)
         } throws: { error in
@@ -162,7 +162,7 @@ import Testing
 
     @Test func serialAutoWithoutDevices() throws {
         let fake = FakeSysfs()
-        let target = try LinkTarget(serial: "auto", baud: nil, tcp: nil, ble: nil)
+        let target = try LinkEndpoint(serial: "auto", baud: nil, tcp: nil, ble: nil)
         #expect {
             _ = try target.open(discovery: .sysfs(sys: fake.sys, dev: fake.dev))
         } throws: { error in

@@ -223,3 +223,42 @@ import Testing
         #expect(s.recovery.damage.isEmpty)
     }
 }
+
+@Suite struct HeaderTests {
+    @Test func damagedHeaderIsRepairedFromTheIndexSalt() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        for i in 0..<5 { try s.append(incoming("message \(i)", ts: UInt32(i))) }
+        s.close()
+        var b = readBytes(dir.radio + "/messages.log")
+        for i in 0..<64 { b[i] = 0 }
+        writeBytes(dir.radio + "/messages.log", b)
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.messageCount == 5)
+        #expect(s.recovery.damage.count == 1 && s.recovery.damage[0].detail == "segment header unreadable")
+        #expect(s.recovery.truncatedBytes == 0)
+        s.close()
+        // Repaired: the next open is clean and uses the index again.
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.recovery.damage.isEmpty && !s.recovery.fullScan)
+        #expect(try s.history(.direct(alice), limit: 10).count == 5)
+    }
+
+    @Test func unreadableHeaderWithoutAnySaltIsAClearErrorAndNothingIsCut() throws {
+        let dir = TempDir()
+        let s = try RadioStore(directory: dir.radio)
+        for i in 0..<5 { try s.append(incoming("message \(i)", ts: UInt32(i))) }
+        s.close()
+        var b = readBytes(dir.radio + "/messages.log")
+        for i in 0..<64 { b[i] = 0 }
+        writeBytes(dir.radio + "/messages.log", b)
+        unlink(dir.radio + "/index")
+        #expect {
+            _ = try RadioStore(directory: dir.radio)
+        } throws: { e in
+            guard case StoreError.corrupt = e else { return false }
+            return "\(e)".contains("move it aside")
+        }
+        #expect(readBytes(dir.radio + "/messages.log") == b)
+    }
+}

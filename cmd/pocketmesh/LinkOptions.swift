@@ -60,7 +60,7 @@ struct LinkOptions: ParsableArguments {
     /// Opens the link and runs the handshake.
     func connect(drain: Bool = false) throws(ClientError) -> Radio {
         let t = try target()
-        let link = try t.open(timeoutMilliseconds: Int(timeoutMilliseconds))
+        let link = try t.openDirectOrThroughDaemon(timeoutMilliseconds: Int(timeoutMilliseconds))
         var config = SessionConfig()
         config.commandTimeout = timeoutMilliseconds
         config.drainOnStart = drain

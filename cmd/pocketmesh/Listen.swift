@@ -18,7 +18,7 @@ struct Listen: ParsableCommand {
 
     func run() throws {
         let target = try link.target()
-        let byteLink = try target.open(timeoutMilliseconds: Int(link.timeoutMilliseconds))
+        let byteLink = try target.openDirectOrThroughDaemon(timeoutMilliseconds: Int(link.timeoutMilliseconds))
         var config = SessionConfig()
         config.commandTimeout = link.timeoutMilliseconds
         config.drainOnStart = true

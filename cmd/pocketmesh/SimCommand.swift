@@ -120,7 +120,7 @@ struct SimBenchCommand: ParsableCommand {
         let wall = monotonicNow() - t0
         var ru = rusage()
         getrusage(Int32(RUSAGE_SELF.rawValue), &ru)
-        print("nodes=\(nodes) companions=\(companions) virtual_s=\(r.virtualSeconds) messages=\(r.sent) acked=\(r.acked) " +
+        print("nodes=\(nodes) companions=\(companions) virtual_s=\(r.virtualSeconds) messages=\(r.sent) refused=\(r.refused) acked=\(r.acked) " +
               "first_flood=\(r.flood) direct=\(r.direct) packets_on_air=\(r.transmissions) receptions=\(r.receptions) " +
               "events=\(r.events) wall_ms=\(wall) max_rss_kb=\(ru.ru_maxrss)")
     }

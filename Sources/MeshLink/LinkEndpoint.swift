@@ -1,7 +1,7 @@
 import Glibc
 
 /// Which radio link the command line asked for (`--serial`, `--tcp`, `--ble`), and how to open it.
-public enum LinkTarget: Equatable, Sendable, CustomStringConvertible {
+public enum LinkEndpoint: Equatable, Sendable, CustomStringConvertible {
     case serial(path: String, speed: SerialSpeed, modemLines: ModemLinePolicy)
     /// `--serial auto`: the only USB serial candidate (see `RadioCandidate.choose`).
     case serialAuto(speed: SerialSpeed, modemLines: ModemLinePolicy)

@@ -1,0 +1,116 @@
+import Glibc
+import MeshLink
+
+/// A `ByteLink` to a radio that a daemon owns: companion frames through the daemon's API socket
+/// (`{"op":"tunnel"}`, then '<'/'>' framed frames, the same framing as serial and TCP).
+///
+/// The command line uses it instead of opening the serial port or TCP connection the daemon holds,
+/// so every command keeps working unchanged. The daemon answers the handshake from its own,
+/// serializes the commands with its own, and hands messages it drained to the tunnel as they
+/// arrive (MSG_WAITING, then SYNC_NEXT_MESSAGE as usual).
+public final class DaemonTunnelLink: ByteLink {
+    public let fd: Int32
+    public let framing: LinkFraming = .stream
+    public let socketPath: String
+    public private(set) var lastReceiveMs: UInt64
+    /// The radio's public key (hex) as the daemon reported it.
+    public let radio: String?
+    private var pending: [UInt8] = []
+    private var closed = false
+
+    public var description: String { "the daemon at \(socketPath)" }
+
+    /// Connects and switches the connection to frames; `timeoutMS` bounds the wait for the daemon's answer.
+    public init(socketPath: String, timeoutMS: Int = 5_000) throws(DaemonError) {
+        self.socketPath = socketPath
+        let fd: Int32
+        do { fd = try UnixSocket.connect(path: socketPath) } catch {
+            throw DaemonError(.link, "cannot reach the daemon at \(socketPath): \(error).")
+        }
+        self.fd = fd
+        lastReceiveMs = monotonicNow()
+        let request = Array((DaemonRequest(id: 1, op: .tunnel).line + "\n").utf8)
+        var off = 0
+        while off < request.count {
+            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + off, request.count - off, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { Glibc.close(fd); throw DaemonError(.link, "lost the connection to the daemon at \(socketPath).") }
+            off += n
+        }
+        // The answer line, byte by byte so no frame byte after it is consumed here.
+        var line: [UInt8] = []
+        let deadline = monotonicNow() + UInt64(timeoutMS)
+        while true {
+            let now = monotonicNow()
+            if now >= deadline { Glibc.close(fd); throw DaemonError(.timeout, "the daemon at \(socketPath) did not answer.") }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&p, 1, Int32(clamping: deadline - now)) <= 0 { continue }
+            var b: UInt8 = 0
+            let n = Glibc.read(fd, &b, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { Glibc.close(fd); throw DaemonError(.link, "the daemon at \(socketPath) closed the connection.") }
+            if b == 0x0A { break }
+            line.append(b)
+            if line.count > 65536 { Glibc.close(fd); throw DaemonError(.internal, "the daemon sent an over-long line.") }
+        }
+        let parsed: JSON
+        do { parsed = try line.withUnsafeBytes { raw throws(JSONError) in try JSONParser.parse(raw) } } catch {
+            Glibc.close(fd)
+            throw DaemonError(.internal, "the daemon's answer is not JSON: \(error).")
+        }
+        guard let response = DaemonResponse(json: parsed) else {
+            Glibc.close(fd)
+            throw DaemonError(.internal, "the daemon's answer is not a response.")
+        }
+        if case .failure(let e) = response.result {
+            Glibc.close(fd)
+            throw e
+        }
+        radio = response["radio"]?.string
+        UnixSocket.setNonBlocking(fd)
+    }
+
+    deinit { close() }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(LinkError) -> Int {
+        while true {
+            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if n > 0 {
+                lastReceiveMs = monotonicNow()
+                return n
+            }
+            if n == 0 { throw .lost(description, reason: "the daemon closed the connection") }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return 0 }
+            throw .lost(description, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(LinkError) {
+        pending.append(contentsOf: bytes)
+        try flush()
+    }
+
+    public var hasPendingOutput: Bool { !pending.isEmpty }
+
+    public func flush() throws(LinkError) {
+        while !pending.isEmpty {
+            let n = pending.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                throw .lost(description, reason: String(cString: strerror(errno)))
+            }
+            pending.removeFirst(n)
+        }
+        if pending.count > 64 * 1024 { throw .stalled(description) }
+    }
+
+    public func hangupError() -> LinkError { .lost(description, reason: "the daemon closed the connection") }
+
+    public func close() {
+        if closed { return }
+        closed = true
+        Glibc.close(fd)
+    }
+}

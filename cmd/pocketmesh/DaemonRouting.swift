@@ -1,0 +1,37 @@
+import Glibc
+import MeshDaemon
+import MeshLink
+import MeshSession
+
+extension MeshSession.LinkTarget {
+    /// The link spec a daemon registers (`serial:PATH`, `tcp:HOST:PORT`); nil for links no daemon owns.
+    var daemonLinkSpec: String? {
+        switch self {
+        case .serial(let path, _): return "serial:" + path
+        case .tcp(let host, let port): return "tcp:\(host):\(port)"
+        case .ble: return nil
+        }
+    }
+
+    /// Opens the radio link, or, while a `pocketmesh daemon` owns this radio (a serial port cannot
+    /// be shared, a TCP radio takes one client), a tunnel through the daemon's socket: the command
+    /// then runs exactly as it would on the link. POCKETMESH_NO_DAEMON=1 skips the lookup.
+    func openDirectOrThroughDaemon(timeoutMilliseconds: Int) throws(ClientError) -> ByteLink {
+        if getenv("POCKETMESH_NO_DAEMON") == nil, let spec = daemonLinkSpec {
+            var env: [String: String] = [:]
+            if let x = getenv("XDG_RUNTIME_DIR") { env["XDG_RUNTIME_DIR"] = String(cString: x) }
+            if let entry = DaemonRegistry.find(link: spec, environment: env) {
+                do {
+                    return try DaemonTunnelLink(socketPath: entry.socket, timeoutMS: timeoutMilliseconds)
+                } catch {
+                    switch error.code {
+                    case .timeout: throw .timeout(error.message)
+                    case .usage, .tooLong, .unsupported: throw .usage(error.message)
+                    default: throw .link("the daemon that owns \(spec) cannot reach the radio now: \(error.message)")
+                    }
+                }
+            }
+        }
+        return try open(timeoutMilliseconds: timeoutMilliseconds)
+    }
+}

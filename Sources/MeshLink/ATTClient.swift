@@ -126,6 +126,8 @@ public struct ATTClient {
     private var rx: Characteristic? = nil
     private var tx: Characteristic? = nil
     private var txEnd: UInt16 = 0
+    /// First handle of the discovery request in flight: answers must move past it (no loops).
+    private var searchStart: UInt16 = 0
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -257,7 +259,7 @@ public struct ATTClient {
                 last = declaration
                 offset += length
             }
-            guard let service, last >= characteristics.first?.declaration ?? 0 else { throw fail(.malformed("characteristic order")) }
+            guard let service, last >= searchStart else { throw fail(.malformed("characteristics out of the requested range")) }
             if last < service.end && last != 0 {
                 discoverCharacteristics(from: last + 1, now: now)
             } else {
@@ -282,6 +284,7 @@ public struct ATTClient {
                 last = handle
                 offset += entry
             }
+            guard last >= searchStart else { throw fail(.malformed("descriptors out of the requested range")) }
             if last < txEnd && last != 0 {
                 discoverDescriptors(from: last + 1, now: now)
             } else {
@@ -370,6 +373,7 @@ public struct ATTClient {
 
     private mutating func discoverCharacteristics(from start: UInt16, now: UInt64) {
         guard let service else { return }
+        searchStart = start
         var pdu: [UInt8] = [ATTOpcode.readByTypeRequest.rawValue]
         pdu.appendU16(start)
         pdu.appendU16(service.end)
@@ -378,6 +382,7 @@ public struct ATTClient {
     }
 
     private mutating func discoverDescriptors(from start: UInt16, now: UInt64) {
+        searchStart = start
         var pdu: [UInt8] = [ATTOpcode.findInformationRequest.rawValue]
         pdu.appendU16(start)
         pdu.appendU16(txEnd)

@@ -16,27 +16,29 @@ public enum LinkTarget: Sendable, Equatable, Codable, CustomStringConvertible {
         }
     }
 
-    /// Opens the link; errors are one actionable sentence.
+    /// Opens the link (MeshLink's `LinkEndpoint`: `--serial auto`, BLE security, …); errors are one
+    /// actionable sentence, usage errors (a bad address or speed) apart from link failures.
     public func open(timeoutMilliseconds: Int) throws(ClientError) -> ByteLink {
         do {
+            let endpoint: LinkEndpoint
             switch self {
             case .serial(let path, let baud):
-                guard let speed = SerialSpeed(baud: baud) else {
-                    throw ClientError.usage("unsupported baud rate \(baud): use one of \(SerialSpeed.supportedBauds.map(String.init).joined(separator: ", ")).")
-                }
-                return try SerialLink(path: path, speed: speed)
+                endpoint = try LinkEndpoint(serial: path, baud: baud, tcp: nil, ble: nil)
             case .tcp(let host, let port):
-                return try TCPLink(connectingTo: TCPAddress(host: host, port: port), timeoutMilliseconds: timeoutMilliseconds)
-            case .ble:
-                throw ClientError.link("BLE links are not available in this build yet: connect the radio over USB (--serial) or TCP (--tcp).")
+                endpoint = .tcp(TCPAddress(host: host, port: port))
+            case .ble(let address):
+                endpoint = try LinkEndpoint(serial: nil, baud: nil, tcp: nil, ble: address)
             }
-        } catch let e as ClientError {
-            throw e
-        } catch let e as LinkError {
-            throw e.isUsageError ? .usage(Radio.sentence(e.description)) : .link(Radio.sentence(e.description))
+            return try endpoint.open(timeoutMilliseconds: timeoutMilliseconds)
         } catch {
-            throw .link("cannot open \(self): \(error).")
+            try Radio.throwing(error)
         }
+    }
+}
+
+extension Radio {
+    static func throwing(_ e: LinkError) throws(ClientError) -> Never {
+        throw e.isUsageError ? .usage(Radio.sentence(e.description)) : .link(Radio.sentence(e.description))
     }
 }
 

@@ -219,7 +219,7 @@ def test_usage_errors_exit_2(pm, args):
     assert r.err.strip(), "usage errors explain themselves on stderr"
 
 
-def test_ble_not_available_exits_3(pm):
+def test_ble_without_adapter_exits_3(pm):
     r = pm("--ble", "AA:BB:CC:DD:EE:FF", "info", *T)
     assert r.code == 3, r
 

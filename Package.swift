@@ -16,7 +16,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
-        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
     ],
     targets: [
         // Companion frames: codes, zero-copy decoders, encoders, serial/TCP framing. Standard library only.
@@ -26,7 +25,6 @@ let package = Package(
             "MeshCompanion",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CryptoExtras", package: "swift-crypto"),
-            .product(name: "BigInt", package: "BigInt"),
         ]),
         // BlueZ headers only (libbluetooth-dev): structs and constants; nothing is linked, so the
         // binary starts on systems without BlueZ.

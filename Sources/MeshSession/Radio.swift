@@ -6,15 +6,20 @@ import MeshLink
 public enum LinkTarget: Sendable, Equatable, Codable, CustomStringConvertible {
     case serial(path: String, baud: Int)
     case tcp(host: String, port: UInt16)
-    case ble(address: String)
+    /// `AA:BB:CC:DD:EE:FF[/random]`; `minimumMTU` is the smallest ATT MTU accepted (179 carries
+    /// any 176-byte frame whole; ESP32 radios offer 176, see `ATTClient.Configuration.minimumMTU`).
+    case ble(address: String, minimumMTU: Int = 179)
 
     public var description: String {
         switch self {
         case .serial(let p, let b): return "serial \(p) at \(b) baud"
         case .tcp(let h, let p): return "tcp \(h):\(p)"
-        case .ble(let a): return "ble \(a)"
+        case .ble(let a, _): return "ble \(a)"
         }
     }
+
+    /// How long opening may block: BLE connect plus GATT setup needs more than a TCP connect.
+    public static func bleOpenTimeout(_ milliseconds: Int) -> Int { max(milliseconds, 10_000) }
 
     /// Opens the link; errors are one actionable sentence.
     public func open(timeoutMilliseconds: Int) throws(ClientError) -> ByteLink {
@@ -24,11 +29,21 @@ public enum LinkTarget: Sendable, Equatable, Codable, CustomStringConvertible {
                 guard let speed = SerialSpeed(baud: baud) else {
                     throw ClientError.usage("unsupported baud rate \(baud): use one of \(SerialSpeed.supportedBauds.map(String.init).joined(separator: ", ")).")
                 }
+                if path == "auto" {
+                    // `--serial auto`: the only USB serial candidate (or the only known radio bridge).
+                    let radio = try RadioCandidate.choose(from: SerialDiscovery.candidates())
+                    let chosen = radio.byIdPath.flatMap { access($0, F_OK) == 0 ? $0 : nil } ?? radio.path
+                    return try SerialLink(path: chosen, speed: speed)
+                }
                 return try SerialLink(path: path, speed: speed)
             case .tcp(let host, let port):
                 return try TCPLink(connectingTo: TCPAddress(host: host, port: port), timeoutMilliseconds: timeoutMilliseconds)
-            case .ble:
-                throw ClientError.link("BLE links are not available in this build yet: connect the radio over USB (--serial) or TCP (--tcp).")
+            case .ble(let text, let minimumMTU):
+                let address = try BLEAddress(parsing: text)
+                var configuration = ATTClient.Configuration()
+                configuration.minimumMTU = UInt16(clamping: max(23, minimumMTU))
+                return try BLELink(connectingTo: address, timeoutMilliseconds: Self.bleOpenTimeout(timeoutMilliseconds),
+                                   configuration: configuration)
             }
         } catch let e as ClientError {
             throw e

@@ -3,7 +3,7 @@ import MeshSession
 
 /// Link options accepted by every command that talks to a radio.
 struct LinkOptions: ParsableArguments {
-    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("USB serial device of the radio.", valueName: "path"))
+    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("USB serial device of the radio (auto: the only one plugged in).", valueName: "path"))
     var serial: String?
 
     @Option(help: ArgumentHelp("Serial speed (USB-UART bridges; native USB ignores it).", valueName: "n"))

@@ -16,7 +16,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
-        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
     ],
     targets: [
         // Companion frames: codes, zero-copy decoders, encoders, serial/TCP framing. Standard library only.
@@ -26,13 +25,14 @@ let package = Package(
             "MeshCompanion",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CryptoExtras", package: "swift-crypto"),
-            .product(name: "BigInt", package: "BigInt"),
         ]),
-        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
-        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        // BlueZ headers only (libbluetooth-dev): structs and constants; nothing is linked, so the
+        // binary starts on systems without BlueZ.
+        .systemLibrary(name: "CBluetooth"),
         // Byte links (serial, TCP, BLE), discovery and the poll loop.
-        .target(name: "MeshLink", dependencies: ["MeshCompanion", "CUdev", "CBluetooth", "CMeshLink"]),
-        // C helpers for MeshLink that need _GNU_SOURCE or async-signal safety (pipe2, signal self-pipe).
+        .target(name: "MeshLink", dependencies: ["MeshCompanion", "CBluetooth", "CMeshLink"]),
+        // C helpers for MeshLink: _GNU_SOURCE calls, the signal self-pipe, and libudev loaded with
+        // dlopen (so the binary starts without libudev and falls back to sysfs).
         .target(name: "CMeshLink"),
         // One conversation with one radio.
         .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),

@@ -31,13 +31,21 @@ measure() {  # name, command...: prints "wall_s rss_kb" per run, then the means
   local walls=() rsss=()
   "$@" >/dev/null 2>&1 || true   # warm-up
   for _ in $(seq "$RUNS"); do
-    local out
-    out=$( { "$TIME" -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    local out tf
+    tf=$(mktemp)
+    "$TIME" -f "%e %M" -o "$tf" "$@" >/dev/null 2>&1 || true
+    out=$(tail -1 "$tf"); rm -f "$tf"
     walls+=("${out% *}"); rsss+=("${out#* }")
     sleep 0.2   # the peer takes one client at a time
   done
   local wall rss
   wall=$(printf '%s\n' "${walls[@]}" | awk '{s+=$1} END {printf "%.3f", s/NR}')
+  if command -v hyperfine >/dev/null 2>&1; then   # finer wall clock than time(1)'s 10 ms
+    local js; js=$(mktemp)
+    hyperfine -N --warmup 1 --prepare "sleep 0.2" --runs "$RUNS" --export-json "$js" "$(printf '%q ' "$@")" >/dev/null 2>&1 \
+      && wall=$("$VENV/bin/python" -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))["results"][0]["mean"])' "$js")
+    rm -f "$js"
+  fi
   rss=$(printf '%s\n' "${rsss[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
   echo "$name: wall ${wall} s (mean of $RUNS), max RSS ${rss} KB (mean)" >&2
   echo "$wall $rss"

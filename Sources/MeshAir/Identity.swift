@@ -71,13 +71,13 @@ public struct LocalIdentity {
     }
 
     /// Imports a 64-byte expanded private key (no seed). The public key is scalar * B; signatures are
-    /// computed from the scalar and prefix with the BigInt group arithmetic (slow, not constant-time).
+    /// computed from the scalar and prefix with `Edwards25519` (not constant-time).
     /// Throws `.reservedKeyPrefix` for public keys starting with 0x00/0xFF, like the firmware's import.
     public init<C: Collection<UInt8>>(privateKey expanded: C) throws(AirError) {
         guard expanded.count == 64 else { throw .invalidKey }
         let bytes = Array(expanded)
-        let scalar = Edwards25519.integer(littleEndian: bytes[0 ..< 32])
-        guard scalar != 0 else { throw .invalidKey }
+        let scalar = UInt256(littleEndian: bytes[0 ..< 32])
+        guard scalar != .zero else { throw .invalidKey }
         let pub = try PublicKey(Edwards25519.encode(Edwards25519.multiplyBase(scalar)))
         guard !pub.hasReservedPrefix else { throw .reservedKeyPrefix }
         publicKey = pub
@@ -122,18 +122,18 @@ public struct LocalIdentity {
 /// Ed25519 signing from an expanded key (RFC 8032 steps with a given scalar and prefix).
 enum Ed25519Expanded {
     static func sign(_ message: [UInt8], privateKey: [UInt8], publicKey: [UInt8]) -> [UInt8] {
-        let a = Edwards25519.integer(littleEndian: privateKey[0 ..< 32])
+        let a = Scalar(reducing: UInt256(littleEndian: privateKey[0 ..< 32]))
         var h = SHA512()
         h.update(data: privateKey[32 ..< 64])
         h.update(data: message)
-        let r = Edwards25519.integer(littleEndian: Array(h.finalize())) % Edwards25519.l
-        let R = Edwards25519.encode(Edwards25519.multiplyBase(r))
+        let r = h.finalize().withUnsafeBytes { Scalar(reducing: $0) }
+        let R = Edwards25519.encode(Edwards25519.multiplyBase(r.value))
         var hk = SHA512()
         hk.update(data: R)
         hk.update(data: publicKey)
         hk.update(data: message)
-        let k = Edwards25519.integer(littleEndian: Array(hk.finalize())) % Edwards25519.l
-        let s = (r + k * (a % Edwards25519.l)) % Edwards25519.l
-        return R + Edwards25519.littleEndianBytes(s, count: 32)
+        let k = hk.finalize().withUnsafeBytes { Scalar(reducing: $0) }
+        let s = r + k * a
+        return R + s.bytes
     }
 }

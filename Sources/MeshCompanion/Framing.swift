@@ -28,19 +28,20 @@ public final class FrameDecoder {
     /// The side this decoder serves.
     public let side: LinkSide
     /// Bytes skipped while looking for a frame marker (noise, CLI text, rejected headers).
-    public private(set) var garbageBytes: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var garbageBytes: UInt64 = 0
     /// Zero-length frames ignored.
-    public private(set) var emptyFrames: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var emptyFrames: UInt64 = 0
     /// Headers with a length over 176 (client: rejected and resynchronised; device: truncated).
-    public private(set) var oversizedFrames: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var oversizedFrames: UInt64 = 0
     /// Frames delivered.
-    public private(set) var frameCount: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var frameCount: UInt64 = 0
 
     private let ring: UnsafeMutableRawPointer
     private let scratch: UnsafeMutableRawPointer
-    private var head = 0
-    private var used = 0
-    private var discard = 0
+    // Single-threaded by contract; skip the runtime exclusivity checks on the hot path.
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private var used = 0
+    @exclusivity(unchecked) private var discard = 0
     private let marker: UInt8
 
     public init(side: LinkSide) {
@@ -73,7 +74,7 @@ public final class FrameDecoder {
     public func append(_ bytes: UnsafeRawBufferPointer) -> Int {
         let n = min(bytes.count, freeCount)
         guard n > 0, let src = bytes.baseAddress else { return 0 }
-        let tail = (head + used) % FrameDecoder.capacity
+        let tail = (head + used) & (FrameDecoder.capacity - 1)
         let first = min(n, FrameDecoder.capacity - tail)
         (ring + tail).copyMemory(from: src, byteCount: first)
         if n > first { ring.copyMemory(from: src + first, byteCount: n - first) }
@@ -89,7 +90,7 @@ public final class FrameDecoder {
     /// number of bytes it returns. Zero-copy receive.
     @discardableResult
     public func write(_ body: (UnsafeMutableRawBufferPointer) throws -> Int) rethrows -> Int {
-        let tail = (head + used) % FrameDecoder.capacity
+        let tail = (head + used) & (FrameDecoder.capacity - 1)
         let room = min(freeCount, FrameDecoder.capacity - tail)
         let n = try body(UnsafeMutableRawBufferPointer(start: ring + tail, count: room))
         let kept = max(0, min(n, room))
@@ -108,7 +109,7 @@ public final class FrameDecoder {
     }
 
     /// `n` bytes at the head as one contiguous view (copied to scratch only if they wrap).
-    private func take(_ n: Int) -> UnsafeRawBufferPointer {
+    @inline(__always) private func take(_ n: Int) -> UnsafeRawBufferPointer {
         let view: UnsafeRawBufferPointer
         if head + n <= FrameDecoder.capacity {
             view = UnsafeRawBufferPointer(start: ring + head, count: n)
@@ -166,6 +167,12 @@ public final class FrameDecoder {
             frameCount += 1
             return take(length)
         }
+    }
+
+    /// Appends all of `bytes`, calling `body` with each complete frame (allocation-free only
+    /// if `bytes` already exists).
+    public func receive(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try bytes.withUnsafeBytes { try receive($0, body) }
     }
 
     /// Calls `body` with every complete frame now buffered.

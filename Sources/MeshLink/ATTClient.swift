@@ -43,8 +43,12 @@ public enum ATTClientError: Error, Equatable, Sendable, CustomStringConvertible 
     /// One sentence; `address` appears in the pairing command.
     public func description(address: String) -> String {
         switch self {
+        case .mtuTooSmall(let mtu, let needed) where mtu >= 176:
+            // ESP32 firmware pins its MTU at 176: writes still fit (the longest command is 173
+            // bytes), but notifications carry at most MTU - 3 bytes.
+            return "the radio's ATT MTU is \(mtu) bytes, but a whole 176-byte frame needs at least \(needed) (ESP32 radios offer 176): accept it with --ble-min-mtu \(mtu), knowing that received frames over \(mtu - 3) bytes (the longest messages) may be cut short, or connect the radio with --serial"
         case .mtuTooSmall(let mtu, let needed):
-            return "the radio's ATT MTU is \(mtu) bytes, but a whole 176-byte frame needs at least \(needed); update the radio's firmware"
+            return "the radio's ATT MTU is \(mtu) bytes, but a whole 176-byte frame needs at least \(needed): check that the adapter and the radio support a larger MTU (update the radio's firmware), or connect the radio with --serial"
         case .serviceNotFound:
             return "the device has no Nordic UART service: is it a MeshCore companion radio with BLE firmware?"
         case .characteristicMissing(let which):
@@ -126,6 +130,8 @@ public struct ATTClient {
     private var rx: Characteristic? = nil
     private var tx: Characteristic? = nil
     private var txEnd: UInt16 = 0
+    /// First handle of the discovery request in flight: answers must move past it (no loops).
+    private var searchStart: UInt16 = 0
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -257,7 +263,7 @@ public struct ATTClient {
                 last = declaration
                 offset += length
             }
-            guard let service, last >= characteristics.first?.declaration ?? 0 else { throw fail(.malformed("characteristic order")) }
+            guard let service, last >= searchStart else { throw fail(.malformed("characteristics out of the requested range")) }
             if last < service.end && last != 0 {
                 discoverCharacteristics(from: last + 1, now: now)
             } else {
@@ -282,6 +288,7 @@ public struct ATTClient {
                 last = handle
                 offset += entry
             }
+            guard last >= searchStart else { throw fail(.malformed("descriptors out of the requested range")) }
             if last < txEnd && last != 0 {
                 discoverDescriptors(from: last + 1, now: now)
             } else {
@@ -370,6 +377,7 @@ public struct ATTClient {
 
     private mutating func discoverCharacteristics(from start: UInt16, now: UInt64) {
         guard let service else { return }
+        searchStart = start
         var pdu: [UInt8] = [ATTOpcode.readByTypeRequest.rawValue]
         pdu.appendU16(start)
         pdu.appendU16(service.end)
@@ -378,6 +386,7 @@ public struct ATTClient {
     }
 
     private mutating func discoverDescriptors(from start: UInt16, now: UInt64) {
+        searchStart = start
         var pdu: [UInt8] = [ATTOpcode.findInformationRequest.rawValue]
         pdu.appendU16(start)
         pdu.appendU16(txEnd)

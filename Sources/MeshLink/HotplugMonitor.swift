@@ -1,5 +1,4 @@
 import CMeshLink
-import CUdev
 import Glibc
 
 /// A tty device appearing or disappearing.
@@ -24,7 +23,7 @@ public final class HotplugMonitor {
     public enum Source: Equatable, Sendable { case udev, kernel }
 
     public let source: Source
-    public var fd: Int32 { udevMonitor.map { udev_monitor_get_fd($0) } ?? kernelSocket.rawValue }
+    public var fd: Int32 { udevMonitor.map { cml_udev_monitor_get_fd($0) } ?? kernelSocket.rawValue }
 
     private var udev: OpaquePointer?
     private var udevMonitor: OpaquePointer?
@@ -32,11 +31,11 @@ public final class HotplugMonitor {
 
     /// Opens the udev monitor, or the kernel netlink socket if `preferUdev` is false or udev fails.
     public init(preferUdev: Bool = true) throws(LinkError) {
-        if preferUdev, let udev = udev_new() {
-            if let monitor = udev_monitor_new_from_netlink(udev, "udev") {
-                udev_monitor_filter_add_match_subsystem_devtype(monitor, "tty", nil)
-                if udev_monitor_enable_receiving(monitor) == 0 {
-                    let monitorFD = udev_monitor_get_fd(monitor)
+        if preferUdev, let udev = cml_udev_new() {
+            if let monitor = cml_udev_monitor_new_from_netlink(udev, "udev") {
+                cml_udev_monitor_filter_add_match_subsystem_devtype(monitor, "tty", nil)
+                if cml_udev_monitor_enable_receiving(monitor) == 0 {
+                    let monitorFD = cml_udev_monitor_get_fd(monitor)
                     let flags = fcntl(monitorFD, F_GETFL)
                     _ = fcntl(monitorFD, F_SETFL, flags | O_NONBLOCK)
                     self.udev = udev
@@ -44,9 +43,9 @@ public final class HotplugMonitor {
                     self.source = .udev
                     return
                 }
-                udev_monitor_unref(monitor)
+                cml_udev_monitor_unref(monitor)
             }
-            udev_unref(udev)
+            cml_udev_unref(udev)
         }
         source = .kernel
         let socketFD = cml_uevent_socket()
@@ -57,8 +56,8 @@ public final class HotplugMonitor {
     deinit { close() }
 
     public func close() {
-        if let udevMonitor { udev_monitor_unref(udevMonitor) }
-        if let udev { udev_unref(udev) }
+        if let udevMonitor { cml_udev_monitor_unref(udevMonitor) }
+        if let udev { cml_udev_unref(udev) }
         udevMonitor = nil
         udev = nil
         if kernelSocket.rawValue >= 0 { kernelSocket.close() }
@@ -68,12 +67,12 @@ public final class HotplugMonitor {
     /// The next tty event, or nil when none is waiting. Non-tty kernel events are skipped.
     public func receive() -> HotplugEvent? {
         if let udevMonitor {
-            while let device = udev_monitor_receive_device(udevMonitor) {
-                defer { udev_device_unref(device) }
-                guard let actionText = udev_device_get_action(device),
+            while let device = cml_udev_monitor_receive_device(udevMonitor) {
+                defer { cml_udev_device_unref(device) }
+                guard let actionText = cml_udev_device_get_action(device),
                       let action = HotplugEvent.Action(rawValue: String(cString: actionText)),
-                      let sysname = udev_device_get_sysname(device) else { continue }
-                let node = udev_device_get_devnode(device).map { String(cString: $0) }
+                      let sysname = cml_udev_device_get_sysname(device) else { continue }
+                let node = cml_udev_device_get_devnode(device).map { String(cString: $0) }
                 let candidate = action == .remove ? nil : SerialDiscovery.candidate(udevDevice: device)
                 return HotplugEvent(action: action, name: String(cString: sysname), path: node, candidate: candidate)
             }
@@ -113,5 +112,60 @@ public final class HotplugMonitor {
         guard !name.isEmpty else { return nil }
         let path = devname.map { $0.hasPrefix("/") ? $0 : "/dev/\($0)" }
         return HotplugEvent(action: action, name: name, path: path, candidate: nil)
+    }
+}
+
+/// Which serial radio a long-running program waits for, and whether a hotplug event is it coming
+/// back: the configured path (a node such as `/dev/ttyUSB0`, a `/dev/serial/by-id/...` link, or
+/// `auto`), plus what was learned the last time it was connected (node, by-id link, USB ids, serial).
+public struct SerialRadioIdentity: Equatable, Sendable {
+    public var configuredPath: String
+    public var devicePath: String?
+    public var byIdPath: String?
+    public var vendorId: UInt16?
+    public var productId: UInt16?
+    /// udev's `ID_SERIAL` (vendor_model_serialnumber), when known: tells two identical bridges apart.
+    public var serial: String?
+
+    public init(configuredPath: String) {
+        self.configuredPath = configuredPath
+    }
+
+    /// Records the USB details of the device the radio was found on.
+    public mutating func remember(_ candidate: RadioCandidate) {
+        devicePath = candidate.path
+        byIdPath = candidate.byIdPath ?? byIdPath
+        vendorId = candidate.vendorId ?? vendorId
+        productId = candidate.productId ?? productId
+        serial = candidate.serial ?? serial
+    }
+
+    /// Finds the candidate the configured path names now (resolving symlinks), if it is present.
+    public func present(in candidates: [RadioCandidate]) -> RadioCandidate? {
+        if configuredPath == "auto" { return try? RadioCandidate.choose(from: candidates) }
+        let resolved = SerialDiscovery.realPath(configuredPath) ?? configuredPath
+        return candidates.first { $0.path == resolved || $0.path == configuredPath || $0.byIdPath == configuredPath }
+    }
+
+    /// True when `event` adds a tty that is (most likely) this radio: same node or by-id name as
+    /// configured or last seen, or, failing names, the same USB vendor:product (and serial number
+    /// when both are known). With `auto`, any tty on a known radio bridge.
+    public func matches(_ event: HotplugEvent) -> Bool {
+        guard event.action == .add else { return false }
+        let nodes = [configuredPath, devicePath].compactMap { $0 }
+        if let path = event.path, nodes.contains(path) { return true }
+        if nodes.contains(where: { $0.hasPrefix("/dev/") && $0.split(separator: "/").last.map(String.init) == event.name }) {
+            return true
+        }
+        guard let candidate = event.candidate else { return false }
+        if let byId = candidate.byIdPath, byId == configuredPath || byId == byIdPath { return true }
+        if let vendorId, let productId, candidate.vendorId == vendorId, candidate.productId == productId {
+            if let serial, let theirs = candidate.serial { return serial == theirs }
+            return true
+        }
+        if configuredPath == "auto" {
+            return candidate.bridge != nil && candidate.bridge != "nRF52840 bootloader"
+        }
+        return false
     }
 }

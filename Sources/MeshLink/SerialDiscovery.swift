@@ -1,4 +1,4 @@
-import CUdev
+import CMeshLink
 import Glibc
 
 /// Finds USB serial devices (tty devices whose ancestor is a USB device): through libudev, or by
@@ -30,19 +30,19 @@ public enum SerialDiscovery {
 
     /// Nil when libudev cannot be initialised.
     static func udevCandidates() -> [RadioCandidate]? {
-        guard let udev = udev_new() else { return nil }
-        defer { udev_unref(udev) }
-        guard let enumerate = udev_enumerate_new(udev) else { return nil }
-        defer { udev_enumerate_unref(enumerate) }
-        udev_enumerate_add_match_subsystem(enumerate, "tty")
-        udev_enumerate_scan_devices(enumerate)
+        guard let udev = cml_udev_new() else { return nil }
+        defer { cml_udev_unref(udev) }
+        guard let enumerate = cml_udev_enumerate_new(udev) else { return nil }
+        defer { cml_udev_enumerate_unref(enumerate) }
+        cml_udev_enumerate_add_match_subsystem(enumerate, "tty")
+        cml_udev_enumerate_scan_devices(enumerate)
         var result: [RadioCandidate] = []
-        var entry = udev_enumerate_get_list_entry(enumerate)
+        var entry = cml_udev_enumerate_get_list_entry(enumerate)
         while let current = entry {
-            defer { entry = udev_list_entry_get_next(current) }
-            guard let syspath = udev_list_entry_get_name(current),
-                  let device = udev_device_new_from_syspath(udev, syspath) else { continue }
-            defer { udev_device_unref(device) }
+            defer { entry = cml_udev_list_entry_get_next(current) }
+            guard let syspath = cml_udev_list_entry_get_name(current),
+                  let device = cml_udev_device_new_from_syspath(udev, syspath) else { continue }
+            defer { cml_udev_device_unref(device) }
             if let candidate = candidate(udevDevice: device) { result.append(candidate) }
         }
         fillByIdPaths(&result, dev: "/dev")
@@ -57,23 +57,23 @@ public enum SerialDiscovery {
             return value.isEmpty ? nil : value
         }
         // The parent reference is owned by the child: do not unref it.
-        guard let usb = udev_device_get_parent_with_subsystem_devtype(device, "usb", "usb_device") else { return nil }
-        let sysname = string(udev_device_get_sysname(device)) ?? ""
-        guard let path = string(udev_device_get_devnode(device)) ?? (sysname.isEmpty ? nil : "/dev/\(sysname)") else { return nil }
-        let links = string(udev_device_get_property_value(device, "DEVLINKS"))?.split(separator: " ").map(String.init) ?? []
-        let vendor = parseHex16(string(udev_device_get_sysattr_value(usb, "idVendor")))
-            ?? parseHex16(string(udev_device_get_property_value(device, "ID_VENDOR_ID")))
-        let product = parseHex16(string(udev_device_get_sysattr_value(usb, "idProduct")))
-            ?? parseHex16(string(udev_device_get_property_value(device, "ID_MODEL_ID")))
+        guard let usb = cml_udev_device_get_parent_with_subsystem_devtype(device, "usb", "usb_device") else { return nil }
+        let sysname = string(cml_udev_device_get_sysname(device)) ?? ""
+        guard let path = string(cml_udev_device_get_devnode(device)) ?? (sysname.isEmpty ? nil : "/dev/\(sysname)") else { return nil }
+        let links = string(cml_udev_device_get_property_value(device, "DEVLINKS"))?.split(separator: " ").map(String.init) ?? []
+        let vendor = parseHex16(string(cml_udev_device_get_sysattr_value(usb, "idVendor")))
+            ?? parseHex16(string(cml_udev_device_get_property_value(device, "ID_VENDOR_ID")))
+        let product = parseHex16(string(cml_udev_device_get_sysattr_value(usb, "idProduct")))
+            ?? parseHex16(string(cml_udev_device_get_property_value(device, "ID_MODEL_ID")))
         return RadioCandidate(
             path: path,
             byIdPath: links.first { $0.hasPrefix("/dev/serial/by-id/") },
             vendorId: vendor,
             productId: product,
-            manufacturer: string(udev_device_get_sysattr_value(usb, "manufacturer")),
-            product: string(udev_device_get_sysattr_value(usb, "product")),
-            serial: string(udev_device_get_property_value(device, "ID_SERIAL"))
-                ?? string(udev_device_get_sysattr_value(usb, "serial")))
+            manufacturer: string(cml_udev_device_get_sysattr_value(usb, "manufacturer")),
+            product: string(cml_udev_device_get_sysattr_value(usb, "product")),
+            serial: string(cml_udev_device_get_property_value(device, "ID_SERIAL"))
+                ?? string(cml_udev_device_get_sysattr_value(usb, "serial")))
     }
 
     // MARK: sysfs

@@ -1,6 +1,6 @@
 /// Why a request against a radio failed, grouped the way the command line reports it.
 /// Every message is one sentence that says what to do.
-public enum ClientError: Error, Equatable, CustomStringConvertible, Sendable {
+public enum ClientError: Error, Equatable, CustomStringConvertible, Sendable, Codable {
     /// Bad input that the user typed (exit 2).
     case usage(String)
     /// The link could not be opened, or was lost (exit 3).

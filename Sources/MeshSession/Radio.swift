@@ -6,37 +6,43 @@ import MeshLink
 public enum LinkTarget: Sendable, Equatable, Codable, CustomStringConvertible {
     case serial(path: String, baud: Int)
     case tcp(host: String, port: UInt16)
-    case ble(address: String)
+    /// `AA:BB:CC:DD:EE:FF[/random]`; `minimumMTU` is the smallest ATT MTU accepted (179 carries
+    /// any 176-byte frame whole; ESP32 radios offer 176, see `ATTClient.Configuration.minimumMTU`).
+    case ble(address: String, minimumMTU: Int = 179)
 
     public var description: String {
         switch self {
         case .serial(let p, let b): return "serial \(p) at \(b) baud"
         case .tcp(let h, let p): return "tcp \(h):\(p)"
-        case .ble(let a): return "ble \(a)"
+        case .ble(let a, _): return "ble \(a)"
         }
     }
 
-    /// Opens the link; errors are one actionable sentence.
+    /// Opens the link (MeshLink's `LinkEndpoint`: `--serial auto`, BLE security, …); errors are one
+    /// actionable sentence, usage errors (a bad address or speed) apart from link failures.
     public func open(timeoutMilliseconds: Int) throws(ClientError) -> ByteLink {
         do {
+            let endpoint: LinkEndpoint
+            var att = ATTClient.Configuration()
             switch self {
             case .serial(let path, let baud):
-                guard let speed = SerialSpeed(baud: baud) else {
-                    throw ClientError.usage("unsupported baud rate \(baud): use one of \(SerialSpeed.supportedBauds.map(String.init).joined(separator: ", ")).")
-                }
-                return try SerialLink(path: path, speed: speed)
+                endpoint = try LinkEndpoint(serial: path, baud: baud, tcp: nil, ble: nil)
             case .tcp(let host, let port):
-                return try TCPLink(connectingTo: TCPAddress(host: host, port: port), timeoutMilliseconds: timeoutMilliseconds)
-            case .ble:
-                throw ClientError.link("BLE links are not available in this build yet: connect the radio over USB (--serial) or TCP (--tcp).")
+                endpoint = .tcp(TCPAddress(host: host, port: port))
+            case .ble(let address, let minimumMTU):
+                endpoint = try LinkEndpoint(serial: nil, baud: nil, tcp: nil, ble: address)
+                att.minimumMTU = UInt16(clamping: max(23, minimumMTU))
             }
-        } catch let e as ClientError {
-            throw e
-        } catch let e as LinkError {
-            throw e.isUsageError ? .usage(Radio.sentence(e.description)) : .link(Radio.sentence(e.description))
+            return try endpoint.open(timeoutMilliseconds: timeoutMilliseconds, bleConfiguration: att)
         } catch {
-            throw .link("cannot open \(self): \(error).")
+            try Radio.throwing(error)
         }
+    }
+}
+
+extension Radio {
+    static func throwing(_ e: LinkError) throws(ClientError) -> Never {
+        throw e.isUsageError ? .usage(Radio.sentence(e.description)) : .link(Radio.sentence(e.description))
     }
 }
 
@@ -180,7 +186,15 @@ public final class Radio {
         }
         pump()
         try run { replies[t] != nil }
-        return replies.removeValue(forKey: t)!
+        let r = replies.removeValue(forKey: t)!
+        if r == .cancelled { throw lost() }
+        return r
+    }
+
+    /// The error to report when the session ended because the link went away.
+    func lost() -> ClientError {
+        if let e = linkError { return .link(Radio.sentence(e.description)) }
+        return .link("the session with the radio ended: reconnect and try again.")
     }
 
     public func call(_ frame: EncodedFrame, expecting code: ResponseCode, timeout: UInt64? = nil) throws(ClientError) -> Reply {
@@ -192,7 +206,9 @@ public final class Radio {
         do { t = try session.listContacts(since: since, now: loop.now) } catch { throw Radio.submitError(error) }
         pump()
         try run { replies[t] != nil }
-        return replies.removeValue(forKey: t)!
+        let r = replies.removeValue(forKey: t)!
+        if r == .cancelled { throw lost() }
+        return r
     }
 
     /// Sends a direct message and waits until it is acknowledged or given up
@@ -211,6 +227,8 @@ public final class Radio {
             case .sent, .retrying:
                 progress(d)
                 if !wait, case .sent = d { return d }
+            case .cancelled:
+                throw lost()
             default:
                 return d
             }
@@ -226,6 +244,7 @@ public final class Radio {
             try run { requests[t] != nil }
             let o = requests.removeValue(forKey: t)!
             if case .sent = o { progress(o); continue }
+            if o == .cancelled { throw lost() }
             return o
         }
     }

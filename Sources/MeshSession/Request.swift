@@ -52,7 +52,7 @@ public enum Request: Sendable, Equatable, Codable {
 
 /// What a request produced: the value to print and, when it did not fully succeed, why
 /// (the value still describes what happened, e.g. a send that was never acknowledged).
-public struct Outcome: Sendable, Equatable {
+public struct Outcome: Sendable, Equatable, Codable {
     public var value: Value
     public var error: ClientError?
     public init(_ value: Value, error: ClientError? = nil) { self.value = value; self.error = error }

@@ -2,7 +2,8 @@
 ///
 /// The air moves raw on-air packets. A transmission from node A reaches every node A has a link to,
 /// after the packet's LoRa time on air, unless the link's loss probability drops it. With `collisions`
-/// on, radios are half-duplex and two receptions overlapping at one node destroy each other.
+/// on, radios are half-duplex and two receptions overlapping at one node destroy each other unless
+/// one is at least `captureThreshold` dB stronger (then it survives).
 /// Listen-before-talk sees any reception in progress at the transmitter.
 public final class SimMesh {
     public let scheduler: Scheduler
@@ -26,7 +27,9 @@ public final class SimMesh {
 
     struct Link { var to: Int; var snr: Double; var loss: Double }
 
-    struct Reception { var id: UInt64; var end: UInt64; var corrupted: Bool }
+    struct Reception { var id: UInt64; var end: UInt64; var corrupted: Bool; var snr: Double = 0 }
+    /// A reception survives an overlapping one this many dB weaker (LoRa capture effect).
+    public var captureThreshold: Double = 6
     var receptions: [[Reception]] = []
     var receptionSeq: UInt64 = 0
 
@@ -99,10 +102,13 @@ public final class SimMesh {
             if collisions {
                 if r.radio.txUntil > start { corrupted = true }
                 for i in receptions[l.to].indices where receptions[l.to][i].end > start {
-                    receptions[l.to][i].corrupted = true; corrupted = true
+                    let other = receptions[l.to][i].snr
+                    // The one in progress survives only if it is clearly stronger, and vice versa.
+                    if other < l.snr + captureThreshold { receptions[l.to][i].corrupted = true }
+                    if l.snr < other + captureThreshold { corrupted = true }
                 }
             }
-            receptions[l.to].append(Reception(id: id, end: end, corrupted: corrupted))
+            receptions[l.to].append(Reception(id: id, end: end, corrupted: corrupted, snr: l.snr))
             let snr = l.snr
             let to = l.to
             scheduler.schedule(at: end) { [unowned self] in

@@ -159,32 +159,3 @@ import Crypto
         #expect(sf5.airtimeMicroseconds(length: 10) == 64 * 285 / 4)
     }
 }
-
-@Suite struct EdwardsTests {
-    @Test func tableMultiplicationMatchesDoubleAndAdd() {
-        for s: UInt64 in [1, 2, 3, 8, 0xFFFF_FFFF, 0x1234_5678_9ABC_DEF0] {
-            let k = BigUIntBridge.value(s)
-            #expect(Edwards25519.encode(Edwards25519.multiplyBase(k)) == Edwards25519.encode(Edwards25519.multiply(k, Edwards25519.base)))
-        }
-        // L * B is the identity (encoded y = 1).
-        #expect(Edwards25519.encode(Edwards25519.multiplyBase(Edwards25519.l)) == [1] + [UInt8](repeating: 0, count: 31))
-        // The base point encodes as 0x58 0x66 ... 0x66.
-        #expect(hexOf(Edwards25519.encode(Edwards25519.base)) == "58" + String(repeating: "66", count: 31))
-    }
-
-    @Test func montgomeryOfBaseIsNine() {
-        let u = Edwards25519.montgomeryU(fromEdwards: Edwards25519.encode(Edwards25519.base))
-        #expect(u == [9] + [UInt8](repeating: 0, count: 31))
-    }
-}
-
-@Suite struct FieldTests {
-    @Test func inverseMatchesModularPower() {
-        for v: UInt64 in [1, 2, 19, 121666, 0xFFFF_FFFF_FFFF_FFFF] {
-            let x = BigUIntBridge.value(v)
-            #expect(Edwards25519.mul(Edwards25519.inverse(x), x) == 1)
-            #expect(Edwards25519.inverse(x) == x.power(Edwards25519.p - 2, modulus: Edwards25519.p))
-        }
-        #expect(Edwards25519.inverse(0) == 0)
-    }
-}

@@ -16,8 +16,3 @@ enum Vectors {
     static let a = try! LocalIdentity(privateKey: hex(aPrivate))
     static let b = try! LocalIdentity(privateKey: hex(bPrivate))
 }
-
-import BigInt
-enum BigUIntBridge {
-    static func value(_ v: UInt64) -> BigUInt { BigUInt(v) }
-}

@@ -138,6 +138,48 @@ import Testing
         }
     }
 
+    @Test func discoveryThatGoesBackwardsIsRefused() throws {
+        var client = ATTClient()
+        client.start(now: 0)
+        _ = drain(&client)
+        _ = try feed(&client, [0x03, 0xF7, 0x00])
+        _ = drain(&client)
+        _ = try feed(&client, [0x07, 0x10, 0x00, 0x30, 0x00])
+        _ = drain(&client)
+        // A characteristic at 0x11, then (asked from 0x12) the same one again: would loop forever.
+        let entry: [UInt8] = [0x09, 0x07, 0x11, 0x00, 0x08, 0x12, 0x00, 0x00, 0x2A]
+        _ = try feed(&client, entry)
+        #expect(drain(&client) == [[0x08, 0x12, 0x00, 0x30, 0x00, 0x03, 0x28]])
+        #expect(throws: ATTClientError.self) { _ = try feed(&client, entry) }
+    }
+
+    /// Random PDUs (seeded) never trap the client or the server; errors are typed.
+    @Test func randomInputNeverTraps() throws {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt8 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        let server = SimulatedGATTServer()
+        var client = try readyClient(server)
+        var errors = 0
+        for round in 0..<20_000 {
+            let length = Int(next()) % 40
+            var pdu = (0..<length).map { _ in next() }
+            if !pdu.isEmpty && round % 2 == 0 { pdu[0] = [0x01, 0x03, 0x05, 0x07, 0x09, 0x11, 0x13, 0x1B, 0x1D][Int(next()) % 9] }
+            pdu.withUnsafeBytes { server.receive($0) }
+            while server.takeOutgoing() != nil {}
+            do {
+                _ = try feed(&client, pdu)
+            } catch {
+                errors += 1
+                client = try readyClient(server)
+            }
+            _ = drain(&client)
+        }
+        #expect(errors > 0)
+    }
+
     @Test func uuids() {
         #expect(BluetoothUUID.nordicUARTService.description == "6E400001-B5A3-F393-E0A9-E50E24DCCA9E")
         #expect(BluetoothUUID(short: 0x2902).short == 0x2902)

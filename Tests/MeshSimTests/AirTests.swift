@@ -146,3 +146,16 @@ final class ListenerNode: SimNode {
         #expect(b.heard.count == 1)
     }
 }
+
+@Suite struct CaptureEffectTests {
+    @Test func strongerOverlappingPacketSurvives() {
+        let mesh = SimMesh(seed: 3, collisions: true)
+        let a = ListenerNode(mesh, "a"), b = ListenerNode(mesh, "b"), c = ListenerNode(mesh, "c")
+        mesh.link(a, b, snr: 12); mesh.link(c, b, snr: 2)
+        a.enqueue([0x11, 0x00, 1, 1, 1, 1], priority: 1)
+        c.enqueue([0x11, 0x00, 2, 2, 2, 2], priority: 1)
+        mesh.run(for: 5000)
+        #expect(b.heard.map { $0.bytes.last! } == [1])
+        #expect(mesh.collided == 1)
+    }
+}

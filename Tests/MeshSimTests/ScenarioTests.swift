@@ -11,7 +11,7 @@ final class FrameApp {
     init(_ node: CompanionNode) {
         self.node = node
         node.connected = true
-        node.onFrame = { [unowned self] f in self.frames.append(f.bytes) }
+        node.onFrame = { [weak self] f in self?.frames.append(f.bytes) }
     }
     func send(_ f: EncodedFrame) { node.receive(frame: f.bytes) }
     func send(_ b: [UInt8]) { node.receive(frame: b) }
@@ -296,5 +296,92 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         #expect(a.call(CommandFrame.getChannel(40)) == [0x01, 0x02])
         #expect(a.call(try CommandFrame.setChannel(3, name: "#test", secret: ChannelSecret(hashtag: "#test").key)) == [0x00])
         #expect(a.call(CommandFrame.getChannel(3))?[2] == UInt8(ascii: "#"))
+    }
+}
+
+@Suite struct ServerScenarioTests {
+    /// s0 - r0 - r1 - s1 with a room next to r1.
+    func world() throws -> (SimWorld, FrameApp, FrameApp) {
+        let w = try SimWorld(topology: .builtIn(.line, companions: 2, repeaters: 2, rooms: 1))
+        let a = FrameApp(w.companions[0]), b = FrameApp(w.companions[1])
+        exchangeAdverts(w, [a, b])
+        return (w, a, b)
+    }
+
+    func login(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ pw: String) throws -> [UInt8]? {
+        app.frames.removeAll()
+        #expect(app.call(try CommandFrame.sendLogin(key.frameKey, password: pw))?.first == 0x06)
+        w.mesh.run(until: { app.count(0x85) + app.count(0x86) > 0 }, limit: 30_000)
+        return app.take(0x85)
+    }
+
+    @Test func repeaterLoginStatusAndCLI() throws {
+        let (w, a, _) = try world()
+        let r = w.repeaters[1]
+        #expect(try login(a, w, r.publicKey, "wrong") == nil) // bad password: no reply at all
+        let ok = try login(a, w, r.publicKey, "password")
+        #expect(ok != nil && ok![1] == 1) // admin
+        a.frames.removeAll()
+        _ = a.call(CommandFrame.sendStatusRequest(r.publicKey.frameKey))
+        #expect(w.mesh.run(until: { a.count(0x87) > 0 }, limit: 30_000))
+        let st = a.take(0x87)!
+        #expect(st.count == 8 + 56)
+        // Admin CLI over txt_type 1: the reply is a CLI_DATA text.
+        _ = a.call(try CommandFrame.sendTextMessage(to: r.publicKey.frameKey, text: "get name", timestamp: 1, type: .cliData))
+        #expect(w.mesh.run(until: { a.count(0x83) > 0 }, limit: 30_000))
+        let m = a.call(CommandFrame.syncNextMessage())!
+        #expect(m.first == 0x07 && m[8] == 1 && String(decoding: m[13...], as: UTF8.self) == "> rpt1")
+        // Neighbours (binary request 0x06): r1 heard r0's zero-hop adverts.
+        w.mesh.run(for: 130_000)
+        a.frames.removeAll()
+        _ = a.call(try CommandFrame.sendBinaryRequest(r.publicKey.frameKey, data: [0x06, 0, 10, 0, 0, 0, 4]))
+        #expect(w.mesh.run(until: { a.count(0x8C) > 0 }, limit: 30_000))
+        let nb = a.take(0x8C)!
+        #expect(nb[6] == 1 && Array(nb[10 ..< 14]) == Array(w.repeaters[0].publicKey.bytes.prefix(4)))
+    }
+
+    @Test func roomPostsReachMembersAfterLogin() throws {
+        let (w, a, b) = try world()
+        let room = w.rooms[0]
+        #expect(try login(b, w, room.publicKey, "hello") != nil)
+        #expect(try login(a, w, room.publicKey, "hello") != nil)
+        a.frames.removeAll(); b.frames.removeAll()
+        _ = a.call(try CommandFrame.sendTextMessage(to: room.publicKey.frameKey, text: "first post", timestamp: 5))
+        #expect(w.mesh.run(until: { b.count(0x83) > 0 }, limit: 60_000))
+        let m = b.call(CommandFrame.syncNextMessage())!
+        // Signed text (txt_type 2) carrying alice's prefix, from the room.
+        #expect(m.first == 0x07 && m[8] == 2)
+        #expect(Array(m[13 ..< 17]) == Array(w.companions[0].publicKey.bytes.prefix(4)))
+        #expect(String(decoding: m[17...], as: UTF8.self) == "first post")
+        #expect(w.mesh.run(until: { room.clients.allSatisfy { !$0.isAwaitingAck } }, limit: 30_000))
+        #expect(room.clients.first { $0.key == w.companions[1].publicKey }!.syncSince == room.posts[0].timestamp)
+        // A late member logging in with sync_since 0 gets the post too; the author does not.
+        #expect(a.count(0x83) == 0)
+    }
+
+    @Test func traceOverTwoRepeaters() throws {
+        let (w, a, _) = try world()
+        let h0 = w.repeaters[0].publicKey.hashByte, h1 = w.repeaters[1].publicKey.hashByte
+        a.frames.removeAll()
+        let sent = a.call(try CommandFrame.sendTracePath(tag: 0x1234, hashes: [h0, h1, h0]))!
+        #expect(sent.first == 0x06 && sent[1] == 0)
+        #expect(w.mesh.run(until: { a.count(0x89) > 0 }, limit: 30_000))
+        let t = a.take(0x89)!
+        #expect(t[2] == 3 && get32(t, 4) == 0x1234 && Array(t[12 ..< 15]) == [h0, h1, h0])
+    }
+
+    @Test func pathDiscoveryReportsBothRoutes() throws {
+        let (w, a, b) = try world()
+        _ = b.call(try CommandFrame.setOtherParams(manualAddContacts: 0, telemetryModes: TelemetryModes(base: 2), advertLocationPolicy: 0, multiAcks: 0))
+        a.frames.removeAll()
+        let sent = a.call(CommandFrame.sendPathDiscoveryRequest(w.companions[1].publicKey.frameKey))!
+        #expect(sent.first == 0x06 && sent[1] == 1)
+        #expect(w.mesh.run(until: { a.count(0x8D) > 0 }, limit: 30_000))
+        let p = a.take(0x8D)!
+        let hs = w.repeaters.map { $0.publicKey.hashByte }
+        #expect(p[8] == 2 && Array(p[9 ..< 11]) == hs)
+        #expect(p[11] == 2 && Array(p[12 ..< 14]) == hs.reversed())
+        // Not stored as the contact's path.
+        #expect(a.contact(w.companions[1].publicKey)!.outPathLength.isUnknown)
     }
 }

@@ -219,7 +219,7 @@ def test_usage_errors_exit_2(pm, args):
     assert r.err.strip(), "usage errors explain themselves on stderr"
 
 
-def test_ble_not_available_exits_3(pm):
+def test_ble_without_adapter_exits_3(pm):
     r = pm("--ble", "AA:BB:CC:DD:EE:FF", "info", *T)
     assert r.code == 3, r
 
@@ -228,3 +228,36 @@ def test_help_exits_0(pm):
     r = pm("--help")
     assert r.code == 0
     assert "Exit codes" in r.out
+
+
+def test_silent_radio_times_out_with_exit_4(pm):
+    """A TCP peer that accepts but never answers: the handshake times out (exit 4)."""
+    import socket
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        port = srv.getsockname()[1]
+        r = pm("--tcp", f"127.0.0.1:{port}", "info", "--timeout", "1", limit=30)
+    assert r.code == 4, r
+    assert "did not answer" in r.err
+
+
+def test_listen_json_lines(introduced, pm, binary):
+    """listen --json prints one JSON object per line and stops by itself after --for."""
+    import json
+    import subprocess
+    a, b = introduced.nodes
+    proc = subprocess.Popen([str(binary), *b.tcp, "listen", "--json", "--for", "8"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        r = pm(*a.tcp, "channel", "send", "0", "listen check", *T)
+        assert r.code == 0, r
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    events = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert any(e.get("event") == "message" and e.get("text", "").endswith("listen check") for e in events), out

@@ -235,3 +235,33 @@ def test_zz_capture_decodes_and_adverts_verify(sim, workdir):
             assert decoded.get("signatureValid") is True, (hexpkt, r.stdout)
             adverts += 1
     assert adverts > 0
+
+
+def test_new_connection_evicts_the_old_one(sim):
+    first = socket.create_connection(("127.0.0.1", sim.port("sim0")), timeout=5)
+    first.sendall(b"<\x02\x00\x16\x03")  # DEVICE_QUERY
+    got = b""
+    while len(got) < 3 + 82:
+        got += first.recv(4096)
+    assert got[:3] == b">\x52\x00"
+    second = socket.create_connection(("127.0.0.1", sim.port("sim0")), timeout=5)
+    second.sendall(b"<\x02\x00\x16\x03")
+    hdr = second.recv(3)
+    assert hdr[:1] == b">" and hdr[1] == 82  # DEVICE_INFO, 82 bytes
+    first.settimeout(5)
+    data, eof = b"", False
+    try:
+        while True:
+            chunk = first.recv(4096)
+            if not chunk:
+                eof = True
+                break
+            data += chunk
+    except ConnectionResetError:
+        eof = True
+    except socket.timeout:
+        pass
+    first.close()
+    second.close()
+    # the evicted client's stream ended (at most a push that was already on its way)
+    assert eof and (data == b"" or data.startswith(b">"))

@@ -133,6 +133,7 @@ final class DemoRig {
     func describe(_ raw: [UInt8]) -> String {
         guard let p = try? Packet(bytes: raw) else { return "unparsable" }
         let route = p.routeType.isFlood ? "flood" : "direct"
+        if p.path.isEmpty { return "\(p.payloadType) \(route), \(p.routeType.isFlood ? "no relays yet" : "zero-hop")" }
         return "\(p.payloadType) \(route), path [\(hopNames(p.path))]"
     }
 

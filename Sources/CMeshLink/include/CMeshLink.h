@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "CMeshLinkUdev.h"
+
 /// pipe2(O_CLOEXEC | O_NONBLOCK). Returns 0 or -1 with errno set.
 int cml_pipe_nonblocking(int fds[2]);
 

@@ -1,0 +1,73 @@
+import Testing
+@testable import MeshSession
+
+@Suite struct ValueTests {
+    @Test func jsonIsCompactOrderedAndEscaped() {
+        let v: Value = .object([
+            .init("name", .string("a\"b\\c\nd\u{01}é🌲")),
+            .init("n", .int(-5)),
+            .init("x", .double(869.618)),
+            .init("whole", .double(915)),
+            .init("ok", .bool(true)),
+            .init("none", .null),
+            .init("list", .array([.int(1), .string("z")])),
+        ])
+        #expect(v.json == #"{"name":"a\"b\\c\nd\u0001é🌲","n":-5,"x":869.618,"whole":915,"ok":true,"none":null,"list":[1,"z"]}"#)
+    }
+
+    @Test func nonFiniteDoublesBecomeNull() {
+        #expect(Value.double(.infinity).json == "null")
+        #expect(Value.double(.nan).json == "null")
+    }
+
+    @Test func textRendering() {
+        let v: Value = .object([.init("name", .string("sim0")), .init("modes", .object([.init("base", .string("deny"))]))])
+        #expect(v.text() == "name: sim0\nmodes:\n  base: deny")
+        #expect(Value.array([.object([.init("a", .int(1)), .init("b", .bool(false))])]).text() == "a=1 b=no")
+    }
+
+    @Test func codableRoundTripShape() {
+        // Codable conformance exists so a daemon can carry values and requests unchanged.
+        func isCodable<T: Codable>(_: T.Type) -> Bool { true }
+        #expect(isCodable(Value.self))
+        #expect(isCodable(Request.self))
+        #expect(isCodable(LinkTarget.self))
+        #expect(isCodable(Outcome.self))
+    }
+
+    @Test func hexRoundTrip() {
+        #expect(Hex.encode([0x00, 0xAB, 0xff]) == "00abff")
+        #expect(Hex.decode("00ABff") == [0x00, 0xAB, 0xFF])
+        #expect(Hex.decode("16 03") == [0x16, 0x03])
+        #expect(Hex.decode("abc") == nil)
+        #expect(Hex.decode("zz") == nil)
+    }
+
+    @Test func fixedDecimals() {
+        #expect(Value.fixed(869.618, 3) == "869.618")
+        #expect(Value.fixed(-0.5, 1) == "-0.5")
+        #expect(Value.fixed(62.5, 0) == "63")
+        #expect(Value.fixed(1.05, 2) == "1.05")
+    }
+
+    @Test func exitCodes() {
+        #expect(ClientError.usage("x").exitCode == 2)
+        #expect(ClientError.link("x").exitCode == 3)
+        #expect(ClientError.timeout("x").exitCode == 4)
+        #expect(ClientError.radio("the name", code: 6).exitCode == 5)
+        #expect(ClientError.radio("the name", code: 6).description.contains("ERR 6"))
+        #expect(ClientError.notFound("x").exitCode == 6)
+    }
+
+    @Test func contactSummaryFromRecord() {
+        var f: [UInt8] = [0x03] + keyB + [2, 1, 0x02, 0x5F, 0x33] + [UInt8](repeating: 0, count: 62)
+        var n = Array("rpt".utf8); n += [UInt8](repeating: 0, count: 32 - n.count)
+        f += n + le32(10) + le32(UInt32(bitPattern: 52_500_000)) + le32(UInt32(bitPattern: -1_250_000)) + le32(77)
+        let c = ContactSummary(record: f)!
+        #expect(c.name == "rpt" && c.type == 2 && c.outPath == [0x5F, 0x33] && c.lastModified == 77)
+        #expect(c.value["latitude"] == .double(52.5))
+        #expect(c.value["longitude"] == .double(-1.25))
+        #expect(c.value["type"] == .string("repeater"))
+        #expect(ContactSummary(record: [0x03]) == nil)
+    }
+}

@@ -106,6 +106,10 @@ public final class Daemon {
         let runtime = DaemonRegistry.runtimeDirectory(environment: config.environment)
         let socket = config.socketPath ?? (runtime + "/" + (config.name ?? DaemonRegistry.slug(forLink: config.link)) + ".sock")
         if config.socketPath == nil { try UnixSocket.makeDirectory(runtime) }
+        // One daemon per radio: a serial port cannot be shared and a TCP radio takes one client.
+        if let other = DaemonRegistry.find(link: config.link, environment: config.environment), other.pid != getpid() {
+            throw DaemonError(.busy, "pocketmesh daemon (pid \(other.pid)) already owns \(config.link); its socket is \(other.socket).")
+        }
         signals = try SignalPipe(signals: [SIGTERM, SIGINT, SIGHUP, SIGCHLD])
         signal(SIGPIPE, SIG_IGN)
         // A file size limit (RLIMIT_FSIZE) must give EFBIG on write, not kill the daemon.

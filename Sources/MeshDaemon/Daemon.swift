@@ -12,7 +12,7 @@ import MeshStore
 /// frame, and so the next SYNC_NEXT_MESSAGE, is written to the link**.
 public final class Daemon {
     public struct Config {
-        /// `serial:/dev/ttyUSB0` or `tcp:host[:port]`.
+        /// `serial:/dev/ttyUSB0` (or `serial:auto`), `tcp:host[:port]` or `ble:AA:BB:CC:DD:EE:FF[/random]`.
         public var link: String
         public var baud = 115_200
         public var stateDir: String? = nil
@@ -29,6 +29,8 @@ public final class Daemon {
         public var reconnectMaxMS: UInt64 = 60_000
         public var commandTimeoutMS: UInt64 = 5_000
         public var connectTimeoutMS = 5_000
+        /// BLE links: smallest ATT MTU accepted (see `ATTClient.Configuration.minimumMTU`).
+        public var bleMinimumMTU = 179
         /// Direct messages: total attempts (each round is the session's 3) before giving up.
         public var outboxMaxAttempts = 9
         public var outboxRetryBaseS: UInt32 = 30
@@ -66,6 +68,9 @@ public final class Daemon {
     var syncedOnce = false
     var connections = 0
     var readBuffer = [UInt8](repeating: 0, count: 4096)
+    // serial hotplug (DaemonHotplug.swift)
+    var hotplug: HotplugMonitor? = nil
+    var radioIdentity: SerialRadioIdentity? = nil
 
     // sync bookkeeping
     var contactsTicket: Ticket? = nil
@@ -131,6 +136,7 @@ public final class Daemon {
     /// Runs until SIGTERM or SIGINT. Returns the process exit code.
     public func run() -> Int32 {
         notify.status("starting; connecting to \(config.link)")
+        startHotplug()
         var fds: [pollfd] = []
         while !stopping {
             let now = monotonicNow()
@@ -141,6 +147,7 @@ public final class Daemon {
             if let link {
                 fds.append(pollfd(fd: link.fd, events: Int16(POLLIN) | (link.hasPendingOutput ? Int16(POLLOUT) : 0), revents: 0))
             }
+            if let h = hotplug { fds.append(pollfd(fd: h.fd, events: Int16(POLLIN), revents: 0)) }
             api.pollDescriptors(into: &fds)
             let wait: Int32 = deadline.map { $0 > now ? Int32(clamping: $0 - now) : 0 } ?? 60_000
             let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
@@ -150,6 +157,8 @@ public final class Daemon {
                     handleSignals()
                 } else if let l = link, p.fd == l.fd {
                     linkReady(p.revents)
+                } else if let h = hotplug, p.fd == h.fd {
+                    hotplugReady(now: monotonicNow())
                 } else {
                     api.handle(p)
                 }
@@ -184,6 +193,11 @@ public final class Daemon {
         if link == nil {
             if now >= reconnectAt { connect(now: now) }
             if link == nil { soon(reconnectAt) }
+        } else if let l = link, let d = l.deadline {  // a link's own protocol timeout (BLE: ATT request)
+            if now >= d {
+                do throws(LinkError) { try l.handleDeadline(now: now) } catch { linkLost(error.description) }
+            }
+            soon(link?.deadline)
         }
         if let s = session {
             if let d = s.nextDeadline, now >= d { s.tick(now: now); pump(now: now) }
@@ -248,13 +262,19 @@ public final class Daemon {
         let spec = config.link
         if spec.hasPrefix("serial:") {
             guard let speed = SerialSpeed(baud: config.baud) else { throw DaemonError(.usage, "unsupported baud rate \(config.baud)") }
-            return try SerialLink(path: String(spec.dropFirst(7)), speed: speed)
+            return try SerialLink(path: serialPath(String(spec.dropFirst(7))), speed: speed)
         }
         if spec.hasPrefix("tcp:") {
             let address = try TCPAddress(parsing: String(spec.dropFirst(4)))
             return try TCPLink(connectingTo: address, timeoutMilliseconds: config.connectTimeoutMS)
         }
-        throw DaemonError(.usage, "unknown link \(spec): use serial:PATH or tcp:HOST[:PORT]")
+        if spec.hasPrefix("ble:") {
+            var att = ATTClient.Configuration()
+            att.minimumMTU = UInt16(clamping: max(23, config.bleMinimumMTU))
+            return try BLELink(connectingTo: BLEAddress(parsing: String(spec.dropFirst(4))),
+                               timeoutMilliseconds: max(config.connectTimeoutMS, 10_000), configuration: att)
+        }
+        throw DaemonError(.usage, "unknown link \(spec): use serial:PATH, tcp:HOST[:PORT] or ble:ADDRESS")
     }
 
     func scheduleReconnect(now: UInt64) {
@@ -306,8 +326,12 @@ public final class Daemon {
                     if n == 0 { break }
                     any = true
                     readBuffer.withUnsafeBytes { raw in
-                        deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frame in
-                            received(frame, now: now)
+                        if l.framing == .datagram {  // BLE: one whole frame per read
+                            received(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now)
+                        } else {
+                            deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frame in
+                                received(frame, now: now)
+                            }
                         }
                     }
                     if link == nil { return }
@@ -354,7 +378,7 @@ public final class Daemon {
                 continue
             }
             do throws(LinkError) {
-                try l.write(StreamDeframer.frame(payload, marker: UInt8(ascii: "<")))
+                try l.write(l.framing == .datagram ? payload : StreamDeframer.frame(payload, marker: UInt8(ascii: "<")))
             } catch {
                 linkLost(error.description)
                 return

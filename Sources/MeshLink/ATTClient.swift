@@ -43,8 +43,12 @@ public enum ATTClientError: Error, Equatable, Sendable, CustomStringConvertible 
     /// One sentence; `address` appears in the pairing command.
     public func description(address: String) -> String {
         switch self {
+        case .mtuTooSmall(let mtu, let needed) where mtu >= 176:
+            // ESP32 firmware pins its MTU at 176: writes still fit (the longest command is 173
+            // bytes), but notifications carry at most MTU - 3 bytes.
+            return "the radio's ATT MTU is \(mtu) bytes, but a whole 176-byte frame needs at least \(needed) (ESP32 radios offer 176): accept it with --ble-min-mtu \(mtu), knowing that received frames over \(mtu - 3) bytes (the longest messages) may be cut short, or connect the radio with --serial"
         case .mtuTooSmall(let mtu, let needed):
-            return "the radio's ATT MTU is \(mtu) bytes, but a whole 176-byte frame needs at least \(needed); update the radio's firmware"
+            return "the radio's ATT MTU is \(mtu) bytes, but a whole 176-byte frame needs at least \(needed): check that the adapter and the radio support a larger MTU (update the radio's firmware), or connect the radio with --serial"
         case .serviceNotFound:
             return "the device has no Nordic UART service: is it a MeshCore companion radio with BLE firmware?"
         case .characteristicMissing(let which):

@@ -114,3 +114,58 @@ public final class HotplugMonitor {
         return HotplugEvent(action: action, name: name, path: path, candidate: nil)
     }
 }
+
+/// Which serial radio a long-running program waits for, and whether a hotplug event is it coming
+/// back: the configured path (a node such as `/dev/ttyUSB0`, a `/dev/serial/by-id/...` link, or
+/// `auto`), plus what was learned the last time it was connected (node, by-id link, USB ids, serial).
+public struct SerialRadioIdentity: Equatable, Sendable {
+    public var configuredPath: String
+    public var devicePath: String?
+    public var byIdPath: String?
+    public var vendorId: UInt16?
+    public var productId: UInt16?
+    /// udev's `ID_SERIAL` (vendor_model_serialnumber), when known: tells two identical bridges apart.
+    public var serial: String?
+
+    public init(configuredPath: String) {
+        self.configuredPath = configuredPath
+    }
+
+    /// Records the USB details of the device the radio was found on.
+    public mutating func remember(_ candidate: RadioCandidate) {
+        devicePath = candidate.path
+        byIdPath = candidate.byIdPath ?? byIdPath
+        vendorId = candidate.vendorId ?? vendorId
+        productId = candidate.productId ?? productId
+        serial = candidate.serial ?? serial
+    }
+
+    /// Finds the candidate the configured path names now (resolving symlinks), if it is present.
+    public func present(in candidates: [RadioCandidate]) -> RadioCandidate? {
+        if configuredPath == "auto" { return try? RadioCandidate.choose(from: candidates) }
+        let resolved = SerialDiscovery.realPath(configuredPath) ?? configuredPath
+        return candidates.first { $0.path == resolved || $0.path == configuredPath || $0.byIdPath == configuredPath }
+    }
+
+    /// True when `event` adds a tty that is (most likely) this radio: same node or by-id name as
+    /// configured or last seen, or, failing names, the same USB vendor:product (and serial number
+    /// when both are known). With `auto`, any tty on a known radio bridge.
+    public func matches(_ event: HotplugEvent) -> Bool {
+        guard event.action == .add else { return false }
+        let nodes = [configuredPath, devicePath].compactMap { $0 }
+        if let path = event.path, nodes.contains(path) { return true }
+        if nodes.contains(where: { $0.hasPrefix("/dev/") && $0.split(separator: "/").last.map(String.init) == event.name }) {
+            return true
+        }
+        guard let candidate = event.candidate else { return false }
+        if let byId = candidate.byIdPath, byId == configuredPath || byId == byIdPath { return true }
+        if let vendorId, let productId, candidate.vendorId == vendorId, candidate.productId == productId {
+            if let serial, let theirs = candidate.serial { return serial == theirs }
+            return true
+        }
+        if configuredPath == "auto" {
+            return candidate.bridge != nil && candidate.bridge != "nRF52840 bootloader"
+        }
+        return false
+    }
+}

@@ -34,8 +34,10 @@ public enum LinkEndpoint: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Opens the link, blocking for at most `timeoutMilliseconds` (TCP connect, BLE connect + GATT setup).
+    /// `bleConfiguration` tunes the GATT client (e.g. `minimumMTU` 176 for ESP32 radios).
     public func open(timeoutMilliseconds: Int = 5000,
-                     discovery: SerialDiscovery.Source = .automatic) throws(LinkError) -> ByteLink {
+                     discovery: SerialDiscovery.Source = .automatic,
+                     bleConfiguration: ATTClient.Configuration = ATTClient.Configuration()) throws(LinkError) -> ByteLink {
         switch self {
         case .serial(let path, let speed, let modemLines):
             return try SerialLink(path: path, speed: speed, modemLines: modemLines)
@@ -47,7 +49,8 @@ public enum LinkEndpoint: Equatable, Sendable, CustomStringConvertible {
         case .tcp(let address):
             return try TCPLink(connectingTo: address, timeoutMilliseconds: timeoutMilliseconds)
         case .ble(let address, let security):
-            return try BLELink(connectingTo: address, security: security, timeoutMilliseconds: max(timeoutMilliseconds, 10_000))
+            return try BLELink(connectingTo: address, security: security, timeoutMilliseconds: max(timeoutMilliseconds, 10_000),
+                               configuration: bleConfiguration)
         }
     }
 

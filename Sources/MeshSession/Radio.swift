@@ -6,13 +6,15 @@ import MeshLink
 public enum LinkTarget: Sendable, Equatable, Codable, CustomStringConvertible {
     case serial(path: String, baud: Int)
     case tcp(host: String, port: UInt16)
-    case ble(address: String)
+    /// `AA:BB:CC:DD:EE:FF[/random]`; `minimumMTU` is the smallest ATT MTU accepted (179 carries
+    /// any 176-byte frame whole; ESP32 radios offer 176, see `ATTClient.Configuration.minimumMTU`).
+    case ble(address: String, minimumMTU: Int = 179)
 
     public var description: String {
         switch self {
         case .serial(let p, let b): return "serial \(p) at \(b) baud"
         case .tcp(let h, let p): return "tcp \(h):\(p)"
-        case .ble(let a): return "ble \(a)"
+        case .ble(let a, _): return "ble \(a)"
         }
     }
 
@@ -21,15 +23,17 @@ public enum LinkTarget: Sendable, Equatable, Codable, CustomStringConvertible {
     public func open(timeoutMilliseconds: Int) throws(ClientError) -> ByteLink {
         do {
             let endpoint: LinkEndpoint
+            var att = ATTClient.Configuration()
             switch self {
             case .serial(let path, let baud):
                 endpoint = try LinkEndpoint(serial: path, baud: baud, tcp: nil, ble: nil)
             case .tcp(let host, let port):
                 endpoint = .tcp(TCPAddress(host: host, port: port))
-            case .ble(let address):
+            case .ble(let address, let minimumMTU):
                 endpoint = try LinkEndpoint(serial: nil, baud: nil, tcp: nil, ble: address)
+                att.minimumMTU = UInt16(clamping: max(23, minimumMTU))
             }
-            return try endpoint.open(timeoutMilliseconds: timeoutMilliseconds)
+            return try endpoint.open(timeoutMilliseconds: timeoutMilliseconds, bleConfiguration: att)
         } catch {
             try Radio.throwing(error)
         }

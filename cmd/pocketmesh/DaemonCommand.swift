@@ -35,6 +35,12 @@ struct DaemonCommand: ParsableCommand {
     @Option(name: [.customShort("t"), .long], help: ArgumentHelp("TCP companion radio (default port 5000).", valueName: "host[:port]"))
     var tcp: String?
 
+    @Option(help: ArgumentHelp("BLE address of the radio (AA:BB:CC:DD:EE:FF[/random]); pair it first with bluetoothctl.", valueName: "address"))
+    var ble: String?
+
+    @Option(help: ArgumentHelp("Smallest BLE ATT MTU to accept (ESP32 radios offer 176; see pocketmesh --help).", valueName: "bytes"))
+    var bleMinMtu: Int = 179
+
     @Option(help: ArgumentHelp("State folder (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
     var stateDir: String?
 
@@ -61,7 +67,10 @@ struct DaemonCommand: ParsableCommand {
 
     // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
     func check() throws {
-        if (serial == nil) == (tcp == nil) { throw ValidationError("give exactly one of --serial PATH and --tcp HOST[:PORT].") }
+        if [serial, tcp, ble].compactMap({ $0 }).count != 1 {
+            throw ValidationError("give exactly one of --serial PATH (or auto), --tcp HOST[:PORT] and --ble ADDRESS.")
+        }
+        if !(23...517).contains(bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
@@ -78,8 +87,9 @@ struct DaemonCommand: ParsableCommand {
         for entry in Spawn.currentEnvironment() {
             if let eq = entry.firstIndex(of: "=") { env[String(entry[..<eq])] = String(entry[entry.index(after: eq)...]) }
         }
-        var config = Daemon.Config(link: serial.map { "serial:" + $0 } ?? "tcp:" + (tcp ?? ""))
+        var config = Daemon.Config(link: serial.map { "serial:" + $0 } ?? tcp.map { "tcp:" + $0 } ?? "ble:" + (ble ?? ""))
         config.baud = baud
+        config.bleMinimumMTU = bleMinMtu
         config.stateDir = stateDir
         config.socketPath = socket
         config.name = name

@@ -4,12 +4,18 @@ import MeshLink
 import MeshSession
 
 extension MeshSession.LinkTarget {
-    /// The link spec a daemon registers (`serial:PATH`, `tcp:HOST:PORT`); nil for links no daemon owns.
+    /// The link spec a daemon registers (`serial:PATH`, `tcp:HOST:PORT`, `ble:ADDRESS`).
+    /// `--serial auto` names the device it would choose (so a daemon holding it is found).
     var daemonLinkSpec: String? {
         switch self {
-        case .serial(let path, _): return "serial:" + path
+        case .serial(let path, _):
+            if path == "auto" {
+                guard let radio = try? RadioCandidate.choose(from: SerialDiscovery.candidates()) else { return nil }
+                return "serial:" + radio.path
+            }
+            return "serial:" + path
         case .tcp(let host, let port): return "tcp:\(host):\(port)"
-        case .ble: return nil
+        case .ble(let address, _): return "ble:" + address
         }
     }
 

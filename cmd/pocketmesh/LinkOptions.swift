@@ -12,8 +12,11 @@ struct LinkOptions: ParsableArguments {
     @Option(name: [.customShort("t"), .long], help: ArgumentHelp("TCP companion radio (default port 5000).", valueName: "host[:port]"))
     var tcp: String?
 
-    @Option(help: ArgumentHelp("BLE address of the radio (AA:BB:CC:DD:EE:FF).", valueName: "address"))
+    @Option(help: ArgumentHelp("BLE address of the radio (AA:BB:CC:DD:EE:FF, or .../random); pair it first with bluetoothctl.", valueName: "address"))
     var ble: String?
+
+    @Option(help: ArgumentHelp("Smallest BLE ATT MTU to accept (default 179: any 176-byte frame fits). ESP32 radios offer 176; with 176, received frames over 173 bytes (the longest messages) may be cut short.", valueName: "bytes"))
+    var bleMinMtu: Int = 179
 
     @Option(help: ArgumentHelp("Seconds to wait for each response (and to connect).", valueName: "seconds"))
     var timeout: Double = 5
@@ -26,6 +29,7 @@ struct LinkOptions: ParsableArguments {
         if given > 1 { throw ValidationError("give only one of --serial, --tcp and --ble.") }
         if !(timeout > 0 && timeout <= 86_400) { throw ValidationError("--timeout must be between 0 and 86400 seconds.") }
         if baud <= 0 { throw ValidationError("--baud must be a positive number.") }
+        if !(23...517).contains(bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
     }
 
     var timeoutMilliseconds: UInt64 { UInt64(timeout * 1000) }
@@ -53,7 +57,7 @@ struct LinkOptions: ParsableArguments {
             if host.isEmpty { throw .usage("invalid --tcp \(tcp): use HOST[:PORT].") }
             return .tcp(host: host, port: port)
         }
-        if let ble { return .ble(address: ble) }
+        if let ble { return .ble(address: ble, minimumMTU: bleMinMtu) }
         throw .usage("no radio given: use --serial PATH, --tcp HOST[:PORT] or --ble ADDRESS.")
     }
 

@@ -10,10 +10,11 @@ struct PocketMesh: ParsableCommand {
         discussion: """
             Exit codes: 0 success, 2 usage error, 3 link failure (cannot open or connect, or the link was lost), \
             4 timeout (no response, no ACK), 5 the radio refused (its error code is named), 6 not found \
-            (unknown contact or channel).
+            (unknown contact or channel; `scan` found no radio).
             """,
         subcommands: [
             Info.self,
+            Scan.self,
             Contacts.self,
             Send.self,
             Channel.self,
@@ -89,7 +90,7 @@ func emitLine(_ s: String) {
 /// Lets the link options come before the command (`pocketmesh --tcp host info`) by moving them
 /// behind the (sub)command path, where every command declares them.
 func linkOptionsFirst(_ args: [String]) -> [String] {
-    let valued: Swift.Set<String> = ["-s", "--serial", "--baud", "-t", "--tcp", "--ble", "--timeout"]
+    let valued: Swift.Set<String> = ["-s", "--serial", "--baud", "-t", "--tcp", "--ble", "--ble-min-mtu", "--timeout"]
     let flags: Swift.Set<String> = ["-j", "--json"]
     var lead: [String] = []
     var i = 0

@@ -1,0 +1,48 @@
+import Glibc
+import MeshLink
+
+/// Serial hotplug: when the radio's tty comes back (udev `add`), reconnect at once instead of
+/// waiting out the backoff. Matching is `SerialRadioIdentity.matches` (configured path, by-id
+/// name, last node, USB vendor:product).
+extension Daemon {
+    /// Opens the hotplug monitor for a serial link (no-op for TCP/BLE, or when neither udev nor the
+    /// kernel uevent socket is available: the backoff still reconnects).
+    func startHotplug() {
+        guard config.link.hasPrefix("serial:"), hotplug == nil else { return }
+        let path = String(config.link.dropFirst(7))
+        var identity = SerialRadioIdentity(configuredPath: path)
+        if let now = identity.present(in: SerialDiscovery.candidates()) { identity.remember(now) }
+        radioIdentity = identity
+        do {
+            hotplug = try HotplugMonitor()
+            log("link: watching for \(path) to be plugged in (\(hotplug!.source == .udev ? "udev" : "kernel uevents"))")
+        } catch {
+            log("link: no hotplug events (\(error)); reconnecting on the backoff schedule only")
+        }
+    }
+
+    /// The path to open for `serial:PATH`: PATH itself, or for `auto` the chosen candidate's
+    /// by-id link (else node). Also records the device's USB details for hotplug matching.
+    func serialPath(_ path: String) throws(LinkError) -> String {
+        let candidates = SerialDiscovery.candidates()
+        if path == "auto" {
+            let radio = try RadioCandidate.choose(from: candidates)
+            radioIdentity?.remember(radio)
+            return radio.byIdPath.flatMap { access($0, F_OK) == 0 ? $0 : nil } ?? radio.path
+        }
+        if let identity = radioIdentity, let found = identity.present(in: candidates) { radioIdentity?.remember(found) }
+        return path
+    }
+
+    /// Drains hotplug events; a matching `add` while the link is down reconnects now.
+    func hotplugReady(now: UInt64) {
+        guard let monitor = hotplug else { return }
+        while let event = monitor.receive() {
+            guard link == nil, let identity = radioIdentity, identity.matches(event) else { continue }
+            log("link: \(event.candidate?.description ?? event.path ?? event.name) plugged in; reconnecting now")
+            backoffMS = 0
+            // Kernel events arrive before udev has set the node's group: give it a moment.
+            reconnectAt = monitor.source == .udev ? now : now + 300
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import ArgumentParser
+import MeshLink
+import MeshSession
+
+/// `pocketmesh scan`: which radios could this machine talk to?
+struct Scan: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List candidate radios: USB serial devices, and with --ble, BLE advertisers named MeshCore-*.",
+        discussion: """
+            USB serial devices come from udev (or sysfs when udev is unavailable) with their stable \
+            /dev/serial/by-id name, USB vendor:product ids and names; bridges that MeshCore boards use \
+            (CP210x, CH340, CH9102, ESP32-S3 native USB, nRF52840 ...) are named. --ble runs an active LE \
+            scan for --for seconds; it needs CAP_NET_RAW and CAP_NET_ADMIN (root, or setcap on the binary). \
+            Exit codes: 0 at least one candidate, 6 none found, 3 Bluetooth unavailable (with --ble).
+            """
+    )
+
+    @Flag(help: "Also scan for BLE radios advertising as MeshCore-*.")
+    var ble = false
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("Seconds the BLE scan lasts.", valueName: "seconds"))
+    var seconds: Double = 5
+
+    @Flag(help: "With --ble, list every advertiser, not only MeshCore-* ones.")
+    var all = false
+
+    @Flag(name: [.customShort("j"), .long], help: "Stable machine-readable output (JSON).")
+    var json = false
+
+    func validate() throws {
+        if !(seconds > 0 && seconds <= 600) { throw ValidationError("--for must be between 0 and 600 seconds.") }
+    }
+
+    func run() throws {
+        let serial = SerialDiscovery.candidates()
+        var advertisers: [BLEAdvertiser] = []
+        var bleError: LinkError? = nil
+        if ble {
+            do {
+                advertisers = try BLEScanner.scan(milliseconds: Int(seconds * 1000), namePrefix: all ? "" : "MeshCore-")
+            } catch {
+                bleError = error
+            }
+        }
+        if json {
+            var fields: [Value.Field] = [Value.Field("serial", .array(serial.map(Self.value)))]
+            if ble {
+                fields.append(Value.Field("ble", .array(advertisers.map(Self.value))))
+                if let bleError { fields.append(Value.Field("ble_error", .string(Self.sentence(bleError.description)))) }
+            }
+            emitLine(Value.object(fields).json)
+        } else {
+            let text = Self.text(serial: serial, advertisers: advertisers, bleScanned: ble && bleError == nil, seconds: seconds)
+            if !text.isEmpty { emitLine(text) }
+        }
+        if let bleError {
+            throw ClientError.link(Self.sentence(bleError.description))
+        }
+        if serial.isEmpty && advertisers.isEmpty {
+            throw ClientError.notFound(ble
+                ? "no radio found: no USB serial device is connected and no BLE radio advertising as MeshCore-* was heard; plug the radio in (check `dmesg`), or turn its Bluetooth on and scan longer with --for."
+                : "no radio found: no USB serial device is connected; plug the radio in (check `dmesg` for a new ttyUSB/ttyACM), or look for BLE radios with `pocketmesh scan --ble`.")
+        }
+    }
+
+    static func value(_ c: RadioCandidate) -> Value {
+        func optional(_ s: String?) -> Value { s.map(Value.string) ?? .null }
+        return .object([
+            "path": .string(c.path),
+            "by_id": optional(c.byIdPath),
+            "usb_id": optional(c.usbId),
+            "manufacturer": optional(c.manufacturer),
+            "product": optional(c.product),
+            "serial": optional(c.serial),
+            "bridge": optional(c.bridge),
+            "known_bridge": .bool(c.bridge != nil),
+            "use": .string("--serial " + c.preferredPath),
+        ])
+    }
+
+    static func value(_ a: BLEAdvertiser) -> Value {
+        .object([
+            "address": .string(a.address),
+            "address_type": .string(a.addressType),
+            "name": a.name.map(Value.string) ?? .null,
+            "rssi": .int(a.rssi),
+            "use": .string("--ble " + a.bleArgument),
+        ])
+    }
+
+    static func text(serial: [RadioCandidate], advertisers: [BLEAdvertiser], bleScanned: Bool, seconds: Double) -> String {
+        var lines: [String] = []
+        if !serial.isEmpty {
+            lines.append("USB serial:")
+            for c in serial {
+                var details: [String] = []
+                if let id = c.usbId { details.append(id) }
+                details.append(c.bridge ?? "unknown bridge")
+                let names = [c.manufacturer, c.product].compactMap { $0 }.joined(separator: " ")
+                if !names.isEmpty { details.append(names) }
+                lines.append("  \(c.path)  \(details.joined(separator: "  "))")
+                if let byId = c.byIdPath { lines.append("    by-id: \(byId)") }
+                lines.append("    use:   --serial \(c.preferredPath)")
+            }
+        }
+        if bleScanned {
+            if advertisers.isEmpty {
+                lines.append("BLE: no MeshCore-* radio heard in \(seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)) s.")
+            } else {
+                lines.append("BLE:")
+                for a in advertisers {
+                    lines.append("  \(a.address)  \(a.rssi) dBm  \(a.name ?? "(no name)")  use: --ble \(a.bleArgument)")
+                }
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func sentence(_ s: String) -> String {
+        var t = s
+        while t.hasSuffix(".") { t.removeLast() }
+        return t + "."
+    }
+}

@@ -34,6 +34,13 @@ extension Daemon {
         return path
     }
 
+    /// The link to register once connected: `serial:auto` names the device it chose, so
+    /// `pocketmesh --serial PATH` (or `auto`) finds this daemon.
+    var registryLink: String {
+        guard config.link == "serial:auto", let node = radioIdentity?.devicePath else { return config.link }
+        return "serial:" + node
+    }
+
     /// Drains hotplug events; a matching `add` while the link is down reconnects now.
     func hotplugReady(now: UInt64) {
         guard let monitor = hotplug else { return }

@@ -443,7 +443,7 @@ public final class Daemon {
                 return
             }
         }
-        try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: api.path,
+        try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(registryLink), socket: api.path,
                                         radio: key, name: config.name ?? (name.isEmpty ? nil : name)))
         phase = .syncing
         backoffMS = 0

@@ -14,7 +14,9 @@ extension Daemon {
         if let now = identity.present(in: SerialDiscovery.candidates()) { identity.remember(now) }
         radioIdentity = identity
         do {
-            hotplug = try HotplugMonitor()
+            // Without a running udevd (containers, minimal systems) udev's monitor never hears
+            // anything: listen to the kernel's events instead.
+            hotplug = try HotplugMonitor(preferUdev: access("/run/udev/control", F_OK) == 0)
             log("link: watching for \(path) to be plugged in (\(hotplug!.source == .udev ? "udev" : "kernel uevents"))")
         } catch {
             log("link: no hotplug events (\(error)); reconnecting on the backoff schedule only")
@@ -34,11 +36,23 @@ extension Daemon {
         return path
     }
 
+    /// The link to register once connected: `serial:auto` names the device it chose, so
+    /// `pocketmesh --serial PATH` (or `auto`) finds this daemon.
+    var registryLink: String {
+        guard config.link == "serial:auto", let node = radioIdentity?.devicePath else { return config.link }
+        return "serial:" + node
+    }
+
     /// Drains hotplug events; a matching `add` while the link is down reconnects now.
     func hotplugReady(now: UInt64) {
         guard let monitor = hotplug else { return }
-        while let event = monitor.receive() {
-            guard link == nil, let identity = radioIdentity, identity.matches(event) else { continue }
+        while var event = monitor.receive() {
+            guard link == nil, let identity = radioIdentity else { continue }
+            if event.action == .add, event.candidate == nil {
+                // Kernel events carry no USB details: read them from sysfs.
+                event.candidate = SerialDiscovery.candidates(source: .systemSysfs).first { $0.path == "/dev/" + event.name }
+            }
+            guard identity.matches(event) else { continue }
             log("link: \(event.candidate?.description ?? event.path ?? event.name) plugged in; reconnecting now")
             backoffMS = 0
             // Kernel events arrive before udev has set the node's group: give it a moment.

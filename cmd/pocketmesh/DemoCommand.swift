@@ -36,7 +36,8 @@ final class DemoApp {
     let node: CompanionNode
     let session: Session
     unowned let rig: DemoRig
-    var events: [SessionEvent] = []
+    /// Events with the virtual time they came out of the session.
+    var events: [(at: UInt64, event: SessionEvent)] = []
     var tickToken = 0
 
     init(_ node: CompanionNode, rig: DemoRig) {
@@ -64,7 +65,7 @@ final class DemoApp {
         while let f = session.nextFrame() {
             rig.mesh.scheduler.after(1) { [unowned self] in self.node.receive(frame: f) }
         }
-        while let e = session.nextEvent() { events.append(e) }
+        while let e = session.nextEvent() { events.append((rig.mesh.now, e)) }
         if let d = session.nextDeadline {
             tickToken += 1
             let token = tickToken
@@ -77,8 +78,11 @@ final class DemoApp {
     }
 
     /// Removes and returns the first event matching `pick`.
-    func take<T>(_ pick: (SessionEvent) -> T?) -> T? {
-        for (i, e) in events.enumerated() { if let v = pick(e) { events.remove(at: i); return v } }
+    func take<T>(_ pick: (SessionEvent) -> T?) -> T? { takeTimed(pick)?.1 }
+
+    /// Removes the first event matching `pick`; returns when it happened and the picked value.
+    func takeTimed<T>(_ pick: (SessionEvent) -> T?) -> (UInt64, T)? {
+        for (i, e) in events.enumerated() { if let v = pick(e.event) { events.remove(at: i); return (e.at, v) } }
         return nil
     }
 }
@@ -117,13 +121,13 @@ final class DemoRig {
 
     // MARK: transcript
 
-    func stamp() -> String {
-        let t = mesh.now
+    func stamp(_ at: UInt64? = nil) -> String {
+        let t = at ?? mesh.now
         let s = "\(t / 1000).\(String(t % 1000 / 100))s"
         return String(repeating: " ", count: max(0, 7 - s.count)) + s
     }
 
-    func say(_ text: String) { print("[\(stamp())] \(text)") }
+    func say(_ text: String, at: UInt64? = nil) { print("[\(stamp(at))] \(text)") }
     func heading(_ text: String) { print(""); print("== \(text)") }
 
     func hopNames(_ path: [UInt8]) -> String {
@@ -178,34 +182,36 @@ final class DemoRig {
         guard let t = try? from.session.sendText(to: key, text: text, timestamp: from.node.epochNow, now: mesh.now) else {
             say("\(from.name): could not queue the message"); return false
         }
-        from.events.removeAll { if case .push = $0 { return true }; return false }
+        from.events.removeAll { if case .push = $0.event { return true }; return false }
         from.pump()
         say("\(from.name) → \(toName): \"\(text)\"")
         var result = false
+        var read = 0
         run(until: {
-            while let d = from.take({ e -> Delivery? in if case let .delivery(tt, d) = e, tt == t { return d }; return nil }) {
+            if let r = reader { read += self.printMessages(r) }
+            while let (at, d) = from.takeTimed({ e -> Delivery? in if case let .delivery(tt, d) = e, tt == t { return d }; return nil }) {
                 switch d {
                 case let .sent(attempt, flood, est):
-                    say("   attempt \(attempt + 1) sent \(flood ? "FLOOD" : "DIRECT"), radio expects an ACK within \(est) ms")
+                    say("   attempt \(attempt + 1) sent \(flood ? "FLOOD" : "DIRECT"), radio expects an ACK within \(est) ms", at: at)
                 case let .retrying(attempt, flood):
-                    say("   no ACK in time; retrying (attempt \(attempt + 1))\(flood ? " after RESET_PATH, as a flood" : "")")
+                    say("   no ACK in time; retrying (attempt \(attempt + 1))\(flood ? " after RESET_PATH, as a flood" : "")", at: at)
                 case let .acked(attempt, rtt):
-                    say("   ACK for attempt \(attempt + 1) after \(rtt) ms (SEND_CONFIRMED)"); result = true; return true
+                    say("   ACK for attempt \(attempt + 1) after \(rtt) ms (SEND_CONFIRMED)", at: at); result = true; return true
                 case let .failed(n):
-                    say("   failed after \(n) attempts"); return true
+                    say("   failed after \(n) attempts", at: at); return true
                 case let .refused(code):
                     say("   radio refused the send (error \(code))"); return true
                 case .timeout, .cancelled:
                     say("   radio did not answer"); return true
                 }
             }
-            while let p = from.take({ e -> [UInt8]? in if case let .push(f) = e, f.first == 0x81 { return f }; return nil }) {
-                if p.count >= 33 { say("   PATH_UPDATED: \(from.name) learned a route to \(names[[p[1]]] ?? "?")") }
+            while let (at, p) = from.takeTimed({ e -> [UInt8]? in if case let .push(f) = e, f.first == 0x81 { return f }; return nil }) {
+                if p.count >= 33 { say("   PATH_UPDATED: \(from.name) learned a route to \(names[[p[1]]] ?? "?")", at: at) }
             }
             return false
         }, limit: 180_000)
         // The recipient's app drains its queue on MSG_WAITING.
-        if let to = reader {
+        if let to = reader, read == 0 {
             run(until: { self.messages(to) > 0 }, limit: 20_000)
             printMessages(to)
         }
@@ -213,25 +219,29 @@ final class DemoRig {
     }
 
     func messages(_ app: DemoApp) -> Int {
-        app.events.filter { if case .message = $0 { return true }; return false }.count
+        app.events.filter { if case .message = $0.event { return true }; return false }.count
     }
 
-    func printMessages(_ app: DemoApp) {
-        while let m = app.take({ e -> ReceivedMessage? in if case let .message(m) = e { return m }; return nil }) {
+    @discardableResult
+    func printMessages(_ app: DemoApp) -> Int {
+        var n = 0
+        while let (at, m) = app.takeTimed({ e -> ReceivedMessage? in if case let .message(m) = e { return m }; return nil }) {
+            n += 1
             let via = m.hops.map { "\($0) hop\($0 == 1 ? "" : "s") by flood" } ?? "direct"
             switch m.kind {
             case .channel:
-                say("   \(app.name) reads on channel \(m.channelIndex) (\(via)): \"\(m.textString)\"")
+                say("   \(app.name) reads on channel \(m.channelIndex) (\(via)): \"\(m.textString)\"", at: at)
             default:
                 let from = names[Array(m.senderPrefix.prefix(1))] ?? "?"
                 if m.textType == 2 {
                     let author = names[Array(m.authorPrefix.prefix(1))] ?? "?"
-                    say("   \(app.name) reads from \(from), posted by \(author) (\(via)): \"\(m.textString)\"")
+                    say("   \(app.name) reads from \(from), posted by \(author) (\(via)): \"\(m.textString)\"", at: at)
                 } else {
-                    say("   \(app.name) reads from \(from) (\(via)): \"\(m.textString)\"")
+                    say("   \(app.name) reads from \(from) (\(via)): \"\(m.textString)\"", at: at)
                 }
             }
         }
+        return n
     }
 
     func request(_ app: DemoApp, _ r: RemoteRequest, what: String) -> [UInt8]? {

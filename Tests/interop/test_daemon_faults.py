@@ -260,6 +260,7 @@ def test_power_cuts_lose_nothing_and_hooks_run_once(mesh, tmpdir_short):
     assert len(texts) == len(set(texts)), "a message was stored twice"
     assert set(texts) <= expected
     missing = expected - set(texts)
+    print(f"power cuts: {kills} kills, {len(texts)} of {n} stored once, {len(missing)} lost in flight")
     # A power cut can lose at most the one frame in flight.
     assert len(missing) <= kills, f"{len(missing)} messages lost with {kills} kills: {sorted(missing)[:20]}"
 

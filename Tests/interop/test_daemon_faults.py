@@ -238,6 +238,17 @@ def test_power_cuts_lose_nothing_and_hooks_run_once(mesh, tmpdir_short):
     kills = int(os.environ.get("POCKETMESH_POWERCUT_KILLS", "12"))
     n = 240
     d = Daemon(tmpdir_short, mesh.nodes[0][2])
+    try:
+        _power_cuts(d, mesh, tmpdir_short, rng, kills, n)
+    finally:
+        DAEMONS[-1].stop()
+
+
+DAEMONS = []
+
+
+def _power_cuts(d, mesh, tmpdir_short, rng, kills, n):
+    DAEMONS.append(d)
     d.wait_ready()
     sender = start_sender(tmpdir_short, mesh.nodes[1][2], n, 0.02, "pc")
     for _ in range(kills):
@@ -246,6 +257,7 @@ def test_power_cuts_lose_nothing_and_hooks_run_once(mesh, tmpdir_short):
         if rng.random() < 0.6:
             tear_tail(d.state, rng)
         d = Daemon(tmpdir_short, mesh.nodes[0][2])
+        DAEMONS.append(d)
         time.sleep(rng.uniform(0.0, 0.3))
     assert sender.wait(120) == 0, sender.stderr.read()
     d.wait_ready(30)
@@ -273,7 +285,6 @@ def test_power_cuts_lose_nothing_and_hooks_run_once(mesh, tmpdir_short):
     assert len(ids) == len(set(ids)), "the hook saw a message twice"
     hooked = [l.split("|", 1)[1] for l in lines]
     assert sorted(hooked) == sorted(texts), "the hook did not see each stored message exactly once"
-    d.stop()
     log = (Path(tmpdir_short) / "daemon.log").read_text()
     assert "torn tail" in log or kills == 0
 

@@ -102,6 +102,18 @@ def main():
         cmd = ["prlimit", f"--as={a.as_limit}", "--"] + cmd
     log = open(f"{tmp}/daemon.log", "w")
     d = subprocess.Popen(cmd, stdout=log, stderr=log)
+    try:
+        run(a, d, sock, base, tmp)
+    finally:
+        if d.poll() is None:
+            d.send_signal(signal.SIGTERM)
+            d.wait(10)
+        peer.terminate()
+        peer.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(a, d, sock, base, tmp):
     for _ in range(200):
         try:
             if call(sock, {"id": 1, "op": "status"})["state"] == "ready":
@@ -130,10 +142,6 @@ def main():
     hwm = status_kb(d.pid, "VmHWM")
     vsz = status_kb(d.pid, "VmPeak")
     alive = d.poll() is None
-    d.send_signal(signal.SIGTERM)
-    d.wait(10)
-    peer.terminate()
-    peer.wait(10)
     result = {
         "sent": sent, "stored": st.get("messages"), "seconds": round(time.time() - t0, 1), "rate_per_min": a.rate,
         "as_limit": a.as_limit, "hook": a.hook, "alive_at_end": alive,
@@ -141,7 +149,6 @@ def main():
         "vm_peak_kb": vsz, "hook_cursor": st.get("hook_cursor"),
     }
     print(json.dumps(result))
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ VENV="${POCKETMESH_VENV:-$REPO/.venv-interop}"
 SHARED="${POCKETMESH_SHARED:-$(cd "$REPO/.." && pwd)/shared}"
 RUNS="${RUNS:-10}"
 TIME=/usr/bin/time
-[ -x "$BIN" ] || { echo "bench: $BIN missing: run swift build -c release --static-swift-stdlib first." >&2; exit 1; }
+[ -x "$BIN" ] || { echo "bench: $BIN missing: run swift build -c release -Xswiftc -static-executable -Xswiftc -Osize -Xlinker --gc-sections --product pocketmesh first." >&2; exit 1; }
 [ -x "$TIME" ] || { echo "bench: /usr/bin/time missing: apt-get install time." >&2; exit 1; }
 [ -x "$VENV/bin/meshcore-cli" ] || { echo "bench: $VENV/bin/meshcore-cli missing: run scripts/setup.sh." >&2; exit 1; }
 

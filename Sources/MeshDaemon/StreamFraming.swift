@@ -1,52 +1,29 @@
+import MeshCompanion
+
 /// Companion frames on a byte stream (serial, TCP, the API tunnel): a marker byte ('>' radio to
-/// app, '<' app to radio), a u16 LE length, then the payload. Bytes outside frames are skipped;
-/// frames over 176 bytes are dropped.
-// TODO(companion): use MeshCompanion's FrameDecoder/FrameEncoder once they are on main.
+/// app, '<' app to radio), a u16 LE length, then the payload. A thin value wrapper over
+/// MeshCompanion's ring-buffer `FrameDecoder`, so the daemon and the CLI share one framing
+/// implementation: bytes outside frames are skipped and counted; on the '>' side a length over
+/// 176 is treated as noise (its header bytes are skipped and the decoder resynchronises).
 public struct StreamDeframer {
-    public static let maxFrame = 176
+    public static let maxFrame = CompanionLimits.maxFrameSize
     let marker: UInt8
-    private var buffer: [UInt8] = []
-    private var need = 0
-    private var state = 0  // 0 seeking marker, 1 len lo, 2 len hi, 3 payload, 4 skipping payload
-    private var skip = 0
-    /// Bytes skipped outside frames and frames dropped as too long.
-    public private(set) var skippedBytes = 0
+    private let decoder: FrameDecoder
+    /// Bytes skipped outside frames (including the headers of frames rejected as too long).
+    public var skippedBytes: Int { Int(decoder.garbageBytes) }
 
     public init(marker: UInt8) {
         self.marker = marker
-        buffer.reserveCapacity(StreamDeframer.maxFrame)
+        decoder = FrameDecoder(side: marker == UInt8(ascii: ">") ? .client : .device)
     }
 
     public mutating func reset() {
-        buffer.removeAll(keepingCapacity: true)
-        state = 0
+        decoder.reset()
     }
 
     /// Feeds bytes; calls `frame` with each complete payload (valid only during the call).
     public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ frame: (UnsafeRawBufferPointer) -> Void) {
-        for b in bytes {
-            switch state {
-            case 0:
-                if b == marker { state = 1 } else { skippedBytes += 1 }
-            case 1:
-                need = Int(b)
-                state = 2
-            case 2:
-                need |= Int(b) << 8
-                if need == 0 { state = 0 }
-                else if need > StreamDeframer.maxFrame { skip = need; skippedBytes += need; state = 4 }
-                else { buffer.removeAll(keepingCapacity: true); state = 3 }
-            case 3:
-                buffer.append(b)
-                if buffer.count == need {
-                    buffer.withUnsafeBytes { frame($0) }
-                    state = 0
-                }
-            default:
-                skip -= 1
-                if skip == 0 { state = 0 }
-            }
-        }
+        decoder.receive(bytes, frame)
     }
 
     /// A framed copy of `payload` with `marker`.

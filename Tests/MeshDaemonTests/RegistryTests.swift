@@ -37,6 +37,7 @@ import Testing
         // Fed one byte at a time, as a slow serial port delivers it.
         for b in bytes { [b].withUnsafeBytes { d.feed($0) { frames.append(Array($0)) } } }
         #expect(frames == [[0x05, 1, 2], [0x0A]])
-        #expect(d.skippedBytes == 2 + 255)
+        // 2 noise bytes, then the rejected frame: its 3 header bytes and 255 payload bytes.
+        #expect(d.skippedBytes == 2 + 3 + 255)
     }
 }

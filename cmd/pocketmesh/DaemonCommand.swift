@@ -26,20 +26,13 @@ struct DaemonCommand: ParsableCommand {
         subcommands: [HookExecCommand.self]
     )
 
-    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("USB serial device of the radio.", valueName: "path"))
-    var serial: String?
+    @OptionGroup var radio: RadioLinkOptions
 
-    @Option(help: ArgumentHelp("Serial speed.", valueName: "n"))
-    var baud: Int = 115_200
-
-    @Option(name: [.customShort("t"), .long], help: ArgumentHelp("TCP companion radio (default port 5000).", valueName: "host[:port]"))
-    var tcp: String?
-
-    @Option(help: ArgumentHelp("BLE address of the radio (AA:BB:CC:DD:EE:FF[/random]); pair it first with bluetoothctl.", valueName: "address"))
-    var ble: String?
-
-    @Option(help: ArgumentHelp("Smallest BLE ATT MTU to accept (ESP32 radios offer 176; see pocketmesh --help).", valueName: "bytes"))
-    var bleMinMtu: Int = 179
+    var serial: String? { radio.serial }
+    var baud: Int { radio.baud }
+    var tcp: String? { radio.tcp }
+    var ble: String? { radio.ble }
+    var bleMinMtu: Int { radio.bleMinMtu }
 
     @Option(help: ArgumentHelp("State folder (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
     var stateDir: String?

@@ -1,8 +1,8 @@
 import ArgumentParser
 import MeshSession
 
-/// Link options accepted by every command that talks to a radio.
-struct LinkOptions: ParsableArguments {
+/// Which radio and how to reach it: shared by every command that talks to a radio and the daemon.
+struct RadioLinkOptions: ParsableArguments {
     @Option(name: [.customShort("s"), .long], help: ArgumentHelp("USB serial device of the radio (auto: the only one plugged in).", valueName: "path"))
     var serial: String?
 
@@ -17,6 +17,17 @@ struct LinkOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("Smallest BLE ATT MTU to accept (default 179: any 176-byte frame fits). ESP32 radios offer 176; with 176, received frames over 173 bytes (the longest messages) may be cut short.", valueName: "bytes"))
     var bleMinMtu: Int = 179
+}
+
+/// Link options accepted by every command that talks to a radio.
+struct LinkOptions: ParsableArguments {
+    @OptionGroup var radio: RadioLinkOptions
+
+    var serial: String? { radio.serial }
+    var baud: Int { radio.baud }
+    var tcp: String? { radio.tcp }
+    var ble: String? { radio.ble }
+    var bleMinMtu: Int { radio.bleMinMtu }
 
     @Option(help: ArgumentHelp("Seconds to wait for each response (and to connect).", valueName: "seconds"))
     var timeout: Double = 5

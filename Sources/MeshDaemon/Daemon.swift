@@ -93,11 +93,8 @@ public final class Daemon {
     var sendWaiters: [UInt64: [(APIServer.ClientID, Int64)]] = [:]
     var replyTickets: [Ticket: (client: APIServer.ClientID, id: Int64, what: String, record: StoredMessage?)] = [:]
     var tunnelTickets: [Ticket: (client: APIServer.ClientID, frame: [UInt8])] = [:]
-    /// Message frames drained since each tunnel client connected, waiting for its SYNC_NEXT_MESSAGE.
-    var tunnelInbox: [APIServer.ClientID: [[UInt8]]] = [:]
-    let tunnelInboxCapacity = 256
-    /// The raw frame of the message being handed to the session (for tunnel clients).
-    var lastMessageFrame: [UInt8] = []
+    /// The radio's message queue as tunnel clients see it: answered from the store (TunnelQueue.swift).
+    var tunnelQueue = TunnelQueue(cursor: 0)
     /// ACK tags of direct messages sent through a tunnel, to mark them acked in the store.
     var tunnelAckTags: [(tag: UInt32, id: UInt64)] = []
 
@@ -360,12 +357,13 @@ public final class Daemon {
     /// before anything the session wants to send is written.
     func received(_ frame: UnsafeRawBufferPointer, now: UInt64) {
         guard let s = session else { return }
-        if let code = frame.first, code >= 0x80, code != 0x88 {
+        // Pushes go on to tunnel clients, except MSG_WAITING: the daemon drains the radio itself
+        // and tells them once each message is stored (see `save`).
+        if let code = frame.first, code >= 0x80, code != 0x88, code != 0x83 {
             let copy = Array(frame)
             for c in api.tunnelClients { api.sendFrame(copy, to: c) }
             if code == 0x82, frame.count >= 5 { tunnelAcked(UInt32(frame[1]) | UInt32(frame[2]) << 8 | UInt32(frame[3]) << 16 | UInt32(frame[4]) << 24) }
         }
-        if let code = frame.first, [0x07, 0x08, 0x10, 0x11, 0x1B].contains(code) { lastMessageFrame = Array(frame) }
         s.receive(frame: frame, now: now)
         processEvents(now: now)
     }
@@ -578,7 +576,7 @@ public final class Daemon {
             switch result {
             case .stored(let id):
                 storedCount += 1
-                if !lastMessageFrame.isEmpty { handToTunnels(lastMessageFrame) }
+                notifyTunnels()
                 if let m = try? store.message(id: id) {
                     api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
                 }
@@ -594,16 +592,9 @@ public final class Daemon {
         }
     }
 
-    /// Queues a drained message frame for every tunnel client and tells it with MSG_WAITING.
-    func handToTunnels(_ frame: [UInt8]) {
-        for c in api.tunnelClients {
-            var inbox = tunnelInbox[c] ?? []
-            if inbox.count >= tunnelInboxCapacity { inbox.removeFirst() }
-            inbox.append(frame)
-            tunnelInbox[c] = inbox
-            api.sendFrame([0x83], to: c)
-        }
-        lastMessageFrame = []
+    /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
+    func notifyTunnels() {
+        for c in api.tunnelClients { api.sendFrame([0x83], to: c) }
     }
 
     func hold(_ rec: StoredMessage) {
@@ -657,6 +648,7 @@ public final class Daemon {
         }
         let s = try RadioStore(publicKey: publicKey, stateDir: config.stateDir, options: config.storeOptions)
         store = s
+        openTunnelQueue(s)
         let r = s.recovery
         log("store: \(dir): \(s.messageCount) messages" + (r.truncatedBytes > 0 ? ", torn tail of \(r.truncatedBytes) bytes cut" : "")
             + (r.damage.isEmpty ? "" : ", \(r.damage.count) damaged record(s) skipped"))
@@ -675,6 +667,25 @@ public final class Daemon {
             }
             hooks = h
             log("hook: \(argv[0]) for each received message (delivered up to id \(h.cursor))")
+        }
+    }
+
+    /// The tunnel's delivery cursor ("sync"). The first time a store is used, it starts at the
+    /// newest stored message: tunnel clients get what arrives from then on, not the whole history.
+    func openTunnelQueue(_ s: RadioStore) {
+        do {
+            if let c = try s.storedCursor("sync") {
+                tunnelQueue = TunnelQueue(cursor: c)
+            } else {
+                let c = s.nextMessageId > 0 ? s.nextMessageId - 1 : 0
+                try s.setCursor("sync", c)
+                tunnelQueue = TunnelQueue(cursor: c)
+                log("store: sync cursor starts after message \(c)")
+            }
+        } catch {
+            // Deliver again rather than skip.
+            log("store: cannot read the sync cursor: \(error); starting from the oldest message")
+            tunnelQueue = TunnelQueue(cursor: 0)
         }
     }
 

@@ -211,7 +211,7 @@ extension Daemon {
             replyTickets[t] = (-1, w.id, w.what, w.record)
         }
         for (t, w) in tunnelTickets where w.client == client { tunnelTickets[t] = (-1, w.frame) }
-        tunnelInbox[client] = nil
+        tunnelQueue.disconnected(client)
     }
 
     // MARK: - tunnel
@@ -229,13 +229,8 @@ extension Daemon {
         case 0x01:  // APP_START
             api.sendFrame(selfInfo, to: client)
             return
-        case 0x0A:  // SYNC_NEXT_MESSAGE: the daemon drains the radio; this client gets what arrived since it connected
-            if var inbox = tunnelInbox[client], !inbox.isEmpty {
-                api.sendFrame(inbox.removeFirst(), to: client)
-                tunnelInbox[client] = inbox
-            } else {
-                api.sendFrame([0x0A], to: client)
-            }
+        case 0x0A:  // SYNC_NEXT_MESSAGE: the daemon drained the radio; the queue is the store's
+            syncNext(client)
             return
         default:
             break
@@ -258,6 +253,39 @@ extension Daemon {
             return
         }
         pump(now: now)
+    }
+
+    /// Answers SYNC_NEXT_MESSAGE from the store: the next received message past the client's place
+    /// as its V3 frame, or NO_MORE_MESSAGES (after persisting the cursor when the round moved it).
+    func syncNext(_ client: APIServer.ClientID) {
+        guard let store else {
+            api.sendFrame([0x0A], to: client)
+            return
+        }
+        while true {
+            var found: StoredMessage? = nil
+            let step = tunnelQueue.next(for: client) { after in
+                // A read error ends the round; the cursor then moves only past what was handed over.
+                found = (try? store.messages(after: after, limit: 1, incomingOnly: true))?.first
+                return found?.id
+            }
+            switch step {
+            case .message:
+                if let m = found, let f = TunnelQueue.frame(for: m) {
+                    api.sendFrame(f, to: client)
+                    return
+                }
+                log("tunnel: message \(found?.id ?? 0) cannot be framed; skipped")
+            case .noMore(let commit):
+                if let c = commit {
+                    do { try store.setCursor("sync", c) } catch {
+                        log("store: cannot save the sync cursor (\(c)): \(error); those messages may be synced again")
+                    }
+                }
+                api.sendFrame([0x0A], to: client)
+                return
+            }
+        }
     }
 
     func tunnelReply(_ client: APIServer.ClientID, frame: [UInt8], _ r: Reply) {

@@ -6,8 +6,9 @@ import MeshLink
 ///
 /// The command line uses it instead of opening the serial port or TCP connection the daemon holds,
 /// so every command keeps working unchanged. The daemon answers the handshake from its own,
-/// serializes the commands with its own, and hands messages it drained to the tunnel as they
-/// arrive (MSG_WAITING, then SYNC_NEXT_MESSAGE as usual).
+/// serializes the commands with its own, and answers SYNC_NEXT_MESSAGE from its store: the
+/// messages received since the last sync that reached NO_MORE_MESSAGES (see `TunnelQueue`), with
+/// MSG_WAITING pushed as each new one is stored.
 public final class DaemonTunnelLink: ByteLink {
     public let fd: Int32
     public let framing: LinkFraming = .stream

@@ -407,7 +407,14 @@ public final class RadioStore {
 
     /// A delivery cursor (e.g. "hook": the id of the last message handed over), 0 if never set.
     public func cursor(_ name: String) throws -> UInt64 {
+        try storedCursor(name) ?? 0
+    }
+
+    /// A delivery cursor, or nil if it was never set. A damaged cursor file reads as 0 (deliver
+    /// again rather than skip) and is reported.
+    public func storedCursor(_ name: String) throws -> UInt64? {
         try Self.checkName(name)
+        guard files.ops.exists(directory + "/cursor-" + name) else { return nil }
         guard let p = try readState("cursor-" + name), p.count == 8 else { return 0 }
         return p.withUnsafeBytes { $0.u64(0) }
     }

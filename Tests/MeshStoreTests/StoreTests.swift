@@ -281,6 +281,7 @@ import Testing
         let dir = TempDir()
         var s = try RadioStore(directory: dir.radio)
         #expect(try s.cursor("hook") == 0)
+        #expect(try s.storedCursor("hook") == nil)
         try s.setCursor("hook", 42)
         #expect(throws: StoreError.self) { try s.setCursor("../x", 1) }
         s.close()
@@ -291,7 +292,10 @@ import Testing
         b[b.count - 1] ^= 1
         writeBytes(dir.radio + "/cursor-hook", b)
         #expect(try s.cursor("hook") == 0)
+        #expect(try s.storedCursor("hook") == 0)
         #expect(s.recovery.damage.contains { $0.file == "cursor-hook" })
+        try s.setCursor("sync", 0)
+        #expect(try s.storedCursor("sync") == 0)
     }
 
     @Test func stateLocation() throws {

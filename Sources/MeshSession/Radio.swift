@@ -96,6 +96,8 @@ public final class Radio {
             decoder.receive(chunk) { frame in session.receive(frame: frame, now: loop.now) }
         }
         pump()
+        // A frame can end a wait without an event (NO_MORE_MESSAGES ends a drain): let `run` look.
+        loop.stop()
     }
 
     /// Writes what the session wants sent, re-arms the deadline timer, dispatches events.
@@ -125,6 +127,7 @@ public final class Radio {
                     self.timerDeadline = nil
                     self.session.tick(now: self.loop.now)
                     self.pump()
+                    self.loop.stop()
                 }
             }
         }

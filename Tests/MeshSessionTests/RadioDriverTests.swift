@@ -70,6 +70,19 @@ func makePair() -> (Radio, ScriptedRadio) {
         #expect(info.value["firmware_version"] == .string("v1.17.1"))
     }
 
+    @Test func drainEndsAtNoMoreMessagesWithoutWaitingForMoreBytes() throws {
+        let (radio, peer) = makePair()
+        defer { radio.loop.unregister(fd: peer.fd); close(peer.fd) }
+        try radio.connect(timeoutMilliseconds: 2_000)
+        peer.answers[0x0A] = [[0x0A]]  // NO_MORE_MESSAGES, and then silence
+        radio.session.drain(now: radio.now)
+        radio.pump()
+        let start = radio.now
+        let done = try radio.run(until: start + 2_000) { !radio.session.draining }
+        #expect(done)
+        #expect(radio.now - start < 1_000, "the drain ended only when the wait timed out")
+    }
+
     @Test func unansweredCommandTimesOutAndRefusalIsNamed() throws {
         let (radio, peer) = makePair()
         defer { radio.loop.unregister(fd: peer.fd); close(peer.fd) }

@@ -99,3 +99,87 @@ def test_systemd_ready_and_watchdog(mesh, tmpdir_short):
     finally:
         d.stop()
         s.close()
+
+
+def tunnel_take_one(sock):
+    """A raw tunnel client that asks for one queued message, gets it, and goes away (a killed `sync`)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(sock)
+        s.sendall(b'{"id":1,"op":"tunnel"}\n')
+        buf = b""
+        while b"\n" not in buf:
+            buf += s.recv(1)
+        assert json.loads(buf)["ok"], buf
+        s.sendall(b"<\x01\x00\x0a")  # SYNC_NEXT_MESSAGE
+        got = b""
+        while True:
+            while len(got) < 3:
+                got += s.recv(4096)
+            n = got[1] | got[2] << 8
+            while len(got) < 3 + n:
+                got += s.recv(4096)
+            frame, got = got[3:3 + n], got[3 + n:]
+            if frame[0] in (0x10, 0x11, 0x1B, 0x0A):
+                return frame
+
+
+def test_sync_through_the_daemon_prints_each_message_once(mesh, tmpdir_short):
+    name0, _, port0 = mesh.nodes[0]
+    name1, _, port1 = mesh.nodes[1]
+    tcp = ["--tcp", f"127.0.0.1:{port0}"]
+    tcp1 = ["--tcp", f"127.0.0.1:{port1}"]  # no daemon there: the CLI talks to it directly
+    d = Daemon(tmpdir_short, port0, hook=False, default_socket=True)
+    try:
+        d.wait_ready()
+        # Introduce the nodes so node 1 can send a direct message to the daemon's radio.
+        assert cli(tmpdir_short, "advert", *tcp, "--flood").returncode == 0
+        assert start_sender(tmpdir_short, port1, 0, 0, "x", advert=True).wait(30) == 0
+        assert wait_for(lambda: name0 in cli(tmpdir_short, "contacts", *tcp1).stdout, 20)
+        assert wait_for(lambda: name1 in cli(tmpdir_short, "contacts", *tcp).stdout, 20)
+
+        def stored(prefix):
+            return [t for t in d.texts() if t.startswith(prefix)]
+
+        # Messages arrive while no CLI is connected: the daemon drains them into its store.
+        assert start_sender(tmpdir_short, port1, 3, 0.1, "s1").wait(30) == 0
+        r = cli(tmpdir_short, "send", *tcp1, name0, "direct", "one", "--timeout", "20", timeout=90)
+        assert r.returncode == 0, r.stderr
+        assert wait_for(lambda: len(stored("s1-")) == 3, 20), d.texts()
+        assert wait_for(lambda: "direct one" in d.texts(name1), 20)
+        first = cli(tmpdir_short, "sync", *tcp)
+        assert first.returncode == 0, first.stderr
+        lines = first.stdout.splitlines()
+        assert len(lines) == 4, first.stdout
+        for t in ["s1-0", "s1-1", "s1-2", "direct one"]:
+            assert len([l for l in lines if l.endswith(": " + t)]) == 1, (t, first.stdout)
+        assert [l for l in lines if l.endswith("direct one")][0].split("] ", 1)[1].startswith(name1 + ": ")
+        # The second sync has nothing new.
+        second = cli(tmpdir_short, "sync", *tcp)
+        assert second.returncode == 0, second.stderr
+        assert second.stdout.strip() == "", second.stdout
+        # New messages: only they, in JSON too.
+        assert start_sender(tmpdir_short, port1, 2, 0.1, "s2").wait(30) == 0
+        assert wait_for(lambda: len(stored("s2-")) == 2, 20), d.texts()
+        third = cli(tmpdir_short, "sync", *tcp, "--json")
+        assert third.returncode == 0, third.stderr
+        got = json.loads(third.stdout)
+        assert [m["text"] for m in got] == [f"{name1}: s2-0", f"{name1}: s2-1"], got
+        assert all(m["type"] == "channel" and m["channel"] == 0 for m in got)
+        assert json.loads(cli(tmpdir_short, "sync", *tcp, "--json").stdout) == []
+        # A sync that goes away before the end (killed) moves nothing: the next one gets it all.
+        assert start_sender(tmpdir_short, port1, 2, 0.1, "s3").wait(30) == 0
+        assert wait_for(lambda: len(stored("s3-")) == 2, 20), d.texts()
+        frame = tunnel_take_one(d.sock)
+        assert frame[0] == 0x11 and frame.endswith(b"s3-0"), frame
+        again = json.loads(cli(tmpdir_short, "sync", *tcp, "--json").stdout)
+        assert [m["text"] for m in again] == [f"{name1}: s3-0", f"{name1}: s3-1"], again
+        # The cursor is on disk: a restarted daemon does not hand them out again.
+        d.stop()
+        d = Daemon(tmpdir_short, port0, hook=False, default_socket=True)
+        d.wait_ready()
+        assert json.loads(cli(tmpdir_short, "sync", *tcp, "--json").stdout) == []
+        log = (Path(tmpdir_short) / "daemon.log").read_text()
+        assert "link: lost" not in log
+    finally:
+        d.stop()

@@ -477,3 +477,135 @@ def test_write_errors_keep_the_daemon_running_and_lose_nothing(mesh, tmpdir_shor
         assert len({f"full-{i}" for i in range(10)} - set(texts)) <= 1
     finally:
         d.stop()
+
+
+class Proxy:
+    """A loopback TCP forwarder to `target` that can be taken down (connections cut, new ones refused)."""
+
+    def __init__(self, target):
+        self.target = target
+        self.listen = socket.socket()
+        self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listen.bind(("127.0.0.1", 0))
+        self.listen.listen(4)
+        self.port = self.listen.getsockname()[1]
+        self.is_up = True
+        self.conns = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _pipe(self, a, b):
+        try:
+            while True:
+                data = a.recv(4096)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.listen.accept()
+            except OSError:
+                return
+            with self.lock:
+                if not self.is_up:
+                    c.close()
+                    continue
+                u = socket.create_connection(("127.0.0.1", self.target))
+                self.conns.append((c, u))
+            threading.Thread(target=self._pipe, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
+
+    def down(self):
+        with self.lock:
+            self.is_up = False
+            for c, u in self.conns:
+                for s in (c, u):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                        s.close()
+                    except OSError:
+                        pass
+            self.conns.clear()
+
+    def up(self):
+        with self.lock:
+            self.is_up = True
+
+    def close(self):
+        self.down()
+        self.listen.close()
+
+
+def received_by(tmp, port):
+    """Drains the queue of the companion node on `port` (no daemon there) and returns the texts."""
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp))
+    r = subprocess.run([str(BIN), "sync", "--tcp", f"127.0.0.1:{port}", "--json"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [m["text"] for m in json.loads(r.stdout)]
+
+
+def test_outbox_survives_restarts_and_is_delivered_once(mesh, tmpdir_short):
+    """A message queued while the radio is unreachable survives SIGKILLs of the daemon and is
+    delivered once when the radio is back; its delivery state is on disk and it is not sent again."""
+    name1, _, port1 = mesh.nodes[1]
+    proxy = Proxy(mesh.nodes[0][2])
+    d = Daemon(tmpdir_short, proxy.port, hook=False)
+    try:
+        d.wait_ready()
+        # Introduce the nodes: the daemon's radio knows node 1 as a contact, node 1 knows its key.
+        assert d.call({"id": 1, "op": "advert", "flood": True})["ok"]
+        assert start_sender(tmpdir_short, port1, 0, 0, "x", advert=True).wait(30) == 0
+        assert wait_for(lambda: any(c["name"] == name1 for c in d.call({"id": 2, "op": "contacts"})["contacts"]), 20)
+        received_by(tmpdir_short, port1)  # node 1's queue starts empty
+
+        proxy.down()
+        assert wait_for(lambda: d.call({"id": 3, "op": "status"})["state"] == "down", 20)
+        r = d.call({"id": 4, "op": "send", "to": name1, "text": "queued while the radio is away"})
+        assert r["ok"], r
+        mid = r["message"]["id"]
+        assert r["message"]["status"] == "pending"
+        # SIGKILL twice while the radio cannot take it; each new daemon has the item from disk.
+        for _ in range(2):
+            d.kill()
+            d = Daemon(tmpdir_short, proxy.port, hook=False)
+            outbox = d.call({"id": 5, "op": "outbox"})
+            assert outbox["ok"], outbox
+            assert [(i["id"], i["text"], i["attempts"]) for i in outbox["outbox"]] == [(mid, "queued while the radio is away", 0)]
+        proxy.up()
+        d.wait_ready(40)
+
+        def delivered():
+            m = [m for m in d.call({"id": 6, "op": "history", "thread": name1})["messages"] if m["id"] == mid]
+            return m and m[0]["status"] in ("acked", "failed") and m[0]
+        wait_for(delivered, 60)
+        m = delivered()
+        assert m and m["status"] == "acked", (m, (Path(tmpdir_short) / "daemon.log").read_text()[-3000:])
+        assert m["attempts"] >= 1
+        assert d.call({"id": 7, "op": "outbox"})["outbox"] == []
+        got = received_by(tmpdir_short, port1)
+        assert got.count("queued while the radio is away") == 1, got
+
+        # Restarted again (SIGKILL): the delivery state was on disk, nothing is sent again.
+        d.kill()
+        d = Daemon(tmpdir_short, proxy.port, hook=False)
+        d.wait_ready(40)
+        assert d.call({"id": 8, "op": "outbox"})["outbox"] == []
+        again = [m for m in d.call({"id": 9, "op": "history", "thread": name1})["messages"] if m["id"] == mid]
+        assert again[0]["status"] == "acked" and again[0]["attempts"] == m["attempts"]
+        time.sleep(3)
+        assert "queued while the radio is away" not in received_by(tmpdir_short, port1)
+        log = (Path(tmpdir_short) / "daemon.log").read_text()
+        assert log.count(f"outbox: message {mid} acknowledged") == 1
+    finally:
+        d.stop()
+        proxy.close()

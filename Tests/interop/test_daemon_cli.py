@@ -2,6 +2,7 @@
 beacon commands and their exit codes, and the systemd notification protocol."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_daemon_faults import BIN, Daemon, Mesh, start_sender, wait_for
+from test_daemon_faults import BIN, Daemon, Mesh, received_by, start_sender, wait_for
 
 
 @pytest.fixture
@@ -183,3 +184,51 @@ def test_sync_through_the_daemon_prints_each_message_once(mesh, tmpdir_short):
         assert "link: lost" not in log
     finally:
         d.stop()
+
+
+def test_daemon_over_a_serial_pty(mesh, tmpdir_short):
+    """The daemon's link is a pty (socat) bridged to the peer's TCP port, as a USB radio would be;
+    CLI commands for that serial port go through the daemon while it holds the pty."""
+    if shutil.which("socat") is None:
+        pytest.fail("socat is not installed")
+    name0, key0, port0 = mesh.nodes[0]
+    name1, _, port1 = mesh.nodes[1]
+    tty = os.path.join(tmpdir_short, "ttyMC0")
+    bridge = subprocess.Popen(["socat", f"PTY,link={tty},raw,echo=0", f"TCP:127.0.0.1:{port0}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    d = None
+    try:
+        assert wait_for(lambda: os.path.exists(tty), 5), "socat did not create the pty"
+        serial = ["--serial", tty]
+        d = Daemon(tmpdir_short, port0, hook=False, link=serial, name="pty0")
+        d.wait_ready()
+        assert d.call({"id": 1, "op": "status"})["radio"] == key0
+        # info goes through the daemon's socket (the pty has one reader: the daemon).
+        r = cli(tmpdir_short, "info", *serial, "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["public_key"] == key0
+        # Incoming messages are stored.
+        assert start_sender(tmpdir_short, port1, 3, 0.1, "pty", advert=True).wait(30) == 0
+        assert wait_for(lambda: [t for t in d.texts() if t.startswith("pty-")] == ["pty-0", "pty-1", "pty-2"], 20), d.texts()
+        r = cli(tmpdir_short, "sync", *serial, "--json")
+        assert r.returncode == 0, r.stderr
+        assert [m["text"] for m in json.loads(r.stdout)] == [f"{name1}: pty-{i}" for i in range(3)]
+        # A direct message sent with the CLI through the daemon is acked and lands once.
+        assert cli(tmpdir_short, "advert", *serial, "--flood").returncode == 0
+        assert wait_for(lambda: name1 in cli(tmpdir_short, "contacts", *serial).stdout, 20)
+        r = cli(tmpdir_short, "send", *serial, name1, "over", "the", "pty", "--json", "--timeout", "20", timeout=90)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["status"] == "acked"
+        assert received_by(tmpdir_short, port1).count("over the pty") == 1
+        # It went through the daemon: the daemon recorded it.
+        assert d.texts(name1)[-1] == "over the pty"
+        log = (Path(tmpdir_short) / "daemon.log").read_text()
+        assert "link: lost" not in log and "serial:" in log
+    finally:
+        if d:
+            d.stop()
+        bridge.terminate()
+        try:
+            bridge.wait(5)
+        except subprocess.TimeoutExpired:
+            bridge.kill()

@@ -110,15 +110,24 @@ def start_sender(tmp, port, n, gap, prefix, advert=False):
 
 
 class Daemon:
-    def __init__(self, tmp, port, hook=True, extra=(), prlimit=None, default_socket=False, env_extra=None, link=None):
-        """`link`: the daemon's link options (default --tcp 127.0.0.1:PORT)."""
+    def __init__(self, tmp, port, hook=True, extra=(), prlimit=None, default_socket=False, env_extra=None, link=None,
+                 name=None):
+        """`link`: the daemon's link options (default --tcp 127.0.0.1:PORT). With `default_socket` or
+        a `name`, the socket is in XDG_RUNTIME_DIR (= tmp) where the command line finds it."""
         self.tmp = Path(tmp)
-        self.sock = str(self.tmp / "pocketmesh" / f"tcp-127.0.0.1-{port}.sock") if default_socket else str(self.tmp / "d.sock")
+        if name:
+            self.sock = str(self.tmp / "pocketmesh" / f"{name}.sock")
+        elif default_socket:
+            self.sock = str(self.tmp / "pocketmesh" / f"tcp-127.0.0.1-{port}.sock")
+        else:
+            self.sock = str(self.tmp / "d.sock")
         self.state = str(self.tmp / "state")
         self.log = open(self.tmp / "daemon.log", "a")
         link = link or ["--tcp", f"127.0.0.1:{port}"]
         cmd = [str(BIN), "daemon", *link, "--state-dir", self.state, "--drain-interval", "2", *extra]
-        if not default_socket:
+        if name:
+            cmd += ["--name", name]
+        elif not default_socket:
             cmd += ["--socket", self.sock]
         if hook:
             script = self.tmp / "hook.sh"

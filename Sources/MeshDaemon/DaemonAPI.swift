@@ -51,6 +51,7 @@ extension Daemon {
                 f.append(("store", .string(store.directory)))
                 f.append(("messages", .int(Int64(store.messageCount))))
                 f.append(("outbox", .int(Int64(store.outbox.count))))
+                f.append(("sync_cursor", .int(Int64(tunnelQueue.cursor))))
             }
             if let h = hooks { f.append(("hook_cursor", .int(Int64(h.cursor)))); f.append(("hooks_running", .int(Int64(h.runningCount)))) }
             return DaemonResponse(id: req.id, ok: f)

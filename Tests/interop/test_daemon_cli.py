@@ -180,6 +180,9 @@ def test_sync_through_the_daemon_prints_each_message_once(mesh, tmpdir_short):
         d = Daemon(tmpdir_short, port0, hook=False, default_socket=True)
         d.wait_ready()
         assert json.loads(cli(tmpdir_short, "sync", *tcp, "--json").stdout) == []
+        last = d.call({"id": 3, "op": "history", "thread": "0"})["messages"][-1]
+        assert last["text"] == "s3-1"
+        assert d.call({"id": 2, "op": "status"})["sync_cursor"] == last["id"]
         log = (Path(tmpdir_short) / "daemon.log").read_text()
         assert "link: lost" not in log
     finally:

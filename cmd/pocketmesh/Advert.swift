@@ -2,7 +2,7 @@ import ArgumentParser
 import MeshSession
 
 struct Advert: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Send this radio's advert (zero-hop, or flood).")
+    static let configuration = CommandConfiguration(commandName: "advert", abstract: "Send this radio's advert (zero-hop, or flood).")
     @OptionGroup var link: LinkOptions
     @Flag(help: "Flood the advert through repeaters.") var flood = false
     func request() throws(ClientError) -> Request { .advert(flood: flood) }

@@ -3,12 +3,13 @@ import MeshSession
 
 struct Channel: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "channel",
         abstract: "List, set, remove and send to channels.",
         subcommands: [List.self, SetChannel.self, Remove.self, SendChannel.self],
         defaultSubcommand: List.self)
 
     struct List: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "List the channels in use.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the channels in use.")
         @OptionGroup var link: LinkOptions
         func request() throws(ClientError) -> Request { .channels }
         func text(_ value: Value) -> String {
@@ -29,7 +30,7 @@ struct Channel: ParsableCommand {
     }
 
     struct Remove: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Clear a channel slot.")
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Clear a channel slot.")
         @OptionGroup var link: LinkOptions
         @Argument(help: "Slot index or channel name.") var channel: String
         func request() throws(ClientError) -> Request { .channelRemove(channel) }

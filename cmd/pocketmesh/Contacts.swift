@@ -3,13 +3,14 @@ import MeshSession
 
 struct Contacts: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "contacts",
         abstract: "List and manage contacts.",
         subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, Share.self, Export.self, Import.self,
                       Path.self, DiscoverPath.self],
         defaultSubcommand: List.self)
 
     struct List: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "List contacts.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List contacts.")
         @OptionGroup var link: LinkOptions
         func request() throws(ClientError) -> Request { .contacts }
         func text(_ value: Value) -> String {
@@ -26,14 +27,14 @@ struct Contacts: ParsableCommand {
     }
 
     struct Show: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Show one contact.")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one contact.")
         @OptionGroup var link: LinkOptions
         @Argument(help: "Contact name or hex key prefix.") var contact: String
         func request() throws(ClientError) -> Request { .contactShow(contact) }
     }
 
     struct Add: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Add or update a contact by public key.")
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add or update a contact by public key.")
         @OptionGroup var link: LinkOptions
         @Argument(help: "Public key, 64 hex digits.") var publicKey: String
         @Argument(help: "Name (at most 31 bytes).") var name: String
@@ -53,7 +54,7 @@ struct Contacts: ParsableCommand {
     }
 
     struct Remove: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a contact.")
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a contact.")
         @OptionGroup var link: LinkOptions
         @Argument(help: "Contact name or hex key prefix.") var contact: String
         func request() throws(ClientError) -> Request { .contactRemove(contact) }
@@ -67,14 +68,14 @@ struct Contacts: ParsableCommand {
     }
 
     struct Share: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Re-send a contact's advert zero-hop.")
+        static let configuration = CommandConfiguration(commandName: "share", abstract: "Re-send a contact's advert zero-hop.")
         @OptionGroup var link: LinkOptions
         @Argument(help: "Contact name or hex key prefix.") var contact: String
         func request() throws(ClientError) -> Request { .contactShare(contact) }
     }
 
     struct Export: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a contact's advert as hex (no contact: this radio's own).")
+        static let configuration = CommandConfiguration(commandName: "export", abstract: "Print a contact's advert as hex (no contact: this radio's own).")
         @OptionGroup var link: LinkOptions
         @Argument(help: "Contact name or hex key prefix.") var contact: String?
         func request() throws(ClientError) -> Request { .contactExport(contact) }
@@ -82,14 +83,14 @@ struct Contacts: ParsableCommand {
     }
 
     struct Import: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Import a contact from an exported advert (hex).")
+        static let configuration = CommandConfiguration(commandName: "import", abstract: "Import a contact from an exported advert (hex).")
         @OptionGroup var link: LinkOptions
         @Argument(help: "The advert as hex.") var advert: String
         func request() throws(ClientError) -> Request { .contactImport(advert) }
     }
 
     struct Path: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Show a contact's stored path and the path of its last advert.")
+        static let configuration = CommandConfiguration(commandName: "path", abstract: "Show a contact's stored path and the path of its last advert.")
         @OptionGroup var link: LinkOptions
         @Argument(help: "Contact name or hex key prefix.") var contact: String
         func request() throws(ClientError) -> Request { .contactPath(contact) }

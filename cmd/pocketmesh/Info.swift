@@ -2,7 +2,7 @@ import ArgumentParser
 import MeshSession
 
 struct Info: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the radio's identity, radio settings and firmware.")
+    static let configuration = CommandConfiguration(commandName: "info", abstract: "Show the radio's identity, radio settings and firmware.")
     @OptionGroup var link: LinkOptions
     func request() throws(ClientError) -> Request { .info }
 }

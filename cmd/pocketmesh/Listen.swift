@@ -4,6 +4,7 @@ import MeshSession
 
 struct Listen: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "listen",
         abstract: "Print messages and pushes as they arrive, until interrupted (or --for SECONDS).",
         discussion: "With --json, one JSON object per line (JSON Lines) with an \"event\" field.")
     @OptionGroup var link: LinkOptions

@@ -2,7 +2,7 @@ import ArgumentParser
 import MeshSession
 
 struct Login: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Log in to a repeater or room server.")
+    static let configuration = CommandConfiguration(commandName: "login", abstract: "Log in to a repeater or room server.")
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
     @Option(name: [.customShort("p"), .long], help: "Password (empty: guest or known member).") var password: String = ""
@@ -10,28 +10,28 @@ struct Login: RadioCommand {
 }
 
 struct Logout: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Log out of a repeater or room server.")
+    static let configuration = CommandConfiguration(commandName: "logout", abstract: "Log out of a repeater or room server.")
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
     func request() throws(ClientError) -> Request { .logout(node) }
 }
 
 struct Status: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Ask a repeater or room server for its status.")
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Ask a repeater or room server for its status.")
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
     func request() throws(ClientError) -> Request { .status(node) }
 }
 
 struct Telemetry: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Telemetry of a node (without a node: of this radio).")
+    static let configuration = CommandConfiguration(commandName: "telemetry", abstract: "Telemetry of a node (without a node: of this radio).")
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String?
     func request() throws(ClientError) -> Request { .telemetry(node) }
 }
 
 struct Neighbours: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "A repeater's neighbour table.", aliases: ["neighbors"])
+    static let configuration = CommandConfiguration(commandName: "neighbours", abstract: "A repeater's neighbour table.", aliases: ["neighbors"])
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
     func request() throws(ClientError) -> Request { .neighbours(node) }
@@ -54,7 +54,7 @@ struct Cmd: RadioCommand {
 }
 
 struct Trace: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Trace a route of repeaters and print the SNR of each hop.")
+    static let configuration = CommandConfiguration(commandName: "trace", abstract: "Trace a route of repeaters and print the SNR of each hop.")
     @OptionGroup var link: LinkOptions
     @Argument(help: "Comma-separated hop hashes in hex, out and back, e.g. 5f,33,5f.") var path: String
     func request() throws(ClientError) -> Request { .trace(path: path) }

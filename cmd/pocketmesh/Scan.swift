@@ -5,6 +5,7 @@ import MeshSession
 /// `pocketmesh scan`: which radios could this machine talk to?
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "scan",
         abstract: "List candidate radios: USB serial devices, and with --ble, BLE advertisers named MeshCore-*.",
         discussion: """
             USB serial devices come from udev (or sysfs when udev is unavailable) with their stable \

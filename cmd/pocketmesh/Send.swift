@@ -3,6 +3,7 @@ import MeshSession
 
 struct Send: RadioCommand {
     static let configuration = CommandConfiguration(
+        commandName: "send",
         abstract: "Send a direct message and wait for its ACK (retrying, then flooding).",
         discussion: "Exit code 4 when no ACK arrived after every attempt.")
     @OptionGroup var link: LinkOptions

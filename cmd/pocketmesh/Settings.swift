@@ -9,7 +9,7 @@ private let settingsHelp = """
     """
 
 struct Get: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a device setting (all without a name).", discussion: settingsHelp)
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a device setting (all without a name).", discussion: settingsHelp)
     @OptionGroup var link: LinkOptions
     @Argument(help: "Setting name.") var setting: String?
     func request() throws(ClientError) -> Request { .get(setting) }
@@ -22,7 +22,7 @@ struct Get: RadioCommand {
 }
 
 struct Set: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Change a device setting.", discussion: settingsHelp)
+    static let configuration = CommandConfiguration(commandName: "set", abstract: "Change a device setting.", discussion: settingsHelp)
     @OptionGroup var link: LinkOptions
     @Argument(help: "Setting name.") var setting: String
     @Argument(help: "Value(s).") var values: [String] = []

@@ -2,7 +2,7 @@ import ArgumentParser
 import MeshSession
 
 struct Sign: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Sign data (hex) with the radio's private key.")
+    static let configuration = CommandConfiguration(commandName: "sign", abstract: "Sign data (hex) with the radio's private key.")
     @OptionGroup var link: LinkOptions
     @Argument(help: "Data as hex (at most 8192 bytes).") var data: String
     func request() throws(ClientError) -> Request { .sign(data: data) }
@@ -10,16 +10,16 @@ struct Sign: RadioCommand {
 }
 
 struct Key: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Export or import the radio's private key.",
+    static let configuration = CommandConfiguration(commandName: "key", abstract: "Export or import the radio's private key.",
                                                     subcommands: [Export.self, Import.self])
     struct Export: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the private key as hex.")
+        static let configuration = CommandConfiguration(commandName: "export", abstract: "Print the private key as hex.")
         @OptionGroup var link: LinkOptions
         func request() throws(ClientError) -> Request { .keyExport }
         func text(_ v: Value) -> String { v["private_key"]?.stringValue ?? v.text() }
     }
     struct Import: RadioCommand {
-        static let configuration = CommandConfiguration(abstract: "Replace the private key (128 hex digits).")
+        static let configuration = CommandConfiguration(commandName: "import", abstract: "Replace the private key (128 hex digits).")
         @OptionGroup var link: LinkOptions
         @Argument(help: "The 64-byte private key as hex.") var key: String
         func request() throws(ClientError) -> Request { .keyImport(key) }
@@ -27,7 +27,7 @@ struct Key: ParsableCommand {
 }
 
 struct Reboot: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Reboot the radio.")
+    static let configuration = CommandConfiguration(commandName: "reboot", abstract: "Reboot the radio.")
     @OptionGroup var link: LinkOptions
     func request() throws(ClientError) -> Request { .reboot }
 }
@@ -44,7 +44,7 @@ struct FactoryReset: RadioCommand {
 }
 
 struct Raw: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Send one frame (hex) and print the reply frame (hex).")
+    static let configuration = CommandConfiguration(commandName: "raw", abstract: "Send one frame (hex) and print the reply frame (hex).")
     @OptionGroup var link: LinkOptions
     @Argument(help: "The frame payload as hex, e.g. 1603.") var frame: String
     func request() throws(ClientError) -> Request { .raw(frame) }

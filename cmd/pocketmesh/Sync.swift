@@ -2,7 +2,7 @@ import ArgumentParser
 import MeshSession
 
 struct Sync: RadioCommand {
-    static let configuration = CommandConfiguration(abstract: "Fetch and print the messages waiting in the radio.")
+    static let configuration = CommandConfiguration(commandName: "sync", abstract: "Fetch and print the messages waiting in the radio.")
     @OptionGroup var link: LinkOptions
     func request() throws(ClientError) -> Request { .sync }
     func text(_ value: Value) -> String {

@@ -2,7 +2,7 @@ import ArgumentParser
 import MeshSession
 
 struct Time: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Read or set the radio's clock.",
+    static let configuration = CommandConfiguration(commandName: "time", abstract: "Read or set the radio's clock.",
                                                     subcommands: [GetTime.self, SyncTime.self], defaultSubcommand: GetTime.self)
 
     struct GetTime: RadioCommand {

@@ -3,17 +3,17 @@
 # `meshcore-cli -q -t 127.0.0.1 -p P infos`, against the same openhop-core peer on loopback.
 # Prints wall time and max RSS per run, the means, and the ratios.
 #
-# Env: POCKETMESH_BIN (default .build/release/pocketmesh), POCKETMESH_VENV (default .venv-interop),
+# Env: POCKETMESH_BIN (default dist/pocketmesh, from scripts/release.sh), POCKETMESH_VENV (default .venv-interop),
 #      POCKETMESH_SHARED (default ../shared), RUNS (default 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
-BIN="${POCKETMESH_BIN:-$REPO/.build/release/pocketmesh}"
+BIN="${POCKETMESH_BIN:-$REPO/dist/pocketmesh}"
 VENV="${POCKETMESH_VENV:-$REPO/.venv-interop}"
 SHARED="${POCKETMESH_SHARED:-$(cd "$REPO/.." && pwd)/shared}"
 RUNS="${RUNS:-10}"
 TIME=/usr/bin/time
-[ -x "$BIN" ] || { echo "bench: $BIN missing: run swift build -c release -Xswiftc -static-executable -Xswiftc -Osize -Xlinker --gc-sections --product pocketmesh first." >&2; exit 1; }
+[ -x "$BIN" ] || { echo "bench: $BIN missing: run bash scripts/release.sh first." >&2; exit 1; }
 [ -x "$TIME" ] || { echo "bench: /usr/bin/time missing: apt-get install time." >&2; exit 1; }
 [ -x "$VENV/bin/meshcore-cli" ] || { echo "bench: $VENV/bin/meshcore-cli missing: run scripts/setup.sh." >&2; exit 1; }
 

@@ -27,4 +27,12 @@ if [ -x fuzz/run.sh ]; then
   echo "== fuzz (short run)"
   bash fuzz/run.sh "${POCKETMESH_FUZZ_SECONDS:-20}"
 fi
+if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
+  echo "== release binary (scripts/release.sh): fully static, at most 20 MB stripped, runs the demo"
+  bash scripts/release.sh
+  size=$(stat -c %s dist/pocketmesh)
+  [ "$size" -le 20000000 ] || { echo "release binary is $size bytes, over the 20 MB budget" >&2; exit 1; }
+  if ldd dist/pocketmesh >/dev/null 2>&1; then echo "release binary is not static" >&2; exit 1; fi
+  dist/pocketmesh demo >/dev/null
+fi
 echo "all test stages passed"

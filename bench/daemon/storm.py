@@ -5,7 +5,7 @@ Starts a two-node openhop-core companion peer on loopback (third_party_mesh.py),
 `pocketmesh daemon` on node 0 (optionally under `prlimit --as=BYTES`), sends RATE channel
 messages per minute from node 1 for SECONDS, and samples the daemon's RSS from /proc.
 
-    bench/daemon/storm.py --bin .build/release/pocketmesh --rate 1000 --seconds 120 [--as-limit 33554432] [--hook]
+    bench/daemon/storm.py --bin dist/pocketmesh --rate 1000 --seconds 120 [--as-limit 33554432] [--hook]
 """
 import argparse
 import asyncio
@@ -76,7 +76,7 @@ async def storm(port, rate, seconds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default=str(REPO / ".build" / "release" / "pocketmesh"))
+    ap.add_argument("--bin", default=str(REPO / "dist" / "pocketmesh"))
     ap.add_argument("--shared", default=os.environ.get("POCKETMESH_SHARED", str(REPO.parent / "shared")))
     ap.add_argument("--rate", type=int, default=1000, help="messages per minute")
     ap.add_argument("--seconds", type=int, default=120)

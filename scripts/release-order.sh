@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Regenerates scripts/release-order.txt: the functions that the everyday commands and the
+# daemon execute, in the order valgrind first reports them. scripts/release.sh hands the list
+# to the linker (--symbol-ordering-file), which places those functions side by side, so a
+# command touches a few hundred KB of contiguous code instead of pages spread over 14 MB.
+# A stale list is harmless (unknown names are skipped); rerun this after larger changes.
+#
+# Needs valgrind and a release build from scripts/release.sh. Uses the built-in simulator
+# on loopback as the radio; stops everything it starts.
+#
+#   bash scripts/release-order.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+BIN=.build/release/pocketmesh
+command -v valgrind >/dev/null || { echo "release-order: valgrind is needed (apt-get install valgrind)." >&2; exit 1; }
+[ -x "$BIN" ] || { echo "release-order: $BIN missing: run scripts/release.sh first." >&2; exit 1; }
+
+WORK=$(mktemp -d)
+SIM=""; DAEMON=""
+cleanup() {
+  [ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null || true
+  [ -n "$SIM" ] && kill "$SIM" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+strip --strip-debug -o "$WORK/pm" "$BIN"   # valgrind reads the symbol table, not the DWARF
+PM="$WORK/pm"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$PM" sim --nodes 2 --tcp-base "$PORT" >"$WORK/sim.log" 2>&1 &
+SIM=$!
+for _ in $(seq 100); do grep -q "^node sim1" "$WORK/sim.log" && break; sleep 0.1; done
+grep -q "^node sim1" "$WORK/sim.log" || { echo "release-order: the simulator did not start." >&2; exit 1; }
+A="127.0.0.1:$PORT"; B="127.0.0.1:$((PORT + 1))"
+
+n=0
+profile() {  # runs one command under callgrind; its output is not needed
+  n=$((n + 1))
+  valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.$(printf %03d $n)" "$PM" "$@" >/dev/null 2>&1 || true
+}
+profile --help
+profile --tcp "$A" info
+profile --tcp "$A" --json info
+profile --tcp "$B" advert --flood
+profile --tcp "$A" contacts
+profile --tcp "$A" get
+profile --tcp "$A" battery
+profile --tcp "$A" channel list
+profile --tcp "$A" channel send 0 "order hello"
+profile --tcp "$A" send sim1 "order direct"
+profile --tcp "$A" --json send sim1 "order json"
+profile --tcp "$B" sync
+profile --tcp "$B" --json sync
+profile --tcp "$A" time get
+profile --tcp "$A" listen --for 1
+
+# The daemon, with a hook, while the other node sends it channel and direct messages, and the
+# CLI goes through it.
+export XDG_RUNTIME_DIR="$WORK/run" XDG_STATE_HOME="$WORK/state"
+mkdir -p "$XDG_RUNTIME_DIR" "$XDG_STATE_HOME"
+valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon" \
+  "$PM" daemon --tcp "$B" --on-message true >"$WORK/daemon.log" 2>&1 &
+DAEMON=$!
+for _ in $(seq 200); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
+for i in $(seq 20); do
+  "$PM" --tcp "$A" channel send 0 "storm $i" >/dev/null 2>&1 || true
+  "$PM" --tcp "$A" send sim1 "direct $i" --no-wait >/dev/null 2>&1 || true
+done
+"$PM" --tcp "$B" info >/dev/null 2>&1 || true
+"$PM" --tcp "$B" sync >/dev/null 2>&1 || true
+"$PM" --tcp "$B" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
+"$PM" chats >/dev/null 2>&1 || true
+sleep 2
+kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
+
+# Code that valgrind does not name: the C library's start-up and its CPU-specific string
+# functions (valgrind replaces those with its own). Where perf works, the page faults of a few
+# plain runs name them; all variants of the string functions are added as well, since the
+# machine that runs the binary may pick other ones than this one.
+if perf stat -e page-faults true >/dev/null 2>&1; then
+  for args in "--help" "--tcp $A info" "--tcp $A contacts" "--tcp $A channel send 0 perf"; do
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    perf record -q -e page-faults -c 1 -d -o "$WORK/pf.data" "$BIN" $args >/dev/null 2>&1 || true
+    perf script -i "$WORK/pf.data" -F addr 2>/dev/null >"$WORK/pf.$(printf %03d $n)" || true
+  done
+fi
+nm -n --defined-only "$BIN" >"$WORK/nm.txt"
+
+python3 - "$WORK" "$REPO/scripts/release-order.txt" <<'PY'
+import bisect, glob, re, sys
+work, out = sys.argv[1], sys.argv[2]
+seen, order = set(), []
+def add(name):
+    if name not in seen:
+        seen.add(name)
+        order.append(name)
+for f in sorted(glob.glob(work + "/cg.*")):
+    for line in open(f, errors="replace"):
+        m = re.match(r"c?fn=\(\d+\) (.+)$", line.rstrip("\n"))
+        if m and not m.group(1).startswith("0x"):
+            add(m.group(1))
+addrs, names = [], []
+for line in open(work + "/nm.txt", errors="replace"):
+    p = line.split()
+    if len(p) == 3 and p[1] in "tTwWiI":
+        addrs.append(int(p[0], 16))
+        names.append(p[2])
+for f in sorted(glob.glob(work + "/pf.*")):
+    if f.endswith(".data"):
+        continue
+    for line in open(f, errors="replace"):
+        try:
+            a = int(line.split()[0], 16)
+        except (ValueError, IndexError):
+            continue
+        i = bisect.bisect_right(addrs, a) - 1
+        if 0 <= i and i + 1 < len(addrs) and a < addrs[i + 1]:
+            add(names[i])
+variant = re.compile(r"^__(mem|str|stp|raw|wmem|wcs)\w*_(sse\d|ssse3|avx\w*|evex\w*|erms|unaligned\w*)$")
+for n in names:
+    if variant.match(n):
+        add(n)
+open(out, "w").write("".join(n + "\n" for n in order))
+print(f"release-order: {len(order)} functions in scripts/release-order.txt")
+PY

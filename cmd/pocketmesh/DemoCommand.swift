@@ -12,9 +12,9 @@ struct DemoCommand: ParsableCommand {
         commandName: "demo",
         abstract: "Run a small simulated mesh in virtual time and show what happens on it.",
         discussion: """
-        Two companion radios (alice, bob) three repeater hops apart, with a second branch between
-        them, and a room server. Both radios are driven by the same session code the CLI uses,
-        over the real companion protocol; the mesh uses the real on-air format and crypto.
+        Two companion radios (alice, bob) three repeater hops apart, with a second branch between \
+        them, and a room server. Both radios are driven by the same session code the CLI uses, \
+        over the real companion protocol; the mesh uses the real on-air format and crypto. \
         Every line is something that happened in the simulation.
         """)
 

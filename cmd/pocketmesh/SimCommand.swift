@@ -8,9 +8,9 @@ struct SimCommand: ParsableCommand {
         commandName: "sim",
         abstract: "Run a simulated MeshCore mesh and serve each companion node over TCP (and a pty).",
         discussion: """
-        Companion nodes speak the real companion protocol with the real on-air format and crypto, so
-        any client (pocketmesh, meshcore-cli, meshcore_py) can connect to them. Node i listens on
-        127.0.0.1:(tcp-base + i); one client per node, a new connection evicts the old one.
+        Companion nodes speak the real companion protocol with the real on-air format and crypto, so \
+        any client (pocketmesh, meshcore-cli, meshcore_py) can connect to them. Node i listens on \
+        127.0.0.1:(tcp-base + i); one client per node, a new connection evicts the old one. \
         At start one line per companion node is printed:
           node NAME pubkey=HEX tcp=127.0.0.1:PORT [pty=PATH]
         followed by one line per repeater and room server.

@@ -502,6 +502,7 @@ public final class Session {
             // NO_MORE_MESSAGES arrives as .frame; anything else (timeout, error) ends the loop.
             draining = false
             drainAgain = false
+            emit(.drainFailed(reply))
             return
         }
         if code == Resp.noMoreMessages {

@@ -149,6 +149,10 @@ public enum SessionEvent: Sendable, Equatable {
     case message(ReceivedMessage)
     /// A queued frame the session could not parse (kept raw).
     case malformedMessage([UInt8])
+    /// SYNC_NEXT_MESSAGE got neither a message nor NO_MORE_MESSAGES (a timeout, ERR): draining
+    /// stopped. A radio that stops answering mid-drain may have rebooted (its queue and the
+    /// handshake are gone, while a serial link stays open).
+    case drainFailed(Reply)
     /// Any push not consumed by matching (adverts, path updates, raw data, log rx when enabled…).
     case push([UInt8])
     case delivery(Ticket, Delivery)

@@ -265,6 +265,18 @@ final class Harness {
         #expect(h.takeSent().isEmpty)
     }
 
+    @Test func drainTimeoutIsReported() {
+        let h = Harness.ready { $0.commandTimeout = 1_000 }
+        h.feed([0x83])
+        #expect(h.takeSent() == [[0x0A]])
+        h.feed([0x83])                            // more waiting; the radio never answers (rebooting)
+        _ = h.takeEvents()
+        h.advance(to: h.now + 1_000)
+        #expect(h.takeEvents() == [.drainFailed(.timeout)])
+        #expect(h.takeSent().isEmpty)             // the shell decides what comes next
+        #expect(!h.s.isBusy)
+    }
+
     @Test func drainRunsOnStart() {
         let h = Harness()
         h.s.start(now: h.now)

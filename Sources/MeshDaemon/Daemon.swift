@@ -80,6 +80,8 @@ public final class Daemon {
     var nextDrainAt: UInt64 = 0
     var keepaliveTicket: Ticket? = nil
     var pendingLinkLoss: String? = nil
+    /// A SYNC_NEXT_MESSAGE was held back while the store fails (`pump`): its timeout is expected.
+    var syncWithheld = false
     var isShutDown = false
     var unsaved: [StoredMessage] = []
     var unsavedRetryAt: UInt64 = 0
@@ -242,6 +244,7 @@ public final class Daemon {
             let l = try openLink()
             link = l
             deframer.reset()
+            syncWithheld = false
             var sc = SessionConfig()
             sc.appName = "pocketmesh-daemon"
             sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
@@ -292,6 +295,9 @@ public final class Daemon {
     func linkLost(_ reason: String) {
         guard link != nil || session != nil else { return }
         log("link: lost \(config.link): \(reason)")
+        // The contacts and channels sync end here: their cancelled replies must not finish it.
+        contactsTicket = nil
+        channelTickets.removeAll()
         if let s = session {
             s.close()
             processEvents(now: monotonicNow())
@@ -300,8 +306,6 @@ public final class Daemon {
         link?.close()
         link = nil
         phase = .down
-        contactsTicket = nil
-        channelTickets.removeAll()
         keepaliveTicket = nil
         outboxTickets.removeAll()
         outboxBusy.removeAll()
@@ -377,6 +381,7 @@ public final class Daemon {
                 // The store is failing: leave the rest of the queue on the radio (where a restart
                 // finds it) instead of taking messages we cannot keep. The session gives up on this
                 // SYNC_NEXT_MESSAGE after its timeout; draining resumes once writing works again.
+                syncWithheld = true
                 continue
             }
             do throws(LinkError) {
@@ -411,6 +416,16 @@ public final class Daemon {
                 received(message: m, now: now)
             case .malformedMessage(let f):
                 log("radio: a queued message frame could not be parsed (code 0x\(String(f.first ?? 0, radix: 16)), \(f.count) bytes); skipped")
+            case .drainFailed(let r):
+                if syncWithheld {
+                    syncWithheld = false
+                } else if case .timeout = r {
+                    // The radio went quiet mid-drain: it may have rebooted (queue, clock and
+                    // handshake lost) behind a link that stayed open. Handshake again.
+                    pendingLinkLoss = "the radio did not answer SYNC_NEXT_MESSAGE (it may have rebooted)"
+                } else {
+                    log("radio: draining stopped (\(r))")
+                }
             case .push(let p):
                 handlePush(p, now: now)
             case .reply(let t, let r):

@@ -90,8 +90,7 @@ public final class Daemon {
     public private(set) var duplicateCount = 0
 
     // outbox and API work in flight
-    var outboxTickets: [Ticket: UInt64] = [:]
-    var outboxBusy: Set<UInt64> = []
+    let outbox: OutboxSender
     var sendWaiters: [UInt64: [(APIServer.ClientID, Int64)]] = [:]
     var replyTickets: [Ticket: (client: APIServer.ClientID, id: Int64, what: String, record: StoredMessage?)] = [:]
     var tunnelTickets: [Ticket: (client: APIServer.ClientID, frame: [UInt8])] = [:]
@@ -102,6 +101,10 @@ public final class Daemon {
 
     public init(config: Config) throws {
         self.config = config
+        var policy = OutboxSender.Policy()
+        policy.maxAttempts = config.outboxMaxAttempts
+        policy.retryBaseS = config.outboxRetryBaseS
+        outbox = OutboxSender(policy: policy, sessionConfig: Self.sessionConfig(config))
         let runtime = DaemonRegistry.runtimeDirectory(environment: config.environment)
         let socket = config.socketPath ?? (runtime + "/" + (config.name ?? DaemonRegistry.slug(forLink: config.link)) + ".sock")
         if config.socketPath == nil { try UnixSocket.makeDirectory(runtime) }
@@ -245,12 +248,8 @@ public final class Daemon {
             link = l
             deframer.reset()
             syncWithheld = false
-            var sc = SessionConfig()
-            sc.appName = "pocketmesh-daemon"
+            var sc = Self.sessionConfig(config)
             sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
-            sc.commandTimeout = config.commandTimeoutMS
-            sc.drainOnStart = true
-            sc.drainOnWaiting = true
             let s = Session(config: sc)
             session = s
             phase = .handshaking
@@ -260,6 +259,15 @@ public final class Daemon {
             log("link: cannot connect to \(config.link): \(error)")
             scheduleReconnect(now: now)
         }
+    }
+
+    static func sessionConfig(_ config: Config) -> SessionConfig {
+        var sc = SessionConfig()
+        sc.appName = "pocketmesh-daemon"
+        sc.commandTimeout = config.commandTimeoutMS
+        sc.drainOnStart = true
+        sc.drainOnWaiting = true
+        return sc
     }
 
     func openLink() throws -> ByteLink {
@@ -307,8 +315,7 @@ public final class Daemon {
         link = nil
         phase = .down
         keepaliveTicket = nil
-        outboxTickets.removeAll()
-        outboxBusy.removeAll()
+        outbox.sessionClosed()
         for (t, r) in replyTickets {
             _ = t
             api.reply(DaemonResponse(id: r.id, error: DaemonError(.link, "the link to the radio was lost during \(r.what); try again.")), to: r.client)
@@ -566,6 +573,14 @@ public final class Daemon {
         case 0x80, 0x8A, 0x8F:
             // A contact changed on the radio: resync incrementally, debounced.
             if contactsResyncAt == nil { contactsResyncAt = now + 2_000 }
+        case 0x82 where p.count >= 9:
+            // SEND_CONFIRMED the session did not match: an attempt sent before a restart or a lost link.
+            guard let store else { return }
+            let ack = UInt32(p[1]) | UInt32(p[2]) << 8 | UInt32(p[3]) << 16 | UInt32(p[4]) << 24
+            let rtt = UInt32(p[5]) | UInt32(p[6]) << 8 | UInt32(p[7]) << 16 | UInt32(p[8]) << 24
+            if let events = outbox.confirmed(ack: ack, roundTripMs: rtt, store: store, wall: UInt32(truncatingIfNeeded: time(nil))) {
+                outboxEvents(events)
+            }
         default:
             break
         }
@@ -668,6 +683,12 @@ public final class Daemon {
         log("store: \(dir): \(s.messageCount) messages" + (r.truncatedBytes > 0 ? ", torn tail of \(r.truncatedBytes) bytes cut" : "")
             + (r.damage.isEmpty ? "" : ", \(r.damage.count) damaged record(s) skipped"))
         for d in r.damage.prefix(5) { log("store: \(d)") }
+        let wall = UInt32(truncatingIfNeeded: time(nil))
+        let awaiting = s.outbox.filter { $0.ackTag != 0 && $0.nextAttemptAt > wall }
+        if !s.outbox.isEmpty {
+            log("outbox: \(s.outbox.count) message(s) waiting" + (awaiting.isEmpty ? "" :
+                "; \(awaiting.count) sent before, awaiting its ACK for up to \(awaiting.map { $0.nextAttemptAt - wall }.max()!) s before another attempt"))
+        }
         try? UnixSocket.makeDirectory(root + "/links")
         try? StateFile.write(root + "/links/" + DaemonRegistry.slug(forLink: config.link), hexString(publicKey) + "\n")
         if let argv = config.hook {
@@ -708,88 +729,40 @@ public final class Daemon {
 
     func sendOutbox(now: UInt64) {
         guard phase == .ready, let s = session, let store else { return }
-        let wall = UInt32(truncatingIfNeeded: time(nil))
-        for item in store.outbox where !outboxBusy.contains(item.messageId) && item.nextAttemptAt <= wall {
-            guard outboxBusy.count < 8 else { break }
-            let peer = item.thread.peer
-            guard let contact = store.contact(prefix: peer) else {
-                finishOutbox(item.messageId, failed: DaemonError(.notFound, "no contact with key \(peer) on the radio"))
-                continue
-            }
-            do {
-                let t = try s.sendText(to: contact.publicKey, text: String(decoding: item.text, as: UTF8.self), timestamp: item.senderTimestamp, now: now)
-                outboxTickets[t] = item.messageId
-                outboxBusy.insert(item.messageId)
-            } catch {
-                finishOutbox(item.messageId, failed: DaemonError(.usage, "cannot send: \(error)"))
-            }
-        }
+        outboxEvents(outbox.send(session: s, store: store, now: now, wall: UInt32(truncatingIfNeeded: time(nil))))
         pump(now: now)
     }
 
     func handleDelivery(_ t: Ticket, _ d: Delivery, now: UInt64) {
-        guard let id = outboxTickets[t], let store else { return }
-        let wall = UInt32(truncatingIfNeeded: time(nil))
-        switch d {
-        case .sent(let attempt, _, _):
-            let prior = store.outbox.first { $0.messageId == id }?.attempts ?? 0
-            try? store.recordSent(id: id, attempts: prior &+ 1, ackTag: 0, nextAttemptAt: 0, now: wall)
-            _ = attempt
-            publishDelivery(id, "sent")
-        case .retrying:
-            break
-        case .acked(_, let rtt):
-            outboxTickets[t] = nil
-            outboxBusy.remove(id)
-            do { try store.recordAcked(id: id, roundTripMs: rtt, now: wall) } catch { log("store: \(error)") }
-            log("outbox: message \(id) acknowledged (round trip \(rtt) ms)")
-            publishDelivery(id, "acked")
-            for w in sendWaiters.removeValue(forKey: id) ?? [] {
-                let m = (try? store.message(id: id)).flatMap { $0 }
-                api.reply(DaemonResponse(id: w.1, ok: m.map { [("message", MessageJSON.message($0, store: store))] } ?? []), to: w.0)
-            }
-        case .failed:
-            outboxTickets[t] = nil
-            outboxBusy.remove(id)
-            guard var item = store.outbox.first(where: { $0.messageId == id }) else { return }
-            if Int(item.attempts) >= config.outboxMaxAttempts {
-                finishOutbox(id, failed: DaemonError(.timeout, "no ACK after \(item.attempts) attempts"))
-            } else {
-                let round = max(1, Int(item.attempts) / 3)
-                let delay = config.outboxRetryBaseS << UInt32(min(round - 1, 8))
-                item.nextAttemptAt = wall + delay
-                try? store.updateOutbox(item)
-                log("outbox: message \(id): no ACK after \(item.attempts) attempt(s); next try in \(delay) s")
-                publishDelivery(id, "retrying")
-            }
-        case .refused(let code):
-            outboxTickets[t] = nil
-            outboxBusy.remove(id)
-            if code == 2 {
-                finishOutbox(id, failed: DaemonError(.notFound, "the radio does not know the contact (ERR 2)"))
-            } else {
-                guard var item = store.outbox.first(where: { $0.messageId == id }) else { return }
-                item.attempts &+= 1
-                item.nextAttemptAt = wall + config.outboxRetryBaseS
-                try? store.updateOutbox(item)
-                if Int(item.attempts) >= config.outboxMaxAttempts {
-                    finishOutbox(id, failed: DaemonError(.refused, "the radio refused the message (ERR \(code))"))
-                }
-            }
-        case .timeout, .cancelled:
-            // The link went away or the radio did not answer: the item stays for the next connection.
-            outboxTickets[t] = nil
-            outboxBusy.remove(id)
-        }
+        guard let store, let events = outbox.delivery(t, d, store: store, wall: UInt32(truncatingIfNeeded: time(nil))) else { return }
+        outboxEvents(events)
     }
 
-    func finishOutbox(_ id: UInt64, failed error: DaemonError) {
-        let wall = UInt32(truncatingIfNeeded: time(nil))
-        do { try store?.recordFailed(id: id, now: wall) } catch { log("store: \(error)") }
-        log("outbox: message \(id) failed: \(error.message)")
-        publishDelivery(id, "failed")
-        for w in sendWaiters.removeValue(forKey: id) ?? [] {
-            api.reply(DaemonResponse(id: w.1, error: error), to: w.0)
+    /// Logs, publishes and answers waiting `send --wait` clients.
+    func outboxEvents(_ events: [OutboxSender.Event]) {
+        for e in events {
+            switch e {
+            case .sent(let id, _, _, _):
+                publishDelivery(id, "sent")
+            case .acked(let id, let rtt):
+                log("outbox: message \(id) acknowledged (round trip \(rtt) ms)")
+                publishDelivery(id, "acked")
+                for w in sendWaiters.removeValue(forKey: id) ?? [] {
+                    let m = store.flatMap { try? $0.message(id: id) }
+                    api.reply(DaemonResponse(id: w.1, ok: m.map { [("message", MessageJSON.message($0, store: store!))] } ?? []), to: w.0)
+                }
+            case .retrying(let id, let attempts, let delay):
+                log("outbox: message \(id): no ACK after \(attempts) attempt(s); next try in \(delay) s")
+                publishDelivery(id, "retrying")
+            case .failed(let id, let error):
+                log("outbox: message \(id) failed: \(error.message)")
+                publishDelivery(id, "failed")
+                for w in sendWaiters.removeValue(forKey: id) ?? [] {
+                    api.reply(DaemonResponse(id: w.1, error: error), to: w.0)
+                }
+            case .storeFailed(let id, let error):
+                log("store: outbox message \(id): \(error)")
+            }
         }
     }
 

@@ -471,7 +471,7 @@ public final class Executor {
         var flood = false
         let d = try radio.sendText(to: c.publicKey, text: text, timestamp: wallClockEpoch(), wait: wait) { p in
             switch p {
-            case .sent(let a, let f, _): attempts = a + 1; flood = f
+            case .sent(let a, let f, _, _): attempts = a + 1; flood = f
             case .retrying(let a, let f): attempts = a + 1; flood = f
             default: break
             }
@@ -482,7 +482,7 @@ public final class Executor {
                      .init("flood", .bool(flood))] + extra)
         }
         switch d {
-        case .sent(let a, let f, let est):
+        case .sent(let a, let f, let est, _):
             return Outcome(result("sent", [.init("estimated_timeout_ms", .int(est))]).with(attempts: a + 1, flood: f))
         case .acked(let a, let rtt):
             return Outcome(result("acked", [.init("round_trip_ms", .int(rtt)), .init("elapsed_ms", .int(elapsed))]).with(attempts: a + 1, flood: flood))

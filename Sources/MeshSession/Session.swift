@@ -671,13 +671,12 @@ public final class Session {
         let flood = b[1] != 0
         let tag = readU32(b, 2)
         let est = readU32(b, 6)
-        var wait = config.ackTimeout ?? UInt64(Double(est) * config.ackTimeoutFactor)
-        wait = max(wait, config.minReplyTimeout)
+        let wait = config.ackWait(estimatedTimeout: est)
         messages[i].flood = flood
         while messages[i].tags.count < messages[i].attempt { messages[i].tags.append(0) }
         messages[i].tags.append(tag)
         messages[i].state = .awaitingAck(deadline: now &+ wait)
-        emit(.delivery(t, .sent(attempt: messages[i].attempt, flood: flood, estimatedTimeout: est)))
+        emit(.delivery(t, .sent(attempt: messages[i].attempt, flood: flood, estimatedTimeout: est, ackTag: tag)))
     }
 
     func confirm(ack: UInt32, roundTrip: UInt32, now: UInt64) -> Bool {

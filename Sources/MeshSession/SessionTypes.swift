@@ -40,6 +40,11 @@ public struct SessionConfig: Sendable {
     public var eventCapacity: Int = 1024
 
     public init() {}
+
+    /// How long one attempt waits for its ACK, given SENT's `est_timeout` (ms).
+    public func ackWait(estimatedTimeout est: UInt32) -> UInt64 {
+        max(ackTimeout ?? UInt64(Double(est) * ackTimeoutFactor), minReplyTimeout)
+    }
 }
 
 /// How a command finished.
@@ -72,8 +77,9 @@ public struct ContactListing: Sendable, Equatable {
 
 /// What a direct message is doing.
 public enum Delivery: Sendable, Equatable {
-    /// The radio took attempt `attempt` (0-based) and says it went flood or direct.
-    case sent(attempt: Int, flood: Bool, estimatedTimeout: UInt32)
+    /// The radio took attempt `attempt` (0-based) and says it went flood or direct; `ackTag` is the
+    /// ACK code it expects for this attempt (SEND_CONFIRMED carries it).
+    case sent(attempt: Int, flood: Bool, estimatedTimeout: UInt32, ackTag: UInt32)
     /// No ACK in time; the next attempt goes out (after RESET_PATH when `flood`).
     case retrying(attempt: Int, flood: Bool)
     /// The recipient acknowledged attempt `attempt`; round trip as measured by the radio.

@@ -11,9 +11,11 @@ public struct OutboxItem: Equatable, Sendable {
     public var text: [UInt8]
     /// Attempts made so far.
     public var attempts: UInt8
-    /// Expected ACK code of the latest attempt (0 = none yet).
+    /// Expected ACK code of the latest attempt (0 = none yet). A SEND_CONFIRMED carrying it, even
+    /// one pushed after a restart, acknowledges the message.
     public var ackTag: UInt32
-    /// Epoch seconds before which the next attempt should not be made (0 = now).
+    /// Epoch seconds before which the next attempt should not be made (0 = now): the latest
+    /// attempt's ACK deadline, or the end of the backoff after a round without an ACK.
     public var nextAttemptAt: UInt32
     public var createdAt: UInt32
 

@@ -310,7 +310,7 @@ final class Harness {
         let t = try h.s.sendText(to: keyB, text: "hello", timestamp: ts, now: h.now)
         #expect(h.takeSent() == [sendFrame(attempt: 0)])
         h.feed(sentFrame(flood: false, tag: 0x1111_1111, est: 1_000))
-        #expect(h.takeEvents() == [.delivery(t, .sent(attempt: 0, flood: false, estimatedTimeout: 1_000))])
+        #expect(h.takeEvents() == [.delivery(t, .sent(attempt: 0, flood: false, estimatedTimeout: 1_000, ackTag: 0x1111_1111))])
         #expect(h.s.nextDeadline == h.now + 1_200)  // est × 1.2
         h.advance(to: h.now + 1_200)
         #expect(h.takeEvents() == [.delivery(t, .retrying(attempt: 1, flood: false))])
@@ -323,7 +323,7 @@ final class Harness {
         h.feed(sentFrame(flood: true, tag: 0x3333_3333, est: 4_000))
         let ev = h.takeEvents()
         #expect(ev.contains(.delivery(t, .retrying(attempt: 2, flood: true))))
-        #expect(ev.last == .delivery(t, .sent(attempt: 2, flood: true, estimatedTimeout: 4_000)))
+        #expect(ev.last == .delivery(t, .sent(attempt: 2, flood: true, estimatedTimeout: 4_000, ackTag: 0x3333_3333)))
         h.feed([0x81] + keyB)                     // PATH_UPDATED comes first
         h.feed([0x82] + le32(0x3333_3333) + le32(2_345))
         #expect(h.takeEvents() == [.push([0x81] + keyB), .delivery(t, .acked(attempt: 2, roundTrip: 2_345))])

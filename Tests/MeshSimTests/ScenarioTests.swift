@@ -114,7 +114,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let done = w.mesh.run(until: { collect(); return events.contains { if case .delivery(t2, .acked) = $0 { return true }; if case .delivery(t2, .failed) = $0 { return true }; return false } }, limit: 300_000)
         #expect(done)
         let deliveries = events.compactMap { e -> Delivery? in if case let .delivery(t, d) = e, t == t2 { return d }; return nil }
-        #expect(deliveries.contains { if case .sent(0, false, _) = $0 { return true }; return false })
+        #expect(deliveries.contains { if case .sent(0, false, _, _) = $0 { return true }; return false })
         #expect(deliveries.contains { if case .retrying(_, true) = $0 { return true }; return false })
         #expect(deliveries.contains { if case .acked = $0 { return true }; return false })
         // The flood found the other branch, and the path was relearned around the broken hop.

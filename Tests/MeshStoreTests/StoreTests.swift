@@ -185,6 +185,38 @@ import Testing
         #expect(try s.message(id: b.messageId)?.status == .failed)
     }
 
+    /// The outbox record layout is a file format: one written byte by byte as documented (an attempt
+    /// in flight with its ACK code and deadline, and one from before codes were kept: tag 0) reads back.
+    @Test func outboxRecordsInTheDocumentedLayoutRead() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        let a = try s.enqueue(outgoing("waits", ts: 100), now: 100)
+        let b = try s.enqueue(outgoing("old", to: bob, ts: 101), now: 101)
+        s.close()
+        func put(_ id: UInt64, _ thread: ThreadKey, attempts: UInt8, ts: UInt32, tag: UInt32, at: UInt32, _ text: String) -> [UInt8] {
+            var p: [UInt8] = [1, 0, attempts, 0]
+            p.putU64(id); p.putU64(thread.raw)
+            p.putU32(ts); p.putU32(tag); p.putU32(at); p.putU32(ts)
+            p.putU16(UInt16(text.utf8.count)); p += Array(text.utf8)
+            var f: [UInt8] = []
+            let start = Frame.begin(&f)
+            f += p
+            Frame.seal(&f, at: start, salt: 0)
+            return f
+        }
+        writeBytes(dir.radio + "/outbox", put(a.messageId, a.thread, attempts: 1, ts: 100, tag: 0x1234_5678, at: 107, "waits")
+                   + put(b.messageId, b.thread, attempts: 1, ts: 101, tag: 0, at: 0, "old"))
+        s = try RadioStore(directory: dir.radio)
+        defer { s.close() }
+        #expect(s.recovery.damage.isEmpty)
+        #expect(s.outbox == [OutboxItem(messageId: a.messageId, thread: a.thread, senderTimestamp: 100, text: Array("waits".utf8),
+                                        attempts: 1, ackTag: 0x1234_5678, nextAttemptAt: 107, createdAt: 100),
+                             OutboxItem(messageId: b.messageId, thread: .direct(bob), senderTimestamp: 101, text: Array("old".utf8),
+                                        attempts: 1, createdAt: 101)])
+        #expect(s.outboxItem(ackTag: 0x1234_5678)?.messageId == a.messageId)
+        #expect(s.outboxItem(ackTag: 0) == nil)
+    }
+
     @Test func outboxCompacts() throws {
         let dir = TempDir()
         let s = try RadioStore(directory: dir.radio)

@@ -618,3 +618,108 @@ def test_outbox_survives_restarts_and_is_delivered_once(mesh, tmpdir_short):
     finally:
         d.stop()
         proxy.close()
+
+
+class AckHoldingProxy(Proxy):
+    """A Proxy that reads the companion frames both ways: it counts SEND_TXT_MSG (0x02) from the
+    daemon and, while `hold_acks` is set, keeps SEND_CONFIRMED pushes (0x82) from the radio back.
+    `release_acks()` hands them to the connection open then, as a radio pushes SEND_CONFIRMED to
+    whichever app is connected when the ACK comes in."""
+
+    def __init__(self, target):
+        self.sends = 0
+        self.hold_acks = False
+        self.held = []
+        super().__init__(target)
+
+    def _pipe(self, a, b):
+        with self.lock:
+            from_app = any(a is c for c, _ in self.conns)
+        buf = b""
+        try:
+            while True:
+                data = a.recv(4096)
+                if not data:
+                    break
+                buf += data
+                out = b""
+                while len(buf) >= 3 and len(buf) >= 3 + int.from_bytes(buf[1:3], "little"):
+                    n = 3 + int.from_bytes(buf[1:3], "little")
+                    frame, buf = buf[:n], buf[n:]
+                    code = frame[3] if n > 3 else None
+                    if from_app and code == 0x02:
+                        self.sends += 1
+                    if not from_app and code == 0x82 and self.hold_acks:
+                        self.held.append(frame)
+                        continue
+                    out += frame
+                if out:
+                    b.sendall(out)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def release_acks(self):
+        with self.lock:
+            c, _ = self.conns[-1]
+            for f in self.held:
+                c.sendall(f)
+            self.held = []
+            self.hold_acks = False
+
+
+def test_an_ack_for_a_message_sent_before_a_sigkill_is_taken_and_nothing_is_resent(mesh, tmpdir_short):
+    """The daemon is SIGKILLed after the radio took a message (SENT) and before its ACK came back.
+    The restarted daemon does not send it again while the saved ACK deadline runs; the radio's
+    SEND_CONFIRMED, pushed to the new connection, marks it acked with the radio's round trip."""
+    name1, _, port1 = mesh.nodes[1]
+    proxy = AckHoldingProxy(mesh.nodes[0][2])
+    d = Daemon(tmpdir_short, proxy.port, hook=False)
+    try:
+        d.wait_ready()
+        assert d.call({"id": 1, "op": "advert", "flood": True})["ok"]
+        assert start_sender(tmpdir_short, port1, 0, 0, "x", advert=True).wait(30) == 0
+        assert wait_for(lambda: any(c["name"] == name1 for c in d.call({"id": 2, "op": "contacts"})["contacts"]), 20)
+        received_by(tmpdir_short, port1)  # node 1's queue starts empty
+
+        proxy.hold_acks = True
+        text = "sent once across a SIGKILL"
+        r = d.call({"id": 3, "op": "send", "to": name1, "text": text})
+        assert r["ok"], r
+        mid = r["message"]["id"]
+        # The radio took it (SENT is on disk with its ACK code and deadline) and the ACK came back.
+        assert wait_for(lambda: proxy.held and [i["attempts"] for i in d.call({"id": 4, "op": "outbox"})["outbox"]] == [1], 20), \
+            (proxy.held, d.call({"id": 5, "op": "outbox"}))
+        item = d.call({"id": 6, "op": "outbox"})["outbox"][0]
+        assert item["next_attempt_at"] > time.time()
+        sends = proxy.sends
+        assert sends == 1
+        rtt = int.from_bytes(proxy.held[0][8:12], "little")
+        d.kill()
+
+        d = Daemon(tmpdir_short, proxy.port, hook=False)
+        d.wait_ready(40)
+        assert "awaiting its ACK" in (Path(tmpdir_short) / "daemon.log").read_text()
+        assert [(i["id"], i["attempts"]) for i in d.call({"id": 7, "op": "outbox"})["outbox"]] == [(mid, 1)]
+        assert proxy.sends == sends, "the restarted daemon sent the message again before the ACK deadline"
+        proxy.release_acks()
+
+        def acked():
+            m = [m for m in d.call({"id": 8, "op": "history", "thread": name1})["messages"] if m["id"] == mid]
+            return m and m[0]["status"] == "acked" and m[0]
+        assert wait_for(acked, 20), (Path(tmpdir_short) / "daemon.log").read_text()[-3000:]
+        m = acked()
+        assert m["attempts"] == 1 and m["round_trip_ms"] == rtt
+        assert d.call({"id": 9, "op": "outbox"})["outbox"] == []
+        # Past the deadline too: nothing more goes out, and node 1 has the message once.
+        time.sleep(max(0.0, item["next_attempt_at"] - time.time()) + 2)
+        assert proxy.sends == sends
+        assert received_by(tmpdir_short, port1).count(text) == 1
+        assert (Path(tmpdir_short) / "daemon.log").read_text().count(f"outbox: message {mid} acknowledged") == 1
+    finally:
+        d.stop()
+        proxy.close()

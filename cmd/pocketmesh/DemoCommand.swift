@@ -191,7 +191,7 @@ final class DemoRig {
             if let r = reader { read += self.printMessages(r) }
             while let (at, d) = from.takeTimed({ e -> Delivery? in if case let .delivery(tt, d) = e, tt == t { return d }; return nil }) {
                 switch d {
-                case let .sent(attempt, flood, est):
+                case let .sent(attempt, flood, est, _):
                     say("   attempt \(attempt + 1) sent \(flood ? "FLOOD" : "DIRECT"), radio expects an ACK within \(est) ms", at: at)
                 case let .retrying(attempt, flood):
                     say("   no ACK in time; retrying (attempt \(attempt + 1))\(flood ? " after RESET_PATH, as a flood" : "")", at: at)

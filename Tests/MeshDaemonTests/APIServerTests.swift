@@ -121,7 +121,7 @@ import Testing
         d.send("{\"id\":12,\"op\":\"ping\"}\n")
         service(server)
         let dc = held[1].1
-        close(d.fd)
+        d.close()
         service(server)
         #expect(gone.contains(dc))
         server.reply(DaemonResponse(id: 12), to: dc)

@@ -12,13 +12,30 @@ import Testing
     }
 
     /// Ticks the runner with real child processes until `done()`; virtual time advances 10 ms a round.
-    func drive(_ r: HookRunner, now: inout UInt64, rounds: Int = 3000, until done: () -> Bool) {
-        for _ in 0..<rounds where !done() {
+    /// Bounded by `rounds` when given, and always by 60 s of real time (child processes start slowly
+    /// on a loaded machine, so a round count alone is not a fair limit).
+    func drive(_ r: HookRunner, now: inout UInt64, rounds: Int? = nil, until done: () -> Bool) {
+        func seconds() -> Double {
+            var ts = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &ts)
+            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        }
+        let deadline = seconds() + 60
+        var round = 0
+        while !done(), round < (rounds ?? Int.max), seconds() < deadline {
             _ = r.tick(now: now)
             usleep(1000)
             now += 10
+            round += 1
         }
         _ = r.tick(now: now)
+    }
+
+    /// A hook config whose runs never time out in virtual time (the tests run real processes).
+    func patientConfig(_ argv: [String], dir: String) -> HookRunner.Config {
+        var config = HookRunner.Config(argv: argv, dir: dir, wrapper: nil)
+        config.timeoutMS = 24 * 3_600_000
+        return config
     }
 
     @Test func runsEachMessageOnceAcrossRestarts() throws {
@@ -30,7 +47,7 @@ import Testing
         var store = messages(5)
         var now: UInt64 = 0
         do {
-            let r = try HookRunner(config: .init(argv: [script], dir: dir + "/hooks", wrapper: nil))
+            let r = try HookRunner(config: patientConfig([script], dir: dir + "/hooks"))
             r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
             drive(r, now: &now) { r.delivered == 5 && r.cursor == 50 }
             #expect(r.cursor == 50)
@@ -40,7 +57,7 @@ import Testing
         #expect(lines.sorted().first?.hasPrefix("10|hi $(touch /tmp/pwned) ; `x` 1|{\"id\":10") == true)
         // Restart: nothing old runs again; new messages do.
         store += [HookMessage(id: 60, json: .obj(("text", "six")))]
-        let r2 = try HookRunner(config: .init(argv: [script], dir: dir + "/hooks", wrapper: nil))
+        let r2 = try HookRunner(config: patientConfig([script], dir: dir + "/hooks"))
         #expect(r2.cursor == 50)
         r2.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
         drive(r2, now: &now) { r2.cursor == 60 }
@@ -63,7 +80,7 @@ import Testing
             """, mode: 0o700)
         let store = messages(3)
         var logs: [String] = []
-        var config = HookRunner.Config(argv: [script], dir: dir + "/hooks", wrapper: nil)
+        var config = patientConfig([script], dir: dir + "/hooks")
         config.retryBaseMS = 500
         let r = try HookRunner(config: config)
         r.log = { logs.append($0) }
@@ -98,14 +115,14 @@ import Testing
     @Test func concurrencyIsBounded() throws {
         let dir = temporaryDirectory("pm-hook")
         defer { removeTree(dir) }
-        var config = HookRunner.Config(argv: ["/bin/sleep", "0.2"], dir: dir + "/hooks", wrapper: nil)
+        var config = patientConfig(["/bin/sleep", "0.2"], dir: dir + "/hooks")
         config.concurrency = 2
         let r = try HookRunner(config: config)
         let store = messages(6)
         r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
         var now: UInt64 = 0
         var peak = 0
-        for _ in 0..<3000 where r.cursor < 60 {
+        for _ in 0..<30_000 where r.cursor < 60 {  // at most about 40 s of real time
             _ = r.tick(now: now)
             peak = max(peak, r.runningCount)
             usleep(1000)

@@ -37,10 +37,16 @@ func service(_ server: APIServer, rounds: Int = 3) {
 
 /// A blocking test client on the API socket.
 final class LineClient {
-    let fd: Int32
+    private(set) var fd: Int32
     var buffer: [UInt8] = []
     init(_ path: String) throws { fd = try UnixSocket.connect(path: path) }
-    deinit { close(fd) }
+    deinit { close() }
+
+    /// Closes the connection once. (Tests run in parallel in one process: a second close(2) of the
+    /// same number would close whatever another test opened under it since.)
+    func close() {
+        if fd >= 0 { Glibc.close(fd); fd = -1 }
+    }
 
     func send(_ text: String) {
         let bytes = Array(text.utf8)

@@ -300,18 +300,22 @@ def _power_cuts(d, mesh, tmpdir_short, rng, kills, n):
     assert "torn tail" in log or kills == 0
 
 
-def test_link_faults_peer_gone_and_back_and_garbage(mesh, tmpdir_short):
-    """A proxy between the daemon and the peer drops the link, refuses it for a while, and sends garbage."""
-    target = mesh.nodes[0][2]
-    listen = socket.socket()
-    listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listen.bind(("127.0.0.1", 0))
-    listen.listen(4)
-    port = listen.getsockname()[1]
-    state = {"up": True, "conns": []}
-    lock = threading.Lock()
+class Proxy:
+    """A loopback TCP forwarder to `target` that can be taken down (connections cut, new ones refused)."""
 
-    def pipe(a, b):
+    def __init__(self, target):
+        self.target = target
+        self.listen = socket.socket()
+        self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listen.bind(("127.0.0.1", 0))
+        self.listen.listen(4)
+        self.port = self.listen.getsockname()[1]
+        self.is_up = True
+        self.conns = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _pipe(self, a, b):
         try:
             while True:
                 data = a.recv(4096)
@@ -326,59 +330,71 @@ def test_link_faults_peer_gone_and_back_and_garbage(mesh, tmpdir_short):
             except OSError:
                 pass
 
-    def serve():
+    def _serve(self):
         while True:
             try:
-                c, _ = listen.accept()
+                c, _ = self.listen.accept()
             except OSError:
                 return
-            with lock:
-                if not state["up"]:
+            with self.lock:
+                if not self.is_up:
                     c.close()
                     continue
-                u = socket.create_connection(("127.0.0.1", target))
-                state["conns"].append((c, u))
-            threading.Thread(target=pipe, args=(c, u), daemon=True).start()
-            threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+                u = socket.create_connection(("127.0.0.1", self.target))
+                self.conns.append((c, u))
+            threading.Thread(target=self._pipe, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
 
-    threading.Thread(target=serve, daemon=True).start()
-
-    def cut(up_again_after):
-        with lock:
-            state["up"] = False
-            for c, u in state["conns"]:
+    def down(self):
+        with self.lock:
+            self.is_up = False
+            for c, u in self.conns:
                 for s in (c, u):
                     try:
                         s.shutdown(socket.SHUT_RDWR)
                         s.close()
                     except OSError:
                         pass
-            state["conns"].clear()
-        time.sleep(up_again_after)
-        with lock:
-            state["up"] = True
+            self.conns.clear()
 
-    def garbage():
-        with lock:
-            for c, _ in state["conns"]:
-                # No '>' in it, sent between frames: the daemon must skip it and keep the link.
+    def up(self):
+        with self.lock:
+            self.is_up = True
+
+    def garbage(self):
+        """Sends random bytes without a '>' (so between frames) to the daemon side of each connection."""
+        with self.lock:
+            for c, _ in self.conns:
                 c.sendall(bytes(b for b in os.urandom(300) if b != 0x3E))
+
+    def close(self):
+        self.down()
+        self.listen.close()
+
+
+def test_link_faults_peer_gone_and_back_and_garbage(mesh, tmpdir_short):
+    """A proxy between the daemon and the peer drops the link, refuses it for a while, and sends garbage."""
+    proxy = Proxy(mesh.nodes[0][2])
+    port = proxy.port
+
+    def cut(up_again_after):
+        proxy.down()
+        time.sleep(up_again_after)
+        proxy.up()
 
     d = Daemon(tmpdir_short, port, hook=False)
     try:
         d.wait_ready()
-        garbage()
+        # The daemon must skip it and keep the link.
+        proxy.garbage()
         time.sleep(0.5)
         assert d.call({"id": 1, "op": "ping"})["ok"]
         # Messages sent while the radio link is down wait in the radio's queue.
-        cut(0)
-        with lock:
-            state["up"] = False
+        proxy.down()
         sender = start_sender(tmpdir_short, mesh.nodes[1][2], 20, 0.05, "lf")
         time.sleep(1.5)
         assert d.call({"id": 2, "op": "status"})["state"] == "down"
-        with lock:
-            state["up"] = True
+        proxy.up()
         assert sender.wait(60) == 0
         d.wait_ready(30)
         assert wait_for(lambda: len(d.texts()) >= 20, 20), d.texts()
@@ -398,7 +414,7 @@ def test_link_faults_peer_gone_and_back_and_garbage(mesh, tmpdir_short):
         assert "link: lost" in log and "reconnecting in" in log
     finally:
         d.stop()
-        listen.close()
+        proxy.close()
 
 
 def test_api_protocol_subscription_and_send(mesh, tmpdir_short):
@@ -486,72 +502,6 @@ def test_write_errors_keep_the_daemon_running_and_lose_nothing(mesh, tmpdir_shor
         assert len({f"full-{i}" for i in range(10)} - set(texts)) <= 1
     finally:
         d.stop()
-
-
-class Proxy:
-    """A loopback TCP forwarder to `target` that can be taken down (connections cut, new ones refused)."""
-
-    def __init__(self, target):
-        self.target = target
-        self.listen = socket.socket()
-        self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listen.bind(("127.0.0.1", 0))
-        self.listen.listen(4)
-        self.port = self.listen.getsockname()[1]
-        self.is_up = True
-        self.conns = []
-        self.lock = threading.Lock()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _pipe(self, a, b):
-        try:
-            while True:
-                data = a.recv(4096)
-                if not data:
-                    break
-                b.sendall(data)
-        except OSError:
-            pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def _serve(self):
-        while True:
-            try:
-                c, _ = self.listen.accept()
-            except OSError:
-                return
-            with self.lock:
-                if not self.is_up:
-                    c.close()
-                    continue
-                u = socket.create_connection(("127.0.0.1", self.target))
-                self.conns.append((c, u))
-            threading.Thread(target=self._pipe, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
-
-    def down(self):
-        with self.lock:
-            self.is_up = False
-            for c, u in self.conns:
-                for s in (c, u):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                        s.close()
-                    except OSError:
-                        pass
-            self.conns.clear()
-
-    def up(self):
-        with self.lock:
-            self.is_up = True
-
-    def close(self):
-        self.down()
-        self.listen.close()
 
 
 def received_by(tmp, port):

@@ -513,6 +513,14 @@ def received_by(tmp, port):
     return [m["text"] for m in json.loads(r.stdout)]
 
 
+def introduce(d, tmp, name1, port1):
+    """The daemon's radio learns node 1 as a contact and node 1 learns its key; node 1's queue is emptied."""
+    assert d.call({"id": 1, "op": "advert", "flood": True})["ok"]
+    assert start_sender(tmp, port1, 0, 0, "x", advert=True).wait(30) == 0
+    assert wait_for(lambda: any(c["name"] == name1 for c in d.call({"id": 2, "op": "contacts"})["contacts"]), 20)
+    received_by(tmp, port1)
+
+
 def test_outbox_survives_restarts_and_is_delivered_once(mesh, tmpdir_short):
     """A message queued while the radio is unreachable survives SIGKILLs of the daemon and is
     delivered once when the radio is back; its delivery state is on disk and it is not sent again."""
@@ -521,11 +529,7 @@ def test_outbox_survives_restarts_and_is_delivered_once(mesh, tmpdir_short):
     d = Daemon(tmpdir_short, proxy.port, hook=False)
     try:
         d.wait_ready()
-        # Introduce the nodes: the daemon's radio knows node 1 as a contact, node 1 knows its key.
-        assert d.call({"id": 1, "op": "advert", "flood": True})["ok"]
-        assert start_sender(tmpdir_short, port1, 0, 0, "x", advert=True).wait(30) == 0
-        assert wait_for(lambda: any(c["name"] == name1 for c in d.call({"id": 2, "op": "contacts"})["contacts"]), 20)
-        received_by(tmpdir_short, port1)  # node 1's queue starts empty
+        introduce(d, tmpdir_short, name1, port1)
 
         proxy.down()
         assert wait_for(lambda: d.call({"id": 3, "op": "status"})["state"] == "down", 20)
@@ -631,10 +635,7 @@ def test_an_ack_for_a_message_sent_before_a_sigkill_is_taken_and_nothing_is_rese
     d = Daemon(tmpdir_short, proxy.port, hook=False)
     try:
         d.wait_ready()
-        assert d.call({"id": 1, "op": "advert", "flood": True})["ok"]
-        assert start_sender(tmpdir_short, port1, 0, 0, "x", advert=True).wait(30) == 0
-        assert wait_for(lambda: any(c["name"] == name1 for c in d.call({"id": 2, "op": "contacts"})["contacts"]), 20)
-        received_by(tmpdir_short, port1)  # node 1's queue starts empty
+        introduce(d, tmpdir_short, name1, port1)
 
         proxy.hold_acks = True
         text = "sent once across a SIGKILL"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates scripts/release-order.txt: the functions that the everyday commands and the
-# daemon execute, in the order valgrind first reports them. scripts/release.sh hands the list
-# to the linker (--symbol-ordering-file), which places those functions side by side, so a
-# command touches a few hundred KB of contiguous code instead of pages spread over 14 MB.
+# daemon execute (valgrind's callgrind), then the static data they load and store (valgrind's
+# lackey: metadata caches, globals). scripts/release.sh hands the list to the linker
+# (--symbol-ordering-file), which places those side by side, so a command touches about a MB of
+# contiguous code and a few pages of data instead of pages spread over 14 MB.
 # A stale list is harmless (unknown names are skipped); rerun this after larger changes.
 #
 # Needs valgrind and a release build from scripts/release.sh. Uses the built-in simulator
@@ -17,8 +18,9 @@ command -v valgrind >/dev/null || { echo "release-order: valgrind is needed (apt
 [ -x "$BIN" ] || { echo "release-order: $BIN missing: run scripts/release.sh first." >&2; exit 1; }
 
 WORK=$(mktemp -d)
-SIM=""; DAEMON=""
+SIM=""; DAEMON=""; MEMREADER=""
 cleanup() {
+  [ -n "$MEMREADER" ] && kill "$MEMREADER" 2>/dev/null || true
   [ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null || true
   [ -n "$SIM" ] && kill "$SIM" 2>/dev/null || true
   wait 2>/dev/null || true
@@ -74,6 +76,38 @@ done
 sleep 2
 kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
 
+# Static data the same work touches (valgrind's lackey sees every load and store): the linker
+# then also puts the metadata caches and globals in use side by side, so a command dirties a few
+# pages of .bss/.data instead of a hundred.
+mem() {  # prints each distinct address the program loads or stores, once
+  awk '$1 == "L" || $1 == "S" || $1 == "M" { split($2, a, ","); if (!seen[a[1]]++) print a[1] }'
+}
+trace() {
+  n=$((n + 1))
+  valgrind -q --tool=lackey --trace-mem=yes --log-fd=9 "$PM" "$@" 9>&1 >/dev/null 2>/dev/null | mem >"$WORK/mem.$(printf %03d $n)" || true
+}
+trace --help
+trace --tcp "$A" info
+trace --tcp "$A" contacts
+trace --tcp "$A" channel send 0 "order data"
+trace --tcp "$A" send sim1 "order data direct"
+trace --tcp "$B" sync
+mkfifo "$WORK/lackey.fifo"
+mem <"$WORK/lackey.fifo" >"$WORK/mem.daemon" &
+MEMREADER=$!
+valgrind -q --tool=lackey --trace-mem=yes --log-file="$WORK/lackey.fifo" \
+  "$PM" daemon --tcp "$B" --on-message true >"$WORK/daemon2.log" 2>&1 &
+DAEMON=$!
+for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
+for i in $(seq 5); do
+  "$PM" --tcp "$A" channel send 0 "traced $i" >/dev/null 2>&1 || true
+  "$PM" --tcp "$A" send sim1 "traced direct $i" --no-wait >/dev/null 2>&1 || true
+done
+"$PM" --tcp "$B" sync >/dev/null 2>&1 || true
+sleep 5
+kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
+wait "$MEMREADER" 2>/dev/null || true; MEMREADER=""
+
 # Code that valgrind does not name: the C library's start-up and its CPU-specific string
 # functions (valgrind replaces those with its own). Where perf works, the page faults of a few
 # plain runs name them; all variants of the string functions are added as well, since the
@@ -86,7 +120,7 @@ if perf stat -e page-faults true >/dev/null 2>&1; then
     perf script -i "$WORK/pf.data" -F addr 2>/dev/null >"$WORK/pf.$(printf %03d $n)" || true
   done
 fi
-nm -n --defined-only "$BIN" >"$WORK/nm.txt"
+nm -n -S --defined-only "$BIN" >"$WORK/nm.txt"
 
 python3 - "$WORK" "$REPO/scripts/release-order.txt" <<'PY'
 import bisect, glob, re, sys
@@ -101,12 +135,19 @@ for f in sorted(glob.glob(work + "/cg.*")):
         m = re.match(r"c?fn=\(\d+\) (.+)$", line.rstrip("\n"))
         if m and not m.group(1).startswith("0x"):
             add(m.group(1))
-addrs, names = [], []
+addrs, names = [], []          # code
+data = []                      # (address, size, name) of static data
 for line in open(work + "/nm.txt", errors="replace"):
     p = line.split()
-    if len(p) == 3 and p[1] in "tTwWiI":
+    if len(p) == 3:
+        p = [p[0], "0", p[1], p[2]]
+    if len(p) != 4:
+        continue
+    if p[2] in "tTwWiI":
         addrs.append(int(p[0], 16))
-        names.append(p[2])
+        names.append(p[3])
+    elif p[2] in "bBdDrRvV":
+        data.append((int(p[0], 16), int(p[1], 16), p[3]))
 for f in sorted(glob.glob(work + "/pf.*")):
     if f.endswith(".data"):
         continue
@@ -122,6 +163,17 @@ variant = re.compile(r"^__(mem|str|stp|raw|wmem|wcs)\w*_(sse\d|ssse3|avx\w*|evex
 for n in names:
     if variant.match(n):
         add(n)
+data.sort()
+starts = [d[0] for d in data]
+for f in sorted(glob.glob(work + "/mem.*")):
+    for line in open(f, errors="replace"):
+        try:
+            a = int(line.strip(), 16)
+        except ValueError:
+            continue
+        i = bisect.bisect_right(starts, a) - 1
+        if i >= 0 and a < data[i][0] + max(data[i][1], 1):
+            add(data[i][2])
 open(out, "w").write("".join(n + "\n" for n in order))
-print(f"release-order: {len(order)} functions in scripts/release-order.txt")
+print(f"release-order: {len(order)} functions and data symbols in scripts/release-order.txt")
 PY

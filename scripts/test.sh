@@ -28,11 +28,15 @@ if [ -x fuzz/run.sh ]; then
   bash fuzz/run.sh "${POCKETMESH_FUZZ_SECONDS:-20}"
 fi
 if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
-  echo "== release binary (scripts/release.sh): fully static, at most 20 MB stripped, runs the demo"
+  echo "== release binary (scripts/release.sh): fully static, at most 20 MB stripped, runs the demo and the CLI/daemon interop tests"
   bash scripts/release.sh
   size=$(stat -c %s dist/pocketmesh)
   [ "$size" -le 20000000 ] || { echo "release binary is $size bytes, over the 20 MB budget" >&2; exit 1; }
   if ldd dist/pocketmesh >/dev/null 2>&1; then echo "release binary is not static" >&2; exit 1; fi
   dist/pocketmesh demo >/dev/null
+  # The release binary is linked differently (lld, identical-code folding, reordered): run the
+  # command-line and daemon interop tests against it as well.
+  POCKETMESH_BIN="$PWD/dist/pocketmesh" "$POCKETMESH_VENV/bin/python" -m pytest -q -p no:cacheprovider \
+    Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py
 fi
 echo "all test stages passed"

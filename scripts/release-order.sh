@@ -57,24 +57,27 @@ profile --tcp "$B" --json sync
 profile --tcp "$A" time get
 profile --tcp "$A" listen --for 1
 
-# The daemon, with a hook, while the other node sends it channel and direct messages, and the
-# CLI goes through it.
+# The daemon, with a hook, while the other node sends it channel and direct messages and the CLI
+# goes through it: run under `valgrind ARGS...`, then stopped.
 export XDG_RUNTIME_DIR="$WORK/run" XDG_STATE_HOME="$WORK/state"
 mkdir -p "$XDG_RUNTIME_DIR" "$XDG_STATE_HOME"
-valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon" \
-  "$PM" daemon --tcp "$B" --on-message true >"$WORK/daemon.log" 2>&1 &
-DAEMON=$!
-for _ in $(seq 200); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
-for i in $(seq 20); do
-  "$PM" --tcp "$A" channel send 0 "storm $i" >/dev/null 2>&1 || true
-  "$PM" --tcp "$A" send sim1 "direct $i" --no-wait >/dev/null 2>&1 || true
-done
-"$PM" --tcp "$B" info >/dev/null 2>&1 || true
-"$PM" --tcp "$B" sync >/dev/null 2>&1 || true
-"$PM" --tcp "$B" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
-"$PM" chats >/dev/null 2>&1 || true
-sleep 2
-kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
+daemon_run() {  # MESSAGES VALGRIND-ARGS...
+  local messages=$1; shift
+  valgrind -q "$@" "$PM" daemon --tcp "$B" --on-message true >>"$WORK/daemon.log" 2>&1 &
+  DAEMON=$!
+  for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
+  for i in $(seq "$messages"); do
+    "$PM" --tcp "$A" channel send 0 "storm $i" >/dev/null 2>&1 || true
+    "$PM" --tcp "$A" send sim1 "direct $i" --no-wait >/dev/null 2>&1 || true
+  done
+  "$PM" --tcp "$B" info >/dev/null 2>&1 || true
+  "$PM" --tcp "$B" sync >/dev/null 2>&1 || true
+  "$PM" --tcp "$B" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
+  "$PM" chats >/dev/null 2>&1 || true
+  sleep 3
+  kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
+}
+daemon_run 20 --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon"
 
 # Static data the same work touches (valgrind's lackey sees every load and store): the linker
 # then also puts the metadata caches and globals in use side by side, so a command dirties a few
@@ -95,17 +98,7 @@ trace --tcp "$B" sync
 mkfifo "$WORK/lackey.fifo"
 mem <"$WORK/lackey.fifo" >"$WORK/mem.daemon" &
 MEMREADER=$!
-valgrind -q --tool=lackey --trace-mem=yes --log-file="$WORK/lackey.fifo" \
-  "$PM" daemon --tcp "$B" --on-message true >"$WORK/daemon2.log" 2>&1 &
-DAEMON=$!
-for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
-for i in $(seq 5); do
-  "$PM" --tcp "$A" channel send 0 "traced $i" >/dev/null 2>&1 || true
-  "$PM" --tcp "$A" send sim1 "traced direct $i" --no-wait >/dev/null 2>&1 || true
-done
-"$PM" --tcp "$B" sync >/dev/null 2>&1 || true
-sleep 5
-kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
+daemon_run 5 --tool=lackey --trace-mem=yes --log-file="$WORK/lackey.fifo"
 wait "$MEMREADER" 2>/dev/null || true; MEMREADER=""
 
 # Code that valgrind does not name: the C library's start-up and its CPU-specific string

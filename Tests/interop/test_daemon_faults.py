@@ -315,6 +315,14 @@ class Proxy:
         self.lock = threading.Lock()
         threading.Thread(target=self._serve, daemon=True).start()
 
+    @staticmethod
+    def _shut(*socks):
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def _pipe(self, a, b):
         try:
             while True:
@@ -324,11 +332,7 @@ class Proxy:
                 b.sendall(data)
         except OSError:
             pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        self._shut(a, b)
 
     def _serve(self):
         while True:
@@ -611,11 +615,7 @@ class AckHoldingProxy(Proxy):
                     b.sendall(out)
         except OSError:
             pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        self._shut(a, b)
 
     def release_acks(self):
         with self.lock:

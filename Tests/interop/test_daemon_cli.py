@@ -10,22 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from test_daemon_faults import BIN, Daemon, Mesh, received_by, start_sender, wait_for
-
-
-@pytest.fixture
-def mesh():
-    m = Mesh()
-    yield m
-    m.close()
-
-
-@pytest.fixture
-def tmpdir_short():
-    import tempfile
-    d = tempfile.mkdtemp(prefix="pmc-")
-    yield d
-    subprocess.run(["rm", "-rf", d])
+# The fixtures (a fresh two-node peer, a short temporary folder for socket paths) are shared.
+from test_daemon_faults import BIN, Daemon, Mesh, mesh, received_by, start_sender, tmpdir_short, wait_for  # noqa: F401
 
 
 def cli(tmp, *args, timeout=60):

@@ -28,12 +28,6 @@ struct DaemonCommand: ParsableCommand {
 
     @OptionGroup var radio: RadioLinkOptions
 
-    var serial: String? { radio.serial }
-    var baud: Int { radio.baud }
-    var tcp: String? { radio.tcp }
-    var ble: String? { radio.ble }
-    var bleMinMtu: Int { radio.bleMinMtu }
-
     @Option(help: ArgumentHelp("State folder (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
     var stateDir: String?
 
@@ -60,10 +54,10 @@ struct DaemonCommand: ParsableCommand {
 
     // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
     func check() throws {
-        if [serial, tcp, ble].compactMap({ $0 }).count != 1 {
+        if [radio.serial, radio.tcp, radio.ble].compactMap({ $0 }).count != 1 {
             throw ValidationError("give exactly one of --serial PATH (or auto), --tcp HOST[:PORT] and --ble ADDRESS.")
         }
-        if !(23...517).contains(bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
+        if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
@@ -80,9 +74,9 @@ struct DaemonCommand: ParsableCommand {
         for entry in Spawn.currentEnvironment() {
             if let eq = entry.firstIndex(of: "=") { env[String(entry[..<eq])] = String(entry[entry.index(after: eq)...]) }
         }
-        var config = Daemon.Config(link: serial.map { "serial:" + $0 } ?? tcp.map { "tcp:" + $0 } ?? "ble:" + (ble ?? ""))
-        config.baud = baud
-        config.bleMinimumMTU = bleMinMtu
+        var config = Daemon.Config(link: radio.serial.map { "serial:" + $0 } ?? radio.tcp.map { "tcp:" + $0 } ?? "ble:" + (radio.ble ?? ""))
+        config.baud = radio.baud
+        config.bleMinimumMTU = radio.bleMinMtu
         config.stateDir = stateDir
         config.socketPath = socket
         config.name = name

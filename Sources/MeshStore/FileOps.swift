@@ -24,7 +24,11 @@ public protocol FileOps: AnyObject {
     func makeDirectory(_ path: String, mode: UInt32) throws(FileErrno)
     /// `fchmod(2)`.
     func setMode(_ fd: Int32, _ mode: UInt32) throws(FileErrno)
-    /// `flock(fd, LOCK_EX|LOCK_NB)`: false if another open file holds it.
+    /// `fcntl(fd, F_SETLK, F_WRLCK)` over the whole file: false if another process holds it.
+    /// A POSIX record lock belongs to the process, not to the open file description, so a child
+    /// forked by another thread (between its `clone` and its `exec`) never holds it, as it would
+    /// hold a `flock`. It also means this process must not close any other descriptor of the
+    /// file while it holds the lock: `RadioLock` keeps that rule.
     func lockExclusive(_ fd: Int32) throws(FileErrno) -> Bool
     /// `access(path, F_OK)`.
     func exists(_ path: String) -> Bool
@@ -99,9 +103,14 @@ public final class SystemFileOps: FileOps {
     }
 
     public func lockExclusive(_ fd: Int32) throws(FileErrno) -> Bool {
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        var l = flock()
+        l.l_type = Int16(F_WRLCK)
+        l.l_whence = Int16(SEEK_SET)
+        l.l_start = 0
+        l.l_len = 0
+        while fcntl(fd, F_SETLK, &l) != 0 {
             if errno == EINTR { continue }
-            if errno == EWOULDBLOCK { return false }
+            if errno == EAGAIN || errno == EACCES { return false }
             throw FileErrno(errno)
         }
         return true

@@ -35,6 +35,17 @@ public final class Session {
         case noReply
         /// The first response of any code (raw frames).
         case anyResponse
+
+        /// What completes `frame` as the firmware answers it (for frames built elsewhere: the
+        /// daemon's tunnel, a hub client).
+        public static func answering(_ frame: [UInt8]) -> Expectation {
+            switch CommandReply.answering(frame) {
+            case .response: return .anyResponse
+            case .contactListing: return .contacts
+            case .push(let code): return .codes(CodeSet(code.rawValue))
+            case .none: return .noReply
+            }
+        }
     }
 
     public let config: SessionConfig
@@ -58,6 +69,8 @@ public final class Session {
         case dmSend(Ticket)
         case dmResetPath(Ticket)
         case request(Ticket, RemoteRequest)
+        /// DEVICE_QUERY or APP_START again after a setting changed; then the held reply, if any.
+        case refresh(then: (Ticket, Reply)?)
     }
 
     struct Command {
@@ -124,8 +137,7 @@ public final class Session {
         var head: [Command] = []
         head.append(Command(frame: CommandFrame.deviceQuery(appTargetVersion: config.appVersion).bytes, expect: .codes(CodeSet(Resp.deviceInfo)),
                             timeout: config.commandTimeout, purpose: .deviceQuery))
-        let appStart = ((try? CommandFrame.appStart(appName: config.appName)) ?? (try? CommandFrame.appStart()))?.bytes ?? [Cmd.appStart]
-        head.append(Command(frame: appStart, expect: .codes(CodeSet(Resp.selfInfo)),
+        head.append(Command(frame: appStartFrame(), expect: .codes(CodeSet(Resp.selfInfo)),
                             timeout: config.commandTimeout, purpose: .appStart))
         if let epoch = config.clockEpoch {
             head.append(Command(frame: CommandFrame.setDeviceTime(epoch).bytes, expect: .codes(CodeSet(Resp.ok)), timeout: config.commandTimeout, purpose: .clock))
@@ -346,6 +358,11 @@ public final class Session {
         return t
     }
 
+    /// APP_START with the configured app name (the default name if that one cannot be encoded).
+    func appStartFrame() -> [UInt8] {
+        ((try? CommandFrame.appStart(appName: config.appName)) ?? (try? CommandFrame.appStart()))?.bytes ?? [Cmd.appStart]
+    }
+
     func checkUsable() throws(SubmitError) {
         if state == .closed || state == .failed { throw .notUsable }
     }
@@ -429,7 +446,12 @@ public final class Session {
                 emit(.unexpected(Array(b)))
             }
         case .anyResponse:
-            finishInFlight(code == Resp.ok ? .ok : .frame(Array(b)), frame: b, now: now)
+            switch code {
+            case Resp.ok: finishInFlight(.ok, frame: b, now: now)
+            case Resp.err: finishInFlight(.error(b.count > 1 ? b[1] : 0), frame: b, now: now)
+            case Resp.disabled: finishInFlight(.disabled, frame: b, now: now)
+            default: finishInFlight(.frame(Array(b)), frame: b, now: now)
+            }
         case .noReply:
             emit(.unexpected(Array(b)))
         }
@@ -447,6 +469,7 @@ public final class Session {
         case .user(let t): emit(.reply(t, .cancelled))
         case .request(let t, _): emit(.request(t, .cancelled))
         case .dmSend, .dmResetPath: break  // reported through `messages`
+        case .refresh(let then): if let (t, _) = then { emit(.reply(t, .cancelled)) }
         case .deviceQuery, .appStart, .clock, .drain: break
         }
     }
@@ -455,7 +478,13 @@ public final class Session {
     func complete(_ c: Command, _ reply: Reply, frame b: UnsafeRawBufferPointer?, now: UInt64) {
         switch c.purpose {
         case .user(let t):
+            if case .ok = reply, queueRefresh(after: c.frame, ticket: t, reply) { return }
             emit(.reply(t, reply))
+        case .refresh(let then):
+            if case .frame(let f) = reply, let code = f.first {
+                if code == Resp.deviceInfo { deviceInfo = f } else if code == Resp.selfInfo { selfInfo = f }
+            }
+            if let (t, r) = then { emit(.reply(t, r)) }
         case .deviceQuery:
             if case .frame(let f) = reply { deviceInfo = f } else { handshakeFailed(reply) }
         case .appStart:
@@ -481,6 +510,27 @@ public final class Session {
         case .request(let t, let r):
             requestSent(ticket: t, r, reply, frame: b, now: now)
         }
+    }
+
+    /// A command that changed a setting succeeded: read DEVICE_INFO and SELF_INFO again before
+    /// its OK is reported, so whoever asks next (this shell, a tunnel client, a new handshake
+    /// answered from `selfInfo`) sees the new values. Returns false when nothing needs reading.
+    func queueRefresh(after frame: [UInt8], ticket t: Ticket, _ reply: Reply) -> Bool {
+        guard let first = frame.first, let code = CommandCode(rawValue: first),
+              code.changesSelfInfo || code.changesDeviceInfo else { return false }
+        var head: [Command] = []
+        let selfToo = code.changesSelfInfo
+        if code.changesDeviceInfo {
+            head.append(Command(frame: CommandFrame.deviceQuery(appTargetVersion: config.appVersion).bytes,
+                                expect: .codes(CodeSet(Resp.deviceInfo)), timeout: config.commandTimeout,
+                                purpose: .refresh(then: selfToo ? nil : (t, reply))))
+        }
+        if selfToo {
+            head.append(Command(frame: appStartFrame(), expect: .codes(CodeSet(Resp.selfInfo)), timeout: config.commandTimeout,
+                                purpose: .refresh(then: (t, reply))))
+        }
+        queue.insert(contentsOf: head, at: 0)
+        return true
     }
 
     func handshakeFailed(_ reply: Reply) {

@@ -1,4 +1,5 @@
 import Glibc
+import MeshCompanion
 import MeshLink
 import MeshSession
 import MeshStore
@@ -63,8 +64,12 @@ public final class Daemon {
     var deframer = StreamDeframer(marker: UInt8(ascii: ">"))
     var reconnectAt: UInt64 = 0
     var backoffMS: UInt64 = 0
-    var deviceInfo: [UInt8] = []
-    var selfInfo: [UInt8] = []
+    /// DEVICE_INFO and SELF_INFO as the radio last reported them: the session's copies, which it
+    /// reads again whenever a command changes a setting, and the last ones kept while the link is down.
+    var lastDeviceInfo: [UInt8] = []
+    var lastSelfInfo: [UInt8] = []
+    var deviceInfo: [UInt8] { session?.deviceInfo ?? lastDeviceInfo }
+    var selfInfo: [UInt8] { session?.selfInfo ?? lastSelfInfo }
     var syncedOnce = false
     var connections = 0
     var readBuffer = [UInt8](repeating: 0, count: 4096)
@@ -214,7 +219,7 @@ public final class Daemon {
                     nextDrainAt = now + config.drainIntervalMS
                     s.drain(now: now)
                     if keepaliveTicket == nil {
-                        keepaliveTicket = try? s.submit(frame: [0x05], expecting: .codes(CodeSet(0x09)), now: now)
+                        keepaliveTicket = try? s.submit(frame: CommandFrame.getDeviceTime().bytes, expecting: .answering([CommandCode.getDeviceTime.rawValue]), now: now)
                     }
                     pump(now: now)
                 }
@@ -267,6 +272,8 @@ public final class Daemon {
         sc.commandTimeout = config.commandTimeoutMS
         sc.drainOnStart = true
         sc.drainOnWaiting = true
+        // LOG_RX_DATA pushes go on to tunnel clients (`listen --log-rx` through the daemon).
+        sc.forwardLogRx = true
         return sc
     }
 
@@ -309,6 +316,8 @@ public final class Daemon {
         if let s = session {
             s.close()
             processEvents(now: monotonicNow())
+            if let si = s.selfInfo { lastSelfInfo = si }
+            if let di = s.deviceInfo { lastDeviceInfo = di }
         }
         session = nil
         link?.close()
@@ -368,13 +377,6 @@ public final class Daemon {
     /// before anything the session wants to send is written.
     func received(_ frame: UnsafeRawBufferPointer, now: UInt64) {
         guard let s = session else { return }
-        // Pushes go on to tunnel clients, except MSG_WAITING: the daemon drains the radio itself
-        // and tells them once each message is stored (see `save`).
-        if let code = frame.first, code >= 0x80, code != 0x88, code != 0x83 {
-            let copy = Array(frame)
-            for c in api.tunnelClients { api.sendFrame(copy, to: c) }
-            if code == 0x82, frame.count >= 5 { tunnelAcked(UInt32(frame[1]) | UInt32(frame[2]) << 8 | UInt32(frame[3]) << 16 | UInt32(frame[4]) << 24) }
-        }
         s.receive(frame: frame, now: now)
         processEvents(now: now)
     }
@@ -384,7 +386,7 @@ public final class Daemon {
         processEvents(now: now)
         guard let s = session, let l = link else { return }
         while let payload = s.nextFrame() {
-            if payload.first == 0x0A && !unsaved.isEmpty {
+            if payload.first == CommandCode.syncNextMessage.rawValue && !unsaved.isEmpty {
                 // The store is failing: leave the rest of the queue on the radio (where a restart
                 // finds it) instead of taking messages we cannot keep. The session gives up on this
                 // SYNC_NEXT_MESSAGE after its timeout; draining resumes once writing works again.
@@ -407,8 +409,8 @@ public final class Daemon {
         while let e = s.nextEvent() {
             switch e {
             case .ready(let di, let si):
-                deviceInfo = di
-                selfInfo = si
+                lastDeviceInfo = di
+                lastSelfInfo = si
                 radioReady(now: now)
             case .handshakeFailed(let r):
                 log("link: handshake with \(config.link) failed (\(r)); is it a MeshCore companion radio?")
@@ -485,7 +487,7 @@ public final class Daemon {
         let count = deviceInfo.count > 3 ? Int(deviceInfo[3]) : 8
         channelsFound = []
         for i in 0..<max(1, min(count, 64)) {
-            if let t = try? s.submit(frame: [0x1F, UInt8(i)], expecting: .codes(CodeSet(0x12)), now: now) {
+            if let t = try? s.submit(frame: CommandFrame.getChannel(UInt8(i)).bytes, expecting: .codes(CodeSet(ResponseCode.channelInfo.rawValue)), now: now) {
                 channelTickets[t] = UInt8(i)
             }
         }
@@ -569,19 +571,33 @@ public final class Daemon {
 
     func handlePush(_ p: [UInt8], now: UInt64) {
         guard let code = p.first else { return }
-        switch code {
-        case 0x80, 0x8A, 0x8F:
+        // Pushes the session did not take as a reply go on to tunnel clients, except MSG_WAITING:
+        // the daemon drains the radio itself and tells them once each message is stored (`save`).
+        if code != PushCode.messageWaiting.rawValue {
+            for c in api.tunnelClients { api.sendFrame(p, to: c) }
+        }
+        // The decoded frame's views borrow `p`: take what is needed inside the closure.
+        enum Action { case contactChanged, confirmed(SendConfirmed), none }
+        let action: Action = p.withUnsafeBytes { b in
+            switch try? CompanionFrame.decode(b) {
+            case .advert?, .newAdvert?, .contactDeleted?: return .contactChanged
+            case .sendConfirmed(let c)?: return .confirmed(c)
+            default: return .none
+            }
+        }
+        switch action {
+        case .contactChanged:
             // A contact changed on the radio: resync incrementally, debounced.
             if contactsResyncAt == nil { contactsResyncAt = now + 2_000 }
-        case 0x82 where p.count >= 9:
-            // SEND_CONFIRMED the session did not match: an attempt sent before a restart or a lost link.
+        case .confirmed(let c):
+            // SEND_CONFIRMED the session did not match: a tunnel client's send, or an attempt sent
+            // before a restart or a lost link.
             guard let store else { return }
-            let ack = UInt32(p[1]) | UInt32(p[2]) << 8 | UInt32(p[3]) << 16 | UInt32(p[4]) << 24
-            let rtt = UInt32(p[5]) | UInt32(p[6]) << 8 | UInt32(p[7]) << 16 | UInt32(p[8]) << 24
-            if let events = outbox.confirmed(ack: ack, roundTripMs: rtt, store: store, wall: UInt32(truncatingIfNeeded: time(nil))) {
+            tunnelAcked(c.ack)
+            if let events = outbox.confirmed(ack: c.ack, roundTripMs: c.roundTripMs, store: store, wall: UInt32(truncatingIfNeeded: time(nil))) {
                 outboxEvents(events)
             }
-        default:
+        case .none:
             break
         }
     }
@@ -624,7 +640,7 @@ public final class Daemon {
 
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
     func notifyTunnels() {
-        for c in api.tunnelClients { api.sendFrame([0x83], to: c) }
+        for c in api.tunnelClients { api.sendFrame(PushFrame.messageWaiting().bytes, to: c) }
     }
 
     func hold(_ rec: StoredMessage) {

@@ -1,4 +1,5 @@
 import Glibc
+import MeshCompanion
 import MeshLink
 import MeshSession
 import MeshStore
@@ -128,7 +129,7 @@ extension Daemon {
             let s = try requireSession("send an advert")
             let flood = try req.flag("flood")
             let t: Ticket
-            do { t = try s.submit(frame: flood ? [0x07, 0x01] : [0x07], expecting: .codes(CodeSet(0x00)), now: now) } catch {
+            do { t = try s.submit(frame: CommandFrame.sendSelfAdvert(flood: flood).bytes, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), now: now) } catch {
                 throw DaemonError(.busy, "advert: \(error)")
             }
             replyTickets[t] = (client, req.id, "the advert", nil)
@@ -178,28 +179,10 @@ extension Daemon {
         }
     }
 
+    /// The `info` op: the same fields as `pocketmesh info --json` (`RadioInfo`).
     func infoFields() -> [(String, JSON)] {
-        let si = selfInfo
-        var f: [(String, JSON)] = []
-        func u32(_ o: Int) -> UInt32 { UInt32(si[o]) | UInt32(si[o + 1]) << 8 | UInt32(si[o + 2]) << 16 | UInt32(si[o + 3]) << 24 }
-        if si.count >= 58 {
-            f.append(("name", .string(String(decoding: si[58...].prefix(while: { $0 != 0 }), as: UTF8.self))))
-            f.append(("public_key", .string(hexString(si[4..<36]))))
-            f.append(("tx_power", .int(Int64(Int8(bitPattern: si[2])))))
-            f.append(("latitude", .double(Double(Int32(bitPattern: u32(36))) / 1e6)))
-            f.append(("longitude", .double(Double(Int32(bitPattern: u32(40))) / 1e6)))
-            f.append(("frequency_khz", .int(Int64(u32(48)))))
-            f.append(("bandwidth_hz", .int(Int64(u32(52)))))
-            f.append(("spreading_factor", .int(Int64(si[56]))))
-            f.append(("coding_rate", .int(Int64(si[57]))))
-        }
-        if deviceInfo.count >= 80 {
-            f.append(("firmware_code", .int(Int64(deviceInfo[1]))))
-            f.append(("model", .string(String(decoding: deviceInfo[20..<60].prefix(while: { $0 != 0 }), as: UTF8.self))))
-            f.append(("version", .string(String(decoding: deviceInfo[60..<80].prefix(while: { $0 != 0 }), as: UTF8.self))))
-            f.append(("max_channels", .int(Int64(deviceInfo[3]))))
-        }
-        return f
+        guard case .object(let fields)? = RadioInfo.value(selfInfo: selfInfo, deviceInfo: deviceInfo) else { return [] }
+        return fields.map { ($0.key, JSON($0.value)) }
     }
 
     func clientGone(_ client: APIServer.ClientID) {
@@ -224,33 +207,28 @@ extension Daemon {
         guard let code = frame.first else { return }
         let now = monotonicNow()
         switch code {
-        case 0x16:  // DEVICE_QUERY
+        case CommandCode.deviceQuery.rawValue:
             api.sendFrame(deviceInfo, to: client)
             return
-        case 0x01:  // APP_START
+        case CommandCode.appStart.rawValue:
             api.sendFrame(selfInfo, to: client)
             return
-        case 0x0A:  // SYNC_NEXT_MESSAGE: the daemon drained the radio; the queue is the store's
+        case CommandCode.syncNextMessage.rawValue:  // the daemon drained the radio; the queue is the store's
             syncNext(client)
             return
         default:
             break
         }
         guard let s = session, phase == .ready || phase == .syncing else {
-            api.sendFrame([0x01, 0x04], to: client)  // ERR 4 (bad state): no radio right now
+            api.sendFrame(ResponseFrame.error(.badState).bytes, to: client)  // no radio right now
             return
         }
-        let expect: Session.Expectation
-        switch code {
-        case 0x04: expect = .contacts
-        case 0x13: expect = .noReply  // REBOOT
-        default: expect = .anyResponse
-        }
         do {
-            let t = try s.submit(frame: Array(frame), expecting: expect, now: now)
+            let bytes = Array(frame)
+            let t = try s.submit(frame: bytes, expecting: .answering(bytes), now: now)
             tunnelTickets[t] = (client, Array(frame))
         } catch {
-            api.sendFrame([0x01, 0x03], to: client)  // ERR 3: the command queue is full
+            api.sendFrame(ResponseFrame.error(.tableFull).bytes, to: client)  // the command queue is full
             return
         }
         pump(now: now)
@@ -260,7 +238,7 @@ extension Daemon {
     /// as its V3 frame, or NO_MORE_MESSAGES (after persisting the cursor when the round moved it).
     func syncNext(_ client: APIServer.ClientID) {
         guard let store else {
-            api.sendFrame([0x0A], to: client)
+            api.sendFrame(ResponseFrame.noMoreMessages().bytes, to: client)
             return
         }
         while true {
@@ -283,7 +261,7 @@ extension Daemon {
                         log("store: cannot save the sync cursor (\(c)): \(error); those messages may be synced again")
                     }
                 }
-                api.sendFrame([0x0A], to: client)
+                api.sendFrame(ResponseFrame.noMoreMessages().bytes, to: client)
                 return
             }
         }
@@ -294,19 +272,15 @@ extension Daemon {
         guard client >= 0 else { return }
         let code = frame.first ?? 0
         switch r {
-        case .ok: api.sendFrame([0x00], to: client)
+        case .ok: api.sendFrame(ResponseFrame.ok().bytes, to: client)
         case .frame(let f): api.sendFrame(f, to: client)
-        case .error(let e): api.sendFrame([0x01, e], to: client)
-        case .disabled: api.sendFrame([0x0F], to: client)
+        case .error(let e): api.sendFrame(ResponseFrame.error(rawCode: e).bytes, to: client)
+        case .disabled: api.sendFrame(ResponseFrame.disabled().bytes, to: client)
         case .contacts(let listing):
-            var start: [UInt8] = [0x02]
-            appendLE(&start, listing.total)
-            api.sendFrame(start, to: client)
+            api.sendFrame(ResponseFrame.contactsStart(count: listing.total).bytes, to: client)
             for rec in listing.records { api.sendFrame(rec, to: client) }
-            var end: [UInt8] = [0x04]
-            appendLE(&end, listing.lastmod)
-            api.sendFrame(end, to: client)
-            if code == 0x04, let store {
+            api.sendFrame(ResponseFrame.endOfContacts(lastModified: listing.lastmod).bytes, to: client)
+            if code == CommandCode.getContacts.rawValue, let store {
                 // The listing is fresh: keep the store's copy current too.
                 let cs = listing.records.compactMap { try? StoredContact(frame: $0) }
                 if !cs.isEmpty { try? store.saveContacts(cs) }
@@ -320,25 +294,40 @@ extension Daemon {
 extension Daemon {
     /// Messages sent through a tunnel go into the store's history like the daemon's own.
     func recordTunnelSend(_ frame: [UInt8], _ r: Reply) {
-        guard let store, let code = frame.first else { return }
+        guard let store else { return }
         let wall = UInt32(truncatingIfNeeded: time(nil))
-        func u32(_ b: [UInt8], _ o: Int) -> UInt32 { UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24 }
-        if code == 0x02, frame.count > 13, frame[1] == 0, case .frame(let sent) = r, sent.count >= 10 {
-            let tag = u32(sent, 2)
-            if frame[2] == 0 {
-                let m = StoredMessage(kind: .direct, direction: .outgoing, peer: KeyPrefix(frame[7..<13]), senderTimestamp: u32(frame, 3),
-                                      receivedAt: wall, status: .sent, attempts: 1, ackTag: tag, text: Array(frame[13...]))
-                if let res = try? store.append(m) {
-                    tunnelAckTags.append((tag, res.id))
-                    if tunnelAckTags.count > 64 { tunnelAckTags.removeFirst() }
+        frame.withUnsafeBytes { b in
+            guard let command = try? CompanionCommand.decode(b) else { return }
+            switch command {
+            case .sendTextMessage(let m) where m.textType == .plain:
+                guard case .frame(let reply) = r, let sent = Self.sentInfo(reply) else { return }
+                if m.attempt == 0 {
+                    let rec = StoredMessage(kind: .direct, direction: .outgoing, peer: MeshStore.KeyPrefix(m.recipientPrefix.bytes),
+                                            senderTimestamp: m.timestamp, receivedAt: wall, status: .sent, attempts: 1,
+                                            ackTag: sent.tag, text: Array(m.textBytes))
+                    if let res = try? store.append(rec) {
+                        tunnelAckTags.append((sent.tag, res.id))
+                        if tunnelAckTags.count > 64 { tunnelAckTags.removeFirst() }
+                    }
+                } else if let i = tunnelAckTags.lastIndex(where: { ts in (try? store.message(id: ts.id))??.senderTimestamp == m.timestamp }) {
+                    tunnelAckTags.append((sent.tag, tunnelAckTags[i].id))
                 }
-            } else if let i = tunnelAckTags.lastIndex(where: { ts in (try? store.message(id: ts.id))??.senderTimestamp == u32(frame, 3) }) {
-                tunnelAckTags.append((tag, tunnelAckTags[i].id))
+            case .sendChannelTextMessage(let m) where m.textType == .plain:
+                guard case .ok = r else { return }
+                let rec = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: m.channelIndex, senderTimestamp: m.timestamp,
+                                        receivedAt: wall, status: .sent, text: Array(m.textBytes))
+                _ = try? store.append(rec)
+            default:
+                break
             }
-        } else if code == 0x03, frame.count > 7, frame[1] == 0, case .ok = r {
-            let m = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: frame[2], senderTimestamp: u32(frame, 3),
-                                  receivedAt: wall, status: .sent, text: Array(frame[7...]))
-            _ = try? store.append(m)
+        }
+    }
+
+    /// The SENT reply's fields, or nil for another frame.
+    static func sentInfo(_ frame: [UInt8]) -> SentInfo? {
+        frame.withUnsafeBytes { b in
+            if case .sent(let info)? = try? CompanionFrame.decode(b) { return info }
+            return nil
         }
     }
 
@@ -348,11 +337,4 @@ extension Daemon {
         tunnelAckTags.removeAll { $0.id == id }
         try? store.setDelivery(id: id, DeliveryUpdate(status: .acked, ackTag: tag), at: UInt32(truncatingIfNeeded: time(nil)))
     }
-}
-
-func appendLE(_ out: inout [UInt8], _ v: UInt32) {
-    out.append(UInt8(truncatingIfNeeded: v))
-    out.append(UInt8(truncatingIfNeeded: v >> 8))
-    out.append(UInt8(truncatingIfNeeded: v >> 16))
-    out.append(UInt8(truncatingIfNeeded: v >> 24))
 }

@@ -57,6 +57,11 @@ public final class Daemon {
     var hooks: HookRunner? = nil
     let startedAt = monotonicNow()
     var stopping = false
+    /// A stop or reconnect asked for by a signal, waiting for the answer to a SYNC_NEXT_MESSAGE
+    /// already sent (the radio forgets a message once it hands it over), until `settleDeadline`.
+    enum Settle { case reconnect, stop }
+    var settling: Settle? = nil
+    var settleDeadline: UInt64 = 0
 
     // link and session
     var link: ByteLink? = nil
@@ -85,8 +90,6 @@ public final class Daemon {
     var nextDrainAt: UInt64 = 0
     var keepaliveTicket: Ticket? = nil
     var pendingLinkLoss: String? = nil
-    /// A SYNC_NEXT_MESSAGE was held back while the store fails (`pump`): its timeout is expected.
-    var syncWithheld = false
     var isShutDown = false
     var unsaved: [StoredMessage] = []
     var unsavedRetryAt: UInt64 = 0
@@ -187,12 +190,47 @@ public final class Daemon {
                 hooks?.reap(now: monotonicNow())
             case SIGHUP:
                 log("daemon: SIGHUP: reconnecting to the radio")
-                linkLost("reconnect requested (SIGHUP)")
-                reconnectAt = 0
+                settle(.reconnect, now: monotonicNow())
             default:
-                log("daemon: signal \(s): stopping")
-                stopping = true
+                if settling == .stop {
+                    log("daemon: signal \(s) again: stopping now")
+                    stopping = true
+                } else {
+                    log("daemon: signal \(s): stopping")
+                    settle(.stop, now: monotonicNow())
+                }
             }
+        }
+    }
+
+    /// Stops or reconnects once no message is in flight from the radio: a SYNC_NEXT_MESSAGE
+    /// already sent is answered and its message stored first, for at most the command timeout.
+    func settle(_ what: Settle, now: UInt64) {
+        if settling != .stop { settling = what }
+        if let s = session, s.awaitsMessage {
+            if settleDeadline == 0 {
+                settleDeadline = now + config.commandTimeoutMS + 500
+                log("radio: waiting for the message in flight before \(what == .stop ? "stopping" : "reconnecting")")
+            }
+            s.stopDraining()
+            pump(now: now)
+        }
+        settled(now: now)
+    }
+
+    /// Finishes a pending stop or reconnect once nothing is in flight (or its time is up).
+    func settled(now: UInt64) {
+        guard let what = settling else { return }
+        if let s = session, s.awaitsMessage, now < settleDeadline { return }
+        if let s = session, s.awaitsMessage { log("radio: no answer to SYNC_NEXT_MESSAGE in time; it stays on the radio if not yet sent") }
+        settling = nil
+        settleDeadline = 0
+        switch what {
+        case .stop:
+            stopping = true
+        case .reconnect:
+            linkLost("reconnect requested (SIGHUP)")
+            reconnectAt = 0
         }
     }
 
@@ -200,6 +238,11 @@ public final class Daemon {
     func timers(now: UInt64) -> UInt64? {
         var next: UInt64? = nil
         func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
+        if settling != nil {
+            settled(now: now)
+            if stopping { return nil }
+            if settling != nil { soon(settleDeadline) }
+        }
 
         if link == nil {
             if now >= reconnectAt { connect(now: now) }
@@ -252,12 +295,13 @@ public final class Daemon {
             let l = try openLink()
             link = l
             deframer.reset()
-            syncWithheld = false
             var sc = Self.sessionConfig(config)
             sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
             let s = Session(config: sc)
             session = s
             phase = .handshaking
+            // Messages still held in memory (the store failing): take no more from the radio yet.
+            if !unsaved.isEmpty { s.pauseMessages() }
             s.start(now: now)
             pump(now: now)
         } catch {
@@ -272,6 +316,8 @@ public final class Daemon {
         sc.commandTimeout = config.commandTimeoutMS
         sc.drainOnStart = true
         sc.drainOnWaiting = true
+        // Each message is stored before the radio is asked for the next one (`resumeMessages`).
+        sc.holdDrainUntilStored = true
         // LOG_RX_DATA pushes go on to tunnel clients (`listen --log-rx` through the daemon).
         sc.forwardLogRx = true
         return sc
@@ -386,13 +432,6 @@ public final class Daemon {
         processEvents(now: now)
         guard let s = session, let l = link else { return }
         while let payload = s.nextFrame() {
-            if payload.first == CommandCode.syncNextMessage.rawValue && !unsaved.isEmpty {
-                // The store is failing: leave the rest of the queue on the radio (where a restart
-                // finds it) instead of taking messages we cannot keep. The session gives up on this
-                // SYNC_NEXT_MESSAGE after its timeout; draining resumes once writing works again.
-                syncWithheld = true
-                continue
-            }
             do throws(LinkError) {
                 try l.write(l.framing == .datagram ? payload : StreamDeframer.frame(payload, marker: UInt8(ascii: "<")))
             } catch {
@@ -426,9 +465,7 @@ public final class Daemon {
             case .malformedMessage(let f):
                 log("radio: a queued message frame could not be parsed (code 0x\(String(f.first ?? 0, radix: 16)), \(f.count) bytes); skipped")
             case .drainFailed(let r):
-                if syncWithheld {
-                    syncWithheld = false
-                } else if case .timeout = r {
+                if case .timeout = r {
                     // The radio went quiet mid-drain: it may have rebooted (queue, clock and
                     // handshake lost) behind a link that stayed open. Handshake again.
                     pendingLinkLoss = "the radio did not answer SYNC_NEXT_MESSAGE (it may have rebooted)"
@@ -503,6 +540,11 @@ public final class Daemon {
     }
 
     func handleReply(_ t: Ticket, _ r: Reply, now: UInt64) {
+        // Every command is answered at once by a live radio: silence means it went away or
+        // rebooted behind a link that stayed open (a USB bridge). Handshake again.
+        if case .timeout = r, pendingLinkLoss == nil {
+            linkLostLater("the radio did not answer a command in time (it may have rebooted)")
+        }
         if t == contactsTicket {
             contactsTicket = nil
             if case .contacts(let listing) = r {
@@ -606,11 +648,13 @@ public final class Daemon {
 
     func received(message m: ReceivedMessage, now: UInt64) {
         let rec = MessageJSON.stored(m, receivedAt: UInt32(truncatingIfNeeded: time(nil)))
+        // While the store fails, the session asks the radio for nothing more (it paused itself
+        // after this message): the rest of the queue stays on the radio, where a restart finds it.
         if !unsaved.isEmpty || store == nil {
             hold(rec)
             return
         }
-        save(rec)
+        if save(rec) { session?.resumeMessages(now: now) }
     }
 
     /// Appends one received message durably; on failure keeps it in memory and retries.
@@ -665,7 +709,11 @@ public final class Daemon {
         if unsaved.isEmpty {
             log("store: writing works again; \(pending.count) held message(s) stored; draining the radio")
             unsavedRetryAt = 0
-            if let s = session, phase == .ready { s.drain(now: now); pump(now: now) }
+            if let s = session {
+                s.resumeMessages(now: now)
+                if phase == .ready { s.drain(now: now) }
+                pump(now: now)
+            }
         } else {
             unsavedRetryAt = now + 5_000
         }

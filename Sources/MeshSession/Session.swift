@@ -92,6 +92,12 @@ public final class Session {
     // MARK: drain
     var draining = false
     var drainAgain = false
+    /// A SYNC_NEXT_MESSAGE is queued or in flight.
+    var syncOutstanding = false
+    /// No SYNC_NEXT_MESSAGE goes out until the shell says it can take a message (`resumeMessages`).
+    public private(set) var messagesPaused = false
+    /// `stopDraining`: the SYNC in flight is answered, no further one is sent.
+    var drainStopped = false
 
     // MARK: direct messages
     enum MessageState { case waiting, sending, awaitingAck(deadline: UInt64) }
@@ -142,9 +148,9 @@ public final class Session {
         if let epoch = config.clockEpoch {
             head.append(Command(frame: CommandFrame.setDeviceTime(epoch).bytes, expect: .codes(CodeSet(Resp.ok)), timeout: config.commandTimeout, purpose: .clock))
         }
-        if config.drainOnStart {
+        if config.drainOnStart && !drainStopped {
             draining = true
-            head.append(syncCommand())
+            if !messagesPaused { head.append(syncCommand()) }
         }
         queue.insert(contentsOf: head, at: 0)
         pump(now: now)
@@ -241,7 +247,7 @@ public final class Session {
         if let r = commandRequest { emit(.request(r.ticket, .cancelled)) }
         for r in traces { emit(.request(r.ticket, .cancelled)) }
         slotRequest = nil; commandRequest = nil; traces.removeAll()
-        draining = false
+        draining = false; syncOutstanding = false
         outbox.removeAll()
     }
 
@@ -273,12 +279,41 @@ public final class Session {
 
     /// Starts draining the radio's message queue (SYNC_NEXT_MESSAGE until NO_MORE_MESSAGES).
     public func drain(now: UInt64) {
-        guard state == .ready || state == .handshaking || state == .idle else { return }
+        guard state == .ready || state == .handshaking || state == .idle, !drainStopped else { return }
         if draining { drainAgain = true; return }
         draining = true
-        queue.insert(syncCommand(), at: 0)
+        continueDrain()
         pump(now: now)
     }
+
+    /// Backpressure from the shell: no SYNC_NEXT_MESSAGE goes out until `resumeMessages`. With
+    /// `SessionConfig.holdDrainUntilStored` the session pauses itself after each message it hands
+    /// out, so the shell says "stored" before the radio is asked for (and forgets) the next one.
+    public func pauseMessages() { messagesPaused = true }
+
+    /// The shell can take the next message (the last one is stored): draining goes on.
+    public func resumeMessages(now: UInt64) {
+        guard messagesPaused else { return }
+        messagesPaused = false
+        if draining && !syncOutstanding { continueDrain() }
+        pump(now: now)
+    }
+
+    /// Ends draining for good (a graceful stop): the SYNC_NEXT_MESSAGE already sent is answered
+    /// and its message handed out; no further one is sent.
+    public func stopDraining() {
+        drainStopped = true
+        drainAgain = false
+        if let i = queue.firstIndex(where: { if case .drain = $0.purpose { return true }; return false }) {
+            queue.remove(at: i)
+            syncOutstanding = false
+        }
+        if !syncOutstanding { draining = false }
+    }
+
+    /// True while a SYNC_NEXT_MESSAGE is queued or in flight: its answer may be a message that the
+    /// radio no longer keeps.
+    public var awaitsMessage: Bool { syncOutstanding }
 
     /// Sends a direct message with ACK tracking and retries; `.delivery(ticket, …)` reports progress.
     @discardableResult
@@ -375,8 +410,16 @@ public final class Session {
         events.append(e)
     }
 
+    /// Queues the next SYNC_NEXT_MESSAGE of a drain, unless the shell paused messages or draining stopped.
+    func continueDrain() {
+        if drainStopped { draining = false; drainAgain = false; return }
+        if messagesPaused { return }
+        queue.insert(syncCommand(), at: 0)
+    }
+
     func syncCommand() -> Command {
-        Command(frame: [Cmd.syncNextMessage], expect: .codes(CodeSet(Resp.contactMsgRecv, Resp.channelMsgRecv,
+        syncOutstanding = true
+        return Command(frame: [Cmd.syncNextMessage], expect: .codes(CodeSet(Resp.contactMsgRecv, Resp.channelMsgRecv,
             Resp.contactMsgRecvV3, Resp.channelMsgRecvV3, Resp.channelDataRecv, Resp.noMoreMessages)),
             timeout: config.commandTimeout, purpose: .drain)
     }
@@ -542,12 +585,13 @@ public final class Session {
         for c in q { cancel(c) }
         for m in messages { emit(.delivery(m.ticket, .cancelled)) }
         messages.removeAll()
-        draining = false
+        draining = false; syncOutstanding = false
     }
 
     // MARK: drain loop
 
     func drained(_ reply: Reply, now: UInt64) {
+        syncOutstanding = false
         guard case .frame(let f) = reply, let code = f.first else {
             // NO_MORE_MESSAGES arrives as .frame; anything else (timeout, error) ends the loop.
             draining = false
@@ -558,7 +602,7 @@ public final class Session {
         if code == Resp.noMoreMessages {
             if drainAgain {
                 drainAgain = false
-                queue.insert(syncCommand(), at: 0)
+                continueDrain()
             } else {
                 draining = false
             }
@@ -566,21 +610,24 @@ public final class Session {
         }
         do {
             let m = try ReceivedMessage(frame: f)
-            deliver(message: m, frame: f)
+            if deliver(message: m, frame: f), config.holdDrainUntilStored { messagesPaused = true }
         } catch {
             emit(.malformedMessage(f))
         }
-        queue.insert(syncCommand(), at: 0)
+        continueDrain()
     }
 
-    func deliver(message m: ReceivedMessage, frame f: [UInt8]) {
+    /// Hands a drained message out; returns true when it went out as a `.message` for the shell to keep.
+    @discardableResult
+    func deliver(message m: ReceivedMessage, frame f: [UInt8]) -> Bool {
         if m.kind == .contact, m.textType == 1, let r = commandRequest,
            r.request.publicKey.count >= 6, Array(r.request.publicKey[0..<6]) == m.senderPrefix {
             commandRequest = nil
             emit(.request(r.ticket, .reply(f)))
-            return
+            return false
         }
         emit(.message(m))
+        return true
     }
 
     // MARK: pushes

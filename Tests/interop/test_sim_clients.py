@@ -1,11 +1,11 @@
 """Unmodified third-party MeshCore clients against `pocketmesh sim`.
 
 meshcore-cli 1.6.6 and meshcore_py 2.3.17 (PyPI) talk to simulated companion radios over TCP and
-over a pseudo-terminal (through the DTR shim from the shared interop folder); every packet the
+over a pseudo-terminal (through harness/meshcore_cli_pty.py, which tolerates a pty's missing modem lines); every packet the
 simulator put on the air is decoded by meshcoredecoder 0.3.2, and adverts are verified.
 
 Environment: POCKETMESH_VENV (venv with the clients), POCKETMESH_BIN (default
-.build/debug/pocketmesh), POCKETMESH_SHARED (default <repo>/../shared).
+.build/debug/pocketmesh).
 """
 import asyncio
 import json
@@ -24,11 +24,10 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 VENV = pathlib.Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
 BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
-SHARED = pathlib.Path(os.environ.get("POCKETMESH_SHARED", REPO.parent / "shared"))
 PY = VENV / "bin" / "python"
 CLI = VENV / "bin" / "meshcore-cli"
 DECODE = VENV / "bin" / "meshcore-decode"
-PTY_SHIM = SHARED / "interop" / "meshcore_cli_on_pty.py"
+PTY_SHIM = pathlib.Path(__file__).resolve().parent / "harness" / "meshcore_cli_pty.py"
 
 pytestmark = pytest.mark.skipif(not BIN.exists() or not CLI.exists(),
                                 reason=f"needs {BIN} (swift build) and meshcore-cli in {VENV}")

@@ -75,6 +75,9 @@ public final class Daemon {
     var lastSelfInfo: [UInt8] = []
     var deviceInfo: [UInt8] { session?.deviceInfo ?? lastDeviceInfo }
     var selfInfo: [UInt8] { session?.selfInfo ?? lastSelfInfo }
+    /// The same, decoded.
+    var radioSelf: RadioSelf? { session?.radioSelf ?? RadioSelf(frame: lastSelfInfo) }
+    var radioDevice: RadioDevice? { session?.radioDevice ?? RadioDevice(frame: lastDeviceInfo) }
     var syncedOnce = false
     var connections = 0
     var readBuffer = [UInt8](repeating: 0, count: 4096)
@@ -143,7 +146,7 @@ public final class Daemon {
 
     deinit { shutdown() }
 
-    var radioKeyHex: String? { selfInfo.count >= 36 ? hexString(selfInfo[4..<36]) : nil }
+    var radioKeyHex: String? { radioSelf?.publicKey.hex }
 
     // MARK: - main loop
 

@@ -181,7 +181,7 @@ extension Daemon {
 
     /// The `info` op: the same fields as `pocketmesh info --json` (`RadioInfo`).
     func infoFields() -> [(String, JSON)] {
-        guard case .object(let fields)? = RadioInfo.value(selfInfo: selfInfo, deviceInfo: deviceInfo) else { return [] }
+        guard let s = radioSelf, case .object(let fields) = RadioInfo.value(s, radioDevice) else { return [] }
         return fields.map { ($0.key, JSON($0.value)) }
     }
 

@@ -56,10 +56,10 @@ extension Daemon {
 
     func radioReady(now: UInt64) {
         guard let key = radioKeyHex else { return }
-        let name = selfInfo.count > 58 ? String(decoding: selfInfo[58...].prefix(while: { $0 != 0 }), as: UTF8.self) : ""
-        log("radio: handshake done: \(name.isEmpty ? "(unnamed)" : name) \(key.prefix(12)), firmware v\(deviceInfo.count > 1 ? deviceInfo[1] : 0)")
+        let name = radioSelf?.name ?? ""
+        log("radio: handshake done: \(name.isEmpty ? "(unnamed)" : name) \(key.prefix(12)), firmware v\(radioDevice?.firmwareVersionCode ?? 0)")
         do {
-            try openStore(publicKey: Array(selfInfo[4..<36]))
+            try openStore(publicKey: radioSelf?.publicKey.bytes ?? [])
         } catch {
             log("store: \(error)")
             if case StoreError.locked = error {
@@ -87,7 +87,7 @@ extension Daemon {
 
     func syncChannels(now: UInt64) {
         guard let s = session else { return }
-        let count = deviceInfo.count > 3 ? Int(deviceInfo[3]) : 8
+        let count = radioDevice?.maxChannels ?? 8
         channelsFound = []
         for i in 0..<max(1, min(count, 64)) {
             if let t = try? s.submit(frame: CommandFrame.getChannel(UInt8(i)).bytes, expecting: .codes(CodeSet(ResponseCode.channelInfo.rawValue)), now: now) {

@@ -50,8 +50,12 @@ public final class Session {
 
     public let config: SessionConfig
     public internal(set) var state: State = .idle
-    public internal(set) var deviceInfo: [UInt8]? = nil
-    public internal(set) var selfInfo: [UInt8]? = nil
+    /// The last DEVICE_INFO and SELF_INFO frames (read again after a command changes a setting).
+    public internal(set) var deviceInfo: [UInt8]? = nil { didSet { radioDevice = deviceInfo.flatMap(RadioDevice.init(frame:)) } }
+    public internal(set) var selfInfo: [UInt8]? = nil { didSet { radioSelf = selfInfo.flatMap(RadioSelf.init(frame:)) } }
+    /// The same, decoded once.
+    public private(set) var radioDevice: RadioDevice? = nil
+    public private(set) var radioSelf: RadioSelf? = nil
     /// The highest contact `lastmod` seen in any listing (for `since`; END can report 0).
     public internal(set) var contactsLastmod: UInt32 = 0
     /// Events dropped because the event queue was full.

@@ -177,27 +177,17 @@ extension Daemon {
     /// Tears the link down after the current event walk (not in the middle of it).
     func linkLostLater(_ reason: String) { pendingLinkLoss = reason }
 
-    func handlePush(_ p: [UInt8], now: UInt64) {
-        guard let code = p.first else { return }
+    func handlePush(_ p: Push, now: UInt64) {
         // Pushes the session did not take as a reply go on to tunnel clients, except MSG_WAITING:
         // the daemon drains the radio itself and tells them once each message is stored (`save`).
-        if code != PushCode.messageWaiting.rawValue {
-            for c in api.tunnelClients { api.sendFrame(p, to: c) }
+        if p.kind != .messageWaiting {
+            for c in api.tunnelClients { api.sendFrame(p.frame, to: c) }
         }
-        // The decoded frame's views borrow `p`: take what is needed inside the closure.
-        enum Action { case contactChanged, confirmed(SendConfirmed), none }
-        let action: Action = p.withUnsafeBytes { b in
-            switch try? CompanionFrame.decode(b) {
-            case .advert?, .newAdvert?, .contactDeleted?: return .contactChanged
-            case .sendConfirmed(let c)?: return .confirmed(c)
-            default: return .none
-            }
-        }
-        switch action {
-        case .contactChanged:
+        switch p.kind {
+        case .advert, .newAdvert, .contactDeleted:
             // A contact changed on the radio: resync incrementally, debounced.
             if contactsResyncAt == nil { contactsResyncAt = now + 2_000 }
-        case .confirmed(let c):
+        case .sendConfirmed(let c):
             // SEND_CONFIRMED the session did not match: a tunnel client's send, or an attempt sent
             // before a restart or a lost link.
             guard let store else { return }
@@ -205,7 +195,7 @@ extension Daemon {
             if let events = outbox.confirmed(ack: c.ack, roundTripMs: c.roundTripMs, store: store, wall: UInt32(truncatingIfNeeded: time(nil))) {
                 outboxEvents(events)
             }
-        case .none:
+        default:
             break
         }
     }

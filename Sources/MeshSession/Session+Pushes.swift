@@ -5,59 +5,64 @@ import MeshCompanion
 extension Session {
     // MARK: pushes
 
+    /// A push: decoded once; what answers a request of this session goes to it, the rest is
+    /// handed out as a `.push`.
     func handlePush(_ code: UInt8, _ b: UnsafeRawBufferPointer, now: UInt64) {
-        switch code {
-        case Push.sendConfirmed where b.count >= 9:
-            if confirm(ack: readU32(b, 1), roundTrip: readU32(b, 5), now: now) { return }
-        case Push.msgWaiting:
-            if config.drainOnWaiting, state == .ready || state == .handshaking { drain(now: now) }
-            emit(.push(Array(b)))
-            return
-        case Push.loginSuccess, Push.loginFail:
-            if matchSlot(b, now: now, where: { if case .login = $0 { return true }; return false }, prefixAt: 2) { return }
-        case Push.statusResponse:
-            if matchSlot(b, now: now, where: { if case .status = $0 { return true }; return false }, prefixAt: 2) { return }
-        case Push.telemetryResponse:
-            if matchSlot(b, now: now, where: { if case .telemetry = $0 { return true }; return false }, prefixAt: 2) { return }
+        let push = Push(b)
+        switch push.kind {
+        case .sendConfirmed(let c):
+            if confirm(ack: c.ack, roundTrip: c.roundTripMs, now: now) { return }
+        case .messageWaiting:
+            // A repeater's CLI reply is a queued contact message: fetch it even when the shell
+            // does not drain on its own (one-shot commands).
+            if config.drainOnWaiting || commandRequest != nil, state == .ready || state == .handshaking { drain(now: now) }
+        case .loginSuccess(let l):
+            if matchSlot(prefix: l.prefix, push, where: { if case .login = $0 { return true }; return false }) { return }
+        case .loginFail(let p):
+            if matchSlot(prefix: p, push, where: { if case .login = $0 { return true }; return false }) { return }
+        case .status(let p, _):
+            if matchSlot(prefix: p, push, where: { if case .status = $0 { return true }; return false }) { return }
+        case .telemetry(let p, _):
+            if matchSlot(prefix: p, push, where: { if case .telemetry = $0 { return true }; return false }) { return }
             // Self telemetry (SEND_TELEMETRY_REQ with len 4) answers with this push code.
             if let c = inFlight, case .codes(let set) = c.expect, set.contains(code) {
-                finishInFlight(.frame(Array(b)), frame: b, now: now)
+                finishInFlight(.frame(push.frame), frame: b, now: now)
                 return
             }
-        case Push.pathDiscoveryResponse:
-            if matchSlot(b, now: now, where: { if case .pathDiscovery = $0 { return true }; return false }, prefixAt: 2) { return }
-        case Push.binaryResponse where b.count >= 6:
-            if let r = slotRequest, case .awaiting = r.state, r.tag == readU32(b, 2) {
+        case .pathDiscovery(let p, _, _, _, _):
+            if matchSlot(prefix: p, push, where: { if case .pathDiscovery = $0 { return true }; return false }) { return }
+        case .binary(let tag, _):
+            if let r = slotRequest, case .awaiting = r.state, r.tag == tag {
                 switch r.request {
                 case .binary, .anon:
                     slotRequest = nil
-                    emit(.request(r.ticket, .reply(Array(b))))
+                    emit(.request(r.ticket, .reply(push.frame)))
                     return
                 default: break
                 }
             }
-        case Push.traceData where b.count >= 8:
-            let tag = readU32(b, 4)
+        case .trace(let tag, _, _, _, _, _):
             if let i = traces.firstIndex(where: { $0.tag == tag }) {
                 let r = traces.remove(at: i)
-                emit(.request(r.ticket, .reply(Array(b))))
+                emit(.request(r.ticket, .reply(push.frame)))
                 return
             }
-        case Push.logRxData:
+        case .logRxData:
             if !config.forwardLogRx { return }
         default:
             break
         }
-        emit(.push(Array(b)))
+        emit(.push(push))
     }
 
-    func matchSlot(_ b: UnsafeRawBufferPointer, now: UInt64, where kind: (RemoteRequest) -> Bool, prefixAt o: Int) -> Bool {
-        guard let r = slotRequest, kind(r.request), prefixMatches(b, at: o, r.request.publicKey, count: 6) else { return false }
+    /// The radio's one pending request, if it is of `kind` and for a key starting with `prefix`,
+    /// takes `push` as its answer.
+    func matchSlot(prefix: KeyPrefix, _ push: Push, where kind: (RemoteRequest) -> Bool) -> Bool {
+        guard let r = slotRequest, kind(r.request), r.request.publicKey.starts(with: prefix.bytes) else { return false }
         slotRequest = nil
-        emit(.request(r.ticket, .reply(Array(b))))
+        emit(.request(r.ticket, .reply(push.frame)))
         return true
     }
-
 
     // MARK: remote requests
 

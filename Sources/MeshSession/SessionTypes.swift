@@ -162,8 +162,9 @@ public enum SessionEvent: Sendable, Equatable {
     /// stopped. A radio that stops answering mid-drain may have rebooted (its queue and the
     /// handshake are gone, while a serial link stays open).
     case drainFailed(Reply)
-    /// Any push not consumed by matching (adverts, path updates, raw data, log rx when enabled…).
-    case push([UInt8])
+    /// Any push not consumed by matching (adverts, path updates, raw data, log rx when enabled…),
+    /// decoded.
+    case push(Push)
     case delivery(Ticket, Delivery)
     case request(Ticket, RequestOutcome)
     /// A response that no command was waiting for (e.g. a late answer after a timeout).

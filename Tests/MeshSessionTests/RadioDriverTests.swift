@@ -56,7 +56,7 @@ func makePair() -> (Radio, ScriptedRadio) {
         let (radio, peer) = makePair()
         defer { radio.loop.unregister(fd: peer.fd); close(peer.fd) }
         var pushes: [[UInt8]] = []
-        radio.onEvent = { if case .push(let f) = $0 { pushes.append(f) } }
+        radio.onEvent = { if case .push(let f) = $0 { pushes.append(f.frame) } }
         try radio.connect(timeoutMilliseconds: 2_000)
         #expect(peer.received.first == [0x16, 0x03])
         #expect(pushes == [[0x80] + keyB])

@@ -199,6 +199,7 @@ public final class Executor {
     // MARK: execute
 
     public func execute(_ request: Request) throws(ClientError) -> Outcome {
+        try request.validate()
         switch request {
         case .info:
             return Outcome(try info())

@@ -57,3 +57,15 @@ public struct Outcome: Sendable, Equatable, Codable {
     public var error: ClientError?
     public init(_ value: Value, error: ClientError? = nil) { self.value = value; self.error = error }
 }
+
+extension Request {
+    /// Checks what can be checked without a radio (so that nothing is sent for bad input).
+    public func validate() throws(ClientError) {
+        switch self {
+        case .send(_, let text, _), .channelSend(_, let text):
+            if text.isEmpty { throw .usage("the message text is empty: give the text to send.") }
+        default:
+            break
+        }
+    }
+}

@@ -99,6 +99,7 @@ extension RadioCommand {
 
     func run() throws {
         let req = try request()
+        try req.validate()
         let radio = try link.connect(drain: false)
         let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
         radio.onEvent = { e in if case .message(let m) = e { executor.collect(m) } }

@@ -372,10 +372,7 @@ public final class Executor {
                                    expecting: .codes(CodeSet(PushCode.telemetryResponse.rawValue)), timeout: timeout)
             return Outcome(telemetryValue(try check(r, what: "self telemetry"), name: nil))
         case .neighbours(let who):
-            let c = try resolve(who)
-            let o = try radio.request(.binary(publicKey: c.publicKey, data: [0x06, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x06, 0x04, 0x00, 0x00]))
-            let f = try requestReply(o, what: "neighbours of \(c.name)", timeoutHint: "log in first (`pocketmesh login`)")
-            return Outcome(neighboursValue(f))
+            return Outcome(try neighbours(of: try resolve(who)))
         case .acl(let who):
             let c = try resolve(who)
             let o = try radio.request(.binary(publicKey: c.publicKey, data: [0x05, 0x00]))

@@ -40,20 +40,60 @@ extension Executor {
         return .object(fields)
     }
 
-    func neighboursValue(_ f: [UInt8]) -> Value {
-        // Reply data after the tag: total u16, count u16, then count × (prefix[4], secs_ago u32, snr×4 i8).
+    /// Key prefix length asked of a repeater's neighbour table (as contact messages name senders).
+    static let neighbourPrefixLength = 6
+
+    /// REQ_TYPE_GET_NEIGHBOURS (0x06), request version 0: count, offset u16, order (0: newest
+    /// first), key prefix length, then 4 random bytes that make each request packet unique.
+    static func neighboursRequest(offset: Int, count: UInt8 = 255) -> [UInt8] {
+        var rng = SystemRandomNumberGenerator()
+        let nonce = UInt32.random(in: 0...UInt32.max, using: &rng)
+        return [0x06, 0x00, count, UInt8(truncatingIfNeeded: offset), UInt8(truncatingIfNeeded: offset >> 8), 0x00,
+                UInt8(neighbourPrefixLength)] + (0..<4).map { UInt8(truncatingIfNeeded: nonce >> (8 * $0)) }
+    }
+
+    /// One page of a neighbour table: the BINARY_RESPONSE push (code, reserved, tag u32), then
+    /// total u16, count u16, and count × (prefix, heard_secs_ago u32, snr×4 i8).
+    static func neighboursPage(_ f: [UInt8], prefixLength: Int = neighbourPrefixLength)
+        -> (total: Int, entries: [(prefix: [UInt8], secondsAgo: UInt32, snrQuarterDb: Int8)])? {
         let d = Array(f.dropFirst(6))
-        guard d.count >= 4 else { return .object([.init("raw", .hex(d))]) }
+        guard d.count >= 4 else { return nil }
         let total = Int(d[0]) | Int(d[1]) << 8
         let count = Int(d[2]) | Int(d[3]) << 8
-        var list: [Value] = []
-        var i = 4
-        for _ in 0..<count where i + 9 <= d.count {
-            list.append(.object([.init("prefix", .hex(d[i..<(i + 4)])), .init("heard_s_ago", .int(readU32(d, i + 4))),
-                                 .init("snr", .double(Double(Int8(bitPattern: d[i + 8])) / 4))]))
-            i += 9
+        let size = prefixLength + 5
+        guard d.count >= 4 + count * size else { return nil }
+        var entries: [(prefix: [UInt8], secondsAgo: UInt32, snrQuarterDb: Int8)] = []
+        for i in 0..<count {
+            let o = 4 + i * size
+            entries.append((Array(d[o..<(o + prefixLength)]), readU32(d, o + prefixLength), Int8(bitPattern: d[o + prefixLength + 4])))
         }
-        return .object([.init("total", .int(total)), .init("neighbours", .array(list))])
+        return (total, entries)
+    }
+
+    /// A repeater's whole neighbour table, page by page (a page carries at most 130 bytes of entries).
+    func neighbours(of c: ContactSummary) throws(ClientError) -> Value {
+        var list: [Value] = []
+        var total = 0
+        var pages = 0
+        let known = (try? contacts()) ?? []
+        repeat {
+            let o = try radio.request(.binary(publicKey: c.publicKey, data: Executor.neighboursRequest(offset: list.count)))
+            let f = try requestReply(o, what: "the neighbours of \(c.name)", timeoutHint: "log in first (`pocketmesh login`)")
+            guard let page = Executor.neighboursPage(f) else {
+                throw .link("\(c.name) sent a malformed neighbour table: try again.")
+            }
+            total = page.total
+            for e in page.entries {
+                var fields: [Value.Field] = [.init("prefix", .hex(e.prefix))]
+                if let n = known.first(where: { $0.publicKey.starts(with: e.prefix) }) { fields.append(.init("name", .string(n.name))) }
+                fields.append(.init("heard_s_ago", .int(e.secondsAgo)))
+                fields.append(.init("snr", .double(Double(e.snrQuarterDb) / 4)))
+                list.append(.object(fields))
+            }
+            pages += 1
+            if page.entries.isEmpty { break }
+        } while list.count < total && pages < 64
+        return .object([.init("name", .string(c.name)), .init("total", .int(total)), .init("neighbours", .array(list))])
     }
 
     func traceValue(_ f: [UInt8]) -> Value {

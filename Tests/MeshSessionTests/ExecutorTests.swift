@@ -28,4 +28,44 @@ import Testing
         }
         #expect(peer.received.count == before, "a frame went to the radio: \(peer.received.dropFirst(before))")
     }
+
+    @Test func neighboursAskForKeyPrefixesAndReadEveryPage() throws {
+        let (radio, peer, exec) = try connected()
+        defer { close(radio, peer) }
+        // 13 neighbours: a firmware page carries at most 130 bytes of entries (11 of 6 + 5 bytes).
+        let keys: [[UInt8]] = (0..<13).map { i in [0xC0, UInt8(i), 1, 2, 3, 4] }
+        var requests: [[UInt8]] = []
+        peer.respond = { f in
+            guard f.first == 0x32, f.count > 33 else { return nil }
+            let data = Array(f[33...])
+            requests.append(data)
+            let count = Int(data[2]), offset = Int(data[3]) | Int(data[4]) << 8, prefixLength = Int(data[6])
+            var entries: [UInt8] = []
+            var n = 0
+            for k in keys.dropFirst(offset).prefix(count) where entries.count + prefixLength + 5 <= 130 {
+                entries += Array((k + [UInt8](repeating: 0xEE, count: 32)).prefix(prefixLength)) + le32(UInt32(10 + n)) + [UInt8(bitPattern: -6)]
+                n += 1
+            }
+            let tag = le32(0x1234_5678 + UInt32(offset))
+            return [[0x06, 0] + tag + le32(1_000),
+                    [0x8C, 0] + tag + [UInt8(keys.count), 0, UInt8(n), 0] + entries]
+        }
+        let v = try exec.execute(.neighbours("rpt")).value
+        #expect(requests.count == 2)
+        for r in requests {
+            #expect(r.count == 11)
+            #expect(Array(r[0..<2]) == [0x06, 0x00])
+            #expect(r[2] > 0, "asks for no neighbours")
+            #expect(r[6] >= 4, "key prefixes of \(r[6]) bytes")
+        }
+        #expect(requests.map { Int($0[3]) | Int($0[4]) << 8 } == [0, 11])
+        #expect(v["name"] == .string("rpt"))
+        #expect(v["total"] == .int(13))
+        guard case .array(let list)? = v["neighbours"] else { Issue.record("no neighbour list: \(v)"); return }
+        #expect(list.count == 13)
+        #expect(list.first?["prefix"] == .hex(keys[0]))
+        #expect(list.last?["prefix"] == .hex(keys[12]))
+        #expect(list.first?["heard_s_ago"] == .int(10))
+        #expect(list.first?["snr"] == .double(-1.5))
+    }
 }

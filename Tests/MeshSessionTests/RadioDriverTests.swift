@@ -12,6 +12,8 @@ final class ScriptedRadio {
     var received: [[UInt8]] = []
     /// Frames to answer each command code with (pushes may come first).
     var answers: [UInt8: [[UInt8]]] = [:]
+    /// Answers computed from the whole command (tried before `answers`; nil falls through).
+    var respond: (([UInt8]) -> [[UInt8]]?)? = nil
 
     init(fd: Int32) { self.fd = fd }
 
@@ -25,7 +27,7 @@ final class ScriptedRadio {
         }
         for f in frames {
             received.append(f)
-            for reply in answers[f[0]] ?? [] { send(reply) }
+            for reply in respond?(f) ?? answers[f[0]] ?? [] { send(reply) }
         }
     }
 

@@ -35,6 +35,17 @@ struct Neighbours: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
     func request() throws(ClientError) -> Request { .neighbours(node) }
+    func text(_ v: Value) -> String {
+        guard case .array(let items)? = v["neighbours"] else { return v.text() }
+        let name = v["name"]?.stringValue ?? node
+        if items.isEmpty { return "\(name) has no neighbours (it lists repeaters whose zero-hop adverts it heard)." }
+        return items.map { n -> String in
+            let prefix = n["prefix"]?.stringValue ?? ""
+            let who = n["name"]?.stringValue.map { "\($0) (\(prefix))" } ?? prefix
+            let snr = n["snr"]?.scalarText ?? "-"
+            return "\(who): heard \(n["heard_s_ago"]?.intValue ?? 0) s ago, SNR \(snr) dB"
+        }.joined(separator: "\n")
+    }
 }
 
 struct ACL: RadioCommand {

@@ -385,11 +385,7 @@ public final class Executor {
             }
             return Outcome(.array(entries))
         case .command(let who, let text):
-            let c = try resolve(who)
-            let o = try radio.request(.command(publicKey: c.publicKey, text: text, timestamp: wallClockEpoch()))
-            let f = try requestReply(o, what: "the command to \(c.name)", timeoutHint: "log in as admin first")
-            let reply = (try? ReceivedMessage(frame: f))?.textString ?? ""
-            return Outcome(.object([.init("name", .string(c.name)), .init("reply", .string(reply))]))
+            return try command(text, to: try resolve(who))
         case .trace(let pathText):
             var path: [UInt8] = []
             for part in pathText.split(separator: ",") {
@@ -458,6 +454,42 @@ public final class Executor {
         case .cancelled: throw .link("the link to the radio was lost during \(what): reconnect and try again.")
         case .sent: throw .timeout("no reply to \(what) in time: try again.")
         }
+    }
+
+    // MARK: repeater CLI
+
+    /// Runs a CLI command on a repeater. Its reply is a contact message (txt_type 1) that the radio
+    /// queues: the session drains on MSG_WAITING while the command waits, and looks once more at
+    /// the end. Other messages taken off the queue meanwhile are part of the result, so none is lost.
+    func command(_ text: String, to c: ContactSummary) throws(ClientError) -> Outcome {
+        let o = try radio.request(.command(publicKey: c.publicKey, text: text, timestamp: wallClockEpoch()))
+        var reply: String? = nil
+        var failure: ClientError? = nil
+        switch o {
+        case .reply(let f):
+            reply = (try? ReceivedMessage(frame: f))?.textString ?? ""
+        case .timeout:
+            reply = try lateCommandReply(from: c)
+            if reply == nil { failure = .timeout("no reply to the command to \(c.name) in time: log in as admin first (`pocketmesh login`), or try again.") }
+        default:
+            _ = try requestReply(o, what: "the command to \(c.name)", timeoutHint: "log in as admin first")
+        }
+        // The drain that brought the reply may still be under way: no message is left half taken.
+        try radio.finishDrain()
+        let cs = (try? contacts()) ?? []
+        let others = collected.map { messageValue($0, contacts: cs) }
+        collected.removeAll()
+        return Outcome(.object([.init("name", .string(c.name)), .init("reply", reply.map { .string($0) } ?? .null),
+                                .init("messages", .array(others))]), error: failure)
+    }
+
+    /// The CLI reply when no MSG_WAITING announced it: one last look at the radio's queue.
+    func lateCommandReply(from c: ContactSummary) throws(ClientError) -> String? {
+        try radio.drain()
+        guard let i = collected.firstIndex(where: {
+            $0.kind == .contact && $0.textType == 1 && !$0.senderPrefix.isEmpty && c.publicKey.starts(with: $0.senderPrefix)
+        }) else { return nil }
+        return collected.remove(at: i).textString
     }
 
     // MARK: send

@@ -540,7 +540,9 @@ public final class Session {
         case Push.sendConfirmed where b.count >= 9:
             if confirm(ack: readU32(b, 1), roundTrip: readU32(b, 5), now: now) { return }
         case Push.msgWaiting:
-            if config.drainOnWaiting, state == .ready || state == .handshaking { drain(now: now) }
+            // A repeater's CLI reply is a queued contact message: fetch it even when the shell
+            // does not drain on its own (one-shot commands).
+            if config.drainOnWaiting || commandRequest != nil, state == .ready || state == .handshaking { drain(now: now) }
             emit(.push(Array(b)))
             return
         case Push.loginSuccess, Push.loginFail:

@@ -6,7 +6,7 @@ import Testing
 /// The executor against a scripted radio: what it asks the radio and how it reads the answers.
 @Suite struct ExecutorTests {
     func connected() throws -> (Radio, ScriptedRadio, Executor) {
-        let (radio, peer) = makePair()
+        let (radio, peer) = makePair(oneShot: true)
         try radio.connect(timeoutMilliseconds: 2_000)
         peer.answers[0x04] = [[0x02] + le32(1), contactFrame(key: keyA, name: "rpt", lastmod: 1), [0x04] + le32(1)]
         return (radio, peer, Executor(radio: radio, timeout: 500))
@@ -67,5 +67,56 @@ import Testing
         #expect(list.last?["prefix"] == .hex(keys[12]))
         #expect(list.first?["heard_s_ago"] == .int(10))
         #expect(list.first?["snr"] == .double(-1.5))
+    }
+
+    /// A radio whose queue holds `queue` (answered one by one to SYNC_NEXT_MESSAGE); a text
+    /// command gets SENT (est 100 ms) and, when `announce`, MSG_WAITING.
+    func scriptQueue(_ peer: ScriptedRadio, _ queue: [[UInt8]], announce: Bool) -> () -> Int {
+        var q = queue
+        var syncs = 0
+        peer.respond = { f in
+            switch f.first {
+            case 0x02: return [[0x06, 0] + le32(77) + le32(100)] + (announce ? [[0x83]] : [])
+            case 0x0A:
+                syncs += 1
+                return q.isEmpty ? [[0x0A]] : [q.removeFirst()]
+            default: return nil
+            }
+        }
+        return { syncs }
+    }
+
+    func textFrame(from key: [UInt8], _ text: String, type: TextType) throws -> [UInt8] {
+        try ResponseFrame.contactMessage(senderPrefix: KeyPrefix(Array(key.prefix(6)))!, pathLength: PathLength(rawValue: 0),
+                                         textType: type, senderTimestamp: 1_700_000_000, text: Array(text.utf8)).bytes
+    }
+
+    @Test(arguments: [true, false])
+    func repeaterCommandTakesItsReplyFromTheQueue(announced: Bool) throws {
+        let (radio, peer, exec) = try connected()
+        defer { close(radio, peer) }
+        radio.onEvent = { if case .message(let m) = $0 { exec.collect(m) } }
+        let other = try textFrame(from: keyB, "hello", type: .plain)
+        let reply = try textFrame(from: keyA, "v1.17.1", type: .cliData)
+        let syncs = scriptQueue(peer, [other, reply], announce: announced)
+        let out = try exec.execute(.command("rpt", text: "ver"))
+        #expect(out.error == nil)
+        #expect(out.value["reply"] == .string("v1.17.1"))
+        // The message ahead of the reply left the radio too: it is in the result, not lost.
+        guard case .array(let ms)? = out.value["messages"] else { Issue.record("no messages field: \(out.value)"); return }
+        #expect(ms.count == 1)
+        #expect(ms.first?["text"] == .string("hello"))
+        #expect(syncs() == 3, "the drain did not run to NO_MORE_MESSAGES")
+        #expect(exec.collected.isEmpty)
+    }
+
+    @Test func repeaterCommandWithoutReplyTimesOut() throws {
+        let (radio, peer, exec) = try connected()
+        defer { close(radio, peer) }
+        radio.onEvent = { if case .message(let m) = $0 { exec.collect(m) } }
+        _ = scriptQueue(peer, [], announce: false)
+        let out = try exec.execute(.command("rpt", text: "ver"))
+        #expect(out.error?.exitCode == 4)
+        #expect(out.value["reply"] == .null)
     }
 }

@@ -37,7 +37,8 @@ final class ScriptedRadio {
     }
 }
 
-func makePair() -> (Radio, ScriptedRadio) {
+/// `oneShot`: set up as the one-shot command line sets it up (no drain on MSG_WAITING).
+func makePair(oneShot: Bool = false) -> (Radio, ScriptedRadio) {
     var fds: [Int32] = [0, 0]
     _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
     for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
@@ -45,6 +46,7 @@ func makePair() -> (Radio, ScriptedRadio) {
     var config = SessionConfig()
     config.drainOnStart = false
     config.commandTimeout = 500
+    config.drainOnWaiting = !oneShot
     let radio = Radio(link: link, config: config)
     let peer = ScriptedRadio(fd: fds[1])
     radio.loop.register(fd: fds[1], events: .readable) { _ in peer.readable() }

@@ -61,7 +61,13 @@ struct Cmd: RadioCommand {
     @Argument(help: "Node name or hex key prefix.") var node: String
     @Argument(help: "The command, e.g. ver.") var command: [String]
     func request() throws(ClientError) -> Request { .command(node, text: joined(command)) }
-    func text(_ v: Value) -> String { v["reply"]?.stringValue ?? v.text() }
+    /// The reply, then any other messages taken off the radio's queue while waiting for it.
+    func text(_ v: Value) -> String {
+        var lines: [String] = []
+        if let r = v["reply"]?.stringValue { lines.append(r) }
+        if case .array(let ms)? = v["messages"] { lines += ms.map(messageLine) }
+        return lines.joined(separator: "\n")
+    }
 }
 
 struct Trace: RadioCommand {

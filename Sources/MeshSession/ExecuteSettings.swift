@@ -270,7 +270,7 @@ extension Executor {
                     .init("received", u32(2)), .init("sent", u32(6)), .init("sent_flood", u32(10)), .init("sent_direct", u32(14)),
                     .init("received_flood", u32(18)), .init("received_direct", u32(22)), .init("receive_errors", u32(26))])))
             default:
-                fields.append(.init("\(t)", .hex(f)))
+                fields.append(.init(["core", "radio", "packets"][Int(t.rawValue)], .hex(f)))
             }
         }
         return .object(fields)

@@ -29,14 +29,28 @@ extension Executor {
         f.withUnsafeBytes { b in
             guard case .telemetryResponse(let t)? = try? CompanionFrame.decode(b) else { return }
             var reader = t.lpp
-            while let r = try? reader.next() {
-                records.append(.string("\(r)"))
-            }
+            while let r = try? reader.next() { records.append(Executor.lppValue(r)) }
         }
         var fields: [Value.Field] = []
         if let name { fields.append(.init("name", .string(name))) }
         fields.append(.init("lpp", .hex(f.dropFirst(8))))
         fields.append(.init("records", .array(records)))
+        return .object(fields)
+    }
+
+    /// One LPP record: channel, type, value(s) in the type's unit, and the record as a person reads it.
+    static func lppValue(_ r: LPPRecord) -> Value {
+        var fields: [Value.Field] = [.init("channel", .int(r.channel)), .init("type", .string(r.type.name))]
+        switch r.value {
+        case .scalar(let v): fields.append(.init("value", .double(v)))
+        case .vector(let x, let y, let z): fields += [.init("x", .double(x)), .init("y", .double(y)), .init("z", .double(z))]
+        case .gps(let lat, let lon, let alt):
+            fields += [.init("latitude", .double(lat)), .init("longitude", .double(lon)), .init("altitude", .double(alt))]
+        case .colour(let red, let green, let blue): fields.append(.init("value", .hex([red, green, blue])))
+        case .unixTime(let t): fields.append(.init("value", .int(t)))
+        }
+        if !r.type.unit.isEmpty, r.type != .gps { fields.append(.init("unit", .string(r.type.unit))) }
+        fields.append(.init("text", .string(r.description)))
         return .object(fields)
     }
 

@@ -119,4 +119,23 @@ import Testing
         #expect(out.error?.exitCode == 4)
         #expect(out.value["reply"] == .null)
     }
+
+    @Test func telemetryReadsAsUnitsNotDebugText() throws {
+        let (radio, peer, exec) = try connected()
+        defer { close(radio, peer) }
+        let code = CommandFrame.sendTelemetryRequest(nil).bytes[0]
+        // voltage 4.15 V and temperature 21.5 °C on channel 1, a GPS fix on channel 2.
+        let lpp: [UInt8] = [1, 116, 0x01, 0x9F, 1, 103, 0x00, 0xD7, 2, 136, 0x07, 0xEF, 0x40, 0xFF, 0xC5, 0x68, 0x00, 0x03, 0xE8]
+        peer.answers[code] = [[0x8B, 0] + Array(keyA.prefix(6)) + lpp]
+        let v = try exec.execute(.telemetry(nil)).value
+        guard case .array(let records)? = v["records"] else { Issue.record("no records: \(v)"); return }
+        #expect(records.map { $0["text"] } == [.string("voltage (channel 1): 4.15 V"), .string("temperature (channel 1): 21.5 °C"),
+                                                .string("gps (channel 2): latitude 52.0000°, longitude -1.5000°, altitude 10.00 m")])
+        #expect(records.first?["value"] == .double(4.15))
+        #expect(records.first?["unit"] == .string("V"))
+        #expect(records.last?["latitude"] == .double(52))
+        for r in records {
+            #expect(!r.json.contains("LPP") && !r.json.contains("MeshCompanion"), "debug text: \(r.json)")
+        }
+    }
 }

@@ -28,6 +28,13 @@ struct Telemetry: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String?
     func request() throws(ClientError) -> Request { .telemetry(node) }
+    /// One record a line, e.g. "voltage (channel 1): 4.15 V".
+    func text(_ v: Value) -> String {
+        guard case .array(let records)? = v["records"] else { return v.text() }
+        let head = v["name"]?.stringValue.map { "telemetry of \($0):" } ?? "telemetry of this radio:"
+        if records.isEmpty { return head + " no records (raw LPP: \(v["lpp"]?.stringValue ?? ""))" }
+        return ([head] + records.map { "  " + ($0["text"]?.stringValue ?? $0.text()) }).joined(separator: "\n")
+    }
 }
 
 struct Neighbours: RadioCommand {

@@ -71,10 +71,9 @@ public struct TunnelQueue {
                                                    textType: TextType(rawValue: m.textType), senderTimestamp: m.senderTimestamp,
                                                    authorPrefix: author, text: m.text).bytes
         case .channel:
-            if m.textType & 0x80 != 0 {
-                // A channel datagram (stored with text type 0x80 | data type).
+            if m.isDatagram {
                 return try? ResponseFrame.channelData(snrQuarterDb: m.snr, channelIndex: m.channelIndex, pathLength: path,
-                                                    dataType: UInt16(m.textType & 0x7F), data: m.text).bytes
+                                                    dataType: m.dataType, data: m.text).bytes
             }
             return ResponseFrame.channelMessage(snrQuarterDb: m.snr, channelIndex: m.channelIndex, pathLength: path,
                                               timestamp: m.senderTimestamp, text: m.text).bytes

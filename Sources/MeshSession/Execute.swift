@@ -209,16 +209,11 @@ public final class Executor {
             return Outcome(try resolve(who).value)
         case .contactAdd(let keyHex, let name, let type, let pathHex):
             guard let key = MeshCompanion.PublicKey(hex: keyHex) else { throw .usage("a public key must be 64 hex digits.") }
-            var c = Contact(publicKey: key, type: ContactType(rawValue: type), name: name, lastAdvertTimestamp: wallClockEpoch())
-            if let p = pathHex, !p.isEmpty {
-                guard let bytes = Hex.decode(p), let len = PathLength(hopCount: bytes.count) else {
-                    throw .usage("the path must be hex hop hashes, at most 64 bytes.")
-                }
-                do { try c.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
-            }
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(c, includeLastModified: false) }
+            let c = try contactToAdd(key, name: name, type: type, path: pathHex)
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(c.contact, includeLastModified: false) }
             _ = try call(frame, expecting: .ok, what: "adding the contact")
-            return Outcome(ok("contact \(name) added"))
+            contactCache = nil
+            return Outcome(ok(c.known ? "contact \(name) updated" : "contact \(name) added"))
         case .contactRemove(let who):
             let c = try resolve(who)
             _ = try call(CommandFrame.removeContact(publicKey(c)), expecting: .ok, what: "removing \(c.name)")
@@ -454,6 +449,33 @@ public final class Executor {
         case .cancelled: throw .link("the link to the radio was lost during \(what): reconnect and try again.")
         case .sent: throw .timeout("no reply to \(what) in time: try again.")
         }
+    }
+
+    // MARK: contacts
+
+    /// What ADD_UPDATE_CONTACT writes, whole. A contact the radio knows keeps its type, flags,
+    /// location, last advert time and path unless new ones are given. A new one gets last_advert 0
+    /// (as meshcore-cli does): the firmware takes an advert as a replay unless its timestamp is
+    /// newer, so this host's clock there would hide the node's adverts while its clock lags.
+    func contactToAdd(_ key: MeshCompanion.PublicKey, name: String, type: UInt8?, path: String?) throws(ClientError) -> (contact: Contact, known: Bool) {
+        let keyBytes = key.bytes
+        let old = try contacts(refresh: true).first { $0.publicKey == keyBytes }
+        var c = Contact(publicKey: key, type: ContactType(rawValue: type ?? old?.type ?? ContactType.chat.rawValue),
+                        flags: old?.flags ?? 0, name: name, lastAdvertTimestamp: old?.lastAdvert ?? 0,
+                        latitude: old?.latitude ?? 0, longitude: old?.longitude ?? 0)
+        if let p = path {
+            if !p.isEmpty {
+                guard let bytes = Hex.decode(p), let len = PathLength(hopCount: bytes.count) else {
+                    throw .usage("the path must be hex hop hashes, at most 64 bytes.")
+                }
+                do { try c.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
+            }
+        } else if let o = old, o.outPathLength != PathLength.unknown.rawValue {
+            do { try c.setOutPath(PathLength(rawValue: o.outPathLength), o.outPath) } catch {
+                throw .link("the radio's path for \(o.name) is malformed: give --path, or an empty --path to flood.")
+            }
+        }
+        return (c, old != nil)
     }
 
     // MARK: repeater CLI

@@ -5,8 +5,9 @@ public enum Request: Sendable, Equatable, Codable {
     case info
     case contacts
     case contactShow(String)
-    /// Adds (or updates) a contact from its 64-hex-digit public key.
-    case contactAdd(publicKey: String, name: String, type: UInt8, path: String?)
+    /// Adds (or updates) a contact from its 64-hex-digit public key. A contact the radio knows keeps
+    /// its type, flags, location, advert time and path unless new ones are given (`path` "" floods).
+    case contactAdd(publicKey: String, name: String, type: UInt8?, path: String?)
     case contactRemove(String)
     case contactResetPath(String)
     case contactShare(String)

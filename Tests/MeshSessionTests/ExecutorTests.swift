@@ -138,4 +138,52 @@ import Testing
             #expect(!r.json.contains("LPP") && !r.json.contains("MeshCompanion"), "debug text: \(r.json)")
         }
     }
+
+    /// The contact listing holds keyA as a favourite repeater with a location, a 2-hop path and an
+    /// advert time; ADD_UPDATE_CONTACT frames are recorded.
+    func contactsScript(_ peer: ScriptedRadio) -> () -> [[UInt8]] {
+        var rec = contactFrame(key: keyA, name: "rpt", lastmod: 1)
+        rec[33] = 2; rec[34] = 0x01; rec[35] = 2; rec[36] = 0x5F; rec[37] = 0x33
+        rec.replaceSubrange(132..<144, with: le32(1_650_000_000) + le32(UInt32(bitPattern: 52_370_000)) + le32(UInt32(bitPattern: -4_890_000)))
+        peer.answers[0x04] = [[0x02] + le32(1), rec, [0x04] + le32(1)]
+        var adds: [[UInt8]] = []
+        peer.respond = { f in
+            guard f.first == 0x09 else { return nil }
+            adds.append(f)
+            return [[0x00]]
+        }
+        return { adds }
+    }
+
+    @Test func readdingAContactKeepsWhatTheRadioKnows() throws {
+        let (radio, peer, exec) = try connected()
+        defer { close(radio, peer) }
+        let adds = contactsScript(peer)
+        _ = try exec.execute(.contactAdd(publicKey: Hex.encode(keyA), name: "rpt-new", type: nil, path: nil))
+        let f = try #require(adds().last)
+        #expect(Array(f[1..<33]) == keyA)
+        #expect(f[33] == 2, "type")
+        #expect(f[34] == 0x01, "flags")
+        #expect(Array(f[35..<38]) == [2, 0x5F, 0x33], "path")
+        #expect(String(decoding: f[100..<132].prefix { $0 != 0 }, as: UTF8.self) == "rpt-new")
+        #expect(readU32(f, 132) == 1_650_000_000, "last advert")
+        #expect(Int32(bitPattern: readU32(f, 136)) == 52_370_000 && Int32(bitPattern: readU32(f, 140)) == -4_890_000, "location")
+        // What the user gives replaces it: an empty path floods, a type is set.
+        _ = try exec.execute(.contactAdd(publicKey: Hex.encode(keyA), name: "rpt", type: 3, path: ""))
+        let g = try #require(adds().last)
+        #expect(g[33] == 3 && g[34] == 0x01 && g[35] == 0xFF && readU32(g, 132) == 1_650_000_000)
+    }
+
+    @Test func aNewContactHasNoAdvertTimeFromThisHost() throws {
+        let (radio, peer, exec) = try connected()
+        defer { close(radio, peer) }
+        let adds = contactsScript(peer)
+        _ = try exec.execute(.contactAdd(publicKey: Hex.encode(keyB), name: "bob", type: nil, path: "a1b2"))
+        let f = try #require(adds().last)
+        #expect(Array(f[1..<33]) == keyB)
+        #expect(f[33] == 1 && f[34] == 0)
+        #expect(Array(f[35..<38]) == [2, 0xA1, 0xB2])
+        #expect(readU32(f, 132) == 0, "last_advert ahead of the node's clock makes the radio drop its adverts as replays")
+        #expect(readU32(f, 136) == 0 && readU32(f, 140) == 0)
+    }
 }

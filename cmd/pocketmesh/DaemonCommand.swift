@@ -126,7 +126,4 @@ func selfExecutable() -> String {
     return CommandLine.arguments[0]
 }
 
-func writeStderr(_ s: String) {
-    let line = s.hasSuffix("\n") ? s : s + "\n"
-    _ = line.withCString { fputs($0, stderr) }
-}
+func writeStderr(_ s: String) { writeError(s) }

@@ -104,8 +104,12 @@ extension RadioCommand {
         let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
         radio.onEvent = { e in if case .message(let m) = e { executor.collect(m) } }
         let outcome = try executor.execute(req)
-        let out = link.json ? outcome.value.json : text(outcome.value)
-        if !out.isEmpty { emitLine(out) }
+        if link.json {
+            emitLine(outcome.value.json)
+        } else {
+            let out = text(outcome.value)
+            if !out.isEmpty { emitHuman(out) }
+        }
         if let e = outcome.error { throw e }
     }
 }

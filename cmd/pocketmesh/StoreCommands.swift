@@ -89,7 +89,7 @@ struct ChatsCommand: ParsableCommand {
             for c in list {
                 let m = MessageJSON.message(c.lastMessage, store: s)
                 let unread = c.unread > 0 ? " (\(c.unread) unread)" : ""
-                print("\(c.name)\(unread): \(m["from"]?.string.map { $0.isEmpty ? "" : $0 + ": " } ?? "")\(m["text"]?.string ?? "")")
+                emitHuman("\(c.name)\(unread): \(m["from"]?.string.map { $0.isEmpty ? "" : $0 + ": " } ?? "")\(m["text"]?.string ?? "")")
             }
         }
     }
@@ -131,7 +131,7 @@ struct HistoryCommand: ParsableCommand {
                 let j = MessageJSON.message(m, store: s)
                 let who = m.direction == .outgoing ? "me" : (j["from"]?.string ?? "")
                 let status = m.direction == .outgoing ? " [\(m.status.name)]" : ""
-                print("#\(m.id) \(formatTime(m.senderTimestamp)) \(who): \(j["text"]?.string ?? "")\(status)")
+                emitHuman("#\(m.id) \(formatTime(m.senderTimestamp)) \(who): \(j["text"]?.string ?? "")\(status)")
             }
         }
     }

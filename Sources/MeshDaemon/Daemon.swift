@@ -589,6 +589,7 @@ public final class Daemon {
     // MARK: - messages
 
     func received(message m: ReceivedMessage, now: UInt64) {
+        if routedToTunnel(m) { return }
         let rec = MessageJSON.stored(m, receivedAt: UInt32(truncatingIfNeeded: time(nil)))
         if !unsaved.isEmpty || store == nil {
             hold(rec)

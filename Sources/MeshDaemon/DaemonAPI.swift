@@ -233,6 +233,8 @@ extension Daemon {
         case 0x0A:  // SYNC_NEXT_MESSAGE: the daemon drained the radio; the queue is the store's
             syncNext(client)
             return
+        case 0x02 where frame.count >= 13 && frame[1] == 1:  // SEND_TXT_MSG, txt_type 1: a repeater CLI command
+            tunnelQueue.expectCLIReply(from: Array(frame[7..<13]), to: client)
         default:
             break
         }
@@ -271,6 +273,9 @@ extension Daemon {
                 return found?.id
             }
             switch step {
+            case .frame(let f):
+                api.sendFrame(f, to: client)
+                return
             case .message:
                 if let m = found, let f = TunnelQueue.frame(for: m) {
                     api.sendFrame(f, to: client)
@@ -287,6 +292,16 @@ extension Daemon {
                 return
             }
         }
+    }
+
+    /// A repeater's CLI reply to a command a tunnel client sent goes to that client only: it is the
+    /// command's answer, not a message to store, hook or sync later. True when it was handed over.
+    func routedToTunnel(_ m: ReceivedMessage) -> Bool {
+        guard m.kind == .contact, m.textType == 1,
+              let f = TunnelQueue.frame(for: MessageJSON.stored(m, receivedAt: 0)),
+              let client = tunnelQueue.routeCLIReply(from: m.senderPrefix, frame: f) else { return false }
+        api.sendFrame([0x83], to: client)
+        return true
     }
 
     func tunnelReply(_ client: APIServer.ClientID, frame: [UInt8], _ r: Reply) {

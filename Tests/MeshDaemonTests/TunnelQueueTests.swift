@@ -27,6 +27,23 @@ import Testing
         #expect(q.next(for: 1, firstAfter: Self.firstAfter(ids + [9])) == .noMore(commit: 9))
     }
 
+    @Test func aRepeaterCLIReplyGoesToTheClientThatAskedAndIsNotQueued() {
+        var q = TunnelQueue(cursor: 0)
+        let rpt: [UInt8] = [1, 2, 3, 4, 5, 6], other: [UInt8] = [9, 9, 9, 9, 9, 9]
+        q.expectCLIReply(from: rpt, to: 7)
+        #expect(q.routeCLIReply(from: other, frame: [0x10, 1]) == nil, "a reply nobody waits for is stored as usual")
+        #expect(q.routeCLIReply(from: rpt, frame: [0x10, 2]) == 7)
+        #expect(q.routeCLIReply(from: rpt, frame: [0x10, 3]) == nil, "one reply per command")
+        // Client 8 does not get it; client 7 gets it first, then the store's messages.
+        #expect(q.next(for: 8, firstAfter: Self.firstAfter([5])) == .message(id: 5))
+        #expect(q.next(for: 7, firstAfter: Self.firstAfter([5])) == .frame([0x10, 2]))
+        #expect(q.next(for: 7, firstAfter: Self.firstAfter([5])) == .message(id: 5))
+        // A client gone before its reply: the reply is stored like any message.
+        q.expectCLIReply(from: rpt, to: 9)
+        q.disconnected(9)
+        #expect(q.routeCLIReply(from: rpt, frame: [0x10, 4]) == nil)
+    }
+
     @Test func aClientGoneMidRoundMovesNothing() {
         var q = TunnelQueue(cursor: 0)
         let ids: [UInt64] = [1, 2, 3]
@@ -105,6 +122,7 @@ import Testing
                 case .noMore(let c):
                     if let c { try s.setCursor("sync", c) }
                     return texts
+                case .frame(let f): texts.append("frame \(f)")
                 }
             }
             return texts

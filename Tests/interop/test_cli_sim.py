@@ -6,11 +6,14 @@ Environment: POCKETMESH_BIN (default .build/debug/pocketmesh).
 import json
 import os
 import pathlib
+import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
 
+from test_daemon_faults import Daemon
 from test_sim_clients import Sim
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -137,6 +140,46 @@ def test_contacts_add_keeps_what_the_radio_knows(mesh):
     new_key = "5a" * 32
     assert pm(mesh, "sim0", "contacts", "add", new_key, "stranger").code == 0
     assert contacts(mesh, "sim0")["stranger"]["last_advert"] == 0
+
+
+def test_cmd_through_a_daemon_is_answered_not_stored(mesh):
+    """A daemon owns sim1: the CLI reply goes to the command that asked, not to the store or hooks."""
+    tmp = tempfile.mkdtemp(prefix="pmd-")
+    port = mesh.port("sim1")
+    env = dict(os.environ, XDG_RUNTIME_DIR=tmp)
+    env.pop("POCKETMESH_NO_DAEMON", None)
+
+    def cli(*args):
+        cp = subprocess.run([str(BIN), *args, "--tcp", f"127.0.0.1:{port}", "--timeout", "10"],
+                            capture_output=True, text=True, env=env, timeout=60)
+        return Run(cp)
+
+    d = Daemon(tmp, port, hook=True, default_socket=True)
+    try:
+        d.wait_ready()
+        deadline = time.time() + 20
+        while "rpt1" not in cli("contacts").out and time.time() < deadline:
+            time.sleep(1)
+        r = cli("login", "rpt1", "-p", "password")
+        assert r.code == 0, r
+        r = cli("cmd", "rpt1", "get", "name")
+        assert r.code == 0, r
+        assert r.out.strip().endswith("rpt1"), r
+        r = cli("--json", "cmd", "rpt1", "ver")
+        assert r.code == 0 and r.json()["reply"], r
+        s = cli("--json", "sync")
+        assert s.code == 0 and s.json() == [], s
+        time.sleep(2)
+        hooked = pathlib.Path(tmp, "hook.txt")
+        assert not hooked.exists() or "rpt1" not in hooked.read_text(), hooked.read_text()
+        h = Run(subprocess.run([str(BIN), "history", "rpt1", "--state-dir", d.state, "--json"],
+                               capture_output=True, text=True, env=env, timeout=60))
+        assert h.code in (0, 6), h
+        if h.code == 0:
+            assert h.json()["messages"] == [], h
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_terminal_escapes_from_the_mesh_are_shown_harmlessly(mesh):

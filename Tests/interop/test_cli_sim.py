@@ -182,6 +182,38 @@ def test_cmd_through_a_daemon_is_answered_not_stored(mesh):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_channel_datagrams_keep_their_data_type_through_a_daemon(mesh):
+    tmp = tempfile.mkdtemp(prefix="pmd-")
+    port = mesh.port("sim1")
+    env = dict(os.environ, XDG_RUNTIME_DIR=tmp)
+    env.pop("POCKETMESH_NO_DAEMON", None)
+    d = Daemon(tmp, port, hook=False, default_socket=True)
+    try:
+        d.wait_ready()
+        # sim0 sends a datagram of type 0xFFBE on the Public channel (slot 0), flood.
+        r = pm(mesh, "sim0", "raw", "3e00ffbeff" + "c0ffee")
+        assert r.code == 0 and "00" == r.out.split()[-1][:2], r
+
+        def through(*args):
+            return Run(subprocess.run([str(BIN), *args], capture_output=True, text=True, env=env, timeout=60))
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            h = through("history", "0", "--state-dir", d.state, "--json")
+            got = [m for m in h.json()["messages"] if m.get("data")] if h.code == 0 else []
+            if got:
+                break
+            time.sleep(1)
+        assert got and got[-1]["data_type"] == 0xFFBE and got[-1]["data"] == "c0ffee", h
+        s = through("sync", "--json", "--tcp", f"127.0.0.1:{port}")
+        assert s.code == 0, s
+        assert [(m["data_type"], m["data"]) for m in s.json() if m["type"] == "channel_data"] == [(0xFFBE, "c0ffee")]
+        human = through("history", "0", "--state-dir", d.state)
+        assert "data 65470: c0ffee" in human.out, human
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_terminal_escapes_from_the_mesh_are_shown_harmlessly(mesh):
     """Runs last in this module: it renames sim1."""
     sim0_key = key_of(mesh, "sim1", "sim0")

@@ -216,6 +216,11 @@ extension Daemon {
         case CommandCode.syncNextMessage.rawValue:  // the daemon drained the radio; the queue is the store's
             syncNext(client)
             return
+        case CommandCode.sendTextMessage.rawValue:
+            // A repeater CLI command (txt_type 1): its reply is this client's answer.
+            if case .sendTextMessage(let m)? = try? CompanionCommand.decode(frame), m.textType == .cliData {
+                tunnelQueue.expectCLIReply(from: m.recipientPrefix.bytes, to: client)
+            }
         default:
             break
         }
@@ -249,6 +254,9 @@ extension Daemon {
                 return found?.id
             }
             switch step {
+            case .frame(let f):
+                api.sendFrame(f, to: client)
+                return
             case .message:
                 if let m = found, let f = TunnelQueue.frame(for: m) {
                     api.sendFrame(f, to: client)
@@ -265,6 +273,16 @@ extension Daemon {
                 return
             }
         }
+    }
+
+    /// A repeater's CLI reply to a command a tunnel client sent goes to that client only: it is the
+    /// command's answer, not a message to store, hook or sync later. True when it was handed over.
+    func routedToTunnel(_ m: ReceivedMessage) -> Bool {
+        guard m.kind == .contact, m.textType == 1,
+              let f = TunnelQueue.frame(for: MessageJSON.stored(m, receivedAt: 0)),
+              let client = tunnelQueue.routeCLIReply(from: m.senderPrefix, frame: f) else { return false }
+        api.sendFrame(PushFrame.messageWaiting().bytes, to: client)
+        return true
     }
 
     func tunnelReply(_ client: APIServer.ClientID, frame: [UInt8], _ r: Reply) {

@@ -10,6 +10,8 @@ extension Daemon {
     // MARK: - messages
 
     func received(message m: ReceivedMessage, now: UInt64) {
+        // A tunnel client's repeater CLI reply goes to that client: nothing to store, drain on.
+        if routedToTunnel(m) { session?.resumeMessages(now: now); return }
         let rec = MessageJSON.stored(m, receivedAt: UInt32(truncatingIfNeeded: time(nil)))
         // While the store fails, the session asks the radio for nothing more (it paused itself
         // after this message): the rest of the queue stays on the radio, where a restart finds it.

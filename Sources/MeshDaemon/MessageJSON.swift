@@ -48,6 +48,10 @@ public enum MessageJSON {
                 pairs.append(("text", .string(text)))
             }
         }
+        if m.isDatagram {
+            pairs.append(("data_type", .int(Int64(m.dataType))))
+            pairs.append(("data", .string(hexString(m.text))))
+        }
         pairs.append(("text_type", .int(Int64(m.textType))))
         pairs.append(("timestamp", .int(Int64(m.senderTimestamp))))
         pairs.append(("received", .int(Int64(m.receivedAt))))
@@ -92,10 +96,8 @@ public enum MessageJSON {
                                  senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType,
                                  pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
         case .channelData:
-            // Datagrams are kept as channel records with text type 0x80 | low byte of the data type.
-            return StoredMessage(kind: .channel, direction: .incoming, channelIndex: m.channelIndex,
-                                 senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: 0x80 | UInt8(m.dataType & 0x7F),
-                                 pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
+            return .channelDatagram(channelIndex: m.channelIndex, dataType: m.dataType, receivedAt: receivedAt,
+                                    pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, data: m.text)
         }
     }
 }

@@ -32,7 +32,7 @@ struct Listen: ParsableCommand {
         var contacts: [ContactSummary] = []
         radio.onEvent = { e in
             guard let v = eventValue(e, contacts: contacts) else { return }
-            if json { emitLine(v.json) } else { emitLine(eventLine(v)) }
+            if json { emitLine(v.json) } else { emitHuman(eventLine(v)) }
         }
         do {
             try radio.connect(timeoutMilliseconds: link.timeoutMilliseconds)

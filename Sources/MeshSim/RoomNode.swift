@@ -30,8 +30,7 @@ public final class RoomNode: ServerNode {
     }
 
     override public func onText(from client: Int, timestamp: UInt32, txtType: UInt8, text: [UInt8], secret: SharedSecret, arrival: Arrival) {
-        if txtType == 1 { return super.onText(from: client, timestamp: timestamp, txtType: txtType, text: text, secret: secret, arrival: arrival) }
-        guard txtType == 0, clients[client].permissions >= 2 else { return }
+        guard txtType == 0, clients[client].permissions & 3 >= 2 else { return }
         addPost(author: clients[client].key, text: text)
     }
 

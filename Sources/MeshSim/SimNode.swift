@@ -137,6 +137,14 @@ open class SimNode {
         }
     }
 
+    /// Switches the node off for good (`poweroff`).
+    public func powerOff() {
+        powered = false
+        radio.queue.removeAll()
+        radio.wakeToken &+= 1
+        radio.wakeAt = .max
+    }
+
     /// Role-specific state reset after a reboot.
     open func boot() {}
 }

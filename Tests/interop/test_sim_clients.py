@@ -166,6 +166,24 @@ def test_login_and_req_status(sim, adverts):
     assert "uptime" in out.lower() or "bat" in out.lower(), out
 
 
+def wait_for_contact(sim, node, name, timeout=30):
+    deadline = time.time() + timeout
+    while name not in cli(sim, node, "contacts"):
+        assert time.time() < deadline, f"{name} advert not heard by {node}"
+        cli(sim, node, "floodadv")
+        time.sleep(2)
+
+
+def test_anonymous_regions_owner_and_clock_requests(sim):
+    """req_regions, req_owner and req_clock: anonymous requests a repeater answers on a direct route."""
+    wait_for_contact(sim, "sim0", "rpt0")
+    out = cli(sim, "sim0", "req_regions", "rpt0", "req_owner", "rpt0", "req_clock", "rpt0", timeout=90)
+    assert "rpt0 repeats *" in out, out
+    assert "rpt0 has no owner set" in out, out
+    clock = [int(l) for l in out.splitlines() if l.strip().isdigit()]
+    assert clock and abs(clock[0] - time.time()) < 3600 * 24 * 400, out
+
+
 def test_get_and_set_settings(sim):
     assert "OK" in cli(sim, "sim1", "set", "tx", "14") or True
     out = cli(sim, "sim1", "get", "tx")

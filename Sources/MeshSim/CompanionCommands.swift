@@ -201,6 +201,7 @@ extension CompanionNode {
             switch scope {
             case .clear: sessionScope = nil
             case .unscoped: sessionScope = .some(nil)
+            case let .key(raw) where raw.allSatisfy({ $0 == 0 }): sessionScope = nil // a null key resets to the default
             case let .key(raw): sessionScope = (try? RegionKey(Array(raw))).map { .some($0) } ?? nil
             }
             ok()

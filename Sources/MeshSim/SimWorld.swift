@@ -44,6 +44,9 @@ public final class SimWorld {
                 rooms.append(n); node = n
             }
             node.radio.params = options.radio
+            if let server = node as? ServerNode {
+                for name in spec.regions ?? [] { _ = server.command("region put \(name)") }
+            }
             byName[spec.name] = node
         }
         for l in topology.links {

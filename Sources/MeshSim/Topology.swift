@@ -15,12 +15,16 @@ public struct NodeSpec: Codable, Sendable, Equatable {
     public var guestPassword: String?
     /// Seed for the node's identity; derived from the mesh seed when absent.
     public var seed: UInt64?
+    /// Regions a repeater or room relays scoped floods for (as `region put NAME`), e.g. `#north`.
+    public var regions: [String]?
 
-    public init(name: String, role: NodeRole, password: String? = nil, guestPassword: String? = nil, seed: UInt64? = nil) {
+    public init(name: String, role: NodeRole, password: String? = nil, guestPassword: String? = nil, seed: UInt64? = nil,
+                regions: [String]? = nil) {
         self.name = name; self.role = role; self.password = password; self.guestPassword = guestPassword; self.seed = seed
+        self.regions = regions
     }
 
-    enum CodingKeys: String, CodingKey { case name, role, password, guestPassword = "guest_password", seed }
+    enum CodingKeys: String, CodingKey { case name, role, password, guestPassword = "guest_password", seed, regions }
 }
 
 /// A radio link between two nodes: SNR at the receiver and the probability a packet is lost.
@@ -51,10 +55,12 @@ public struct LinkSpec: Codable, Sendable, Equatable {
 /// JSON file form:
 /// ```
 /// { "nodes": [ {"name": "alice", "role": "companion"},
-///              {"name": "r1", "role": "repeater", "password": "secret", "guest_password": "guest"} ],
+///              {"name": "r1", "role": "repeater", "password": "secret", "guest_password": "guest",
+///               "regions": ["#north"]} ],
 ///   "links": [ {"a": "alice", "b": "r1", "snr": 7.5, "loss": 0.1} ] }
 /// ```
-/// Links are two-way unless `"oneway": true`; `snr` defaults to 8 dB and `loss` to 0.
+/// Links are two-way unless `"oneway": true`; `snr` defaults to 8 dB and `loss` to 0. A server's
+/// `regions` allow scoped floods for those regions (without any, it relays only unscoped floods).
 public struct Topology: Codable, Sendable, Equatable {
     public var nodes: [NodeSpec]
     public var links: [LinkSpec]
@@ -96,6 +102,13 @@ public struct Topology: Codable, Sendable, Equatable {
         for n in nodes {
             if n.name.isEmpty || n.name.utf8.count > 31 { throw TopologyError.badValue("node name \"\(n.name)\" must be 1-31 bytes") }
             if !names.insert(n.name).inserted { throw TopologyError.duplicateName(n.name) }
+            if let rs = n.regions {
+                if n.role == .companion { throw TopologyError.badValue("node \"\(n.name)\" is a companion; only repeaters and rooms have regions") }
+                if rs.count > RegionMap.maxEntries { throw TopologyError.badValue("node \"\(n.name)\" has more than \(RegionMap.maxEntries) regions") }
+                for r in rs where r.isEmpty || r == "*" || !r.utf8.allSatisfy(RegionMap.isNameByte) {
+                    throw TopologyError.badValue("region \"\(r)\" of node \"\(n.name)\" is not a region name (letters, digits, '-', '#', '$')")
+                }
+            }
         }
         for l in links {
             if !names.contains(l.a) { throw TopologyError.unknownNode(l.a) }

@@ -184,6 +184,37 @@ def test_anonymous_regions_owner_and_clock_requests(sim):
     assert clock and abs(clock[0] - time.time()) < 3600 * 24 * 400, out
 
 
+def test_scoped_floods_pass_only_repeaters_with_the_region(workdir):
+    """A topology file gives the repeater a region; meshcore-cli's scope decides what it relays."""
+    topo = workdir / "regions.json"
+    topo.write_text(json.dumps({
+        "nodes": [{"name": "sim0", "role": "companion"}, {"name": "sim1", "role": "companion"},
+                  {"name": "rpt0", "role": "repeater", "regions": ["#north"]}],
+        "links": [{"a": "sim0", "b": "rpt0"}, {"a": "rpt0", "b": "sim1"}]}))
+    s = Sim("--topology", str(topo), "--seed", "5")
+    try:
+        cli(s, "sim1", "sync_msgs")
+
+        def heard(text):
+            deadline = time.time() + 15
+            out = ""
+            while time.time() < deadline:
+                out += cli(s, "sim1", "sync_msgs")
+                if text in out:
+                    return True
+                time.sleep(1)
+            return False
+
+        cli(s, "sim0", "scope", "#north", "public", "in the north")
+        assert heard("in the north")
+        cli(s, "sim0", "scope", "#south", "public", "in the south")
+        assert not heard("in the south")
+        cli(s, "sim0", "scope", "None", "public", "anywhere")
+        assert heard("anywhere")
+    finally:
+        s.stop()
+
+
 def test_get_and_set_settings(sim):
     assert "OK" in cli(sim, "sim1", "set", "tx", "14") or True
     out = cli(sim, "sim1", "get", "tx")

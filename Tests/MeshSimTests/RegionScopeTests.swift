@@ -1,0 +1,83 @@
+import MeshAir
+import MeshCompanion
+import Testing
+@testable import MeshSim
+
+/// a - rpt - b, where b hears a only through the repeater.
+func relayed(regions: [String]?) throws -> (SimWorld, FrameApp, FrameApp, RepeaterNode) {
+    let t = Topology(nodes: [NodeSpec(name: "a", role: .companion), NodeSpec(name: "b", role: .companion),
+                             NodeSpec(name: "rpt", role: .repeater, regions: regions)],
+                     links: [LinkSpec(a: "a", b: "rpt"), LinkSpec(a: "rpt", b: "b")])
+    let w = try SimWorld(topology: t)
+    return (w, FrameApp(w.companions[0]), FrameApp(w.companions[1]), w.repeaters[0])
+}
+
+/// Sends a Public channel message from `a` with `scope` and tells whether `b` got it.
+func channelReaches(_ w: SimWorld, _ a: FrameApp, _ b: FrameApp, scope: FloodScopeOverride, text: String) throws -> Bool {
+    #expect(a.call(try CommandFrame.setFloodScopeKey(scope))?.first == 0x00)
+    b.frames.removeAll()
+    _ = a.call(try CommandFrame.sendChannelTextMessage(channel: 0, text: text, timestamp: w.companions[0].epochNow))
+    return w.mesh.run(until: { b.count(0x83) > 0 }, limit: 20_000)
+}
+
+@Suite struct RegionScopeTests {
+    static let north = FloodScopeOverride.key(RegionKey(name: "#north").key)
+    static let south = FloodScopeOverride.key(RegionKey(name: "#south").key)
+
+    @Test func scopedFloodsPassOnlyARepeaterWithTheirRegion() throws {
+        let (w, a, b, r) = try relayed(regions: ["#north"])
+        #expect(r.regions.exportNames(max: 160, mask: RegionMap.denyFlood) == "*,north")
+        #expect(try channelReaches(w, a, b, scope: Self.north, text: "north"))
+        #expect(try !channelReaches(w, a, b, scope: Self.south, text: "south"))
+        #expect(try channelReaches(w, a, b, scope: .unscoped, text: "plain"))
+        // `region denyf`: the region stays but its floods stop; `*` stops unscoped floods.
+        #expect(r.command("region denyf north") == "OK")
+        #expect(try !channelReaches(w, a, b, scope: Self.north, text: "north again"))
+        #expect(r.command("region allowf north") == "OK")
+        #expect(r.command("region denyf *") == "OK")
+        #expect(try !channelReaches(w, a, b, scope: .unscoped, text: "plain again"))
+        #expect(try channelReaches(w, a, b, scope: Self.north, text: "north once more"))
+    }
+
+    @Test func aRepeaterWithoutRegionsRelaysOnlyUnscopedFloods() throws {
+        let (w, a, b, _) = try relayed(regions: nil)
+        #expect(try !channelReaches(w, a, b, scope: Self.north, text: "north"))
+        #expect(try channelReaches(w, a, b, scope: .unscoped, text: "plain"))
+        // A null key (what meshcore_py sends for "no scope") goes back to the default: unscoped.
+        #expect(try !channelReaches(w, a, b, scope: Self.north, text: "north again"))
+        #expect(try channelReaches(w, a, b, scope: .key([UInt8](repeating: 0, count: 16)), text: "default"))
+    }
+
+    @Test func regionsAddedByTheAdminCLI() throws {
+        let (w, a, b, r) = try relayed(regions: nil)
+        #expect(r.command("region put north") == "OK - (flood allowed)")
+        #expect(try channelReaches(w, a, b, scope: Self.north, text: "north"))
+        #expect(r.command("region remove north") == "OK")
+        #expect(try !channelReaches(w, a, b, scope: Self.north, text: "north again"))
+    }
+
+    @Test func aScopedRequestIsAnsweredInItsScope() throws {
+        let (w, a, _, r) = try relayed(regions: ["#north"])
+        #expect(a.call(try CommandFrame.setFloodScopeKey(Self.north))?.first == 0x00)
+        var scoped = 0, plain = 0
+        w.mesh.onTransmit = { n, bytes in
+            guard n === r, let p = try? Packet(bytes: bytes), p.payloadType == .path else { return }
+            if p.routeType == .transportFlood { scoped += 1 } else { plain += 1 }
+        }
+        w.mesh.run(for: 10_000) // the repeater's advert: a contact without a path, so the login floods
+        #expect(try loginFrame(a, w, r.publicKey, "password") != nil)
+        #expect(scoped == 1 && plain == 0)
+    }
+
+    @Test func topologyRegionsAreChecked() throws {
+        let json = ##"{"nodes": [{"name": "r", "role": "repeater", "regions": ["#north", "south-east"]}], "links": []}"##
+        let t = try Topology.decode(json: Array(json.utf8))
+        #expect(t.nodes[0].regions == ["#north", "south-east"])
+        for bad in [##"["no way"]"##, ##"["*"]"##] {
+            let j = ##"{"nodes": [{"name": "r", "role": "repeater", "regions": "## + bad + ##"}], "links": []}"##
+            #expect(throws: Topology.TopologyError.self) { try Topology.decode(json: Array(j.utf8)) }
+        }
+        let c = ##"{"nodes": [{"name": "c", "role": "companion", "regions": ["#north"]}], "links": []}"##
+        #expect(throws: Topology.TopologyError.self) { try Topology.decode(json: Array(c.utf8)) }
+    }
+}

@@ -95,6 +95,21 @@ func loginFrame(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ pw: String) thr
         #expect(blank[1] == 0)
     }
 
+    @Test func theWorldsGuestPasswordReachesRepeaters() throws {
+        let (w, a, r) = try pair { $0.guestPassword = "visitor" }
+        #expect(r.guestPassword == "visitor")
+        #expect(r.command("get guest.password") == "> visitor")
+        let g = try #require(try loginFrame(a, w, r.publicKey, "visitor"))
+        #expect(g[1] == 0 && r.clients.count == 1 && !r.clients[0].isAdmin)
+        // A node's own guest password wins; a blank one (the firmware's default) admits a blank password.
+        let (w2, b, r2) = try pair({ $0.guestPassword = "visitor" }, repeater: NodeSpec(name: "rpt", role: .repeater, guestPassword: ""))
+        #expect(r2.guestPassword == "")
+        #expect(try loginFrame(b, w2, r2.publicKey, "") != nil)
+        let (w3, c, r3) = try pair { $0.guestPassword = "" }
+        #expect(try loginFrame(c, w3, r3.publicKey, "") != nil)
+        #expect(try loginFrame(c, w3, r3.publicKey, "visitor") == nil)
+    }
+
     @Test func requestsAnsweredOnlyWithANewerTag() throws {
         let (w, a, r) = try pair()
         #expect(try loginFrame(a, w, r.publicKey, "password") != nil)

@@ -215,6 +215,15 @@ def test_scoped_floods_pass_only_repeaters_with_the_region(workdir):
         s.stop()
 
 
+def test_guest_login_to_a_repeater(sim):
+    """--guest-password (default "hello") reaches repeaters: a guest may log in and read the status."""
+    wait_for_contact(sim, "sim1", "rpt0")
+    out = cli(sim, "sim1", "login", "rpt0", "hello", timeout=90)
+    assert "Login success" in out, out
+    out = cli(sim, "sim1", "login", "rpt0", "not-the-password", timeout=90)
+    assert "Login success" not in out, out
+
+
 def test_get_and_set_settings(sim):
     assert "OK" in cli(sim, "sim1", "set", "tx", "14") or True
     out = cli(sim, "sim1", "get", "tx")

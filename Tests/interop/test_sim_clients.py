@@ -224,6 +224,21 @@ def test_guest_login_to_a_repeater(sim):
     assert "Login success" not in out, out
 
 
+def test_admin_cli_commands_of_the_firmware(sim):
+    """meshcore-cli's cmd runs the firmware's admin commands on a simulated repeater."""
+    wait_for_contact(sim, "sim0", "rpt0")
+    cli(sim, "sim0", "sync_msgs")
+    out = cli(sim, "sim0", "login", "rpt0", "password",
+              "cmd", "rpt0", "get repeat", "wmt", "15",
+              "cmd", "rpt0", "region put north", "wmt", "15",
+              "cmd", "rpt0", "region list allowed", "wmt", "15",
+              "cmd", "rpt0", "get radio", "wmt", "15", timeout=120)
+    assert "> on" in out, out
+    assert "OK - (flood allowed)" in out, out
+    assert "*,north" in out, out
+    assert "> 869.6179809,62.5,8,5" in out, out
+
+
 def test_get_and_set_settings(sim):
     assert "OK" in cli(sim, "sim1", "set", "tx", "14") or True
     out = cli(sim, "sim1", "get", "tx")

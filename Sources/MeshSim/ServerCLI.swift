@@ -22,8 +22,6 @@ struct ServerPrefs {
 extension ServerNode {
     /// The simulated board, as `board` names it.
     public static let boardName = "PocketMesh simulator"
-    /// Where a radio without a battery-backed clock starts after a boot (15 May 2024 20:52:31 UTC).
-    public static let volatileClockStart: UInt32 = 1_715_770_351
 
     /// Runs one admin CLI command and returns the reply text ("" for none).
     public func command(_ line: String, senderTimestamp: UInt32 = 1) -> String {

@@ -46,6 +46,10 @@ public final class SimWorld {
                 rooms.append(n); node = n
             }
             node.radio.params = options.radio
+            if spec.volatileClock == true {
+                node.hasBatteryClock = false
+                node.setClock(SimNode.volatileClockStart)
+            }
             if let server = node as? ServerNode {
                 for name in spec.regions ?? [] { _ = server.command("region put \(name)") }
             }

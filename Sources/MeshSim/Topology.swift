@@ -17,14 +17,19 @@ public struct NodeSpec: Codable, Sendable, Equatable {
     public var seed: UInt64?
     /// Regions a repeater or room relays scoped floods for (as `region put NAME`), e.g. `#north`.
     public var regions: [String]?
+    /// True for a radio without a battery-backed clock: its clock starts at 15 May 2024 20:52:31
+    /// UTC at power-up and again at every reboot.
+    public var volatileClock: Bool?
 
     public init(name: String, role: NodeRole, password: String? = nil, guestPassword: String? = nil, seed: UInt64? = nil,
-                regions: [String]? = nil) {
+                regions: [String]? = nil, volatileClock: Bool? = nil) {
         self.name = name; self.role = role; self.password = password; self.guestPassword = guestPassword; self.seed = seed
-        self.regions = regions
+        self.regions = regions; self.volatileClock = volatileClock
     }
 
-    enum CodingKeys: String, CodingKey { case name, role, password, guestPassword = "guest_password", seed, regions }
+    enum CodingKeys: String, CodingKey {
+        case name, role, password, guestPassword = "guest_password", seed, regions, volatileClock = "volatile_clock"
+    }
 }
 
 /// A radio link between two nodes: SNR at the receiver and the probability a packet is lost.
@@ -56,11 +61,12 @@ public struct LinkSpec: Codable, Sendable, Equatable {
 /// ```
 /// { "nodes": [ {"name": "alice", "role": "companion"},
 ///              {"name": "r1", "role": "repeater", "password": "secret", "guest_password": "guest",
-///               "regions": ["#north"]} ],
+///               "regions": ["#north"], "volatile_clock": true} ],
 ///   "links": [ {"a": "alice", "b": "r1", "snr": 7.5, "loss": 0.1} ] }
 /// ```
 /// Links are two-way unless `"oneway": true`; `snr` defaults to 8 dB and `loss` to 0. A server's
-/// `regions` allow scoped floods for those regions (without any, it relays only unscoped floods).
+/// `regions` allow scoped floods for those regions (without any, it relays only unscoped floods);
+/// `volatile_clock` is a radio without a battery-backed clock.
 public struct Topology: Codable, Sendable, Equatable {
     public var nodes: [NodeSpec]
     public var links: [LinkSpec]

@@ -310,6 +310,48 @@ def test_zz_capture_decodes_and_adverts_verify(sim, workdir):
     assert adverts > 0
 
 
+def read_eof(sock, timeout=5):
+    """True when the peer closes the connection within `timeout` seconds."""
+    sock.settimeout(timeout)
+    try:
+        while True:
+            if not sock.recv(4096):
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_reboot_drops_the_tcp_client_and_meshcore_py_reconnects():
+    """A rebooting companion closes its TCP connection, like a WiFi radio; clients must reconnect."""
+    s = Sim("--seed", "9", nodes=1, seconds=120)
+    try:
+        port = s.port("sim0")
+        first = socket.create_connection(("127.0.0.1", port), timeout=5)
+        first.sendall(b"<\x02\x00\x16\x03")  # DEVICE_QUERY
+        got = b""
+        while len(got) < 3 + 82:
+            got += first.recv(4096)
+        first.sendall(b"<\x07\x00\x13reboot")  # CMD_REBOOT
+        assert read_eof(first), "the connection survived the reboot"
+        first.close()
+        time.sleep(1.5)  # the radio is up again after a second
+        script = f"""
+import asyncio
+from meshcore import MeshCore
+async def main():
+    mc = await MeshCore.create_tcp("127.0.0.1", {port})
+    print("NAME", mc.self_info["name"], flush=True)
+    await mc.disconnect()
+asyncio.run(main())
+"""
+        r = subprocess.run([str(PY), "-c", script], capture_output=True, text=True, timeout=60)
+        assert "NAME sim0" in r.stdout, r.stdout + r.stderr
+    finally:
+        s.stop()
+
+
 def test_new_connection_evicts_the_old_one(sim):
     first = socket.create_connection(("127.0.0.1", sim.port("sim0")), timeout=5)
     first.sendall(b"<\x02\x00\x16\x03")  # DEVICE_QUERY

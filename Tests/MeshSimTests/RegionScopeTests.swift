@@ -81,3 +81,28 @@ func channelReaches(_ w: SimWorld, _ a: FrameApp, _ b: FrameApp, scope: FloodSco
         #expect(throws: Topology.TopologyError.self) { try Topology.decode(json: Array(c.utf8)) }
     }
 }
+
+@Suite struct RadioChannelTests {
+    @Test func radiosOnAnotherChannelDoNotHearEachOther() throws {
+        let (w, a, b, r) = try relayed(regions: nil)
+        #expect(try channelReaches(w, a, b, scope: .clear, text: "same channel"))
+        // b moves to another frequency (the companion applies it at once): nothing reaches it.
+        let moved = MeshCompanion.RadioParams(frequencyKHz: 915_000, bandwidthHz: 62_500, spreadingFactor: 8, codingRate: 5)
+        #expect(b.call(try CommandFrame.setRadioParams(moved))?.first == 0x00)
+        #expect(try !channelReaches(w, a, b, scope: .clear, text: "other frequency"))
+        // The repeater follows with `set radio` and a reboot; a is now the one left behind.
+        #expect(r.command("set radio 915 62.5 8 7") == "OK - reboot to apply")
+        _ = r.command("reboot")
+        w.mesh.run(for: 2_000)
+        #expect(try !channelReaches(w, a, b, scope: .clear, text: "a left behind"))
+        #expect(a.call(try CommandFrame.setRadioParams(moved))?.first == 0x00)
+        #expect(try channelReaches(w, a, b, scope: .clear, text: "together again")) // coding rates may differ
+        // Another spreading factor is another channel too; a small frequency offset is not.
+        var sf9 = moved; sf9.spreadingFactor = 9
+        #expect(b.call(try CommandFrame.setRadioParams(sf9))?.first == 0x00)
+        #expect(try !channelReaches(w, a, b, scope: .clear, text: "sf9"))
+        var near = moved; near.frequencyKHz = 915_010
+        #expect(b.call(try CommandFrame.setRadioParams(near))?.first == 0x00)
+        #expect(try channelReaches(w, a, b, scope: .clear, text: "10 kHz off"))
+    }
+}

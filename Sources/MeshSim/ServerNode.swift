@@ -44,6 +44,8 @@ open class ServerNode: MeshNode {
     public var loopDetect: UInt8 = 0
     /// Regions this server relays scoped floods for (and names to `req_regions`).
     public var regions = RegionMap()
+    /// The battery and sensors telemetry reports (an MCU temperature by default).
+    public var sensors = Sensors(temperature: 21.5)
     /// Room servers: log in users with a wrong password as read-only guests.
     public var allowReadOnly = false
     /// Radio settings saved by `set radio` / `set freq`, applied at the next boot.
@@ -334,7 +336,7 @@ open class ServerNode: MeshNode {
     // MARK: requests
 
     var stats: ServerStats {
-        ServerStats(batteryMillivolts: 4150, txQueueLength: UInt16(clamping: radio.queueLength), noiseFloor: -120,
+        ServerStats(batteryMillivolts: sensors.millivolts, txQueueLength: UInt16(clamping: radio.queueLength), noiseFloor: -120,
                     lastRSSI: Int16(clamping: radio.lastRSSI), packetsReceived: radio.nRecv, packetsSent: radio.nSent,
                     airTimeSeconds: UInt32(radio.txAirMs / 1000), uptimeSeconds: uptimeSeconds, sentFlood: radio.sentFlood,
                     sentDirect: radio.sentDirect, receivedFlood: radio.recvFlood, receivedDirect: radio.recvDirect,
@@ -353,11 +355,9 @@ open class ServerNode: MeshNode {
         switch type {
         case 0x01: // status
             return stats.encoded
-        case 0x03: // telemetry: LPP ch1 voltage (0.01 V, big-endian), ch1 temperature (0.1 °C)
-            var lpp: [UInt8] = [1, 116]
-            put16(UInt16(415).byteSwapped, &lpp)
-            lpp += [1, 103]; put16(UInt16(215).byteSwapped, &lpp)
-            return lpp
+        case 0x03: // telemetry: the first byte masks permissions off; guests get the base only
+            let mask: UInt8 = client.permissions & 3 == 0 ? 0 : ~(data.first ?? 0)
+            return sensors.lpp(permissions: Sensors.basePermission | mask)
         case 0x05: // ACL (admin only): `prefix[6], permissions` per client (rooms: admins only)
             guard client.isAdmin, data.count < 2 || (data[0] == 0 && data[1] == 0) else { return nil }
             var out: [UInt8] = []

@@ -50,6 +50,10 @@ public final class SimWorld {
                 node.hasBatteryClock = false
                 node.setClock(SimNode.volatileClockStart)
             }
+            if let t = spec.telemetry {
+                (node as? CompanionNode)?.sensors = t
+                (node as? ServerNode)?.sensors = t
+            }
             if let server = node as? ServerNode {
                 for name in spec.regions ?? [] { _ = server.command("region put \(name)") }
             }

@@ -20,6 +20,8 @@ public struct NodeSpec: Codable, Sendable, Equatable {
     /// True for a radio without a battery-backed clock: its clock starts at 15 May 2024 20:52:31
     /// UTC at power-up and again at every reboot.
     public var volatileClock: Bool?
+    /// Battery voltage and sensors for telemetry (see `Sensors`).
+    public var telemetry: Sensors?
 
     public init(name: String, role: NodeRole, password: String? = nil, guestPassword: String? = nil, seed: UInt64? = nil,
                 regions: [String]? = nil, volatileClock: Bool? = nil) {
@@ -28,7 +30,7 @@ public struct NodeSpec: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, role, password, guestPassword = "guest_password", seed, regions, volatileClock = "volatile_clock"
+        case name, role, password, guestPassword = "guest_password", seed, regions, volatileClock = "volatile_clock", telemetry
     }
 }
 
@@ -66,7 +68,8 @@ public struct LinkSpec: Codable, Sendable, Equatable {
 /// ```
 /// Links are two-way unless `"oneway": true`; `snr` defaults to 8 dB and `loss` to 0. A server's
 /// `regions` allow scoped floods for those regions (without any, it relays only unscoped floods);
-/// `volatile_clock` is a radio without a battery-backed clock.
+/// `volatile_clock` is a radio without a battery-backed clock; `telemetry` sets its battery and
+/// sensors (see `Sensors`).
 public struct Topology: Codable, Sendable, Equatable {
     public var nodes: [NodeSpec]
     public var links: [LinkSpec]
@@ -108,6 +111,7 @@ public struct Topology: Codable, Sendable, Equatable {
         for n in nodes {
             if n.name.isEmpty || n.name.utf8.count > 31 { throw TopologyError.badValue("node name \"\(n.name)\" must be 1-31 bytes") }
             if !names.insert(n.name).inserted { throw TopologyError.duplicateName(n.name) }
+            if let p = n.telemetry?.problem { throw TopologyError.badValue("node \"\(n.name)\": \(p)") }
             if let rs = n.regions {
                 if n.role == .companion { throw TopologyError.badValue("node \"\(n.name)\" is a companion; only repeaters and rooms have regions") }
                 if rs.count > RegionMap.maxEntries { throw TopologyError.badValue("node \"\(n.name)\" has more than \(RegionMap.maxEntries) regions") }

@@ -16,6 +16,17 @@ public final class RoomNode: ServerNode {
 
     public init(mesh: SimMesh, name: String, identity: LocalIdentity, adminPassword: String = "password", guestPassword: String = "hello") {
         super.init(mesh: mesh, name: name, role: .room, identity: identity, adminPassword: adminPassword, guestPassword: guestPassword)
+        disableForward = true
+    }
+
+    /// Off by default; `set repeat on` makes the room relay too, within the hop limits only (no
+    /// region check, as in the firmware's room server).
+    override public func allowForward(_ packet: Packet) -> Bool {
+        guard !disableForward, powered else { return false }
+        guard packet.routeType.isFlood else { return true }
+        let hops = packet.pathLength.hopCount
+        if hops >= floodMax || (packet.routeType == .flood && hops >= floodMaxUnscoped) { return false }
+        return !(packet.payloadType == .advert && hops >= floodMaxAdvert)
     }
 
     override var postedCount: Int { posted }

@@ -132,4 +132,16 @@ func loginFrame(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ pw: String) thr
         }
         #expect(room.command("neighbors") == "not supported")
     }
+
+    @Test func roomsRelayOnlyWhenToldTo() throws {
+        // a - room - b: the room server is the only way between them.
+        let t = Topology(nodes: [NodeSpec(name: "a", role: .companion), NodeSpec(name: "b", role: .companion), NodeSpec(name: "room", role: .room)],
+                         links: [LinkSpec(a: "a", b: "room"), LinkSpec(a: "room", b: "b")])
+        let w = try SimWorld(topology: t)
+        let a = FrameApp(w.companions[0]), b = FrameApp(w.companions[1])
+        #expect(w.rooms[0].command("get repeat") == "> off")
+        #expect(try !channelReaches(w, a, b, scope: .clear, text: "not relayed"))
+        #expect(w.rooms[0].command("set repeat on") == "OK - repeat is now ON")
+        #expect(try channelReaches(w, a, b, scope: .clear, text: "relayed"))
+    }
 }

@@ -427,6 +427,9 @@ public final class CompanionNode: MeshNode {
         return flood ? sendFlood(.advert, payload: payload, scope: effectiveScope()) : sendZeroHop(.advert, payload: payload)
     }
 
+    /// Replies (ACKs, PATH returns, responses) flood in the send scope too, as the firmware's do.
+    override public var replyScope: RegionKey? { effectiveScope() ?? nil }
+
     func effectiveScope() -> RegionKey?? {
         if let s = sessionScope { return .some(s) }
         if !defaultScopeKey.isEmpty, let k = try? RegionKey(defaultScopeKey) { return .some(k) }

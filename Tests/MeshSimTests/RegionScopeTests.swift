@@ -56,6 +56,19 @@ func channelReaches(_ w: SimWorld, _ a: FrameApp, _ b: FrameApp, scope: FloodSco
         #expect(try !channelReaches(w, a, b, scope: Self.north, text: "north again"))
     }
 
+    @Test func aScopedDirectMessageIsAcknowledgedInTheScope() throws {
+        // Only #north floods pass; both companions send in #north, so the ACK must come back scoped.
+        let (w, a, b, r) = try relayed(regions: ["#north"])
+        #expect(r.command("region denyf *") == "OK")
+        for app in [a, b] { #expect(app.call(try CommandFrame.setFloodScopeKey(Self.north))?.first == 0x00) }
+        exchangeAdverts(w, [a, b])
+        let bKey = w.companions[1].publicKey
+        #expect(a.contact(bKey) != nil)
+        a.frames.removeAll()
+        _ = a.call(try CommandFrame.sendTextMessage(to: bKey.frameKey, text: "scoped", timestamp: w.companions[0].epochNow))
+        #expect(w.mesh.run(until: { a.count(0x82) > 0 }, limit: 30_000))
+    }
+
     @Test func aScopedRequestIsAnsweredInItsScope() throws {
         let (w, a, _, r) = try relayed(regions: ["#north"])
         #expect(a.call(try CommandFrame.setFloodScopeKey(Self.north))?.first == 0x00)

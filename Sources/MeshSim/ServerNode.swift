@@ -44,6 +44,8 @@ open class ServerNode: MeshNode {
     public var loopDetect: UInt8 = 0
     /// Regions this server relays scoped floods for (and names to `req_regions`).
     public var regions = RegionMap()
+    /// The regions as last saved (`region save`, `region default`), what a boot starts from.
+    public var savedRegions = RegionMap()
     /// The battery and sensors telemetry reports (an MCU temperature by default).
     public var sensors = Sensors(temperature: 21.5)
     /// Room servers: log in users with a wrong password as read-only guests.
@@ -127,6 +129,7 @@ open class ServerNode: MeshNode {
         if let r = savedRadio { radio.params = r; savedRadio = nil }
         if let id = pendingIdentity { identity = id; pendingIdentity = nil; forgetSecrets() }
         regionLoad = nil
+        regions = savedRegions
         tempRadioGeneration &+= 1
         scheduleAdverts(first: true)
     }

@@ -56,6 +56,7 @@ public final class SimWorld {
             }
             if let server = node as? ServerNode {
                 for name in spec.regions ?? [] { _ = server.command("region put \(name)") }
+                server.savedRegions = server.regions
             }
             byName[spec.name] = node
         }

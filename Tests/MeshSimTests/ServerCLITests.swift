@@ -163,6 +163,26 @@ import Testing
         #expect(r.command("region") == "*^ F\n north F\n  hills\n west F\n")
     }
 
+    @Test func regionsLastOnlyOnceSaved() throws {
+        let (w, r) = try repeater()
+        #expect(r.command("region put north") == "OK - (flood allowed)")
+        _ = r.command("reboot")
+        w.mesh.run(for: 2_000)
+        #expect(r.command("region list allowed") == "*") // lost: never saved
+        _ = r.command("region put north")
+        #expect(r.command("region save") == "OK")
+        _ = r.command("region put south")
+        _ = r.command("reboot")
+        w.mesh.run(for: 2_000)
+        #expect(r.command("region list allowed") == "*,north")
+        // Topology regions count as saved.
+        let t = Topology(nodes: [NodeSpec(name: "r", role: .repeater, regions: ["#east"])], links: [])
+        let w2 = try SimWorld(topology: t)
+        _ = w2.repeaters[0].command("reboot")
+        w2.mesh.run(for: 2_000)
+        #expect(w2.repeaters[0].command("region list allowed") == "*,east")
+    }
+
     @Test func setpermAddsAndRemovesClients() throws {
         let (w, r) = try repeater()
         let key = AirHex.encode(w.companions[0].publicKey.bytes)

@@ -41,6 +41,13 @@ public final class RepeaterNode: ServerNode {
         super.init(mesh: mesh, name: name, role: .repeater, identity: identity, adminPassword: adminPassword, guestPassword: guestPassword)
     }
 
+    override public func boot() {
+        super.boot()
+        neighbours.removeAll()
+        discoverLimiter = RateLimiter(maximum: 4, seconds: 120)
+        pendingDiscover = nil
+    }
+
     override public func allowForward(_ packet: Packet) -> Bool {
         guard !disableForward, powered else { return false }
         return !packet.routeType.isFlood || floodAllowed(packet)

@@ -125,7 +125,10 @@ open class ServerNode: MeshNode {
 
     override open func boot() {
         super.boot()
-        for i in clients.indices { clients[i].pushing = nil }
+        // The ACL on flash keeps clients with permissions (not guests), without their last timestamps.
+        clients.removeAll { $0.permissions == 0 }
+        for i in clients.indices { clients[i].pushing = nil; clients[i].lastTimestamp = 0 }
+        anonLimiter = RateLimiter(maximum: 4, seconds: 180)
         if let r = savedRadio { radio.params = r; savedRadio = nil }
         if let id = pendingIdentity { identity = id; pendingIdentity = nil; forgetSecrets() }
         regionLoad = nil

@@ -110,6 +110,22 @@ func loginFrame(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ pw: String) thr
         #expect(try loginFrame(c, w3, r3.publicKey, "visitor") == nil)
     }
 
+    @Test func aRebootForgetsGuestsNeighboursAndTheRateLimit() throws {
+        let (w, a, r) = try pair()
+        #expect(try loginFrame(a, w, r.publicKey, "hello") != nil)
+        #expect(r.clients.count == 1)
+        let other = try LocalIdentity(seed: [UInt8](repeating: 7, count: 32)).publicKey
+        #expect(r.command("setperm \(AirHex.encode(other.bytes)) 3") == "OK")
+        r.putNeighbour(other, snr: 5)
+        for _ in 0 ..< 4 { _ = r.anonLimiter.allow(r.epochNow) }
+        let fifth = r.anonLimiter.allow(r.epochNow)
+        #expect(!fifth)
+        _ = r.command("reboot")
+        w.mesh.run(for: 2_000)
+        let allowed = r.anonLimiter.allow(r.epochNow)
+        #expect(r.clients.map(\.key) == [other] && r.neighbours.isEmpty && allowed)
+    }
+
     @Test func requestsAnsweredOnlyWithANewerTag() throws {
         let (w, a, r) = try pair()
         #expect(try loginFrame(a, w, r.publicKey, "password") != nil)

@@ -65,15 +65,10 @@ public enum MessageJSON {
         return .object(pairs)
     }
 
+    /// A contact with the fields of `pocketmesh contacts --json` (one definition: ContactSummary).
     public static func contact(_ c: StoredContact) -> JSON {
-        let types = ["none", "chat", "repeater", "room", "sensor"]
-        return .obj(("name", .string(c.name)), ("public_key", .string(c.publicKeyHex)),
-                    ("type", .string(Int(c.type) < types.count ? types[Int(c.type)] : "type \(c.type)")),
-                    ("flags", .int(Int64(c.flags))),
-                    ("path_length", .int(c.outPathLength == 0xFF ? -1 : Int64(c.outPathLength & 63))),
-                    ("last_advert", .int(Int64(c.lastAdvert))),
-                    ("latitude", .double(Double(c.latitude) / 1e6)), ("longitude", .double(Double(c.longitude) / 1e6)),
-                    ("lastmod", .int(Int64(c.lastModified))))
+        guard let summary = ContactSummary(record: c.frame()) else { return .obj(("public_key", .string(c.publicKeyHex))) }
+        return JSON(summary.value)
     }
 
     /// A channel without its secret (secrets never leave the store through the API or logs).

@@ -15,20 +15,26 @@ public struct ContactSummary: Sendable, Equatable {
     public var longitude: Int32
     public var lastModified: UInt32
 
+    /// From a contact record frame (CONTACT, NEW_ADVERT; 148 bytes), decoded by MeshCompanion.
     public init?(record f: [UInt8]) {
-        guard f.count >= 148 else { return nil }
-        publicKey = Array(f[1..<33])
-        type = f[33]
-        flags = f[34]
-        outPathLength = f[35]
-        let n = PathLength(rawValue: f[35])
-        outPath = n.isValid && !n.isUnknown ? Array(f[36..<(36 + n.byteCount)]) : []
-        let nameField = f[100..<132]
-        name = String(decoding: nameField.prefix { $0 != 0 }, as: UTF8.self)
-        lastAdvert = readU32(f, 132)
-        latitude = Int32(bitPattern: readU32(f, 136))
-        longitude = Int32(bitPattern: readU32(f, 140))
-        lastModified = readU32(f, 144)
+        guard f.count >= CompanionLimits.contactRecordSize, let c = f.withUnsafeBytes({ b -> ContactSummary? in
+            guard let r = try? ContactRecord.decode(b) else { return nil }
+            return ContactSummary(r)
+        }) else { return nil }
+        self = c
+    }
+
+    init(_ r: ContactRecord) {
+        publicKey = r.publicKey.bytes
+        type = r.type.rawValue
+        flags = r.flags
+        outPathLength = r.outPathLength.rawValue
+        outPath = Array(r.outPath)
+        name = r.name
+        lastAdvert = r.lastAdvertTimestamp
+        latitude = r.latitude
+        longitude = r.longitude
+        lastModified = r.lastModified ?? 0
     }
 
     public var typeName: String { ContactType(rawValue: type).description }

@@ -5,7 +5,9 @@ public enum Spawn {
     /// Starts `argv` with `environment`, stdin from `stdinFD` (or /dev/null when -1), stdout and
     /// stderr to this process's stderr. The child gets its own process group (so a timeout can
     /// signal the group), an empty signal mask and default dispositions.
-    public static func start(argv: [String], environment: [String], stdinFD: Int32, newProcessGroup: Bool = true) throws(SystemError) -> pid_t {
+    /// With `stdoutFD` ≥ 0, stdout goes there instead.
+    public static func start(argv: [String], environment: [String], stdinFD: Int32, stdoutFD: Int32 = -1,
+                             newProcessGroup: Bool = true) throws(SystemError) -> pid_t {
         guard let program = argv.first, !program.isEmpty else { throw SystemError("posix_spawn", "(empty command)", errno: EINVAL) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -15,7 +17,7 @@ public enum Spawn {
         } else {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         }
-        posix_spawn_file_actions_adddup2(&actions, 2, 1)
+        posix_spawn_file_actions_adddup2(&actions, stdoutFD >= 0 ? stdoutFD : 2, 1)
 
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)

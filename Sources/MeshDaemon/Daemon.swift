@@ -110,9 +110,10 @@ public final class Daemon {
         policy.maxAttempts = config.outboxMaxAttempts
         policy.retryBaseS = config.outboxRetryBaseS
         outbox = OutboxSender(policy: policy, sessionConfig: Self.sessionConfig(config))
+        if let name = config.name, !RuntimeDirectory.isValidName(name) { throw DaemonError(.usage, RuntimeDirectory.nameRule) }
         let runtime = DaemonRegistry.runtimeDirectory(environment: config.environment)
         let socket = config.socketPath ?? (runtime + "/" + (config.name ?? DaemonRegistry.slug(forLink: config.link)) + ".sock")
-        if config.socketPath == nil { try UnixSocket.makeDirectory(runtime) }
+        if config.socketPath == nil { try RuntimeDirectory.prepare(runtime) }
         // One daemon per radio: a serial port cannot be shared and a TCP radio takes one client.
         if let other = DaemonRegistry.find(link: config.link, environment: config.environment), other.pid != getpid() {
             throw DaemonError(.busy, "pocketmesh daemon (pid \(other.pid)) already owns \(config.link); its socket is \(other.socket).")

@@ -58,6 +58,7 @@ struct DaemonCommand: ParsableCommand {
             throw ValidationError("give exactly one of --serial PATH (or auto), --tcp HOST[:PORT] and --ble ADDRESS.")
         }
         if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
+        if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {

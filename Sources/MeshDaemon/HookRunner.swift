@@ -44,7 +44,9 @@ public struct HookMessage: Sendable {
 /// Bounded: at most `concurrency` hooks run at once, at most `window` messages past the cursor are
 /// considered (a hook that keeps failing holds the cursor and is retried forever with backoff
 /// `retryBaseMS` doubling to `retryMaxMS`, each failure logged); a run over `timeoutMS` gets SIGTERM
-/// to its process group, then SIGKILL after `killGraceMS`.
+/// to its process group, then SIGKILL after `killGraceMS`, and a retry starts only after its whole
+/// process group is gone (the wrapper, `HookExec`, holds the marker's lock until then, and ends the
+/// run by itself when the daemon is gone).
 public final class HookRunner {
     public struct Config: Sendable {
         public var argv: [String]
@@ -54,6 +56,8 @@ public final class HookRunner {
         public var window = 64
         public var timeoutMS: UInt64 = 30_000
         public var killGraceMS: UInt64 = 3_000
+        /// Bytes of a run's output (stdout and stderr) copied to the log; the rest is counted.
+        public var outputLimit = 4096
         public var retryBaseMS: UInt64 = 1_000
         public var retryMaxMS: UInt64 = 300_000
         public init(argv: [String], dir: String, wrapper: [String]?) {
@@ -67,6 +71,7 @@ public final class HookRunner {
         var id: UInt64
         var started: UInt64
         var termSent: UInt64?
+        var killed = false
     }
 
     public let config: Config
@@ -119,13 +124,15 @@ public final class HookRunner {
         for (pid, run) in running {
             if let term = run.termSent {
                 if now >= term + config.killGraceMS {
-                    kill(-pid, SIGKILL)
-                    kill(pid, SIGKILL)
+                    if !run.killed {
+                        log("hook: message \(run.id): still running \(config.killGraceMS) ms after SIGTERM; sending SIGKILL to its process group")
+                        kill(-pid, SIGKILL)
+                        running[pid]?.killed = true
+                    }
                 } else { soon(term + config.killGraceMS) }
             } else if now >= run.started + config.timeoutMS {
-                log("hook: message \(run.id): still running after \(config.timeoutMS) ms; sending SIGTERM")
+                log("hook: message \(run.id): still running after \(config.timeoutMS) ms; sending SIGTERM to its process group")
                 kill(-pid, SIGTERM)
-                kill(pid, SIGTERM)
                 running[pid]?.termSent = now
                 soon(now + config.killGraceMS)
             } else {
@@ -151,12 +158,19 @@ public final class HookRunner {
             let r = waitpid(pid, &status, WNOHANG)
             if r == 0 { continue }
             running[pid] = nil
+            // The run is over only when its whole process group is: whatever it left there goes now,
+            // before a retry could start the hook again next to it.
+            if kill(-pid, 0) == 0 { kill(-pid, SIGKILL) }
             if r < 0 { status = 0x7f00 }  // lost child: treat as failure
             if r > 0 && status == 0 {
                 if config.wrapper == nil { markDone(run.id) }
                 done.insert(run.id)
                 failures[run.id] = nil
                 delivered += 1
+            } else if r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.busyExit {
+                // A run from an earlier daemon still holds the marker (its wrapper ends it within its timeout).
+                if failures[run.id] == nil { log("hook: message \(run.id): a run started by an earlier daemon is still going; waiting for it") }
+                failures[run.id] = (failures[run.id]?.attempts ?? 0, now + config.retryBaseMS)
             } else {
                 let attempts = (failures[run.id]?.attempts ?? 0) + 1
                 var delay = config.retryBaseMS
@@ -207,7 +221,10 @@ public final class HookRunner {
         var body: [UInt8] = []
         m.json.write(into: &body)
         body.append(0x0A)
-        let argv = config.wrapper.map { $0 + [markerPath(m.id), "--"] + config.argv } ?? config.argv
+        let argv = config.wrapper.map {
+            $0 + ["--timeout-ms", "\(config.timeoutMS)", "--grace-ms", "\(config.killGraceMS)", "--output-limit", "\(config.outputLimit)",
+                  markerPath(m.id), "--"] + config.argv
+        } ?? config.argv
         if config.wrapper != nil {
             // The daemon creates the marker; the wrapper never does. A wrapper that finds no marker
             // knows its message was delivered and cleaned up past the cursor (by a later daemon).
@@ -237,47 +254,5 @@ public final class HookRunner {
             failures[m.id] = (attempts, now + config.retryBaseMS * UInt64(min(attempts, 60)))
             log("hook: message \(m.id): cannot start \(config.argv[0]): \(error)")
         }
-    }
-}
-
-/// The wrapper a hook runs under (`pocketmesh daemon hook-exec MARKER -- CMD...`): takes the marker's
-/// lock, skips the run if the marker already says "done" or no longer exists, runs CMD (same stdin, same process group),
-/// and records "done" durably when CMD exits 0. Returns the exit code for the wrapper process.
-public enum HookExec {
-    public static func run(marker: String, argv: [String]) -> Int32 {
-        // The daemon created the marker before starting this wrapper. If it is gone, a later daemon
-        // saw the message delivered (by an earlier run) and moved its cursor past it: nothing to do.
-        let fd = open(marker, O_RDWR | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return 0 }
-            fputs("hook-exec: \(SystemError("open", marker))\n", stderr)
-            return 70
-        }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { fputs("hook-exec: \(SystemError("flock", marker))\n", stderr); return 70 }
-        }
-        var head = [UInt8](repeating: 0, count: 4)
-        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 4, 0) }
-        if n == 4 && head == Array("done".utf8) { return 0 }
-        let pid: pid_t
-        do {
-            pid = try Spawn.start(argv: argv, environment: Spawn.currentEnvironment(), stdinFD: 0, newProcessGroup: false)
-        } catch {
-            fputs("hook-exec: \(error)\n", stderr)
-            return 127
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return 70 }
-        }
-        guard status == 0 else { return Spawn.exitCode(status: status) }
-        let text = Array("done\n".utf8)
-        let w = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        if w != text.count || fsync(fd) != 0 {
-            fputs("hook-exec: \(SystemError("write", marker))\n", stderr)
-            return 70
-        }
-        StateFile.syncDirectory(of: marker)
-        return 0
     }
 }

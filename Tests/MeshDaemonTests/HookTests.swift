@@ -112,6 +112,78 @@ import Testing
         #expect(r.cursor == 0)
     }
 
+    /// The real wrapper: the pocketmesh binary built next to the test bundle.
+    static var wrapper: [String]? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buf, buf.count - 1)
+        guard n > 0 else { return nil }
+        let exe = String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let bin = exe[..<exe.lastIndex(of: "/")!] + "/pocketmesh"
+        return access(String(bin), X_OK) == 0 ? [String(bin), "daemon", "hook-exec"] : nil
+    }
+
+    /// A hook that ignores SIGTERM is ended with its whole process group before it is tried again:
+    /// never two runs at once, no orphans left behind.
+    @Test func aHookIgnoringSigtermLeavesNoOrphansAndNeverOverlaps() throws {
+        let wrapper = try #require(Self.wrapper)
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let pids = dir + "/pids"
+        let script = dir + "/hook.sh"
+        // The shell and its sleep both ignore SIGTERM (an ignored signal stays ignored across exec).
+        try StateFile.write(script, "#!/bin/sh\ntrap '' TERM\necho $$ >> \(pids)\nsleep 30\n", mode: 0o700)
+        var config = HookRunner.Config(argv: [script], dir: dir + "/hooks", wrapper: wrapper)
+        config.timeoutMS = 300
+        config.killGraceMS = 300
+        config.retryBaseMS = 100
+        config.retryMaxMS = 100
+        let r = try HookRunner(config: config)
+        let store = messages(1)
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        var alivePeak = 0
+        func alive() -> [Int32] {  // running (zombies waiting for init to reap them do not count)
+            readFile(pids).split(separator: "\n").compactMap { Int32($0) }.filter { pid in
+                let stat = readFile("/proc/\(pid)/stat")
+                guard let close = stat.lastIndex(of: ")") else { return false }
+                return stat[stat.index(close, offsetBy: 2)] != "Z"
+            }
+        }
+        defer { for p in readFile(pids).split(separator: "\n").compactMap({ Int32($0) }) { kill(p, SIGKILL) } }
+        drive(r, now: &now) {
+            alivePeak = max(alivePeak, alive().count)
+            return readFile(pids).split(separator: "\n").count >= 3
+        }
+        #expect(readFile(pids).split(separator: "\n").count >= 3)
+        #expect(alivePeak <= 1)
+        #expect(alive().count <= 1)
+        #expect(r.cursor == 0)
+    }
+
+    /// A hook that ignores SIGTERM but then succeeds is delivered once, not run again beside itself.
+    @Test func aHookThatOutlivesSigtermAndSucceedsRunsOnce() throws {
+        let wrapper = try #require(Self.wrapper)
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let out = dir + "/runs"
+        let script = dir + "/hook.sh"
+        try StateFile.write(script, "#!/bin/sh\ntrap '' TERM\necho start >> \(out)\nsleep 1.5\necho end >> \(out)\n", mode: 0o700)
+        var config = HookRunner.Config(argv: [script], dir: dir + "/hooks", wrapper: wrapper)
+        config.timeoutMS = 3_000        // virtual ms (about a tenth of it in real time): SIGTERM while it sleeps
+        config.killGraceMS = 600_000    // virtual ms: far longer than the hook's 1.5 s of real time
+        config.retryBaseMS = 10
+        let r = try HookRunner(config: config)
+        var logs: [String] = []
+        r.log = { logs.append($0) }
+        let store = messages(1)
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        drive(r, now: &now) { r.cursor == 10 }
+        #expect(r.cursor == 10)
+        #expect(logs.contains { $0.contains("SIGTERM") })
+        #expect(readFile(out) == "start\nend\n")
+    }
+
     @Test func concurrencyIsBounded() throws {
         let dir = temporaryDirectory("pm-hook")
         defer { removeTree(dir) }

@@ -107,6 +107,9 @@ struct HookExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "hook-exec", abstract: "Run one hook under its delivery marker (internal).",
                                                     shouldDisplay: false)
 
+    @Option var timeoutMs: UInt64 = 30_000
+    @Option var graceMs: UInt64 = 3_000
+    @Option var outputLimit: Int = 4096
     @Argument var marker: String
     @Argument(parsing: .captureForPassthrough) var command: [String] = []
 
@@ -114,7 +117,11 @@ struct HookExecCommand: ParsableCommand {
         var argv = command
         if argv.first == "--" { argv.removeFirst() }
         guard !argv.isEmpty else { throw ValidationError("no command given after the marker.") }
-        let code = HookExec.run(marker: marker, argv: argv)
+        var options = HookExec.Options()
+        options.timeoutMS = timeoutMs
+        options.graceMS = graceMs
+        options.outputLimit = max(0, outputLimit)
+        let code = HookExec.run(marker: marker, argv: argv, options: options)
         if code != 0 { throw ExitCode(code) }
     }
 }

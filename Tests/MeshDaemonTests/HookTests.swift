@@ -184,6 +184,49 @@ import Testing
         #expect(readFile(out) == "start\nend\n")
     }
 
+    /// A daemon dies while its hook hangs (ignoring SIGTERM). The next daemon's runs of that message
+    /// find the marker busy and wait; the orphaned run's wrapper ends it at its timeout, and the
+    /// message is then delivered, once.
+    @Test func aHookLeftHangingByAnEarlierDaemonDoesNotBlockItsMessage() throws {
+        let wrapper = try #require(Self.wrapper)
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let flag = dir + "/hang-once"
+        try StateFile.write(flag, "x")
+        let out = dir + "/delivered"
+        let script = dir + "/hook.sh"
+        try StateFile.write(script, """
+            #!/bin/sh
+            if [ -e \(flag) ]; then rm \(flag); trap '' TERM; echo $$ > \(dir)/hung; sleep 60; fi
+            echo "$POCKETMESH_ID" >> \(out)
+
+            """, mode: 0o700)
+        let store = messages(2)
+        var now: UInt64 = 0
+        do {  // the first daemon: the hook for message 10 hangs; then the daemon is gone (SIGKILL)
+            var config = HookRunner.Config(argv: [script], dir: dir + "/hooks", wrapper: wrapper)
+            config.timeoutMS = 1_500  // also the wrapper's own limit, in real milliseconds
+            config.killGraceMS = 300
+            config.concurrency = 1
+            let r = try HookRunner(config: config)
+            r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+            drive(r, now: &now) { access(dir + "/hung", F_OK) == 0 }
+            r.detachAll()
+        }
+        defer { if let p = Int32(readFile(dir + "/hung").filter(\.isNumber)) { kill(p, SIGKILL) } }
+        var config = HookRunner.Config(argv: [script], dir: dir + "/hooks", wrapper: wrapper)
+        config.timeoutMS = 24 * 3_600_000
+        config.retryBaseMS = 50
+        let r = try HookRunner(config: config)
+        var logs: [String] = []
+        r.log = { logs.append($0) }
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        drive(r, now: &now) { r.cursor == 20 }
+        #expect(r.cursor == 20)
+        #expect(readFile(out).split(separator: "\n").sorted() == ["10", "20"])
+        #expect(logs.contains { $0.contains("message 10: a run started by an earlier daemon is still going") })
+    }
+
     @Test func concurrencyIsBounded() throws {
         let dir = temporaryDirectory("pm-hook")
         defer { removeTree(dir) }

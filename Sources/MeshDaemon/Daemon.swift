@@ -700,6 +700,7 @@ public final class Daemon {
         log("store: \(dir): \(s.messageCount) messages" + (r.truncatedBytes > 0 ? ", torn tail of \(r.truncatedBytes) bytes cut" : "")
             + (r.damage.isEmpty ? "" : ", \(r.damage.count) damaged record(s) skipped"))
         for d in r.damage.prefix(5) { log("store: \(d)") }
+        if r.idsRaised > 0 { log("store: the message log holds fewer ids than were issued (lost or cut short); new messages continue from id \(s.nextMessageId)") }
         let wall = UInt32(truncatingIfNeeded: time(nil))
         let awaiting = s.outbox.filter { $0.ackTag != 0 && $0.nextAttemptAt > wall }
         if !s.outbox.isEmpty {
@@ -719,6 +720,10 @@ public final class Daemon {
                 return ms.map { HookMessage(id: $0.id, json: MessageJSON.message($0, store: store)) }
             }
             hooks = h
+            if h.highestKnownId >= s.nextMessageId {
+                s.ensureNextId(atLeast: h.highestKnownId + 1)
+                log("store: the hook has seen ids up to \(h.highestKnownId), past the message log; new messages continue from id \(s.nextMessageId)")
+            }
             log("hook: \(argv[0]) for each received message (delivered up to id \(h.cursor))")
         }
     }

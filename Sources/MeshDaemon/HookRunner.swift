@@ -81,6 +81,10 @@ public final class HookRunner {
     public var environment: [String] = Spawn.currentEnvironment()
 
     public private(set) var cursor: UInt64 = 0
+    /// The highest message id this runner has a record of (its cursor, or a marker past it): the
+    /// store must never hand out an id at or below it again.
+    public var highestKnownId: UInt64 { max(cursor, markerHigh) }
+    private var markerHigh: UInt64 = 0
     private var done: Set<UInt64> = []
     private var running: [pid_t: Run] = [:]
     private var failures: [UInt64: (attempts: Int, due: UInt64)] = [:]
@@ -103,6 +107,7 @@ public final class HookRunner {
                     String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
                 }
                 guard let id = UInt64(name) else { continue }
+                markerHigh = max(markerHigh, id)
                 if id <= cursor {
                     unlink(config.dir + "/" + name)
                 } else if let body = StateFile.readString(config.dir + "/" + name), body.hasPrefix("done") {

@@ -181,4 +181,7 @@ public struct RecoveryReport: Equatable, Sendable {
     public var fullScan: Bool = false
     /// Records scanned (checked) while opening.
     public var scannedRecords: Int = 0
+    /// How far the next message id was raised past what the log holds (the log was lost or cut
+    /// short; ids continue above every id issued before).
+    public var idsRaised: UInt64 = 0
 }

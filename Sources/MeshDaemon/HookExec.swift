@@ -52,6 +52,7 @@ public enum HookExec {
         if getpgrp() != getpid() { setpgid(0, 0) }
         _ = cml_set_child_subreaper()
         signal(SIGPIPE, SIG_IGN)
+        signal(SIGXFSZ, SIG_IGN)  // a file size limit must fail a write, not kill the wrapper
         let signals: SignalPipe
         do { signals = try SignalPipe(signals: [SIGTERM, SIGINT, SIGHUP, SIGCHLD]) } catch {
             say("\(error)")
@@ -116,7 +117,7 @@ public enum HookExec {
         if outFD >= 0 { _ = output.pump(outFD); close(outFD) }
         if output.dropped > 0 { say("\(output.dropped) more byte(s) of output not logged (at most \(options.outputLimit) per run)") }
         guard let status else { return 70 }
-        if status == 0 { return recorded ? 0 : 70 }
+        if status == 0 { return recorded ? 0 : unrecordedExit }
         let code = Spawn.exitCode(status: status)
         return code == busyExit || code == unrecordedExit ? 1 : code
     }

@@ -167,8 +167,11 @@ public final class HookRunner {
             // before a retry could start the hook again next to it.
             if kill(-pid, 0) == 0 { kill(-pid, SIGKILL) }
             if r < 0 { status = 0x7f00 }  // lost child: treat as failure
-            if r > 0 && status == 0 {
-                if config.wrapper == nil { markDone(run.id) }
+            let unrecorded = r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.unrecordedExit
+            if r > 0 && (status == 0 || unrecorded) {
+                // Delivered. If the wrapper could not write that down, remember it here (and try to
+                // write it again): a successful hook is not run again.
+                if config.wrapper == nil || unrecorded { markDone(run.id) }
                 done.insert(run.id)
                 failures[run.id] = nil
                 delivered += 1
@@ -190,10 +193,34 @@ public final class HookRunner {
     /// Stops waiting for running hooks (on daemon shutdown they keep running; a wrapper records the result).
     public func detachAll() { running.removeAll() }
 
-    private func markDone(_ id: UInt64) {
-        do { try StateFile.write(markerPath(id), "done\n") } catch {
-            log("hook: message \(id): could not record delivery: \(error)")
+    /// Creates the marker of `id` holding "todo\n" (unless it already holds something). Returns the
+    /// problem, if any.
+    private func prepareMarker(_ id: UInt64) -> SystemError? {
+        let path = markerPath(id)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 { return SystemError("open", path) }
+        defer { close(fd) }
+        var st = stat()
+        if fstat(fd, &st) == 0 && st.st_size >= 5 { return nil }
+        let text = Array("todo\n".utf8)
+        if text.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) != text.count || fsync(fd) != 0 {
+            let e = SystemError("write", path)
+            unlink(path)
+            return e
         }
+        StateFile.syncDirectory(of: path)
+        return nil
+    }
+
+    /// Writes "done" over the marker's placeholder, in place.
+    private func markDone(_ id: UInt64) {
+        let path = markerPath(id)
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        let text = Array("done\n".utf8)
+        if fd < 0 || text.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) != text.count || fsync(fd) != 0 {
+            log("hook: message \(id): could not record delivery: \(SystemError("write", path)); it is not run again while this daemon runs")
+        }
+        if fd >= 0 { close(fd) }
     }
 
     private func advanceCursor(_ candidates: [HookMessage]) {
@@ -230,17 +257,17 @@ public final class HookRunner {
             $0 + ["--timeout-ms", "\(config.timeoutMS)", "--grace-ms", "\(config.killGraceMS)", "--output-limit", "\(config.outputLimit)",
                   markerPath(m.id), "--"] + config.argv
         } ?? config.argv
-        if config.wrapper != nil {
-            // The daemon creates the marker; the wrapper never does. A wrapper that finds no marker
-            // knows its message was delivered and cleaned up past the cursor (by a later daemon).
-            let mfd = open(markerPath(m.id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-            if mfd < 0 {
-                close(fds[0])
-                close(fds[1])
-                log("hook: message \(m.id): \(SystemError("open", markerPath(m.id)))")
-                return
-            }
-            close(mfd)
+        // The daemon creates the marker; the wrapper never does. A wrapper that finds no marker
+        // knows its message was delivered and cleaned up past the cursor (by a later daemon).
+        // It is created holding "todo", as long as "done": recording a delivery then overwrites
+        // bytes the file already has, which works on a full disk. If even that cannot be written,
+        // the hook does not run (it could not be recorded): it is tried again later.
+        if let problem = prepareMarker(m.id) {
+            close(fds[0])
+            close(fds[1])
+            failures[m.id] = (failures[m.id]?.attempts ?? 0, now + max(config.retryBaseMS, 5_000))
+            log("hook: message \(m.id): not started: cannot prepare its delivery marker: \(problem); trying again in 5 s")
+            return
         }
         var env = environment.filter { !$0.hasPrefix("POCKETMESH_") }
         env += m.environment

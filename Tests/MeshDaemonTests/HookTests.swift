@@ -227,6 +227,38 @@ import Testing
         #expect(logs.contains { $0.contains("message 10: a run started by an earlier daemon is still going") })
     }
 
+    /// The hook succeeds but leaves the disk full: its delivery is still recorded (the marker was
+    /// made with room for it), so it is not run again. Needs root (a small tmpfs); skipped otherwise.
+    @Test func aSuccessfulHookIsNotRunAgainWhenTheDiskIsFull() throws {
+        let wrapper = try #require(Self.wrapper)
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let hooks = dir + "/hooks"
+        mkdir(hooks, 0o700)
+        guard mount("tmpfs", hooks, "tmpfs", 0, "size=64k,mode=0700") == 0 else { return }
+        defer { umount2(hooks, Int32(MNT_DETACH)) }
+        let out = dir + "/runs"
+        let script = dir + "/hook.sh"
+        try StateFile.write(script, "#!/bin/sh\necho run >> \(out)\ndd if=/dev/zero of=\(hooks)/fill bs=4096 count=64 2>/dev/null\nexit 0\n", mode: 0o700)
+        var config = HookRunner.Config(argv: [script], dir: hooks, wrapper: wrapper)
+        config.timeoutMS = 24 * 3_600_000
+        config.retryBaseMS = 20
+        let r = try HookRunner(config: config)
+        let store = messages(1)
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        drive(r, now: &now) { r.delivered == 1 || readFile(out).split(separator: "\n").count > 1 }
+        drive(r, now: &now, rounds: 300) { false }  // time for a (wrong) second run
+        #expect(readFile(out) == "run\n")
+        #expect(r.delivered == 1)
+        // A restarted daemon (the disk still full, so the cursor could not move) finds it done too.
+        r.detachAll()
+        let r2 = try HookRunner(config: config)
+        r2.fetch = r.fetch
+        drive(r2, now: &now, rounds: 300) { false }
+        #expect(readFile(out) == "run\n")
+    }
+
     @Test func concurrencyIsBounded() throws {
         let dir = temporaryDirectory("pm-hook")
         defer { removeTree(dir) }

@@ -151,6 +151,19 @@ public enum DaemonRegistry {
         return nil
     }
 
+    /// Every live daemon that can be trusted, in search order.
+    public static func live(environment: [String: String], warn: (String) -> Void = warnOnStderr) -> [Entry] {
+        var out: [Entry] = []
+        for dir in searchDirectories(environment: environment, warn: warn) {
+            var seen: Set<String> = []
+            while let e = trusted(in: dir, { !seen.contains($0.socket) }) {
+                seen.insert(e.socket)
+                out.append(e)
+            }
+        }
+        return out
+    }
+
     /// The live daemon that owns `link` (any spec form), if any.
     public static func find(link: String, environment: [String: String], warn: (String) -> Void = warnOnStderr) -> Entry? {
         let want = canonicalLink(link)

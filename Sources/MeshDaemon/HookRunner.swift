@@ -60,6 +60,8 @@ public final class HookRunner {
         public var outputLimit = 4096
         public var retryBaseMS: UInt64 = 1_000
         public var retryMaxMS: UInt64 = 300_000
+        /// Runs of one message before it is given up (listed by `failedMessages`; see `retry`, `drop`).
+        public var maxAttempts = 10
         public init(argv: [String], dir: String, wrapper: [String]?) {
             self.argv = argv
             self.dir = dir
@@ -90,6 +92,16 @@ public final class HookRunner {
     private var failures: [UInt64: (attempts: Int, due: UInt64)] = [:]
     public private(set) var delivered = 0
     public var runningCount: Int { running.count }
+    /// Messages given up after `maxAttempts` failed runs (persisted in `failed`), or queued again
+    /// by `retry`. The cursor moves past them, so the other messages keep flowing.
+    public private(set) var failed: [UInt64: FailedHook] = [:]
+
+    public struct FailedHook: Equatable, Sendable {
+        public var attempts: Int
+        public var reason: String
+        /// True after `retry`: runs again (up to `maxAttempts` more times).
+        public var retrying = false
+    }
 
     public init(config: Config) throws(SystemError) {
         self.config = config
@@ -100,7 +112,13 @@ public final class HookRunner {
            let v = UInt64(text.filter { !$0.isWhitespace }) {
             cursor = v
         }
-        // Markers left by an earlier run: done ones count, stale ones go.
+        for line in (StateFile.readString(config.dir + "/failed") ?? "").split(separator: "\n") {
+            let f = line.split(separator: " ", maxSplits: 3).map(String.init)
+            guard f.count >= 3, let id = UInt64(f[0]), let attempts = Int(f[2]) else { continue }
+            failed[id] = FailedHook(attempts: attempts, reason: f.count > 3 ? f[3] : "", retrying: f[1] == "retrying")
+        }
+        // Markers left by an earlier run: done ones count, stale ones go (a message being retried
+        // after the cursor passed it keeps its own).
         if let d = opendir(config.dir) {
             while let e = readdir(d) {
                 let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
@@ -109,7 +127,7 @@ public final class HookRunner {
                 guard let id = UInt64(name) else { continue }
                 markerHigh = max(markerHigh, id)
                 if id <= cursor {
-                    unlink(config.dir + "/" + name)
+                    if failed[id]?.retrying != true { unlink(config.dir + "/" + name) }
                 } else if let body = StateFile.readString(config.dir + "/" + name), body.hasPrefix("done") {
                     done.insert(id)
                 }
@@ -145,13 +163,26 @@ public final class HookRunner {
             }
         }
 
-        let candidates = fetch(cursor, config.window)
-        advanceCursor(candidates)
+        // Messages queued again by `retry` (they may lie behind the cursor).
         let busy = Set(running.values.map(\.id))
-        for m in candidates where m.id > cursor && !done.contains(m.id) && !busy.contains(m.id) {
-            if let f = failures[m.id], f.due > now { soon(f.due); continue }
+        for (id, f) in failed.sorted(by: { $0.key < $1.key }) where f.retrying && !busy.contains(id) {
+            if let due = failures[id]?.due, due > now { soon(due); continue }
             if running.count >= config.concurrency { break }
-            start(m, now: now)
+            if let m = fetch(id &- 1, 1).first, m.id == id { start(m, now: now) } else { dropFailed(id) }
+        }
+        // New messages: the window after the cursor, and further windows while everything in one is
+        // delivered, given up or waiting to be tried again (one stuck message does not hold the rest).
+        var after = cursor
+        for page in 0..<16 {
+            let candidates = fetch(after, config.window)
+            if page == 0 { advanceCursor(candidates) }
+            for m in candidates where m.id > cursor && !done.contains(m.id) && !busy.contains(m.id) && failed[m.id] == nil {
+                if let f = failures[m.id], f.due > now { soon(f.due); continue }
+                if running.count >= config.concurrency { break }
+                start(m, now: now)
+            }
+            guard candidates.count == config.window, running.count < config.concurrency, let last = candidates.last else { break }
+            after = last.id
         }
         return next
     }
@@ -172,22 +203,86 @@ public final class HookRunner {
                 // Delivered. If the wrapper could not write that down, remember it here (and try to
                 // write it again): a successful hook is not run again.
                 if config.wrapper == nil || unrecorded { markDone(run.id) }
-                done.insert(run.id)
                 failures[run.id] = nil
                 delivered += 1
+                if failed[run.id] != nil {
+                    log("hook: message \(run.id): delivered on retry")
+                    if run.id <= cursor { unlink(markerPath(run.id)) } else { done.insert(run.id) }
+                    dropFailed(run.id)
+                } else {
+                    done.insert(run.id)
+                }
             } else if r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.busyExit {
                 // A run from an earlier daemon still holds the marker (its wrapper ends it within its timeout).
                 if failures[run.id] == nil { log("hook: message \(run.id): a run started by an earlier daemon is still going; waiting for it") }
                 failures[run.id] = (failures[run.id]?.attempts ?? 0, now + config.retryBaseMS)
             } else {
                 let attempts = (failures[run.id]?.attempts ?? 0) + 1
+                let reason = Spawn.describe(status: status)
+                if attempts >= config.maxAttempts && giveUp(run.id, attempts: attempts, reason: reason) {
+                    failures[run.id] = nil
+                    log("hook: message \(run.id): attempt \(attempts) failed (\(reason)); given up after \(attempts) attempts "
+                        + "(`pocketmesh hooks failed` lists it, `pocketmesh hooks retry \(run.id)` runs it again)")
+                    continue
+                }
                 var delay = config.retryBaseMS
                 for _ in 1..<min(attempts, 30) where delay < config.retryMaxMS { delay *= 2 }
                 delay = min(delay, config.retryMaxMS)
                 failures[run.id] = (attempts, now + delay)
-                log("hook: message \(run.id): attempt \(attempts) failed (\(Spawn.describe(status: status))); retrying in \(delay / 1000) s")
+                log("hook: message \(run.id): attempt \(attempts) failed (\(reason)); retrying in \(delay / 1000) s")
             }
         }
+    }
+
+    // MARK: - given-up messages
+
+    /// Records `id` as given up; false (keep retrying) if that cannot be saved.
+    private func giveUp(_ id: UInt64, attempts: Int, reason: String) -> Bool {
+        let before = failed[id]
+        failed[id] = FailedHook(attempts: attempts, reason: reason)
+        if saveFailed() { return true }
+        failed[id] = before
+        return false
+    }
+
+    private func dropFailed(_ id: UInt64) {
+        failed[id] = nil
+        _ = saveFailed()
+    }
+
+    private func saveFailed() -> Bool {
+        let text = failed.sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value.retrying ? "retrying" : "failed") \($0.value.attempts) \($0.value.reason)\n" }.joined()
+        do { try StateFile.write(config.dir + "/failed", text) } catch {
+            log("hook: could not save the list of given-up messages: \(error)")
+            return false
+        }
+        return true
+    }
+
+    /// Runs a given-up message again (up to `maxAttempts` more times). False if it is not given up.
+    public func retry(_ id: UInt64) -> Bool {
+        guard var f = failed[id] else { return false }
+        f.retrying = true
+        failed[id] = f
+        failures[id] = nil
+        _ = saveFailed()
+        log("hook: message \(id): retrying on request")
+        return true
+    }
+
+    /// Forgets a given-up message (it is not run again). False if it is not given up.
+    public func drop(_ id: UInt64) -> Bool {
+        guard failed[id] != nil, !running.values.contains(where: { $0.id == id }) else { return false }
+        if id <= cursor {
+            unlink(markerPath(id))
+        } else {
+            if access(markerPath(id), F_OK) == 0 { markDone(id) }  // so a restart does not run it either
+            done.insert(id)
+        }
+        dropFailed(id)
+        log("hook: message \(id): dropped on request")
+        return true
     }
 
     /// Stops waiting for running hooks (on daemon shutdown they keep running; a wrapper records the result).
@@ -227,7 +322,7 @@ public final class HookRunner {
         var newCursor = cursor
         for m in candidates {
             if m.id <= newCursor { continue }
-            guard done.contains(m.id) else { break }
+            guard done.contains(m.id) || failed[m.id] != nil else { break }
             newCursor = m.id
         }
         guard newCursor != cursor else { return }

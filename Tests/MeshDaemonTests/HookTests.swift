@@ -259,6 +259,54 @@ import Testing
         #expect(readFile(out) == "run\n")
     }
 
+    /// A message whose hook always fails is given up after `maxAttempts` runs, and meanwhile the
+    /// messages after it (more than a window of them) keep flowing. It can then be retried or dropped.
+    @Test func aMessageWhoseHookAlwaysFailsIsGivenUpWithoutStoppingTheOthers() throws {
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let out = dir + "/seen"
+        let flag = dir + "/fail"
+        try StateFile.write(flag, "x")
+        let script = dir + "/hook.sh"
+        try StateFile.write(script, """
+            #!/bin/sh
+            if { [ "$POCKETMESH_ID" = 20 ] || [ "$POCKETMESH_ID" = 30 ]; } && [ -e \(flag) ]; then exit 3; fi
+            echo "$POCKETMESH_ID" >> \(out)
+
+            """, mode: 0o700)
+        let store = messages(100)
+        var config = patientConfig([script], dir: dir + "/hooks")
+        config.maxAttempts = 3
+        config.retryBaseMS = 10
+        config.retryMaxMS = 20
+        config.concurrency = 4
+        var logs: [String] = []
+        var r = try HookRunner(config: config)
+        r.log = { logs.append($0) }
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        drive(r, now: &now) { r.cursor == 1000 }
+        #expect(r.cursor == 1000)
+        #expect(readFile(out).split(separator: "\n").count == 98)
+        #expect(r.failed[20]?.attempts == 3 && r.failed[20]?.reason == "exit status 3" && r.failed[30] != nil)
+        #expect(logs.contains { $0.contains("message 20: attempt 3 failed (exit status 3); given up after 3 attempts") })
+        // The list survives a restart; retry runs it again (now it succeeds), drop forgets one.
+        r = try HookRunner(config: config)
+        r.log = { logs.append($0) }
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        #expect(Set(r.failed.keys) == [20, 30])
+        #expect(!r.retry(40) && !r.drop(40))
+        unlink(flag)
+        #expect(r.retry(20))
+        #expect(r.drop(30))
+        drive(r, now: &now) { r.failed.isEmpty }
+        drive(r, now: &now, rounds: 100) { false }
+        #expect(r.failed.isEmpty)
+        let seen = readFile(out).split(separator: "\n")
+        #expect(seen.count == 99 && seen.contains("20") && !seen.contains("30"))
+        #expect(try HookRunner(config: config).failed.isEmpty)
+    }
+
     @Test func concurrencyIsBounded() throws {
         let dir = temporaryDirectory("pm-hook")
         defer { removeTree(dir) }

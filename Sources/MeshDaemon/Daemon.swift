@@ -240,6 +240,7 @@ public final class Daemon {
             soon(unsavedRetryAt)
         }
         if let h = hooks { soon(h.tick(now: now)) }
+        soon(api.tick(now: now))
         soon(notify.tick(now: now))
         return next
     }

@@ -352,7 +352,7 @@ public final class Daemon {
                         if l.framing == .datagram {  // BLE: one whole frame per read
                             received(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now)
                         } else {
-                            deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frame in
+                            deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now) { frame in
                                 received(frame, now: now)
                             }
                         }

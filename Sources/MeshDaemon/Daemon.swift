@@ -88,6 +88,8 @@ public final class Daemon {
     /// A SYNC_NEXT_MESSAGE was held back while the store fails (`pump`): its timeout is expected.
     var syncWithheld = false
     var isShutDown = false
+    /// Damaged records found while reading the store that have been logged.
+    var readDamageLogged = 0
     var unsaved: [StoredMessage] = []
     var unsavedRetryAt: UInt64 = 0
     let unsavedCapacity = 256
@@ -111,6 +113,10 @@ public final class Daemon {
         policy.retryBaseS = config.outboxRetryBaseS
         outbox = OutboxSender(policy: policy, sessionConfig: Self.sessionConfig(config))
         if let name = config.name, !RuntimeDirectory.isValidName(name) { throw DaemonError(.usage, RuntimeDirectory.nameRule) }
+        if let program = config.hook?.first,
+           let problem = Spawn.problem(running: program, path: config.environment["PATH"] ?? getenv("PATH").map { String(cString: $0) }) {
+            throw DaemonError(.usage, "--on-message: cannot run the hook: \(problem).")
+        }
         let runtime = DaemonRegistry.runtimeDirectory(environment: config.environment)
         let socket = config.socketPath ?? (runtime + "/" + (config.name ?? DaemonRegistry.slug(forLink: config.link)) + ".sock")
         if config.socketPath == nil { try RuntimeDirectory.prepare(runtime) }
@@ -696,6 +702,7 @@ public final class Daemon {
         }
         let s = try RadioStore(publicKey: publicKey, stateDir: config.stateDir, options: config.storeOptions)
         store = s
+        readDamageLogged = 0
         openTunnelQueue(s)
         let r = s.recovery
         log("store: \(dir): \(s.messageCount) messages" + (r.truncatedBytes > 0 ? ", torn tail of \(r.truncatedBytes) bytes cut" : "")
@@ -718,6 +725,7 @@ public final class Daemon {
             h.log = { [unowned self] in self.log($0) }
             h.fetch = { [unowned self] after, limit in
                 guard let store = self.store, let ms = try? store.messages(after: after, limit: limit, incomingOnly: true) else { return [] }
+                self.reportReadDamage()
                 return ms.map { HookMessage(id: $0.id, json: MessageJSON.message($0, store: store)) }
             }
             hooks = h
@@ -726,6 +734,16 @@ public final class Daemon {
                 log("store: the hook has seen ids up to \(h.highestKnownId), past the message log; new messages continue from id \(s.nextMessageId)")
             }
             log("hook: \(argv[0]) for each received message (delivered up to id \(h.cursor))")
+        }
+    }
+
+    /// Logs each damaged record found while reading messages (hooks, API), once: it is skipped.
+    func reportReadDamage() {
+        guard let store else { return }
+        let found = store.readDamage
+        while readDamageLogged < found.count {
+            log("store: \(found[readDamageLogged]) (a damaged record: its message cannot be shown or handed to a hook)")
+            readDamageLogged += 1
         }
     }
 

@@ -8,6 +8,7 @@ import MeshStore
 /// everything else.
 extension Daemon {
     func handle(_ req: DaemonRequest, _ client: APIServer.ClientID) -> DaemonResponse? {
+        defer { reportReadDamage() }
         do throws(DaemonError) {
             return try answer(req, client)
         } catch {

@@ -54,6 +54,25 @@ public enum Spawn {
         return pid
     }
 
+    /// Why `program` cannot be started, as the end of a sentence, or nil if it can: a path must be
+    /// an executable regular file; a bare name must be one in `path` (a `PATH` value).
+    public static func problem(running program: String, path: String?) -> String? {
+        func check(_ p: String) -> String? {
+            var st = stat()
+            guard stat(p, &st) == 0 else { return errno == ENOENT ? "\(p) does not exist" : "\(SystemError("stat", p))" }
+            guard st.st_mode & S_IFMT == S_IFREG else { return "\(p) is not a regular file" }
+            guard access(p, X_OK) == 0 else { return "\(p) is not executable (chmod +x it)" }
+            return nil
+        }
+        if program.isEmpty { return "the command is empty" }
+        if program.contains("/") { return check(program) }
+        for dir in (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false) {
+            let d = dir.isEmpty ? "." : String(dir)
+            if check(d + "/" + program) == nil { return nil }
+        }
+        return "\(program) is not an executable found in PATH"
+    }
+
     /// Decodes a `waitpid` status: the exit code, or 128 + the signal number.
     public static func exitCode(status: Int32) -> Int32 {
         let sig = status & 0x7f

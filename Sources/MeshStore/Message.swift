@@ -168,7 +168,10 @@ public struct DamageReport: Equatable, Sendable, CustomStringConvertible {
     public var offset: UInt64
     public var length: UInt64
     public var detail: String
-    public var description: String { "\(file): \(length) damaged bytes at offset \(offset) skipped (\(detail))" }
+    public var description: String {
+        length == 0 ? "\(file) at offset \(offset): \(detail); skipped"  // found while reading, through the index
+                    : "\(file): \(length) damaged bytes at offset \(offset) skipped (\(detail))"
+    }
 }
 
 /// What opening found and repaired.

@@ -156,6 +156,10 @@ public final class RadioStore {
         return r
     }
 
+    /// Damaged records found while reading messages through the index (each once, in the order
+    /// found; also part of `recovery`). Report them: they are skipped.
+    public var readDamage: [DamageReport] { log.readDamage }
+
     /// The last index checkpoint failure, if the last attempt failed (appends are still durable).
     public var checkpointError: StoreError? { log.lastCheckpointError }
 

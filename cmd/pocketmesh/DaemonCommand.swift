@@ -64,6 +64,10 @@ struct DaemonCommand: ParsableCommand {
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
             throw ValidationError("--on-message: cannot split \"\(cmd)\" into words (unbalanced quote?).")
         }
+        if let cmd = onMessage, let program = Spawn.splitCommand(cmd)?.first,
+           let problem = Spawn.problem(running: program, path: getenv("PATH").map { String(cString: $0) }) {
+            throw ValidationError("--on-message: cannot run the hook: \(problem).")
+        }
     }
 
     func run() throws {

@@ -1,8 +1,8 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Dependencies point down only (see the module map in README.md):
-//   pocketmesh (cmd) -> MeshDaemon -> MeshSession, MeshStore -> MeshLink, MeshAir -> MeshCompanion
+// Dependencies point down only (see the module map in README.md); each target lists what it imports:
+//   pocketmesh (cmd) -> MeshDaemon -> MeshSession, MeshStore; MeshSession, MeshSim -> MeshLink, MeshAir, MeshCompanion
 let package = Package(
     name: "pocketmesh",
     products: [
@@ -22,7 +22,6 @@ let package = Package(
         .target(name: "MeshCompanion"),
         // On-air packets and their crypto.
         .target(name: "MeshAir", dependencies: [
-            "MeshCompanion",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CryptoExtras", package: "swift-crypto"),
         ]),
@@ -30,7 +29,7 @@ let package = Package(
         // binary starts on systems without BlueZ.
         .systemLibrary(name: "CBluetooth"),
         // Byte links (serial, TCP, BLE), discovery and the poll loop.
-        .target(name: "MeshLink", dependencies: ["MeshCompanion", "CBluetooth", "CMeshLink"]),
+        .target(name: "MeshLink", dependencies: ["CBluetooth", "CMeshLink"]),
         // C helpers for MeshLink: _GNU_SOURCE calls, the signal self-pipe, and libudev loaded with
         // dlopen (so the binary starts without libudev and falls back to sysfs).
         .target(name: "CMeshLink"),

@@ -4,13 +4,12 @@
 # Prints wall time and max RSS per run, the means, and the ratios.
 #
 # Env: POCKETMESH_BIN (default dist/pocketmesh, from scripts/release.sh), POCKETMESH_VENV (default .venv-interop),
-#      POCKETMESH_SHARED (default ../shared), RUNS (default 10).
+#      RUNS (default 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 BIN="${POCKETMESH_BIN:-$REPO/dist/pocketmesh}"
 VENV="${POCKETMESH_VENV:-$REPO/.venv-interop}"
-SHARED="${POCKETMESH_SHARED:-$(cd "$REPO/.." && pwd)/shared}"
 RUNS="${RUNS:-10}"
 TIME=/usr/bin/time
 [ -x "$BIN" ] || { echo "bench: $BIN missing: run bash scripts/release.sh first." >&2; exit 1; }
@@ -19,7 +18,7 @@ TIME=/usr/bin/time
 
 PORT=$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 LOG=$(mktemp)
-"$VENV/bin/python" "$SHARED/interop/third_party_mesh.py" --nodes 1 --base-port "$PORT" >"$LOG" 2>/dev/null &
+"$VENV/bin/python" "$REPO/Tests/interop/harness/companion_peer.py" --nodes 1 --base-port "$PORT" >"$LOG" 2>/dev/null &
 PEER=$!
 trap 'kill $PEER 2>/dev/null; wait $PEER 2>/dev/null; rm -f "$LOG"' EXIT
 for _ in $(seq 100); do grep -q "^node " "$LOG" && break; sleep 0.1; done

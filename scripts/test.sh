@@ -5,7 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export POCKETMESH_VENV="${POCKETMESH_VENV:-$PWD/.venv-interop}"
-export POCKETMESH_SHARED="${POCKETMESH_SHARED:-$(cd .. && pwd)/shared}"
 
 swift build --build-tests
 export POCKETMESH_BIN="$PWD/.build/debug/pocketmesh"

@@ -1,3 +1,5 @@
+import MeshSession
+
 // The local API's messages: one JSON object per line, in both directions.
 //
 //   request   {"id":1,"op":"send","to":"alice","text":"hi"}
@@ -5,32 +7,9 @@
 //             {"id":1,"ok":false,"error":{"code":"timeout","exit":4,"message":"no ACK from alice after 3 attempts"}}
 //   event     {"event":"message","message":{...}}       (only after {"op":"subscribe"})
 
-/// Why a request failed. Each code maps to the CLI's exit code, so a command routed through the
-/// daemon exits exactly as it would on a directly opened link.
-public enum DaemonErrorCode: String, Sendable, CaseIterable {
-    case usage            // malformed request, missing or bad argument
-    case tooLong = "too_long"  // request line over the limit
-    case link             // radio link down or failed
-    case timeout          // radio did not answer / no ACK in time
-    case refused          // radio answered with an error
-    case notFound = "not_found"  // unknown contact, channel or thread
-    case busy             // another request holds the radio; try again
-    case storage          // the store could not be written or read
-    case unsupported      // operation not known to this daemon
-    case `internal`
-
-    /// The CLI's documented exit codes: 0 ok, 2 usage, 3 link, 4 timeout, 5 radio refused, 6 not found.
-    public var exitCode: Int32 {
-        switch self {
-        case .usage, .tooLong, .unsupported: return 2
-        case .link, .busy: return 3
-        case .timeout: return 4
-        case .refused: return 5
-        case .notFound: return 6
-        case .storage, .internal: return 1
-        }
-    }
-}
+/// Why a request failed: the command line's error kinds and exit codes (MeshSession.ErrorKind),
+/// so a command routed through the daemon exits exactly as it would on a directly opened link.
+public typealias DaemonErrorCode = ErrorKind
 
 public struct DaemonError: Error, Equatable, Sendable, CustomStringConvertible {
     public var code: DaemonErrorCode
@@ -38,6 +17,10 @@ public struct DaemonError: Error, Equatable, Sendable, CustomStringConvertible {
     public init(_ code: DaemonErrorCode, _ message: String) {
         self.code = code
         self.message = message
+    }
+    /// A failure of the command line's operations, as the API reports it.
+    public init(_ e: ClientError) {
+        self.init(e.kind, e.description)
     }
     public var exitCode: Int32 { code.exitCode }
     public var description: String { message }

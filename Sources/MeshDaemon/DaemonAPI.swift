@@ -211,7 +211,7 @@ extension Daemon {
 
     /// The `info` op: the same fields as `pocketmesh info --json` (`RadioInfo`).
     func infoFields() -> [(String, JSON)] {
-        guard case .object(let fields)? = RadioInfo.value(selfInfo: selfInfo, deviceInfo: deviceInfo) else { return [] }
+        guard let s = radioSelf, case .object(let fields) = RadioInfo.value(s, radioDevice) else { return [] }
         return fields.map { ($0.key, JSON($0.value)) }
     }
 
@@ -246,6 +246,11 @@ extension Daemon {
         case CommandCode.syncNextMessage.rawValue:  // the daemon drained the radio; the queue is the store's
             syncNext(client)
             return
+        case CommandCode.sendTextMessage.rawValue:
+            // A repeater CLI command (txt_type 1): its reply is this client's answer.
+            if case .sendTextMessage(let m)? = try? CompanionCommand.decode(frame), m.textType == .cliData {
+                tunnelQueue.expectCLIReply(from: m.recipientPrefix.bytes, to: client)
+            }
         default:
             break
         }
@@ -279,6 +284,9 @@ extension Daemon {
                 return found?.id
             }
             switch step {
+            case .frame(let f):
+                api.sendFrame(f, to: client)
+                return
             case .message:
                 if let m = found, let f = TunnelQueue.frame(for: m) {
                     api.sendFrame(f, to: client)
@@ -295,6 +303,16 @@ extension Daemon {
                 return
             }
         }
+    }
+
+    /// A repeater's CLI reply to a command a tunnel client sent goes to that client only: it is the
+    /// command's answer, not a message to store, hook or sync later. True when it was handed over.
+    func routedToTunnel(_ m: ReceivedMessage) -> Bool {
+        guard m.kind == .contact, m.textType == 1,
+              let f = TunnelQueue.frame(for: MessageJSON.stored(m, receivedAt: 0)),
+              let client = tunnelQueue.routeCLIReply(from: m.senderPrefix, frame: f) else { return false }
+        api.sendFrame(PushFrame.messageWaiting().bytes, to: client)
+        return true
     }
 
     func tunnelReply(_ client: APIServer.ClientID, frame: [UInt8], _ r: Reply) {

@@ -48,6 +48,10 @@ public enum MessageJSON {
                 pairs.append(("text", .string(text)))
             }
         }
+        if m.isDatagram {
+            pairs.append(("data_type", .int(Int64(m.dataType))))
+            pairs.append(("data", .string(hexString(m.text))))
+        }
         pairs.append(("text_type", .int(Int64(m.textType))))
         pairs.append(("timestamp", .int(Int64(m.senderTimestamp))))
         pairs.append(("received", .int(Int64(m.receivedAt))))
@@ -61,15 +65,10 @@ public enum MessageJSON {
         return .object(pairs)
     }
 
+    /// A contact with the fields of `pocketmesh contacts --json` (one definition: ContactSummary).
     public static func contact(_ c: StoredContact) -> JSON {
-        let types = ["none", "chat", "repeater", "room", "sensor"]
-        return .obj(("name", .string(c.name)), ("public_key", .string(c.publicKeyHex)),
-                    ("type", .string(Int(c.type) < types.count ? types[Int(c.type)] : "type \(c.type)")),
-                    ("flags", .int(Int64(c.flags))),
-                    ("path_length", .int(c.outPathLength == 0xFF ? -1 : Int64(c.outPathLength & 63))),
-                    ("last_advert", .int(Int64(c.lastAdvert))),
-                    ("latitude", .double(Double(c.latitude) / 1e6)), ("longitude", .double(Double(c.longitude) / 1e6)),
-                    ("lastmod", .int(Int64(c.lastModified))))
+        guard let summary = ContactSummary(record: c.frame()) else { return .obj(("public_key", .string(c.publicKeyHex))) }
+        return JSON(summary.value)
     }
 
     /// A channel without its secret (secrets never leave the store through the API or logs).
@@ -92,10 +91,8 @@ public enum MessageJSON {
                                  senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType,
                                  pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
         case .channelData:
-            // Datagrams are kept as channel records with text type 0x80 | low byte of the data type.
-            return StoredMessage(kind: .channel, direction: .incoming, channelIndex: m.channelIndex,
-                                 senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: 0x80 | UInt8(m.dataType & 0x7F),
-                                 pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
+            return .channelDatagram(channelIndex: m.channelIndex, dataType: m.dataType, receivedAt: receivedAt,
+                                    pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, data: m.text)
         }
     }
 }

@@ -25,18 +25,29 @@ public struct TunnelQueue {
         case message(id: UInt64)
         /// Send NO_MORE_MESSAGES; if `commit` is set, persist it as the new cursor first.
         case noMore(commit: UInt64?)
+        /// Send this frame: a repeater's CLI reply owed to this client (never stored).
+        case frame([UInt8])
     }
 
     /// Every received message with an id ≤ this has been handed to a client that reached the end.
     public private(set) var cursor: UInt64
     /// Clients in a round: the id of the last message handed over (the round's start if none yet).
     private var position: [Client: UInt64] = [:]
+    /// Repeater CLI commands (txt_type 1) sent through a tunnel: the sender's key prefix → the client.
+    private var cliWaiters: [[UInt8]: Client] = [:]
+    /// CLI replies owed to one client, handed out before the store's messages.
+    private var owed: [Client: [[UInt8]]] = [:]
 
     public init(cursor: UInt64) { self.cursor = cursor }
 
     /// The answer to a SYNC_NEXT_MESSAGE from `client`. `firstAfter(id)` returns the id of the
     /// oldest received message stored after `id`, or nil.
     public mutating func next(for client: Client, firstAfter: (UInt64) -> UInt64?) -> Step {
+        if var o = owed[client], !o.isEmpty {
+            let f = o.removeFirst()
+            owed[client] = o.isEmpty ? nil : o
+            return .frame(f)
+        }
         let at = position[client] ?? cursor
         if let id = firstAfter(at) {
             position[client] = id
@@ -49,7 +60,23 @@ public struct TunnelQueue {
     }
 
     /// A client went away: whatever it was handed in its unfinished round stays queued.
-    public mutating func disconnected(_ client: Client) { position[client] = nil }
+    public mutating func disconnected(_ client: Client) {
+        position[client] = nil
+        owed[client] = nil
+        cliWaiters = cliWaiters.filter { $0.value != client }
+    }
+
+    /// `client` sent a repeater CLI command to the node whose key starts with `prefix` (6 bytes).
+    public mutating func expectCLIReply(from prefix: [UInt8], to client: Client) { cliWaiters[prefix] = client }
+
+    /// A drained CLI reply (txt_type 1) from `prefix`: the client whose command it answers, which
+    /// gets `frame` from its next SYNC_NEXT_MESSAGE as the radio would have handed it over; nil
+    /// when no client waits for one (the reply is then stored like any message).
+    public mutating func routeCLIReply(from prefix: [UInt8], frame: [UInt8]) -> Client? {
+        guard let c = cliWaiters.removeValue(forKey: prefix) else { return nil }
+        owed[c, default: []].append(frame)
+        return c
+    }
 
     /// True while `client` is in the middle of a round.
     public func isDraining(_ client: Client) -> Bool { position[client] != nil }
@@ -71,10 +98,9 @@ public struct TunnelQueue {
                                                    textType: TextType(rawValue: m.textType), senderTimestamp: m.senderTimestamp,
                                                    authorPrefix: author, text: m.text).bytes
         case .channel:
-            if m.textType & 0x80 != 0 {
-                // A channel datagram (stored with text type 0x80 | data type).
+            if m.isDatagram {
                 return try? ResponseFrame.channelData(snrQuarterDb: m.snr, channelIndex: m.channelIndex, pathLength: path,
-                                                    dataType: UInt16(m.textType & 0x7F), data: m.text).bytes
+                                                    dataType: m.dataType, data: m.text).bytes
             }
             return ResponseFrame.channelMessage(snrQuarterDb: m.snr, channelIndex: m.channelIndex, pathLength: path,
                                               timestamp: m.senderTimestamp, text: m.text).bytes

@@ -1,3 +1,41 @@
+/// What kind of failure, by the name the daemon's API reports and the exit code the command line
+/// returns: the one exit-code table of the project (README, "Exit codes").
+public enum ErrorKind: String, Sendable, CaseIterable {
+    /// Bad input: arguments, a malformed API request, a value out of range.
+    case usage
+    /// An API request line over the limit.
+    case tooLong = "too_long"
+    /// An API operation this daemon does not know.
+    case unsupported
+    /// The link could not be opened, or was lost.
+    case link
+    /// Another request holds the radio; try again.
+    case busy
+    /// No response, no ACK, no reply in time.
+    case timeout
+    /// The radio answered with an error.
+    case refused
+    /// Unknown contact, channel or thread.
+    case notFound = "not_found"
+    /// The store could not be written or read.
+    case storage
+    case `internal`
+    /// SIGINT or SIGTERM.
+    case interrupted
+
+    public var exitCode: Int32 {
+        switch self {
+        case .usage, .tooLong, .unsupported: return 2
+        case .link, .busy: return 3
+        case .timeout: return 4
+        case .refused: return 5
+        case .notFound: return 6
+        case .storage, .internal: return 1
+        case .interrupted: return 130
+        }
+    }
+}
+
 /// Why a request against a radio failed, grouped the way the command line reports it.
 /// Every message is one sentence that says what to do.
 public enum ClientError: Error, Equatable, CustomStringConvertible, Sendable, Codable {
@@ -14,16 +52,18 @@ public enum ClientError: Error, Equatable, CustomStringConvertible, Sendable, Co
     /// Interrupted by SIGINT/SIGTERM.
     case interrupted
 
-    public var exitCode: Int32 {
+    public var kind: ErrorKind {
         switch self {
-        case .usage: return 2
-        case .link: return 3
-        case .timeout: return 4
-        case .refused: return 5
-        case .notFound: return 6
-        case .interrupted: return 130
+        case .usage: return .usage
+        case .link: return .link
+        case .timeout: return .timeout
+        case .refused: return .refused
+        case .notFound: return .notFound
+        case .interrupted: return .interrupted
         }
     }
+
+    public var exitCode: Int32 { kind.exitCode }
 
     public var description: String {
         switch self {

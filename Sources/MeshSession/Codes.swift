@@ -38,17 +38,3 @@ enum Resp {
     static let channelDataRecv = ResponseCode.channelData.rawValue
 }
 
-enum Push {
-    static let advert = PushCode.advert.rawValue
-    static let pathUpdated = PushCode.pathUpdated.rawValue
-    static let sendConfirmed = PushCode.sendConfirmed.rawValue
-    static let msgWaiting = PushCode.messageWaiting.rawValue
-    static let loginSuccess = PushCode.loginSuccess.rawValue
-    static let loginFail = PushCode.loginFail.rawValue
-    static let statusResponse = PushCode.statusResponse.rawValue
-    static let logRxData = PushCode.logRxData.rawValue
-    static let traceData = PushCode.traceData.rawValue
-    static let telemetryResponse = PushCode.telemetryResponse.rawValue
-    static let binaryResponse = PushCode.binaryResponse.rawValue
-    static let pathDiscoveryResponse = PushCode.pathDiscoveryResponse.rawValue
-}

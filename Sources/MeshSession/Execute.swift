@@ -15,20 +15,26 @@ public struct ContactSummary: Sendable, Equatable {
     public var longitude: Int32
     public var lastModified: UInt32
 
+    /// From a contact record frame (CONTACT, NEW_ADVERT; 148 bytes), decoded by MeshCompanion.
     public init?(record f: [UInt8]) {
-        guard f.count >= 148 else { return nil }
-        publicKey = Array(f[1..<33])
-        type = f[33]
-        flags = f[34]
-        outPathLength = f[35]
-        let n = PathLength(rawValue: f[35])
-        outPath = n.isValid && !n.isUnknown ? Array(f[36..<(36 + n.byteCount)]) : []
-        let nameField = f[100..<132]
-        name = String(decoding: nameField.prefix { $0 != 0 }, as: UTF8.self)
-        lastAdvert = readU32(f, 132)
-        latitude = Int32(bitPattern: readU32(f, 136))
-        longitude = Int32(bitPattern: readU32(f, 140))
-        lastModified = readU32(f, 144)
+        guard f.count >= CompanionLimits.contactRecordSize, let c = f.withUnsafeBytes({ b -> ContactSummary? in
+            guard let r = try? ContactRecord.decode(b) else { return nil }
+            return ContactSummary(r)
+        }) else { return nil }
+        self = c
+    }
+
+    init(_ r: ContactRecord) {
+        publicKey = r.publicKey.bytes
+        type = r.type.rawValue
+        flags = r.flags
+        outPathLength = r.outPathLength.rawValue
+        outPath = Array(r.outPath)
+        name = r.name
+        lastAdvert = r.lastAdvertTimestamp
+        latitude = r.latitude
+        longitude = r.longitude
+        lastModified = r.lastModified ?? 0
     }
 
     public var typeName: String { ContactType(rawValue: type).description }
@@ -199,6 +205,7 @@ public final class Executor {
     // MARK: execute
 
     public func execute(_ request: Request) throws(ClientError) -> Outcome {
+        try request.validate()
         switch request {
         case .info:
             return Outcome(try info())
@@ -208,16 +215,11 @@ public final class Executor {
             return Outcome(try resolve(who).value)
         case .contactAdd(let keyHex, let name, let type, let pathHex):
             guard let key = MeshCompanion.PublicKey(hex: keyHex) else { throw .usage("a public key must be 64 hex digits.") }
-            var c = Contact(publicKey: key, type: ContactType(rawValue: type), name: name, lastAdvertTimestamp: wallClockEpoch())
-            if let p = pathHex, !p.isEmpty {
-                guard let bytes = Hex.decode(p), let len = PathLength(hopCount: bytes.count) else {
-                    throw .usage("the path must be hex hop hashes, at most 64 bytes.")
-                }
-                do { try c.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
-            }
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(c, includeLastModified: false) }
+            let c = try contactToAdd(key, name: name, type: type, path: pathHex)
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(c.contact, includeLastModified: false) }
             _ = try call(frame, expecting: .ok, what: "adding the contact")
-            return Outcome(ok("contact \(name) added"))
+            contactCache = nil
+            return Outcome(ok(c.known ? "contact \(name) updated" : "contact \(name) added"))
         case .contactRemove(let who):
             let c = try resolve(who)
             _ = try call(CommandFrame.removeContact(publicKey(c)), expecting: .ok, what: "removing \(c.name)")
@@ -371,10 +373,7 @@ public final class Executor {
                                    expecting: .codes(CodeSet(PushCode.telemetryResponse.rawValue)), timeout: timeout)
             return Outcome(telemetryValue(try check(r, what: "self telemetry"), name: nil))
         case .neighbours(let who):
-            let c = try resolve(who)
-            let o = try radio.request(.binary(publicKey: c.publicKey, data: [0x06, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x06, 0x04, 0x00, 0x00]))
-            let f = try requestReply(o, what: "neighbours of \(c.name)", timeoutHint: "log in first (`pocketmesh login`)")
-            return Outcome(neighboursValue(f))
+            return Outcome(try neighbours(of: try resolve(who)))
         case .acl(let who):
             let c = try resolve(who)
             let o = try radio.request(.binary(publicKey: c.publicKey, data: [0x05, 0x00]))
@@ -387,11 +386,7 @@ public final class Executor {
             }
             return Outcome(.array(entries))
         case .command(let who, let text):
-            let c = try resolve(who)
-            let o = try radio.request(.command(publicKey: c.publicKey, text: text, timestamp: wallClockEpoch()))
-            let f = try requestReply(o, what: "the command to \(c.name)", timeoutHint: "log in as admin first")
-            let reply = (try? ReceivedMessage(frame: f))?.textString ?? ""
-            return Outcome(.object([.init("name", .string(c.name)), .init("reply", .string(reply))]))
+            return try command(text, to: try resolve(who))
         case .trace(let pathText):
             var path: [UInt8] = []
             for part in pathText.split(separator: ",") {
@@ -463,6 +458,69 @@ public final class Executor {
         }
     }
 
+    // MARK: contacts
+
+    /// What ADD_UPDATE_CONTACT writes, whole. A contact the radio knows keeps its type, flags,
+    /// location, last advert time and path unless new ones are given. A new one gets last_advert 0
+    /// (as meshcore-cli does): the firmware takes an advert as a replay unless its timestamp is
+    /// newer, so this host's clock there would hide the node's adverts while its clock lags.
+    func contactToAdd(_ key: MeshCompanion.PublicKey, name: String, type: UInt8?, path: String?) throws(ClientError) -> (contact: Contact, known: Bool) {
+        let keyBytes = key.bytes
+        let old = try contacts(refresh: true).first { $0.publicKey == keyBytes }
+        var c = Contact(publicKey: key, type: ContactType(rawValue: type ?? old?.type ?? ContactType.chat.rawValue),
+                        flags: old?.flags ?? 0, name: name, lastAdvertTimestamp: old?.lastAdvert ?? 0,
+                        latitude: old?.latitude ?? 0, longitude: old?.longitude ?? 0)
+        if let p = path {
+            if !p.isEmpty {
+                guard let bytes = Hex.decode(p), let len = PathLength(hopCount: bytes.count) else {
+                    throw .usage("the path must be hex hop hashes, at most 64 bytes.")
+                }
+                do { try c.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
+            }
+        } else if let o = old, o.outPathLength != PathLength.unknown.rawValue {
+            do { try c.setOutPath(PathLength(rawValue: o.outPathLength), o.outPath) } catch {
+                throw .link("the radio's path for \(o.name) is malformed: give --path, or an empty --path to flood.")
+            }
+        }
+        return (c, old != nil)
+    }
+
+    // MARK: repeater CLI
+
+    /// Runs a CLI command on a repeater. Its reply is a contact message (txt_type 1) that the radio
+    /// queues: the session drains on MSG_WAITING while the command waits, and looks once more at
+    /// the end. Other messages taken off the queue meanwhile are part of the result, so none is lost.
+    func command(_ text: String, to c: ContactSummary) throws(ClientError) -> Outcome {
+        let o = try radio.request(.command(publicKey: c.publicKey, text: text, timestamp: wallClockEpoch()))
+        var reply: String? = nil
+        var failure: ClientError? = nil
+        switch o {
+        case .reply(let f):
+            reply = (try? ReceivedMessage(frame: f))?.textString ?? ""
+        case .timeout:
+            reply = try lateCommandReply(from: c)
+            if reply == nil { failure = .timeout("no reply to the command to \(c.name) in time: log in as admin first (`pocketmesh login`), or try again.") }
+        default:
+            _ = try requestReply(o, what: "the command to \(c.name)", timeoutHint: "log in as admin first")
+        }
+        // The drain that brought the reply may still be under way: no message is left half taken.
+        try radio.finishDrain()
+        let cs = (try? contacts()) ?? []
+        let others = collected.map { messageValue($0, contacts: cs) }
+        collected.removeAll()
+        return Outcome(.object([.init("name", .string(c.name)), .init("reply", reply.map { .string($0) } ?? .null),
+                                .init("messages", .array(others))]), error: failure)
+    }
+
+    /// The CLI reply when no MSG_WAITING announced it: one last look at the radio's queue.
+    func lateCommandReply(from c: ContactSummary) throws(ClientError) -> String? {
+        try radio.drain()
+        guard let i = collected.firstIndex(where: {
+            $0.kind == .contact && $0.textType == 1 && !$0.senderPrefix.isEmpty && c.publicKey.starts(with: $0.senderPrefix)
+        }) else { return nil }
+        return collected.remove(at: i).textString
+    }
+
     // MARK: send
 
     func send(to: String, text: String, wait: Bool) throws(ClientError) -> Outcome {
@@ -497,317 +555,6 @@ public final class Executor {
         case .cancelled, .retrying:
             throw .link("the link to the radio was lost while sending: reconnect and try again.")
         }
-    }
-
-    // MARK: info, settings, stats
-
-    func info() throws(ClientError) -> Value {
-        guard let v = RadioInfo.value(selfInfo: selfInfo, deviceInfo: deviceInfo) else {
-            throw .link("the radio sent a malformed SELF_INFO frame: check its firmware.")
-        }
-        return v
-    }
-
-    func cString(_ b: ArraySlice<UInt8>) -> String { String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) }
-
-    func telemetryModesValue(_ packed: UInt8) -> Value { RadioInfo.telemetryModes(packed) }
-
-    public static let settingNames = ["name", "coords", "radio", "tx", "tuning", "manual-add", "telemetry", "advert-loc-policy",
-                                      "multi-acks", "pin", "auto-add", "path-hash-mode", "flood-scope", "custom",
-                                      "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat"]
-
-    func getSetting(_ key: String?) throws(ClientError) -> Value {
-        guard let key else {
-            var fields: [Value.Field] = []
-            for k in Executor.settingNames {
-                if let v = try? getSetting(k) { fields.append(.init(k, v[k] ?? v)) }
-            }
-            return .object(fields)
-        }
-        let s = selfInfo, d = deviceInfo
-        func one(_ v: Value) -> Value { .object([.init(key, v)]) }
-        switch key {
-        case "name": return one(.string(String(decoding: s[58...], as: UTF8.self)))
-        case "coords":
-            return one(.object([.init("latitude", .double(Double(Int32(bitPattern: readU32(s, 36))) / 1e6)),
-                                .init("longitude", .double(Double(Int32(bitPattern: readU32(s, 40))) / 1e6))]))
-        case "radio":
-            return one(.object([.init("frequency_mhz", .double(Double(readU32(s, 48)) / 1000)),
-                                .init("bandwidth_khz", .double(Double(readU32(s, 52)) / 1000)),
-                                .init("spreading_factor", .int(s[56])), .init("coding_rate", .int(s[57]))]))
-        case "tx": return one(.int(Int8(bitPattern: s[2])))
-        case "tuning":
-            let f = try call(CommandFrame.getTuningParams(), expecting: .tuningParams, what: "GET_TUNING_PARAMS")
-            guard f.count >= 9 else { throw .link("the radio sent a malformed tuning frame: try again.") }
-            return one(.object([.init("rx_delay_base", .double(Double(readU32(f, 1)) / 1000)),
-                                .init("airtime_factor", .double(Double(readU32(f, 5)) / 1000))]))
-        case "manual-add": return one(.bool(s[47] & 1 != 0))
-        case "telemetry": return one(telemetryModesValue(s[46]))
-        case "advert-loc-policy": return one(.int(s[45]))
-        case "multi-acks": return one(.int(s[44]))
-        case "pin": return one(d.count >= 8 ? .int(readU32(d, 4)) : .null)
-        case "auto-add":
-            let f = try call(CommandFrame.getAutoAddConfig(), expecting: .autoAddConfig, what: "GET_AUTOADD_CONFIG")
-            return one(.object([.init("flags", .int(f.count > 1 ? f[1] : 0)), .init("max_hops", .int(f.count > 2 ? f[2] : 0))]))
-        case "path-hash-mode": return one(d.count >= 82 ? .int(d[81]) : .null)
-        case "flood-scope":
-            let f = try call(CommandFrame.getDefaultFloodScope(), expecting: .defaultFloodScope, what: "GET_DEFAULT_FLOOD_SCOPE")
-            return one(f.count >= 32 ? .string(cString(f[1..<32])) : .null)
-        case "custom":
-            let f = try call(CommandFrame.getCustomVars(), expecting: .customVars, what: "GET_CUSTOM_VARS")
-            var fields: [Value.Field] = []
-            for pair in String(decoding: f.dropFirst(), as: UTF8.self).split(separator: ",") {
-                let kv = pair.split(separator: ":", maxSplits: 1)
-                if kv.count == 2 { fields.append(.init(String(kv[0]), .string(String(kv[1])))) }
-            }
-            return one(.object(fields))
-        case "public-key": return one(.hex(s[4..<36]))
-        case "firmware": return one(d.count >= 80 ? .string(cString(d[60..<80])) : .null)
-        case "model": return one(d.count >= 60 ? .string(cString(d[20..<60])) : .null)
-        case "max-contacts": return one(d.count > 2 ? .int(Int(d[2]) * 2) : .null)
-        case "max-channels": return one(d.count > 3 ? .int(d[3]) : .null)
-        case "client-repeat": return one(d.count > 80 ? .bool(d[80] != 0) : .null)
-        default:
-            throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")
-        }
-    }
-
-    func parseDouble(_ s: String, _ what: String) throws(ClientError) -> Double {
-        guard let v = Double(s) else { throw .usage("\(what) must be a number, not \"\(s)\".") }
-        return v
-    }
-
-    func parseInt(_ s: String, _ what: String) throws(ClientError) -> Int {
-        guard let v = Int(s) else { throw .usage("\(what) must be a whole number, not \"\(s)\".") }
-        return v
-    }
-
-    func parseBool(_ s: String, _ what: String) throws(ClientError) -> Bool {
-        switch s.lowercased() {
-        case "1", "on", "yes", "true": return true
-        case "0", "off", "no", "false": return false
-        default: throw .usage("\(what) must be on or off, not \"\(s)\".")
-        }
-    }
-
-    func telemetryMode(_ s: String) throws(ClientError) -> UInt8 {
-        switch s.lowercased() {
-        case "deny", "0": return 0
-        case "flags", "1": return 1
-        case "allow", "2": return 2
-        default: throw .usage("a telemetry mode must be deny, flags or allow, not \"\(s)\".")
-        }
-    }
-
-    func needs(_ values: [String], _ n: Int, _ usage: String) throws(ClientError) {
-        guard values.count == n else { throw .usage("usage: pocketmesh set \(usage).") }
-    }
-
-    func setOther(manual: UInt8? = nil, telemetry: UInt8? = nil, policy: UInt8? = nil, multiAcks: UInt8? = nil) throws(ClientError) {
-        let s = selfInfo
-        let modes = TelemetryModes(packed: telemetry ?? s[46])
-        let frame = CommandFrame.setOtherParams(manualAddContacts: manual ?? s[47], telemetryModes: modes,
-                                                advertLocationPolicy: policy ?? s[45], multiAcks: multiAcks ?? s[44])
-        _ = try call(frame, expecting: .ok, what: "SET_OTHER_PARAMS")
-    }
-
-    func setSetting(_ key: String, _ v: [String]) throws(ClientError) -> Value {
-        switch key {
-        case "name":
-            try needs(v, 1, "name NAME")
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setAdvertName(v[0]) }
-            _ = try call(frame, expecting: .ok, what: "the name")
-        case "coords":
-            try needs(v, 2, "coords LATITUDE LONGITUDE")
-            let lat = try parseDouble(v[0], "the latitude"), lon = try parseDouble(v[1], "the longitude")
-            guard abs(lat) <= 90, abs(lon) <= 180 else { throw .usage("the latitude must be within ±90 and the longitude within ±180 degrees.") }
-            let frame = try encode { () throws(CompanionEncodeError) in
-                try CommandFrame.setAdvertLatLon(latitude: Int32((lat * 1e6).rounded()), longitude: Int32((lon * 1e6).rounded()))
-            }
-            _ = try call(frame, expecting: .ok, what: "the coordinates")
-        case "radio":
-            guard v.count == 4 || v.count == 5 else { throw .usage("usage: pocketmesh set radio FREQ_MHZ BW_KHZ SF CR [REPEAT].") }
-            let freq = try parseDouble(v[0], "the frequency (MHz)"), bw = try parseDouble(v[1], "the bandwidth (kHz)")
-            let sf = try parseInt(v[2], "the spreading factor"), cr = try parseInt(v[3], "the coding rate")
-            guard sf >= 0, sf < 256, cr >= 0, cr < 256, freq > 0, bw > 0 else { throw .usage("the radio parameters are out of range.") }
-            let p = RadioParams(frequencyKHz: UInt32((freq * 1000).rounded()), bandwidthHz: UInt32((bw * 1000).rounded()),
-                                spreadingFactor: UInt8(sf), codingRate: UInt8(cr))
-            let repeatOn: Bool? = v.count == 5 ? try parseBool(v[4], "repeat") : nil
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setRadioParams(p, clientRepeat: repeatOn) }
-            _ = try call(frame, expecting: .ok, what: "the radio parameters")
-        case "tx":
-            try needs(v, 1, "tx DBM")
-            let dbm = try parseInt(v[0], "the TX power")
-            let maxDbm = selfInfo.count > 3 ? Int8(bitPattern: selfInfo[3]) : 30
-            guard dbm >= -9, dbm <= 127 else { throw .usage("the TX power must be between -9 and \(maxDbm) dBm.") }
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setRadioTxPower(Int8(dbm), maxDbm: maxDbm) }
-            _ = try call(frame, expecting: .ok, what: "the TX power")
-        case "tuning":
-            try needs(v, 2, "tuning RX_DELAY_BASE AIRTIME_FACTOR")
-            let rx = try parseDouble(v[0], "rx_delay_base"), af = try parseDouble(v[1], "airtime_factor")
-            guard rx >= 0, af >= 0, rx < 4_000_000, af < 4_000_000 else { throw .usage("the tuning values must be positive.") }
-            let p = TuningParams(rxDelayBaseMilli: UInt32((rx * 1000).rounded()), airtimeFactorMilli: UInt32((af * 1000).rounded()))
-            _ = try call(CommandFrame.setTuningParams(p), expecting: .ok, what: "the tuning parameters")
-        case "manual-add":
-            try needs(v, 1, "manual-add on|off")
-            try setOther(manual: try parseBool(v[0], "manual-add") ? 1 : 0)
-        case "telemetry":
-            try needs(v, 3, "telemetry BASE LOCATION ENVIRONMENT (each deny, flags or allow)")
-            let packed = try telemetryMode(v[2]) << 4 | telemetryMode(v[1]) << 2 | telemetryMode(v[0])
-            try setOther(telemetry: packed)
-        case "advert-loc-policy":
-            try needs(v, 1, "advert-loc-policy N")
-            let n = try parseInt(v[0], "the policy")
-            guard n >= 0, n < 256 else { throw .usage("the policy must be 0–255.") }
-            try setOther(policy: UInt8(n))
-        case "multi-acks":
-            try needs(v, 1, "multi-acks N")
-            let n = try parseInt(v[0], "multi-acks")
-            guard n >= 0, n < 256 else { throw .usage("multi-acks must be 0–255.") }
-            try setOther(multiAcks: UInt8(n))
-        case "pin":
-            try needs(v, 1, "pin PIN (6 digits, or 0 for the default)")
-            let n = try parseInt(v[0], "the PIN")
-            guard n == 0 || (100_000...999_999).contains(n) else { throw .usage("the PIN must be 6 digits (100000–999999), or 0.") }
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setDevicePin(UInt32(n)) }
-            _ = try call(frame, expecting: .ok, what: "the PIN")
-        case "auto-add":
-            guard v.count == 1 || v.count == 2 else { throw .usage("usage: pocketmesh set auto-add FLAGS [MAX_HOPS].") }
-            let flags = try parseInt(v[0], "the auto-add flags")
-            let hops: Int? = v.count == 2 ? try parseInt(v[1], "max hops") : nil
-            guard flags >= 0, flags < 256, (hops ?? 0) >= 0, (hops ?? 0) <= 64 else { throw .usage("the flags must be 0–255 and max hops 0–64.") }
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setAutoAddConfig(flags: UInt8(flags), maxHops: hops.map(UInt8.init)) }
-            _ = try call(frame, expecting: .ok, what: "the auto-add configuration")
-        case "path-hash-mode":
-            try needs(v, 1, "path-hash-mode 0|1|2")
-            let n = try parseInt(v[0], "the path hash mode")
-            guard (0...2).contains(n) else { throw .usage("the path hash mode must be 0, 1 or 2 (1-, 2- or 3-byte hashes).") }
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setPathHashMode(UInt8(n)) }
-            _ = try call(frame, expecting: .ok, what: "the path hash mode")
-        case "flood-scope":
-            guard v.count <= 1 else { throw .usage("usage: pocketmesh set flood-scope [#REGION] (none clears it).") }
-            let name = v.first ?? ""
-            let frame: EncodedFrame
-            if name.isEmpty || name == "none" {
-                frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setDefaultFloodScope(name: nil) }
-            } else {
-                let key = RegionKey(name: name).key
-                frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setDefaultFloodScope(name: name, key: key) }
-            }
-            _ = try call(frame, expecting: .ok, what: "the default flood scope")
-        case "custom":
-            try needs(v, 2, "custom NAME VALUE")
-            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setCustomVar(name: v[0], value: v[1]) }
-            _ = try call(frame, expecting: .ok, what: "the custom variable")
-        case "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat":
-            throw .usage("\(key) is read-only: use `pocketmesh get \(key)`.")
-        default:
-            throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")
-        }
-        return .object([.init("status", .string("ok")), .init("setting", .string(key)), .init("value", .array(v.map { .string($0) }))])
-    }
-
-    func stats(_ which: String?) throws(ClientError) -> Value {
-        let types: [StatsType]
-        switch which {
-        case nil: types = [.core, .radio, .packets]
-        case "core": types = [.core]
-        case "radio": types = [.radio]
-        case "packets": types = [.packets]
-        default: throw .usage("stats type must be core, radio or packets.")
-        }
-        var fields: [Value.Field] = []
-        for t in types {
-            let f = try call(CommandFrame.getStats(t), expecting: .stats, what: "GET_STATS")
-            func u32(_ o: Int) -> Value { f.count >= o + 4 ? .int(readU32(f, o)) : .null }
-            switch t {
-            case .core where f.count >= 11:
-                fields.append(.init("core", .object([
-                    .init("battery_mv", .int(UInt16(f[2]) | UInt16(f[3]) << 8)), .init("uptime_s", u32(4)),
-                    .init("error_flags", .int(UInt16(f[8]) | UInt16(f[9]) << 8)), .init("queue_length", .int(f[10]))])))
-            case .radio where f.count >= 14:
-                fields.append(.init("radio", .object([
-                    .init("noise_floor", .int(Int16(bitPattern: UInt16(f[2]) | UInt16(f[3]) << 8))),
-                    .init("last_rssi", .int(Int8(bitPattern: f[4]))), .init("last_snr", .double(Double(Int8(bitPattern: f[5])) / 4)),
-                    .init("tx_air_s", u32(6)), .init("rx_air_s", u32(10))])))
-            case .packets where f.count >= 26:
-                fields.append(.init("packets", .object([
-                    .init("received", u32(2)), .init("sent", u32(6)), .init("sent_flood", u32(10)), .init("sent_direct", u32(14)),
-                    .init("received_flood", u32(18)), .init("received_direct", u32(22)), .init("receive_errors", u32(26))])))
-            default:
-                fields.append(.init("\(t)", .hex(f)))
-            }
-        }
-        return .object(fields)
-    }
-
-    func statusValue(_ f: [UInt8], name: String) -> Value {
-        var fields: [Value.Field] = [.init("name", .string(name))]
-        let ok: Value? = f.withUnsafeBytes { b in
-            guard case .statusResponse(let r)? = try? CompanionFrame.decode(b), let st = r.stats else { return nil }
-            var o: [Value.Field] = [
-                .init("battery_mv", .int(st.batteryMillivolts)), .init("tx_queue", .int(st.txQueueLength)),
-                .init("noise_floor", .int(st.noiseFloor)), .init("last_rssi", .int(st.lastRSSI)),
-                .init("last_snr", .double(Double(st.lastSNRQuarterDb) / 4)),
-                .init("packets_received", .int(st.packetsReceived)), .init("packets_sent", .int(st.packetsSent)),
-                .init("air_time_s", .int(st.airTimeSeconds)), .init("uptime_s", .int(st.uptimeSeconds)),
-                .init("sent_flood", .int(st.sentFlood)), .init("sent_direct", .int(st.sentDirect)),
-                .init("received_flood", .int(st.receivedFlood)), .init("received_direct", .int(st.receivedDirect)),
-                .init("error_events", .int(st.errorEvents)), .init("direct_duplicates", .int(st.directDuplicates)),
-                .init("flood_duplicates", .int(st.floodDuplicates)),
-            ]
-            if let p = st.postedCount { o.append(.init("posted", .int(p))) }
-            return .object(o)
-        }
-        fields.append(.init("stats", ok ?? .hex(f.dropFirst(8))))
-        return .object(fields)
-    }
-
-    func telemetryValue(_ f: [UInt8], name: String?) -> Value {
-        var records: [Value] = []
-        f.withUnsafeBytes { b in
-            guard case .telemetryResponse(let t)? = try? CompanionFrame.decode(b) else { return }
-            var reader = t.lpp
-            while let r = try? reader.next() {
-                records.append(.string("\(r)"))
-            }
-        }
-        var fields: [Value.Field] = []
-        if let name { fields.append(.init("name", .string(name))) }
-        fields.append(.init("lpp", .hex(f.dropFirst(8))))
-        fields.append(.init("records", .array(records)))
-        return .object(fields)
-    }
-
-    func neighboursValue(_ f: [UInt8]) -> Value {
-        // Reply data after the tag: total u16, count u16, then count × (prefix[4], secs_ago u32, snr×4 i8).
-        let d = Array(f.dropFirst(6))
-        guard d.count >= 4 else { return .object([.init("raw", .hex(d))]) }
-        let total = Int(d[0]) | Int(d[1]) << 8
-        let count = Int(d[2]) | Int(d[3]) << 8
-        var list: [Value] = []
-        var i = 4
-        for _ in 0..<count where i + 9 <= d.count {
-            list.append(.object([.init("prefix", .hex(d[i..<(i + 4)])), .init("heard_s_ago", .int(readU32(d, i + 4))),
-                                 .init("snr", .double(Double(Int8(bitPattern: d[i + 8])) / 4))]))
-            i += 9
-        }
-        return .object([.init("total", .int(total)), .init("neighbours", .array(list))])
-    }
-
-    func traceValue(_ f: [UInt8]) -> Value {
-        guard f.count >= 12 else { return .object([.init("raw", .hex(f))]) }
-        let n = Int(f[2]), flags = f[3]
-        let hashes = Array(f.dropFirst(12).prefix(n))
-        let snrCount = n >> Int(flags & 3)
-        let snrs = Array(f.dropFirst(12 + n).prefix(snrCount))
-        var hops: [Value] = []
-        for (i, s) in snrs.enumerated() {
-            hops.append(.object([.init("hash", .hex(hashes[min(i, max(0, hashes.count - 1))...].prefix(1 << Int(flags & 3)))),
-                                 .init("snr", .double(Double(Int8(bitPattern: s)) / 4))]))
-        }
-        let final: Value = f.count > 12 + n + snrCount ? .double(Double(Int8(bitPattern: f[12 + n + snrCount])) / 4) : .null
-        return .object([.init("tag", .int(readU32(f, 4))), .init("hops", .array(hops)), .init("final_snr", final)])
     }
 }
 

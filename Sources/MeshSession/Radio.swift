@@ -259,6 +259,12 @@ public final class Radio {
         try run { !session.draining }
     }
 
+    /// Waits until a drain under way (if any) has emptied the radio's queue.
+    public func finishDrain() throws(ClientError) {
+        pump()
+        try run { !session.draining }
+    }
+
     static func submitError(_ e: Session.SubmitError) -> ClientError {
         switch e {
         case .queueFull: return .usage("too many commands are waiting: send fewer at once.")

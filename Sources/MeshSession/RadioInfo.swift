@@ -4,38 +4,38 @@ import MeshCompanion
 /// for the command line's `info --json` and the daemon's `info` op.
 public enum RadioInfo {
     /// The fields, in a stable order; nil when SELF_INFO is too short to be one.
-    public static func value(selfInfo s: [UInt8], deviceInfo d: [UInt8]) -> Value? {
-        guard s.count >= 58 else { return nil }
+    public static func value(selfInfo: [UInt8], deviceInfo: [UInt8]) -> Value? {
+        guard let s = RadioSelf(frame: selfInfo) else { return nil }
+        return value(s, RadioDevice(frame: deviceInfo))
+    }
+
+    public static func value(_ s: RadioSelf, _ d: RadioDevice?) -> Value {
         var fields: [Value.Field] = [
-            .init("name", .string(String(decoding: s[58...].prefix { $0 != 0 }, as: UTF8.self))),
-            .init("public_key", .hex(s[4..<36])),
-            .init("type", .string(ContactType(rawValue: s[1]).description)),
-            .init("tx_power_dbm", .int(Int8(bitPattern: s[2]))),
-            .init("max_tx_power_dbm", .int(Int8(bitPattern: s[3]))),
-            .init("latitude", .double(Double(Int32(bitPattern: readU32(s, 36))) / 1e6)),
-            .init("longitude", .double(Double(Int32(bitPattern: readU32(s, 40))) / 1e6)),
-            .init("frequency_mhz", .double(Double(readU32(s, 48)) / 1000)),
-            .init("bandwidth_khz", .double(Double(readU32(s, 52)) / 1000)),
-            .init("spreading_factor", .int(s[56])),
-            .init("coding_rate", .int(s[57])),
-            .init("multi_acks", .int(s[44])),
-            .init("advert_location_policy", .int(s[45])),
-            .init("telemetry_modes", telemetryModes(s[46])),
-            .init("manual_add_contacts", .bool(s[47] & 1 != 0)),
+            .init("name", .string(s.name)),
+            .init("public_key", .string(s.publicKey.hex)),
+            .init("type", .string(s.advertType.description)),
+            .init("tx_power_dbm", .int(s.txPowerDbm)),
+            .init("max_tx_power_dbm", .int(s.maxTxPowerDbm)),
+            .init("latitude", .double(Double(s.latitude) / 1e6)),
+            .init("longitude", .double(Double(s.longitude) / 1e6)),
+            .init("frequency_mhz", .double(Double(s.radio.frequencyKHz) / 1000)),
+            .init("bandwidth_khz", .double(Double(s.radio.bandwidthHz) / 1000)),
+            .init("spreading_factor", .int(s.radio.spreadingFactor)),
+            .init("coding_rate", .int(s.radio.codingRate)),
+            .init("multi_acks", .int(s.multiAcks)),
+            .init("advert_location_policy", .int(s.advertLocationPolicy)),
+            .init("telemetry_modes", telemetryModes(s.telemetryModes.packed)),
+            .init("manual_add_contacts", .bool(s.manualAddContacts & 1 != 0)),
         ]
-        if d.count >= 4 {
-            fields.append(.init("protocol_version", .int(d[1])))
-            fields.append(.init("max_contacts", .int(Int(d[2]) * 2)))
-            fields.append(.init("max_channels", .int(d[3])))
-        }
-        if d.count >= 80 {
-            fields.append(.init("firmware_version", .string(cString(d[60..<80]))))
-            fields.append(.init("firmware_build_date", .string(cString(d[8..<20]))))
-            fields.append(.init("model", .string(cString(d[20..<60]))))
-        }
-        if d.count >= 82 {
-            fields.append(.init("client_repeat", .bool(d[80] != 0)))
-            fields.append(.init("path_hash_mode", .int(d[81])))
+        if let d {
+            fields.append(.init("protocol_version", .int(d.firmwareVersionCode)))
+            if let n = d.maxContacts { fields.append(.init("max_contacts", .int(n))) }
+            if let n = d.maxChannels { fields.append(.init("max_channels", .int(n))) }
+            if let v = d.version { fields.append(.init("firmware_version", .string(v))) }
+            if let v = d.buildDate { fields.append(.init("firmware_build_date", .string(v))) }
+            if let v = d.model { fields.append(.init("model", .string(v))) }
+            if let v = d.clientRepeat { fields.append(.init("client_repeat", .bool(v))) }
+            if let v = d.pathHashMode { fields.append(.init("path_hash_mode", .int(v))) }
         }
         return .object(fields)
     }
@@ -45,6 +45,4 @@ public enum RadioInfo {
         func mode(_ v: UInt8) -> Value { .string(["deny", "flags", "allow", "3"][Int(v & 3)]) }
         return .object([.init("base", mode(packed)), .init("location", mode(packed >> 2)), .init("environment", mode(packed >> 4))])
     }
-
-    static func cString(_ b: ArraySlice<UInt8>) -> String { String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) }
 }

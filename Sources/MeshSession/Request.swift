@@ -5,8 +5,9 @@ public enum Request: Sendable, Equatable, Codable {
     case info
     case contacts
     case contactShow(String)
-    /// Adds (or updates) a contact from its 64-hex-digit public key.
-    case contactAdd(publicKey: String, name: String, type: UInt8, path: String?)
+    /// Adds (or updates) a contact from its 64-hex-digit public key. A contact the radio knows keeps
+    /// its type, flags, location, advert time and path unless new ones are given (`path` "" floods).
+    case contactAdd(publicKey: String, name: String, type: UInt8?, path: String?)
     case contactRemove(String)
     case contactResetPath(String)
     case contactShare(String)
@@ -56,4 +57,16 @@ public struct Outcome: Sendable, Equatable, Codable {
     public var value: Value
     public var error: ClientError?
     public init(_ value: Value, error: ClientError? = nil) { self.value = value; self.error = error }
+}
+
+extension Request {
+    /// Checks what can be checked without a radio (so that nothing is sent for bad input).
+    public func validate() throws(ClientError) {
+        switch self {
+        case .send(_, let text, _), .channelSend(_, let text):
+            if text.isEmpty { throw .usage("the message text is empty: give the text to send.") }
+        default:
+            break
+        }
+    }
 }

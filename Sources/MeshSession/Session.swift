@@ -49,13 +49,17 @@ public final class Session {
     }
 
     public let config: SessionConfig
-    public private(set) var state: State = .idle
-    public private(set) var deviceInfo: [UInt8]? = nil
-    public private(set) var selfInfo: [UInt8]? = nil
+    public internal(set) var state: State = .idle
+    /// The last DEVICE_INFO and SELF_INFO frames (read again after a command changes a setting).
+    public internal(set) var deviceInfo: [UInt8]? = nil { didSet { radioDevice = deviceInfo.flatMap(RadioDevice.init(frame:)) } }
+    public internal(set) var selfInfo: [UInt8]? = nil { didSet { radioSelf = selfInfo.flatMap(RadioSelf.init(frame:)) } }
+    /// The same, decoded once.
+    public private(set) var radioDevice: RadioDevice? = nil
+    public private(set) var radioSelf: RadioSelf? = nil
     /// The highest contact `lastmod` seen in any listing (for `since`; END can report 0).
-    public private(set) var contactsLastmod: UInt32 = 0
+    public internal(set) var contactsLastmod: UInt32 = 0
     /// Events dropped because the event queue was full.
-    public private(set) var droppedEvents: Int = 0
+    public internal(set) var droppedEvents: Int = 0
     /// Maximum commands waiting behind the one in flight; `submit` throws `.queueFull` beyond.
     public let commandCapacity = 256
 
@@ -92,6 +96,12 @@ public final class Session {
     // MARK: drain
     var draining = false
     var drainAgain = false
+    /// A SYNC_NEXT_MESSAGE is queued or in flight.
+    var syncOutstanding = false
+    /// No SYNC_NEXT_MESSAGE goes out until the shell says it can take a message (`resumeMessages`).
+    public internal(set) var messagesPaused = false
+    /// `stopDraining`: the SYNC in flight is answered, no further one is sent.
+    var drainStopped = false
 
     // MARK: direct messages
     enum MessageState { case waiting, sending, awaitingAck(deadline: UInt64) }
@@ -142,9 +152,9 @@ public final class Session {
         if let epoch = config.clockEpoch {
             head.append(Command(frame: CommandFrame.setDeviceTime(epoch).bytes, expect: .codes(CodeSet(Resp.ok)), timeout: config.commandTimeout, purpose: .clock))
         }
-        if config.drainOnStart {
+        if config.drainOnStart && !drainStopped {
             draining = true
-            head.append(syncCommand())
+            if !messagesPaused { head.append(syncCommand()) }
         }
         queue.insert(contentsOf: head, at: 0)
         pump(now: now)
@@ -241,7 +251,7 @@ public final class Session {
         if let r = commandRequest { emit(.request(r.ticket, .cancelled)) }
         for r in traces { emit(.request(r.ticket, .cancelled)) }
         slotRequest = nil; commandRequest = nil; traces.removeAll()
-        draining = false
+        draining = false; syncOutstanding = false
         outbox.removeAll()
     }
 
@@ -273,12 +283,41 @@ public final class Session {
 
     /// Starts draining the radio's message queue (SYNC_NEXT_MESSAGE until NO_MORE_MESSAGES).
     public func drain(now: UInt64) {
-        guard state == .ready || state == .handshaking || state == .idle else { return }
+        guard state == .ready || state == .handshaking || state == .idle, !drainStopped else { return }
         if draining { drainAgain = true; return }
         draining = true
-        queue.insert(syncCommand(), at: 0)
+        continueDrain()
         pump(now: now)
     }
+
+    /// Backpressure from the shell: no SYNC_NEXT_MESSAGE goes out until `resumeMessages`. With
+    /// `SessionConfig.holdDrainUntilStored` the session pauses itself after each message it hands
+    /// out, so the shell says "stored" before the radio is asked for (and forgets) the next one.
+    public func pauseMessages() { messagesPaused = true }
+
+    /// The shell can take the next message (the last one is stored): draining goes on.
+    public func resumeMessages(now: UInt64) {
+        guard messagesPaused else { return }
+        messagesPaused = false
+        if draining && !syncOutstanding { continueDrain() }
+        pump(now: now)
+    }
+
+    /// Ends draining for good (a graceful stop): the SYNC_NEXT_MESSAGE already sent is answered
+    /// and its message handed out; no further one is sent.
+    public func stopDraining() {
+        drainStopped = true
+        drainAgain = false
+        if let i = queue.firstIndex(where: { if case .drain = $0.purpose { return true }; return false }) {
+            queue.remove(at: i)
+            syncOutstanding = false
+        }
+        if !syncOutstanding { draining = false }
+    }
+
+    /// True while a SYNC_NEXT_MESSAGE is queued or in flight: its answer may be a message that the
+    /// radio no longer keeps.
+    public var awaitsMessage: Bool { syncOutstanding }
 
     /// Sends a direct message with ACK tracking and retries; `.delivery(ticket, …)` reports progress.
     @discardableResult
@@ -348,412 +387,5 @@ public final class Session {
                              purpose: .request(t, r)))
         pump(now: now)
         return t
-    }
-
-    // MARK: - Internals
-
-    func takeTicket() -> Ticket {
-        let t = nextTicket
-        nextTicket = nextTicket == Ticket.max ? 1 : nextTicket + 1
-        return t
-    }
-
-    /// APP_START with the configured app name (the default name if that one cannot be encoded).
-    func appStartFrame() -> [UInt8] {
-        ((try? CommandFrame.appStart(appName: config.appName)) ?? (try? CommandFrame.appStart()))?.bytes ?? [Cmd.appStart]
-    }
-
-    func checkUsable() throws(SubmitError) {
-        if state == .closed || state == .failed { throw .notUsable }
-    }
-
-    func emit(_ e: SessionEvent) {
-        if events.count - eventHead >= config.eventCapacity {
-            eventHead += 1
-            droppedEvents += 1
-        }
-        events.append(e)
-    }
-
-    func syncCommand() -> Command {
-        Command(frame: [Cmd.syncNextMessage], expect: .codes(CodeSet(Resp.contactMsgRecv, Resp.channelMsgRecv,
-            Resp.contactMsgRecvV3, Resp.channelMsgRecvV3, Resp.channelDataRecv, Resp.noMoreMessages)),
-            timeout: config.commandTimeout, purpose: .drain)
-    }
-
-    /// Puts the next queued command in flight when nothing is.
-    func pump(now: UInt64) {
-        while inFlight == nil, !queue.isEmpty, state == .handshaking || state == .ready {
-            let c = queue.removeFirst()
-            outbox.append(c.frame)
-            if case .request(let t, let r) = c.purpose { took(request: r, ticket: t) }
-            if c.expect == .noReply {
-                complete(c, .sent, frame: nil, now: now)
-                continue
-            }
-            inFlight = c
-            inFlightDeadline = now &+ c.timeout
-            listing = nil
-        }
-    }
-
-    /// The request's command is going out: the firmware clears its pending slot now.
-    func took(request r: RemoteRequest, ticket t: Ticket) {
-        let active = ActiveRequest(ticket: t, request: r)
-        if r.usesRadioSlot {
-            if let old = slotRequest { emit(.request(old.ticket, .superseded)) }
-            slotRequest = active
-        } else if case .command = r {
-            if let old = commandRequest { emit(.request(old.ticket, .superseded)) }
-            commandRequest = active
-        } else {
-            if traces.count >= traceCapacity { emit(.request(traces.removeFirst().ticket, .superseded)) }
-            traces.append(active)
-        }
-    }
-
-    func handleResponse(_ code: UInt8, _ b: UnsafeRawBufferPointer, now: UInt64) {
-        guard let c = inFlight else { emit(.unexpected(Array(b))); return }
-        switch c.expect {
-        case .contacts:
-            switch code {
-            case Resp.contactsStart where b.count >= 5:
-                listing = ContactListing(records: [], total: readU32(b, 1), lastmod: 0)
-                inFlightDeadline = now &+ c.timeout
-            case Resp.contact where b.count >= 148:
-                if listing == nil { listing = ContactListing(records: [], total: 0, lastmod: 0) }
-                listing!.records.append(Array(b[0..<148]))
-                let lm = readU32(b, 144)
-                if lm > listing!.lastmod { listing!.lastmod = lm }
-                if lm > contactsLastmod { contactsLastmod = lm }
-                inFlightDeadline = now &+ c.timeout
-            case Resp.endOfContacts:
-                let l = listing ?? ContactListing(records: [], total: 0, lastmod: 0)
-                finishInFlight(.contacts(l), frame: b, now: now)
-            case Resp.err:
-                finishInFlight(.error(b.count > 1 ? b[1] : 0), frame: b, now: now)
-            default:
-                emit(.unexpected(Array(b)))
-            }
-        case .codes(let set):
-            if set.contains(code) {
-                finishInFlight(code == Resp.ok ? .ok : .frame(Array(b)), frame: b, now: now)
-            } else if code == Resp.err {
-                finishInFlight(.error(b.count > 1 ? b[1] : 0), frame: b, now: now)
-            } else if code == Resp.disabled {
-                finishInFlight(.disabled, frame: b, now: now)
-            } else {
-                emit(.unexpected(Array(b)))
-            }
-        case .anyResponse:
-            switch code {
-            case Resp.ok: finishInFlight(.ok, frame: b, now: now)
-            case Resp.err: finishInFlight(.error(b.count > 1 ? b[1] : 0), frame: b, now: now)
-            case Resp.disabled: finishInFlight(.disabled, frame: b, now: now)
-            default: finishInFlight(.frame(Array(b)), frame: b, now: now)
-            }
-        case .noReply:
-            emit(.unexpected(Array(b)))
-        }
-    }
-
-    func finishInFlight(_ reply: Reply, frame: UnsafeRawBufferPointer?, now: UInt64) {
-        guard let c = inFlight else { return }
-        inFlight = nil
-        listing = nil
-        complete(c, reply, frame: frame, now: now)
-    }
-
-    func cancel(_ c: Command) {
-        switch c.purpose {
-        case .user(let t): emit(.reply(t, .cancelled))
-        case .request(let t, _): emit(.request(t, .cancelled))
-        case .dmSend, .dmResetPath: break  // reported through `messages`
-        case .refresh(let then): if let (t, _) = then { emit(.reply(t, .cancelled)) }
-        case .deviceQuery, .appStart, .clock, .drain: break
-        }
-    }
-
-    /// Routes a finished command to whoever asked for it.
-    func complete(_ c: Command, _ reply: Reply, frame b: UnsafeRawBufferPointer?, now: UInt64) {
-        switch c.purpose {
-        case .user(let t):
-            if case .ok = reply, queueRefresh(after: c.frame, ticket: t, reply) { return }
-            emit(.reply(t, reply))
-        case .refresh(let then):
-            if case .frame(let f) = reply, let code = f.first {
-                if code == Resp.deviceInfo { deviceInfo = f } else if code == Resp.selfInfo { selfInfo = f }
-            }
-            if let (t, r) = then { emit(.reply(t, r)) }
-        case .deviceQuery:
-            if case .frame(let f) = reply { deviceInfo = f } else { handshakeFailed(reply) }
-        case .appStart:
-            if case .frame(let f) = reply {
-                selfInfo = f
-                if state == .handshaking {
-                    state = .ready
-                    emit(.ready(deviceInfo: deviceInfo ?? [], selfInfo: f))
-                }
-            } else { handshakeFailed(reply) }
-        case .clock:
-            switch reply {
-            case .ok: emit(.clock(.set))
-            case .error(6): emit(.clock(.radioAhead))
-            default: emit(.clock(.failed(reply)))
-            }
-        case .drain:
-            drained(reply, now: now)
-        case .dmSend(let t):
-            sendFinished(ticket: t, reply, frame: b, now: now)
-        case .dmResetPath:
-            break  // the resend is already queued behind it; a refused reset still floods or fails on its own
-        case .request(let t, let r):
-            requestSent(ticket: t, r, reply, frame: b, now: now)
-        }
-    }
-
-    /// A command that changed a setting succeeded: read DEVICE_INFO and SELF_INFO again before
-    /// its OK is reported, so whoever asks next (this shell, a tunnel client, a new handshake
-    /// answered from `selfInfo`) sees the new values. Returns false when nothing needs reading.
-    func queueRefresh(after frame: [UInt8], ticket t: Ticket, _ reply: Reply) -> Bool {
-        guard let first = frame.first, let code = CommandCode(rawValue: first),
-              code.changesSelfInfo || code.changesDeviceInfo else { return false }
-        var head: [Command] = []
-        let selfToo = code.changesSelfInfo
-        if code.changesDeviceInfo {
-            head.append(Command(frame: CommandFrame.deviceQuery(appTargetVersion: config.appVersion).bytes,
-                                expect: .codes(CodeSet(Resp.deviceInfo)), timeout: config.commandTimeout,
-                                purpose: .refresh(then: selfToo ? nil : (t, reply))))
-        }
-        if selfToo {
-            head.append(Command(frame: appStartFrame(), expect: .codes(CodeSet(Resp.selfInfo)), timeout: config.commandTimeout,
-                                purpose: .refresh(then: (t, reply))))
-        }
-        queue.insert(contentsOf: head, at: 0)
-        return true
-    }
-
-    func handshakeFailed(_ reply: Reply) {
-        guard state == .handshaking else { return }
-        state = .failed
-        emit(.handshakeFailed(reply))
-        let q = queue
-        queue.removeAll()
-        for c in q { cancel(c) }
-        for m in messages { emit(.delivery(m.ticket, .cancelled)) }
-        messages.removeAll()
-        draining = false
-    }
-
-    // MARK: drain loop
-
-    func drained(_ reply: Reply, now: UInt64) {
-        guard case .frame(let f) = reply, let code = f.first else {
-            // NO_MORE_MESSAGES arrives as .frame; anything else (timeout, error) ends the loop.
-            draining = false
-            drainAgain = false
-            emit(.drainFailed(reply))
-            return
-        }
-        if code == Resp.noMoreMessages {
-            if drainAgain {
-                drainAgain = false
-                queue.insert(syncCommand(), at: 0)
-            } else {
-                draining = false
-            }
-            return
-        }
-        do {
-            let m = try ReceivedMessage(frame: f)
-            deliver(message: m, frame: f)
-        } catch {
-            emit(.malformedMessage(f))
-        }
-        queue.insert(syncCommand(), at: 0)
-    }
-
-    func deliver(message m: ReceivedMessage, frame f: [UInt8]) {
-        if m.kind == .contact, m.textType == 1, let r = commandRequest,
-           r.request.publicKey.count >= 6, Array(r.request.publicKey[0..<6]) == m.senderPrefix {
-            commandRequest = nil
-            emit(.request(r.ticket, .reply(f)))
-            return
-        }
-        emit(.message(m))
-    }
-
-    // MARK: pushes
-
-    func handlePush(_ code: UInt8, _ b: UnsafeRawBufferPointer, now: UInt64) {
-        switch code {
-        case Push.sendConfirmed where b.count >= 9:
-            if confirm(ack: readU32(b, 1), roundTrip: readU32(b, 5), now: now) { return }
-        case Push.msgWaiting:
-            if config.drainOnWaiting, state == .ready || state == .handshaking { drain(now: now) }
-            emit(.push(Array(b)))
-            return
-        case Push.loginSuccess, Push.loginFail:
-            if matchSlot(b, now: now, where: { if case .login = $0 { return true }; return false }, prefixAt: 2) { return }
-        case Push.statusResponse:
-            if matchSlot(b, now: now, where: { if case .status = $0 { return true }; return false }, prefixAt: 2) { return }
-        case Push.telemetryResponse:
-            if matchSlot(b, now: now, where: { if case .telemetry = $0 { return true }; return false }, prefixAt: 2) { return }
-            // Self telemetry (SEND_TELEMETRY_REQ with len 4) answers with this push code.
-            if let c = inFlight, case .codes(let set) = c.expect, set.contains(code) {
-                finishInFlight(.frame(Array(b)), frame: b, now: now)
-                return
-            }
-        case Push.pathDiscoveryResponse:
-            if matchSlot(b, now: now, where: { if case .pathDiscovery = $0 { return true }; return false }, prefixAt: 2) { return }
-        case Push.binaryResponse where b.count >= 6:
-            if let r = slotRequest, case .awaiting = r.state, r.tag == readU32(b, 2) {
-                switch r.request {
-                case .binary, .anon:
-                    slotRequest = nil
-                    emit(.request(r.ticket, .reply(Array(b))))
-                    return
-                default: break
-                }
-            }
-        case Push.traceData where b.count >= 8:
-            let tag = readU32(b, 4)
-            if let i = traces.firstIndex(where: { $0.tag == tag }) {
-                let r = traces.remove(at: i)
-                emit(.request(r.ticket, .reply(Array(b))))
-                return
-            }
-        case Push.logRxData:
-            if !config.forwardLogRx { return }
-        default:
-            break
-        }
-        emit(.push(Array(b)))
-    }
-
-    func matchSlot(_ b: UnsafeRawBufferPointer, now: UInt64, where kind: (RemoteRequest) -> Bool, prefixAt o: Int) -> Bool {
-        guard let r = slotRequest, kind(r.request), prefixMatches(b, at: o, r.request.publicKey, count: 6) else { return false }
-        slotRequest = nil
-        emit(.request(r.ticket, .reply(Array(b))))
-        return true
-    }
-
-    // MARK: remote requests
-
-    func requestSent(ticket t: Ticket, _ r: RemoteRequest, _ reply: Reply, frame b: UnsafeRawBufferPointer?, now: UInt64) {
-        func drop() {
-            if slotRequest?.ticket == t { slotRequest = nil }
-            if commandRequest?.ticket == t { commandRequest = nil }
-            traces.removeAll { $0.ticket == t }
-        }
-        guard case .frame = reply, let b, b.count >= 10 else {
-            drop()
-            switch reply {
-            case .error(let e): emit(.request(t, .refused(e)))
-            case .timeout: emit(.request(t, .timeout))
-            case .cancelled: emit(.request(t, .cancelled))
-            default: emit(.request(t, .refused(0)))
-            }
-            return
-        }
-        let tag = readU32(b, 2)
-        let est = readU32(b, 6)
-        var wait: UInt64
-        if config.requestTimeoutFixed || est == 0 {
-            wait = config.requestTimeout
-        } else {
-            wait = UInt64(Double(est) * config.requestTimeoutFactor)
-        }
-        wait = max(wait, config.minReplyTimeout)
-        let deadline = now &+ wait
-        if slotRequest?.ticket == t {
-            slotRequest!.tag = tag
-            slotRequest!.state = .awaiting(deadline: deadline)
-        } else if commandRequest?.ticket == t {
-            commandRequest!.tag = tag
-            commandRequest!.state = .awaiting(deadline: deadline)
-        } else if let i = traces.firstIndex(where: { $0.ticket == t }) {
-            if case .trace(let ourTag, _, _, _) = r { traces[i].tag = ourTag } else { traces[i].tag = tag }
-            traces[i].state = .awaiting(deadline: deadline)
-        } else {
-            return  // superseded while its command was in flight
-        }
-        emit(.request(t, .sent(estimatedTimeout: est)))
-    }
-
-    // MARK: direct messages
-
-    var outstandingAcks: Int {
-        messages.reduce(0) { n, m in if case .waiting = m.state { return n } else { return n + 1 } }
-    }
-
-    func startWaitingMessages(now: UInt64) {
-        var active = outstandingAcks
-        for i in messages.indices where active < config.maxOutstandingAcks {
-            if case .waiting = messages[i].state {
-                messages[i].state = .sending
-                queue.append(sendCommand(messages[i]))
-                active += 1
-            }
-        }
-    }
-
-    func sendCommand(_ m: OutgoingMessage) -> Command {
-        // Checked when the message was submitted, so encoding cannot fail here.
-        let f = (try? CommandFrame.sendTextMessage(to: PublicKey(m.publicKey)!, text: m.text, timestamp: m.timestamp,
-                                                   attempt: UInt8(truncatingIfNeeded: m.attempt)).bytes) ?? []
-        return Command(frame: f, expect: .codes(CodeSet(Resp.sent)), timeout: config.commandTimeout, purpose: .dmSend(m.ticket))
-    }
-
-    func sendFinished(ticket t: Ticket, _ reply: Reply, frame b: UnsafeRawBufferPointer?, now: UInt64) {
-        guard let i = messages.firstIndex(where: { $0.ticket == t }) else { return }
-        guard case .frame = reply, let b, b.count >= 10 else {
-            let m = messages.remove(at: i)
-            switch reply {
-            case .error(let e): emit(.delivery(m.ticket, .refused(e)))
-            case .timeout: emit(.delivery(m.ticket, .timeout))
-            case .cancelled: emit(.delivery(m.ticket, .cancelled))
-            default: emit(.delivery(m.ticket, .refused(0)))
-            }
-            startWaitingMessages(now: now)
-            return
-        }
-        let flood = b[1] != 0
-        let tag = readU32(b, 2)
-        let est = readU32(b, 6)
-        let wait = config.ackWait(estimatedTimeout: est)
-        messages[i].flood = flood
-        while messages[i].tags.count < messages[i].attempt { messages[i].tags.append(0) }
-        messages[i].tags.append(tag)
-        messages[i].state = .awaitingAck(deadline: now &+ wait)
-        emit(.delivery(t, .sent(attempt: messages[i].attempt, flood: flood, estimatedTimeout: est, ackTag: tag)))
-    }
-
-    func confirm(ack: UInt32, roundTrip: UInt32, now: UInt64) -> Bool {
-        guard let i = messages.firstIndex(where: { $0.tags.contains(ack) }) else { return false }
-        let m = messages.remove(at: i)
-        let attempt = m.tags.firstIndex(of: ack) ?? m.attempt
-        emit(.delivery(m.ticket, .acked(attempt: attempt, roundTrip: roundTrip)))
-        startWaitingMessages(now: now)
-        return true
-    }
-
-    func ackTimedOut(index i: Int, now: UInt64) {
-        let next = messages[i].attempt + 1
-        if next >= config.sendAttempts {
-            let m = messages.remove(at: i)
-            emit(.delivery(m.ticket, .failed(attempts: next)))
-            startWaitingMessages(now: now)
-            return
-        }
-        let goFlood = next >= config.directAttempts
-        messages[i].attempt = next
-        messages[i].state = .sending
-        if goFlood && !messages[i].flood {
-            queue.append(Command(frame: CommandFrame.resetPath(PublicKey(messages[i].publicKey)!).bytes, expect: .codes(CodeSet(Resp.ok)),
-                                 timeout: config.commandTimeout, purpose: .dmResetPath(messages[i].ticket)))
-        }
-        queue.append(sendCommand(messages[i]))
-        emit(.delivery(messages[i].ticket, .retrying(attempt: next, flood: goFlood || messages[i].flood)))
     }
 }

@@ -34,6 +34,9 @@ public struct SessionConfig: Sendable {
     /// Direct messages waiting for an ACK at once; further sends wait their turn (the radio
     /// remembers only 8 expected ACKs).
     public var maxOutstandingAcks: Int = 8
+    /// After each `.message` event, send no SYNC_NEXT_MESSAGE until the shell calls
+    /// `resumeMessages` (it has stored the message): the daemon's durability rule.
+    public var holdDrainUntilStored: Bool = false
     /// Forward LOG_RX_DATA (0x88) pushes as events (one per packet the radio hears).
     public var forwardLogRx: Bool = false
     /// Capacity of the event queue; on overflow the oldest event is dropped and counted.
@@ -159,8 +162,9 @@ public enum SessionEvent: Sendable, Equatable {
     /// stopped. A radio that stops answering mid-drain may have rebooted (its queue and the
     /// handshake are gone, while a serial link stays open).
     case drainFailed(Reply)
-    /// Any push not consumed by matching (adverts, path updates, raw data, log rx when enabled…).
-    case push([UInt8])
+    /// Any push not consumed by matching (adverts, path updates, raw data, log rx when enabled…),
+    /// decoded.
+    case push(Push)
     case delivery(Ticket, Delivery)
     case request(Ticket, RequestOutcome)
     /// A response that no command was waiting for (e.g. a late answer after a timeout).

@@ -97,7 +97,7 @@ extension CompanionNode {
         case .reboot:
             reboot()
         case .getBatteryAndStorage:
-            emit(ResponseFrame.batteryAndStorage(BatteryAndStorage(millivolts: 4150, usedKB: UInt32(contacts.count * 152 / 1024 + 4), totalKB: 1024)))
+            emit(ResponseFrame.batteryAndStorage(BatteryAndStorage(millivolts: sensors.millivolts, usedKB: UInt32(contacts.count * 152 / 1024 + 4), totalKB: 1024)))
         case let .setTuningParams(t):
             radio.rxDelayBase = Double(t.rxDelayBaseMilli) / 1000; radio.airtimeFactor = Double(t.airtimeFactorMilli) / 1000; ok()
         case .getTuningParams:
@@ -158,7 +158,7 @@ extension CompanionNode {
             ok()
         case let .sendTelemetryRequest(k):
             guard let k else {
-                var lpp: [UInt8] = [1, 116]; put16(UInt16(415).byteSwapped, &lpp)
+                let lpp = sensors.lpp(permissions: 0xFF)
                 if let f = try? PushFrame.telemetryResponse(publicKey.frameKey.prefix(6), lpp: lpp) { emit(f) }
                 return
             }
@@ -201,6 +201,7 @@ extension CompanionNode {
             switch scope {
             case .clear: sessionScope = nil
             case .unscoped: sessionScope = .some(nil)
+            case let .key(raw) where raw.allSatisfy({ $0 == 0 }): sessionScope = nil // a null key resets to the default
             case let .key(raw): sessionScope = (try? RegionKey(Array(raw))).map { .some($0) } ?? nil
             }
             ok()
@@ -208,7 +209,7 @@ extension CompanionNode {
             sendZeroHop(.control, payload: Array(payload)) ? ok() : err(.tableFull)
         case let .getStats(type):
             switch type {
-            case 0: emit(ResponseFrame.stats(.core(CoreStats(batteryMillivolts: 4150, uptimeSeconds: uptimeSeconds, errorFlags: radio.errEvents > 0 ? 1 : 0,
+            case 0: emit(ResponseFrame.stats(.core(CoreStats(batteryMillivolts: sensors.millivolts, uptimeSeconds: uptimeSeconds, errorFlags: radio.errEvents > 0 ? 1 : 0,
                                                               queueLength: UInt8(clamping: radio.queueLength)))))
             case 1: emit(ResponseFrame.stats(.radio(RadioStats(noiseFloor: -120, lastRSSI: Int8(clamping: radio.lastRSSI), lastSNRQuarterDb: snrQ(radio.lastSNR),
                                                                 txAirSeconds: UInt32(radio.txAirMs / 1000), rxAirSeconds: UInt32(radio.rxAirMs / 1000)))))

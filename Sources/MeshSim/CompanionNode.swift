@@ -33,6 +33,8 @@ public final class CompanionNode: MeshNode {
     public var advertLongitude: Int32 = 0
     public var manualAddContacts: UInt8 = 0
     public var telemetryModes: UInt8 = 0
+    /// The battery and sensors telemetry reports.
+    public var sensors = Sensors()
     public var advertLocationPolicy: UInt8 = 0
     public var multiAcks: UInt8 = 0
     public var autoAddFlags: UInt8 = 0
@@ -358,11 +360,19 @@ public final class CompanionNode: MeshNode {
     func handleRequest(from: AirKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival, contact: Contact) {
         guard pt.count >= 5, pt[4] == 0x03 else { return }
         let tag = get32(pt, 0)
-        let allowBase = telemetryModes & 3 == 2 || (telemetryModes & 3 == 1 && contact.flags & 0x02 != 0)
+        // Each telemetry mode (base, location, environment: 2 bits each) allows all (2), or the
+        // contacts whose flag bit (1, 2, 3) is set (1); the request's first byte masks bits off.
+        let flags = contact.flags >> 1
+        var permissions: UInt8 = 0
+        for bit in 0 ..< 3 {
+            let mode = telemetryModes >> (2 * bit) & 3
+            if mode == 2 || (mode == 1 && flags & (1 << bit) != 0) { permissions |= 1 << bit }
+        }
         let mask: UInt8 = pt.count > 5 ? ~pt[5] : 0xFF
+        let allowBase = permissions & 1 != 0
         var body: [UInt8] = []
         put32(tag, &body)
-        if allowBase && mask & 1 != 0 { body += [1, 116] ; put16(UInt16(4200 / 10).byteSwapped, &body) } // ch1 voltage 4.20 V (LPP big-endian, 0.01 V)
+        if allowBase && mask & 1 != 0 { body += sensors.lpp(permissions: permissions & mask) }
         if !arrival.isFlood && !allowBase && mask & 1 != 0 { return }
         let out = contact.outPathLength.isUnknown ? nil : (path: contact.outPath, hashSize: contact.outPathLength.hashSize)
         reply(to: from, secret: secret, arrival: arrival, type: .response, body: body, outPath: out, delay: 300)
@@ -416,6 +426,9 @@ public final class CompanionNode: MeshNode {
         let payload = advertPayload(appdata: selfAppData())
         return flood ? sendFlood(.advert, payload: payload, scope: effectiveScope()) : sendZeroHop(.advert, payload: payload)
     }
+
+    /// Replies (ACKs, PATH returns, responses) flood in the send scope too, as the firmware's do.
+    override public var replyScope: RegionKey? { effectiveScope() ?? nil }
 
     func effectiveScope() -> RegionKey?? {
         if let s = sessionScope { return .some(s) }

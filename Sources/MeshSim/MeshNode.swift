@@ -84,6 +84,10 @@ open class MeshNode: SimNode {
     open func onRawCustom(_ payload: [UInt8], arrival: Arrival) {}
     /// Every packet received, before processing (companion LOG_RX_DATA).
     open func onRawReceived(_ bytes: [UInt8], snr: Double, rssi: Int) {}
+    /// Every parsed packet, before processing (`onRecvPacket`).
+    open func onReceive(_ packet: Packet) {}
+    /// The scope of flooded replies (`sendFloodReply`).
+    open var replyScope: RegionKey? { floodScope }
 
     // MARK: receive
 
@@ -94,6 +98,7 @@ open class MeshNode: SimNode {
         guard var packet = try? Packet(bytes: bytes) else { return }
         if packet.routeType.isFlood { radio.recvFlood &+= 1 } else { radio.recvDirect &+= 1 }
         onRawReceived(bytes, snr: snr, rssi: rssi)
+        onReceive(packet)
         let arrival = Arrival(packet: packet, snr: snr, rssi: rssi)
         let type = packet.payloadType
         let isDirect = packet.routeType.isDirect
@@ -266,11 +271,11 @@ open class MeshNode: SimNode {
         if arrival.isFlood {
             let p = pathReturnPayload(to: peer, secret: secret, path: arrival.packet.path, pathLength: arrival.packet.pathLength,
                                       extraType: type, extra: body)
-            sendFlood(.path, payload: p, delay: delay)
+            sendFlood(.path, payload: p, delay: delay, scope: .some(replyScope))
         } else {
             let payload = type == .ack ? body : datagram(to: peer, secret: secret, plaintext: body)
             if let op = outPath { sendDirect(type, payload: payload, path: op.path, hashSize: op.hashSize, delay: delay) } else {
-                sendFlood(type, payload: payload, delay: delay)
+                sendFlood(type, payload: payload, delay: delay, scope: .some(replyScope))
             }
         }
     }

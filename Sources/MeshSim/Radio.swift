@@ -75,6 +75,11 @@ public final class Radio {
 
     func reset() {
         queue.removeAll(); txUntil = 0; lbtSince = nil; wakeAt = .max; wakeToken &+= 1
+        clearStats()
+    }
+
+    /// Zeroes the counters (`clear stats`).
+    func clearStats() {
         nSent = 0; nRecv = 0; sentFlood = 0; sentDirect = 0; recvFlood = 0; recvDirect = 0
         txAirMs = 0; rxAirMs = 0; dropped = 0; errEvents = 0; directDups = 0; floodDups = 0
     }

@@ -16,6 +16,17 @@ public final class RoomNode: ServerNode {
 
     public init(mesh: SimMesh, name: String, identity: LocalIdentity, adminPassword: String = "password", guestPassword: String = "hello") {
         super.init(mesh: mesh, name: name, role: .room, identity: identity, adminPassword: adminPassword, guestPassword: guestPassword)
+        disableForward = true
+    }
+
+    /// Off by default; `set repeat on` makes the room relay too, within the hop limits only (no
+    /// region check, as in the firmware's room server).
+    override public func allowForward(_ packet: Packet) -> Bool {
+        guard !disableForward, powered else { return false }
+        guard packet.routeType.isFlood else { return true }
+        let hops = packet.pathLength.hopCount
+        if hops >= floodMax || (packet.routeType == .flood && hops >= floodMaxUnscoped) { return false }
+        return !(packet.payloadType == .advert && hops >= floodMaxAdvert)
     }
 
     override var postedCount: Int { posted }
@@ -30,8 +41,7 @@ public final class RoomNode: ServerNode {
     }
 
     override public func onText(from client: Int, timestamp: UInt32, txtType: UInt8, text: [UInt8], secret: SharedSecret, arrival: Arrival) {
-        if txtType == 1 { return super.onText(from: client, timestamp: timestamp, txtType: txtType, text: text, secret: secret, arrival: arrival) }
-        guard txtType == 0, clients[client].permissions >= 2 else { return }
+        guard txtType == 0, clients[client].permissions & 3 >= 2 else { return }
         addPost(author: clients[client].key, text: text)
     }
 

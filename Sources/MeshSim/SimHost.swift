@@ -189,10 +189,15 @@ public final class SimHost {
 
     private func attach(_ p: NodePort) {
         p.node.onFrame = { [unowned p] f in p.write(f) }
+        // A rebooting radio's TCP connection dies with it.
+        p.node.onPowerDown = { [unowned self, unowned p] in self.dropClient(p) }
         if p.ptyMaster >= 0 { p.node.connected = true }
         loop.register(fd: p.listenFD, events: .readable) { [unowned self, unowned p] _ in
             let fd = accept(p.listenFD, nil, nil)
             guard fd >= 0 else { return }
+            // While the radio is down (rebooting, or off) nobody answers: the connection is closed.
+            self.pump()
+            guard p.node.powered else { close(fd); return }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var one: Int32 = 1
@@ -205,6 +210,16 @@ public final class SimHost {
             self.watchClient(p)
         }
         if p.ptyMaster >= 0 { watchPty(p) }
+    }
+
+    /// Closes the node's TCP client, if it has one.
+    private func dropClient(_ p: NodePort) {
+        guard p.clientFD >= 0 else { return }
+        loop.unregister(fd: p.clientFD)
+        close(p.clientFD)
+        p.clientFD = -1
+        p.clientOut.removeAll()
+        p.node.connected = p.ptyMaster >= 0
     }
 
     private func watchClient(_ p: NodePort) {

@@ -1,7 +1,8 @@
 /// The simulated world: a virtual clock, the air between nodes, and the nodes.
 ///
-/// The air moves raw on-air packets. A transmission from node A reaches every node A has a link to,
-/// after the packet's LoRa time on air, unless the link's loss probability drops it. With `collisions`
+/// The air moves raw on-air packets. A transmission from node A reaches every node A has a link to
+/// whose radio is on A's channel (frequency, bandwidth, spreading factor), after the packet's LoRa
+/// time on air, unless the link's loss probability drops it. With `collisions`
 /// on, radios are half-duplex and two receptions overlapping at one node destroy each other unless
 /// one is at least `captureThreshold` dB stronger (then it survives).
 /// Listen-before-talk sees any reception in progress at the transmitter.
@@ -91,9 +92,11 @@ public final class SimMesh {
             // Half-duplex: our own receptions in progress are lost.
             for i in receptions[sender.index].indices { receptions[sender.index][i].corrupted = true }
         }
+        let channel = sender.radio.params
         for l in links[sender.index] {
-            let lost = l.loss > 0 && rng.unit() < l.loss
             let r = nodes[l.to]
+            guard Self.hears(channel, r.radio.params) else { continue }
+            let lost = l.loss > 0 && rng.unit() < l.loss
             if lost { losses &+= 1; continue }
             if r.radio.rxBusyUntil < end { r.radio.rxBusyUntil = end }
             receptionSeq &+= 1
@@ -115,6 +118,13 @@ public final class SimMesh {
                 self.finishReception(to: to, id: id, bytes: bytes, snr: snr, airtime: airtime)
             }
         }
+    }
+
+    /// Whether a receiver on `b` hears a sender on `a`: same bandwidth and spreading factor, centre
+    /// frequencies within a quarter of the bandwidth (what LoRa tolerates); the coding rate is in the
+    /// explicit header, so it may differ.
+    static func hears(_ a: RadioParams, _ b: RadioParams) -> Bool {
+        a.sf == b.sf && a.bwHz == b.bwHz && UInt64(a.freqKHz > b.freqKHz ? a.freqKHz - b.freqKHz : b.freqKHz - a.freqKHz) * 1000 * 4 <= UInt64(a.bwHz)
     }
 
     private func finishReception(to: Int, id: UInt64, bytes: [UInt8], snr: Double, airtime: UInt64) {

@@ -11,6 +11,15 @@ open class SimNode {
     /// Virtual time of the last boot.
     public internal(set) var bootedAt: UInt64 = 0
 
+    /// False for a radio without a battery-backed clock: its clock starts again from
+    /// `volatileClockStart` at every boot (ESP32 and volatile RTCs in the firmware).
+    public var hasBatteryClock = true
+    /// Where a clock without a battery starts after a boot (15 May 2024 20:52:31 UTC).
+    public static let volatileClockStart: UInt32 = 1_715_770_351
+    /// Called when the node goes down (reboot or power-off), before anything else happens; the real-time
+    /// host drops the node's TCP client here, as a rebooting radio does.
+    public var onPowerDown: (() -> Void)?
+
     /// RTC: epoch seconds at virtual ms `rtcSetAt`.
     var rtcEpoch: UInt32
     var rtcSetAt: UInt64
@@ -125,6 +134,7 @@ open class SimNode {
 
     /// Power cycle: the outbound queue is lost; `boot()` runs after `downtime` ms.
     public func reboot(downtime: UInt64 = 1000) {
+        onPowerDown?()
         powered = false
         radio.queue.removeAll()
         radio.wakeToken &+= 1
@@ -132,9 +142,19 @@ open class SimNode {
         mesh.scheduler.schedule(at: mesh.now &+ downtime) { [unowned self] in
             self.powered = true
             self.bootedAt = self.mesh.now
+            if !self.hasBatteryClock { self.setClock(Self.volatileClockStart) }
             self.radio.reset()
             self.boot()
         }
+    }
+
+    /// Switches the node off for good (`poweroff`).
+    public func powerOff() {
+        onPowerDown?()
+        powered = false
+        radio.queue.removeAll()
+        radio.wakeToken &+= 1
+        radio.wakeAt = .max
     }
 
     /// Role-specific state reset after a reboot.

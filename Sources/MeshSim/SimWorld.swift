@@ -15,6 +15,8 @@ public final class SimWorld {
         public var epochBase: UInt32 = 1_767_225_600 // 2026-01-01T00:00:00Z
         public var companion = CompanionNode.Config()
         public var adminPassword = "password"
+        /// Guest password of repeaters and rooms without their own; blank lets anyone in as a
+        /// guest with a blank password, as in the firmware.
         public var guestPassword = "hello"
         public var radio = RadioParams()
         public init() {}
@@ -36,7 +38,7 @@ public final class SimWorld {
                 companions.append(c); node = c
             case .repeater:
                 let n = RepeaterNode(mesh: mesh, name: spec.name, identity: identity, adminPassword: spec.password ?? options.adminPassword,
-                                     guestPassword: spec.guestPassword ?? "")
+                                     guestPassword: spec.guestPassword ?? options.guestPassword)
                 repeaters.append(n); node = n
             case .room:
                 let n = RoomNode(mesh: mesh, name: spec.name, identity: identity, adminPassword: spec.password ?? options.adminPassword,
@@ -44,6 +46,18 @@ public final class SimWorld {
                 rooms.append(n); node = n
             }
             node.radio.params = options.radio
+            if spec.volatileClock == true {
+                node.hasBatteryClock = false
+                node.setClock(SimNode.volatileClockStart)
+            }
+            if let t = spec.telemetry {
+                (node as? CompanionNode)?.sensors = t
+                (node as? ServerNode)?.sensors = t
+            }
+            if let server = node as? ServerNode {
+                for name in spec.regions ?? [] { _ = server.command("region put \(name)") }
+                server.savedRegions = server.regions
+            }
             byName[spec.name] = node
         }
         for l in topology.links {

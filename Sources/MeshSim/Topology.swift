@@ -15,12 +15,23 @@ public struct NodeSpec: Codable, Sendable, Equatable {
     public var guestPassword: String?
     /// Seed for the node's identity; derived from the mesh seed when absent.
     public var seed: UInt64?
+    /// Regions a repeater or room relays scoped floods for (as `region put NAME`), e.g. `#north`.
+    public var regions: [String]?
+    /// True for a radio without a battery-backed clock: its clock starts at 15 May 2024 20:52:31
+    /// UTC at power-up and again at every reboot.
+    public var volatileClock: Bool?
+    /// Battery voltage and sensors for telemetry (see `Sensors`).
+    public var telemetry: Sensors?
 
-    public init(name: String, role: NodeRole, password: String? = nil, guestPassword: String? = nil, seed: UInt64? = nil) {
+    public init(name: String, role: NodeRole, password: String? = nil, guestPassword: String? = nil, seed: UInt64? = nil,
+                regions: [String]? = nil, volatileClock: Bool? = nil) {
         self.name = name; self.role = role; self.password = password; self.guestPassword = guestPassword; self.seed = seed
+        self.regions = regions; self.volatileClock = volatileClock
     }
 
-    enum CodingKeys: String, CodingKey { case name, role, password, guestPassword = "guest_password", seed }
+    enum CodingKeys: String, CodingKey {
+        case name, role, password, guestPassword = "guest_password", seed, regions, volatileClock = "volatile_clock", telemetry
+    }
 }
 
 /// A radio link between two nodes: SNR at the receiver and the probability a packet is lost.
@@ -51,10 +62,14 @@ public struct LinkSpec: Codable, Sendable, Equatable {
 /// JSON file form:
 /// ```
 /// { "nodes": [ {"name": "alice", "role": "companion"},
-///              {"name": "r1", "role": "repeater", "password": "secret", "guest_password": "guest"} ],
+///              {"name": "r1", "role": "repeater", "password": "secret", "guest_password": "guest",
+///               "regions": ["#north"], "volatile_clock": true} ],
 ///   "links": [ {"a": "alice", "b": "r1", "snr": 7.5, "loss": 0.1} ] }
 /// ```
-/// Links are two-way unless `"oneway": true`; `snr` defaults to 8 dB and `loss` to 0.
+/// Links are two-way unless `"oneway": true`; `snr` defaults to 8 dB and `loss` to 0. A server's
+/// `regions` allow scoped floods for those regions (without any, it relays only unscoped floods);
+/// `volatile_clock` is a radio without a battery-backed clock; `telemetry` sets its battery and
+/// sensors (see `Sensors`).
 public struct Topology: Codable, Sendable, Equatable {
     public var nodes: [NodeSpec]
     public var links: [LinkSpec]
@@ -96,6 +111,14 @@ public struct Topology: Codable, Sendable, Equatable {
         for n in nodes {
             if n.name.isEmpty || n.name.utf8.count > 31 { throw TopologyError.badValue("node name \"\(n.name)\" must be 1-31 bytes") }
             if !names.insert(n.name).inserted { throw TopologyError.duplicateName(n.name) }
+            if let p = n.telemetry?.problem { throw TopologyError.badValue("node \"\(n.name)\": \(p)") }
+            if let rs = n.regions {
+                if n.role == .companion { throw TopologyError.badValue("node \"\(n.name)\" is a companion; only repeaters and rooms have regions") }
+                if rs.count > RegionMap.maxEntries { throw TopologyError.badValue("node \"\(n.name)\" has more than \(RegionMap.maxEntries) regions") }
+                for r in rs where r.isEmpty || r == "*" || !r.utf8.allSatisfy(RegionMap.isNameByte) {
+                    throw TopologyError.badValue("region \"\(r)\" of node \"\(n.name)\" is not a region name (letters, digits, '-', '#', '$')")
+                }
+            }
         }
         for l in links {
             if !names.contains(l.a) { throw TopologyError.unknownNode(l.a) }

@@ -94,8 +94,10 @@ public struct StoredMessage: Equatable, Sendable {
     public var senderTimestamp: UInt32
     /// When this host stored it, epoch seconds.
     public var receivedAt: UInt32
-    /// 0 plain, 1 CLI data, 2 signed plain (room).
+    /// 0 plain, 1 CLI data, 2 signed plain (room); channel datagrams: 0x80 | the data type's low 7 bits.
     public var textType: UInt8
+    /// Channel datagrams: the 16-bit data type (never 0 on the air); 0 for texts.
+    public var dataType: UInt16
     /// Encoded path_len as received (0xFF = direct).
     public var pathLength: UInt8
     /// SNR × 4 (0 if unknown).
@@ -113,13 +115,26 @@ public struct StoredMessage: Equatable, Sendable {
     public init(id: UInt64 = 0, kind: MessageKind, direction: Direction, peer: KeyPrefix = KeyPrefix(raw: 0),
                 channelIndex: UInt8 = 0, author: UInt32 = 0, senderTimestamp: UInt32, receivedAt: UInt32,
                 textType: UInt8 = 0, pathLength: UInt8 = 0xFF, snr: Int8 = 0, status: DeliveryStatus? = nil,
-                attempts: UInt8 = 0, roundTripMs: UInt32 = 0, ackTag: UInt32 = 0, text: [UInt8]) {
+                attempts: UInt8 = 0, roundTripMs: UInt32 = 0, ackTag: UInt32 = 0, dataType: UInt16 = 0, text: [UInt8]) {
         self.id = id; self.kind = kind; self.direction = direction; self.peer = peer
         self.channelIndex = channelIndex; self.author = author; self.senderTimestamp = senderTimestamp
         self.receivedAt = receivedAt; self.textType = textType; self.pathLength = pathLength; self.snr = snr
         self.status = status ?? (direction == .incoming ? .received : .pending)
         self.attempts = attempts; self.roundTripMs = roundTripMs; self.ackTag = ackTag; self.text = text
+        // Records from before the data type was kept whole carry only its low 7 bits (in txt_type).
+        self.dataType = kind != .channel ? 0 : dataType != 0 || textType & 0x80 == 0 ? dataType : UInt16(textType & 0x7F)
     }
+
+    /// A channel datagram: `text` holds its payload and `dataType` says what it is.
+    public static func channelDatagram(channelIndex: UInt8, dataType: UInt16, receivedAt: UInt32, pathLength: UInt8 = 0xFF,
+                                       snr: Int8 = 0, data: [UInt8]) -> StoredMessage {
+        StoredMessage(kind: .channel, direction: .incoming, channelIndex: channelIndex, senderTimestamp: 0, receivedAt: receivedAt,
+                      textType: 0x80 | UInt8(truncatingIfNeeded: dataType & 0x7F), pathLength: pathLength, snr: snr,
+                      dataType: dataType, text: data)
+    }
+
+    /// A channel datagram (stored with text type 0x80 | …), not a text.
+    public var isDatagram: Bool { kind == .channel && textType & 0x80 != 0 }
 
     public init(id: UInt64 = 0, kind: MessageKind, direction: Direction, peer: KeyPrefix = KeyPrefix(raw: 0),
                 channelIndex: UInt8 = 0, senderTimestamp: UInt32, receivedAt: UInt32, text: String) {

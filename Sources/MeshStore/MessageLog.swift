@@ -598,12 +598,13 @@ final class MessageLog {
         h.combine(m.thread.raw)
         h.combine(m.author)
         h.combine(m.senderTimestamp)
+        h.combine(m.dataType)
         m.text.withUnsafeBytes { h.combine(bytes: $0) }
         return h.finalize()
     }
 
     func sameKey(_ a: StoredMessage, _ b: StoredMessage) -> Bool {
-        a.thread == b.thread && a.author == b.author && a.senderTimestamp == b.senderTimestamp && a.text == b.text
+        a.thread == b.thread && a.author == b.author && a.senderTimestamp == b.senderTimestamp && a.dataType == b.dataType && a.text == b.text
     }
 
     func rememberKey(_ key: Int, id: UInt64) {

@@ -52,12 +52,15 @@ enum Frame {
 // Message (type 1):
 //     0 u8 type=1   1 u8 kind   2 u8 direction   3 u8 txt_type
 //     4 u64 id
-//    12 u8[6] peer key prefix (direct, room) or [channel idx, 0...] (channel)
+//    12 u8[6] peer key prefix (direct, room) or [channel idx, data type u16, 0...] (channel)
 //    18 u32 room author prefix (4 bytes as received, little-endian)
 //    22 u32 sender timestamp   26 u32 received at
 //    30 u8 path_len   31 i8 snr×4   32 u8 status   33 u8 attempts
 //    34 u32 round trip ms   38 u32 ack tag
 //    42 u16 text length   44 text
+//
+// Channel datagrams have txt_type 0x80 | the data type's low 7 bits; records written before the
+// data type was kept whole (bytes 13..14 zero) read those 7 bits as the data type.
 //
 // Delivery status (type 2), the latest one for a message wins:
 //     0 u8 type=2   1 u8 status   2 u8 attempts   3 u8 reserved
@@ -75,7 +78,11 @@ enum Payload {
         out.putU8(m.direction.rawValue)
         out.putU8(m.textType)
         out.putU64(m.id)
-        if m.kind == .channel { out.putFixed([m.channelIndex], 6) } else { out.append(contentsOf: m.peer.bytes) }
+        if m.kind == .channel {
+            out.putFixed([m.channelIndex, UInt8(truncatingIfNeeded: m.dataType), UInt8(truncatingIfNeeded: m.dataType >> 8)], 6)
+        } else {
+            out.append(contentsOf: m.peer.bytes)
+        }
         out.putU32(m.author)
         out.putU32(m.senderTimestamp)
         out.putU32(m.receivedAt)
@@ -97,13 +104,14 @@ enum Payload {
         let n = Int(p.u16(42))
         guard p.count == messageFixed + n else { return nil }
         let peerBytes = UnsafeRawBufferPointer(rebasing: p[12..<18])
+        let dataType = kind == .channel ? UInt16(p[13]) | UInt16(p[14]) << 8 : 0
         return StoredMessage(
             id: p.u64(4), kind: kind, direction: dir,
             peer: kind == .channel ? KeyPrefix(raw: 0) : KeyPrefix(peerBytes),
             channelIndex: kind == .channel ? p[12] : 0,
             author: p.u32(18), senderTimestamp: p.u32(22), receivedAt: p.u32(26), textType: p[3],
             pathLength: p[30], snr: Int8(bitPattern: p[31]), status: status, attempts: p[33],
-            roundTripMs: p.u32(34), ackTag: p.u32(38), text: Array(p[messageFixed ..< messageFixed + n]))
+            roundTripMs: p.u32(34), ackTag: p.u32(38), dataType: dataType, text: Array(p[messageFixed ..< messageFixed + n]))
     }
 
     /// The fields the index needs, without copying the text.

@@ -72,4 +72,44 @@ import Testing
         }
         #expect(throws: LPPError.truncated(type: 0x74, offset: 0)) { _ = try read(hex("01 74 01")) }
     }
+
+    @Test func everyTypeReadsWithItsUnit() throws {
+        let bytes = hex("""
+            01 00 01   02 01 00   03 02 FF38   04 03 0064   05 65 012C   06 66 01   07 67 FF9C   08 68 61
+            09 71 03E8 FC18 0000   0A 73 2710   0B 74 0173   0C 75 03E8   0D 76 000F4240   0E 78 55
+            0F 79 FFF6   10 80 0064   11 82 000003E8   12 83 000007D0   13 84 005A   14 85 6553F100
+            15 86 0064 FF9C 0000   16 88 07EF40 FFC568 0003E8   17 64 0000002A   18 8E 01   19 87 FF8000   1A 7D 0190
+            """)
+        let texts = try read(bytes).map { "\($0)" }
+        #expect(texts == [
+            "digital input (channel 1): 1",
+            "digital output (channel 2): 0",
+            "analog input (channel 3): -2.00",
+            "analog output (channel 4): 1.00",
+            "illuminance (channel 5): 300 lx",
+            "presence (channel 6): yes",
+            "temperature (channel 7): -10.0 °C",
+            "humidity (channel 8): 48.5 %",
+            "accelerometer (channel 9): x 1.000, y -1.000, z 0.000 g",
+            "barometer (channel 10): 1000.0 hPa",
+            "voltage (channel 11): 3.71 V",
+            "current (channel 12): 1.000 A",
+            "frequency (channel 13): 1000000 Hz",
+            "percentage (channel 14): 85 %",
+            "altitude (channel 15): -10 m",
+            "power (channel 16): 100 W",
+            "distance (channel 17): 1.000 m",
+            "energy (channel 18): 2.000 kWh",
+            "direction (channel 19): 90°",
+            "unix time (channel 20): 1700000000 (2023-11-14 22:13:20 UTC)",
+            "gyrometer (channel 21): x 1.00, y -1.00, z 0.00 °/s",
+            "gps (channel 22): latitude 52.0000°, longitude -1.5000°, altitude 10.00 m",
+            "generic (channel 23): 42",
+            "switch (channel 24): on",
+            "colour (channel 25): #ff8000",
+            "concentration (channel 26): 400 ppm",
+        ])
+        #expect(Set(try read(bytes).map(\.type)) == Set(LPPType.allCases), "a type has no reading here")
+        #expect("\(LPPRecord(channel: 1, type: .voltage, value: .scalar(4.15)))" == "voltage (channel 1): 4.15 V")
+    }
 }

@@ -45,10 +45,10 @@ final class OutboxLife {
             switch e {
             case .delivery(let t, let d):
                 events += sender.delivery(t, d, store: store, wall: wall) ?? []
-            case .push(let p) where p.first == 0x82 && p.count >= 9:
-                let ack = UInt32(p[1]) | UInt32(p[2]) << 8 | UInt32(p[3]) << 16 | UInt32(p[4]) << 24
-                let rtt = UInt32(p[5]) | UInt32(p[6]) << 8 | UInt32(p[7]) << 16 | UInt32(p[8]) << 24
-                events += sender.confirmed(ack: ack, roundTripMs: rtt, store: store, wall: wall) ?? []
+            case .push(let p):
+                if case .sendConfirmed(let c) = p.kind {
+                    events += sender.confirmed(ack: c.ack, roundTripMs: c.roundTripMs, store: store, wall: wall) ?? []
+                }
             default:
                 break
             }

@@ -1,4 +1,5 @@
 import Glibc
+import MeshCompanion
 import MeshSession
 import MeshStore
 import Testing
@@ -24,6 +25,23 @@ import Testing
         // A new message arrives: only it.
         #expect(q.next(for: 1, firstAfter: Self.firstAfter(ids + [9])) == .message(id: 9))
         #expect(q.next(for: 1, firstAfter: Self.firstAfter(ids + [9])) == .noMore(commit: 9))
+    }
+
+    @Test func aRepeaterCLIReplyGoesToTheClientThatAskedAndIsNotQueued() {
+        var q = TunnelQueue(cursor: 0)
+        let rpt: [UInt8] = [1, 2, 3, 4, 5, 6], other: [UInt8] = [9, 9, 9, 9, 9, 9]
+        q.expectCLIReply(from: rpt, to: 7)
+        #expect(q.routeCLIReply(from: other, frame: [0x10, 1]) == nil, "a reply nobody waits for is stored as usual")
+        #expect(q.routeCLIReply(from: rpt, frame: [0x10, 2]) == 7)
+        #expect(q.routeCLIReply(from: rpt, frame: [0x10, 3]) == nil, "one reply per command")
+        // Client 8 does not get it; client 7 gets it first, then the store's messages.
+        #expect(q.next(for: 8, firstAfter: Self.firstAfter([5])) == .message(id: 5))
+        #expect(q.next(for: 7, firstAfter: Self.firstAfter([5])) == .frame([0x10, 2]))
+        #expect(q.next(for: 7, firstAfter: Self.firstAfter([5])) == .message(id: 5))
+        // A client gone before its reply: the reply is stored like any message.
+        q.expectCLIReply(from: rpt, to: 9)
+        q.disconnected(9)
+        #expect(q.routeCLIReply(from: rpt, frame: [0x10, 4]) == nil)
     }
 
     @Test func aClientGoneMidRoundMovesNothing() {
@@ -53,7 +71,7 @@ import Testing
     }
 
     @Test func framesAreTheRadiosV3Frames() throws {
-        let peer = KeyPrefix([0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6])
+        let peer = MeshStore.KeyPrefix([0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6])
         let direct = StoredMessage(kind: .direct, direction: .incoming, peer: peer, senderTimestamp: 1_700_000_000,
                                    receivedAt: 1_700_000_005, pathLength: 2, snr: -7, text: Array("hello".utf8))
         let room = StoredMessage(kind: .room, direction: .incoming, peer: peer, author: 0x0102_0304, senderTimestamp: 1_700_000_001,
@@ -70,6 +88,16 @@ import Testing
             let back = MessageJSON.stored(try ReceivedMessage(frame: f), receivedAt: m.receivedAt)
             #expect(back == m)
         }
+        // A datagram's 16-bit data type survives the store and the tunnel.
+        for dataType: UInt16 in [0xFFBE, 0x0180] {
+            let received = try ReceivedMessage(frame: ResponseFrame.channelData(snrQuarterDb: 8, channelIndex: 2, pathLength: PathLength(rawValue: 1),
+                                                                               dataType: dataType, data: [1, 2]).bytes)
+            let stored = MessageJSON.stored(received, receivedAt: 1_700_000_005)
+            #expect(stored.dataType == dataType)
+            let f = try #require(TunnelQueue.frame(for: stored))
+            #expect(try ReceivedMessage(frame: f).dataType == dataType)
+            #expect(MessageJSON.message(stored, store: nil)["data_type"] == .int(Int64(dataType)))
+        }
         let outgoing = StoredMessage(kind: .direct, direction: .outgoing, peer: peer, senderTimestamp: 1, receivedAt: 1, text: [0x41])
         #expect(TunnelQueue.frame(for: outgoing) == nil)
     }
@@ -77,7 +105,7 @@ import Testing
     @Test func overAStoreTheCursorSurvivesReopening() throws {
         let dir = temporaryDirectory("pm-tq")
         defer { removeTree(dir) }
-        let peer = KeyPrefix([1, 2, 3, 4, 5, 6])
+        let peer = MeshStore.KeyPrefix([1, 2, 3, 4, 5, 6])
         func incoming(_ t: UInt32) -> StoredMessage {
             StoredMessage(kind: .direct, direction: .incoming, peer: peer, senderTimestamp: t, receivedAt: t, text: "m\(t)")
         }
@@ -94,6 +122,7 @@ import Testing
                 case .noMore(let c):
                     if let c { try s.setCursor("sync", c) }
                     return texts
+                case .frame(let f): texts.append("frame \(f)")
                 }
             }
             return texts

@@ -12,6 +12,8 @@ final class ScriptedRadio {
     var received: [[UInt8]] = []
     /// Frames to answer each command code with (pushes may come first).
     var answers: [UInt8: [[UInt8]]] = [:]
+    /// Answers computed from the whole command (tried before `answers`; nil falls through).
+    var respond: (([UInt8]) -> [[UInt8]]?)? = nil
 
     init(fd: Int32) { self.fd = fd }
 
@@ -25,7 +27,7 @@ final class ScriptedRadio {
         }
         for f in frames {
             received.append(f)
-            for reply in answers[f[0]] ?? [] { send(reply) }
+            for reply in respond?(f) ?? answers[f[0]] ?? [] { send(reply) }
         }
     }
 
@@ -35,7 +37,8 @@ final class ScriptedRadio {
     }
 }
 
-func makePair() -> (Radio, ScriptedRadio) {
+/// `oneShot`: set up as the one-shot command line sets it up (no drain on MSG_WAITING).
+func makePair(oneShot: Bool = false) -> (Radio, ScriptedRadio) {
     var fds: [Int32] = [0, 0]
     _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
     for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
@@ -43,6 +46,7 @@ func makePair() -> (Radio, ScriptedRadio) {
     var config = SessionConfig()
     config.drainOnStart = false
     config.commandTimeout = 500
+    config.drainOnWaiting = !oneShot
     let radio = Radio(link: link, config: config)
     let peer = ScriptedRadio(fd: fds[1])
     radio.loop.register(fd: fds[1], events: .readable) { _ in peer.readable() }
@@ -56,7 +60,7 @@ func makePair() -> (Radio, ScriptedRadio) {
         let (radio, peer) = makePair()
         defer { radio.loop.unregister(fd: peer.fd); close(peer.fd) }
         var pushes: [[UInt8]] = []
-        radio.onEvent = { if case .push(let f) = $0 { pushes.append(f) } }
+        radio.onEvent = { if case .push(let f) = $0 { pushes.append(f.frame) } }
         try radio.connect(timeoutMilliseconds: 2_000)
         #expect(peer.received.first == [0x16, 0x03])
         #expect(pushes == [[0x80] + keyB])

@@ -131,9 +131,9 @@ final class Harness {
         #expect(h.takeSent().isEmpty)
         h.feed([0x04] + le32(0))                  // END may say 0; we keep our own max
         let ev = h.takeEvents()
-        #expect(ev.contains(.push([0x80] + keyB)))
-        #expect(ev.contains(.push([0x83])))
-        #expect(!ev.contains { if case .push(let f) = $0 { return f.first == 0x88 }; return false })
+        #expect(ev.contains(.push(Push(frame: [0x80] + keyB))))
+        #expect(ev.contains(.push(Push(frame: [0x83]))))
+        #expect(!ev.contains { if case .push(let f) = $0 { return f.code == 0x88 }; return false })
         let listing = ContactListing(records: [contactFrame(key: keyA, name: "alice", lastmod: 300),
                                                contactFrame(key: keyB, name: "bob", lastmod: 700)], total: 5, lastmod: 700)
         #expect(ev.last == .reply(t, .contacts(listing)))
@@ -326,7 +326,7 @@ final class Harness {
         #expect(ev.last == .delivery(t, .sent(attempt: 2, flood: true, estimatedTimeout: 4_000, ackTag: 0x3333_3333)))
         h.feed([0x81] + keyB)                     // PATH_UPDATED comes first
         h.feed([0x82] + le32(0x3333_3333) + le32(2_345))
-        #expect(h.takeEvents() == [.push([0x81] + keyB), .delivery(t, .acked(attempt: 2, roundTrip: 2_345))])
+        #expect(h.takeEvents() == [.push(Push(frame: [0x81] + keyB)), .delivery(t, .acked(attempt: 2, roundTrip: 2_345))])
         #expect(!h.s.isBusy)
     }
 
@@ -403,7 +403,7 @@ final class Harness {
         #expect(h.takeEvents() == [.request(login, .sent(estimatedTimeout: 2_000))])
         let other: [UInt8] = [0x85, 0x01] + Array(keyA[0..<6]) + le32(0) + [0, 2]
         h.feed(other)                                 // another node's login reply: not ours
-        #expect(h.takeEvents() == [.push(other)])
+        #expect(h.takeEvents() == [.push(Push(frame: other))])
         let ok: [UInt8] = [0x85, 0x01] + Array(keyB[0..<6]) + le32(1_700_000_000) + [0x03, 0x02]
         h.feed(ok)
         #expect(h.takeEvents() == [.request(login, .reply(ok))])
@@ -416,7 +416,7 @@ final class Harness {
         let ev = h.takeEvents()
         #expect(ev.contains(.request(again, .superseded)))
         h.feed(ok)                                    // the old login's reply no longer matches
-        #expect(h.takeEvents() == [.push(ok)])
+        #expect(h.takeEvents() == [.push(Push(frame: ok))])
         var stats: [UInt8] = [0x87, 0x00] + Array(keyB[0..<6]); stats += [UInt8](repeating: 7, count: 56)
         h.feed(stats)
         #expect(h.takeEvents() == [.request(status, .reply(stats))])
@@ -428,7 +428,7 @@ final class Harness {
         #expect(h.takeSent() == [[0x32] + keyB + [0x06, 0, 0, 0, 0]])
         h.feed(sentFrame(flood: true, tag: 0xCAFE_F00D, est: 5_000))
         h.feed([0x8C, 0x00] + le32(0xDEAD_BEEF) + [1, 2])  // wrong tag
-        #expect(h.takeEvents().last == .push([0x8C, 0x00] + le32(0xDEAD_BEEF) + [1, 2]))
+        #expect(h.takeEvents().last == .push(Push(frame: [0x8C, 0x00] + le32(0xDEAD_BEEF) + [1, 2])))
         h.feed([0x8C, 0x00] + le32(0xCAFE_F00D) + [1, 2])
         #expect(h.takeEvents() == [.request(t, .reply([0x8C, 0x00] + le32(0xCAFE_F00D) + [1, 2]))])
 

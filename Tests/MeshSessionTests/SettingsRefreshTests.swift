@@ -78,3 +78,34 @@ import Testing
         #expect(CommandReply.answering([0xEE]) == .response)  // unknown: ERR from the firmware
     }
 }
+
+/// SELF_INFO and DEVICE_INFO are decoded once, when they arrive, into owned values.
+@Suite struct RadioSnapshotTests {
+    @Test func theSessionKeepsDecodedCopies() throws {
+        let h = Harness.ready()
+        let s = try #require(h.s.radioSelf)
+        #expect(s.name == "node")
+        #expect(s.publicKey.bytes == keyA)
+        #expect(s.radio == RadioParams(frequencyKHz: 869_618, bandwidthHz: 62_500, spreadingFactor: 8, codingRate: 5))
+        #expect(s.txPowerDbm == 20 && s.maxTxPowerDbm == 22)
+        let d = try #require(h.s.radioDevice)
+        #expect(d.firmwareVersionCode == 13 && d.maxContacts == 100 && d.maxChannels == 40)
+        #expect(d.model == "Test Board" && d.version == "v1.17.1")
+        #expect(d.clientRepeat == false && d.pathHashMode == 0)
+        // A name with a NUL after it (padding) stops at the NUL.
+        #expect(RadioSelf(frame: selfInfoFrame(name: "ab\0\0"))?.name == "ab")
+        #expect(RadioSelf(frame: [0x05, 1, 2]) == nil)
+        #expect(RadioDevice(frame: [0x00]) == nil)
+    }
+
+    @Test func infoFieldsFromTheDecodedCopies() throws {
+        let v = try #require(RadioInfo.value(selfInfo: selfInfoFrame(name: "x"), deviceInfo: deviceInfoFrame()))
+        #expect(v["name"] == .string("x"))
+        #expect(v["frequency_mhz"] == .double(869.618))
+        #expect(v["bandwidth_khz"] == .double(62.5))
+        #expect(v["tx_power_dbm"] == .integer(20))
+        #expect(v["max_channels"] == .integer(40))
+        #expect(v["model"] == .string("Test Board"))
+        #expect(RadioInfo.value(selfInfo: [0x05], deviceInfo: []) == nil)
+    }
+}

@@ -70,4 +70,16 @@ import Testing
         #expect(c.value["type"] == .string("repeater"))
         #expect(ContactSummary(record: [0x03]) == nil)
     }
+
+    @Test func terminalSafeShowsControlCharactersAsEscapes() {
+        // A node named to retitle the window, then clearing the screen, ringing and rewriting the line.
+        #expect(terminalSafe("\u{1B}]0;pwned\u{07}bob") == "\\x1b]0;pwned\\x07bob")
+        #expect(terminalSafe("hi\u{1B}[2J\rX\u{7F}\u{08}") == "hi\\x1b[2J\\x0dX\\x7f\\x08")
+        // C1 CSI (a control sequence on some terminals) and bidirectional overrides.
+        #expect(terminalSafe("a\u{9B}31mb\u{202E}c") == "a\\u009b31mb\\u202ec")
+        // Ordinary text, newlines and tabs are untouched.
+        for s in ["plain", "multi\nline\ttext", "héllo wörld ☀️ 你好", ""] { #expect(terminalSafe(s) == s) }
+        // JSON keeps its own escaping.
+        #expect(Value.string("\u{1B}[2J").json == "\"\\u001b[2J\"")
+    }
 }

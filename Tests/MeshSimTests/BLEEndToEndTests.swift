@@ -226,7 +226,7 @@ final class BLERadioBench {
         #expect(try bench.call(CommandFrame.sendSelfAdvert(flood: true).bytes, expecting: 0x00) == .ok)
         #expect(bob.call(CommandFrame.sendSelfAdvert(flood: true)) == [0x00])
         bench.run(limit: 30_000) { false }   // bob's advert: a NEW_ADVERT push over BLE
-        #expect(bench.events.contains { if case .push(let f) = $0 { return f.first == 0x80 || f.first == 0x8A }; return false })
+        #expect(bench.events.contains { if case .push(let f) = $0 { return f.code == 0x80 || f.code == 0x8A }; return false })
 
         // Several commands at once: the client writes them one by one, each after the previous
         // response, while the listing's frames arrive as notifications ahead of its write response.
@@ -252,7 +252,7 @@ final class BLERadioBench {
         // Unsolicited pushes: bob's DM arrives, MSG_WAITING is notified, the session drains it.
         _ = bob.call(try CommandFrame.sendTextMessage(to: w.companions[0].publicKey.frameKey, text: "ping", timestamp: w.companions[1].epochNow))
         #expect(bench.run(limit: 30_000) { bench.events.contains { if case .message(let m) = $0 { return m.textString == "ping" }; return false } })
-        #expect(bench.events.contains { if case .push(let f) = $0 { return f.first == 0x83 }; return false })
+        #expect(bench.events.contains { if case .push(let f) = $0 { return f.code == 0x83 }; return false })
         #expect(!String(bench.trace).contains("WW"))
         #expect(bench.linkError == nil)
     }

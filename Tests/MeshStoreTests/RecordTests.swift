@@ -120,4 +120,42 @@ import Testing
         #expect(t.isEmpty)
         #expect(EntryTable.bytesPerEntry == 6)
     }
+
+    @Test func channelDatagramsKeepTheirWholeDataType() throws {
+        for dataType: UInt16 in [0xFFBE, 0x0100, 0x8000, 0x007F, 1] {
+            let m = StoredMessage.channelDatagram(channelIndex: 3, dataType: dataType, receivedAt: 1_700_000_000, data: [9, 8, 7])
+            var out: [UInt8] = []
+            Payload.encode(m, into: &out)
+            let back = try #require(out.withUnsafeBytes { Payload.decodeMessage($0) })
+            #expect(back.dataType == dataType)
+            #expect(back.isDatagram)
+            #expect(back.channelIndex == 3)
+            #expect(back == m)
+        }
+        // Plain channel texts have no data type.
+        var out: [UInt8] = []
+        Payload.encode(StoredMessage(kind: .channel, direction: .incoming, channelIndex: 2, senderTimestamp: 5, receivedAt: 6, text: "a: b"), into: &out)
+        let text = try #require(out.withUnsafeBytes { Payload.decodeMessage($0) })
+        #expect(text.dataType == 0 && !text.isDatagram && text.channelIndex == 2)
+    }
+
+    @Test func olderDatagramRecordsStillRead() throws {
+        // As written before the data type was kept whole: txt_type 0x80 | 0x3E (of 0xFFBE), channel 1.
+        let old: [UInt8] = [
+            0x01, 0x02, 0x00, 0xBE,                          // message, channel, incoming, txt_type 0x80 | 0x3E
+            0x09, 0, 0, 0, 0, 0, 0, 0,                       // id 9
+            0x01, 0, 0, 0, 0, 0,                             // channel 1
+            0, 0, 0, 0,                                      // author
+            0, 0, 0, 0,                                      // sender ts 0
+            0x64, 0xF1, 0x53, 0x65,                          // received at 1700000100
+            0xFF, 0x00, 0x00, 0x00,                          // came direct, snr 0, received, 0 attempts
+            0, 0, 0, 0, 0, 0, 0, 0,                          // round trip, ack tag
+            0x02, 0x00, 0xAA, 0xBB,                          // 2 bytes of data
+        ]
+        let m = try #require(old.withUnsafeBytes { Payload.decodeMessage($0) })
+        #expect(m.id == 9 && m.kind == .channel && m.channelIndex == 1)
+        #expect(m.isDatagram)
+        #expect(m.dataType == 0x3E)
+        #expect(m.text == [0xAA, 0xBB])
+    }
 }

@@ -3,7 +3,6 @@ on loopback, and the built `pocketmesh` binary run against it over TCP and over 
 
 Environment:
   POCKETMESH_BIN     the binary under test (default <repo>/.build/debug/pocketmesh)
-  POCKETMESH_SHARED  the folder holding interop/third_party_mesh.py (default <repo>/../shared)
   POCKETMESH_VENV    a venv with openhop-core (default <repo>/.venv-interop)
 """
 import json
@@ -21,9 +20,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
-SHARED = Path(os.environ.get("POCKETMESH_SHARED", REPO.parent / "shared"))
 VENV = Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
-PEER_SCRIPT = SHARED / "interop" / "third_party_mesh.py"
+PEER_SCRIPT = Path(__file__).resolve().parent / "harness" / "companion_peer.py"
 
 
 def venv_python():
@@ -79,7 +77,7 @@ def binary():
 @pytest.fixture(scope="session")
 def peer():
     if not PEER_SCRIPT.exists():
-        pytest.fail(f"{PEER_SCRIPT} not found: set POCKETMESH_SHARED to the folder holding interop/")
+        pytest.fail(f"{PEER_SCRIPT} not found")
     base = free_port_pair()
     proc = subprocess.Popen(
         [venv_python(), str(PEER_SCRIPT), "--nodes", "2", "--base-port", str(base)],

@@ -4,7 +4,6 @@ the link), write errors (a file size limit), the local API and hooks.
 
 Environment:
   POCKETMESH_BIN     the binary under test (default <repo>/.build/debug/pocketmesh)
-  POCKETMESH_SHARED  the folder holding interop/third_party_mesh.py (default <repo>/../shared)
   POCKETMESH_VENV    a venv with openhop-core and meshcore (default <repo>/.venv-interop)
   POCKETMESH_POWERCUT_KILLS  how many SIGKILLs the power-cut test deals (default 12)
 """
@@ -24,9 +23,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
-SHARED = Path(os.environ.get("POCKETMESH_SHARED", REPO.parent / "shared"))
 VENV = Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
-PEER_SCRIPT = SHARED / "interop" / "third_party_mesh.py"
+PEER_SCRIPT = Path(__file__).resolve().parent / "harness" / "companion_peer.py"
 
 
 def venv_python():
@@ -61,7 +59,7 @@ class Mesh:
 
     def __init__(self):
         if not PEER_SCRIPT.exists():
-            pytest.skip(f"{PEER_SCRIPT} not found (set POCKETMESH_SHARED)")
+            pytest.fail(f"{PEER_SCRIPT} not found")
         self.base = free_ports(2)
         self.proc = subprocess.Popen([venv_python(), str(PEER_SCRIPT), "--nodes", "2", "--base-port", str(self.base)],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -116,3 +116,23 @@ def test_listen_log_rx_through_the_daemon_hears_packets(hub):
     # Without --log-rx nothing of the kind shows.
     quiet = pm(tmp, "listen", *tcp, "--for", "3", "--json")
     assert "log_rx_data" not in quiet.stdout
+
+
+def test_contacts_op_has_the_fields_of_contacts_json(hub):
+    sim, d, tcp, tmp = hub
+    other = ["--tcp", f"127.0.0.1:{sim.port('sim1')}"]
+    assert pm(tmp, "advert", "--flood", *other, env={"POCKETMESH_NO_DAEMON": "1"}).returncode == 0
+
+    def listed():
+        r = pm(tmp, "contacts", *tcp, "--json")
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    # The command prints the list; the op's result holds the same list under "contacts".
+    assert wait_for(lambda: any(c["name"] == "sim1" for c in (listed() or [])), 30)
+    # The daemon resyncs its store on the advert push: wait until it has the contact too.
+    assert wait_for(lambda: any(c["name"] == "sim1" for c in d.call({"id": 2, "op": "contacts"})["contacts"]), 30)
+    cli = {c["public_key"]: c for c in listed()}
+    api = {c["public_key"]: c for c in d.call({"id": 3, "op": "contacts"})["contacts"]}
+    assert set(api) <= set(cli)
+    for key, c in api.items():
+        assert c == cli[key], key

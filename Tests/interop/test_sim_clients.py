@@ -1,11 +1,11 @@
 """Unmodified third-party MeshCore clients against `pocketmesh sim`.
 
 meshcore-cli 1.6.6 and meshcore_py 2.3.17 (PyPI) talk to simulated companion radios over TCP and
-over a pseudo-terminal (through the DTR shim from the shared interop folder); every packet the
+over a pseudo-terminal (through harness/meshcore_cli_pty.py, which tolerates a pty's missing modem lines); every packet the
 simulator put on the air is decoded by meshcoredecoder 0.3.2, and adverts are verified.
 
 Environment: POCKETMESH_VENV (venv with the clients), POCKETMESH_BIN (default
-.build/debug/pocketmesh), POCKETMESH_SHARED (default <repo>/../shared).
+.build/debug/pocketmesh).
 """
 import asyncio
 import json
@@ -24,11 +24,10 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 VENV = pathlib.Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
 BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
-SHARED = pathlib.Path(os.environ.get("POCKETMESH_SHARED", REPO.parent / "shared"))
 PY = VENV / "bin" / "python"
 CLI = VENV / "bin" / "meshcore-cli"
 DECODE = VENV / "bin" / "meshcore-decode"
-PTY_SHIM = SHARED / "interop" / "meshcore_cli_on_pty.py"
+PTY_SHIM = pathlib.Path(__file__).resolve().parent / "harness" / "meshcore_cli_pty.py"
 
 pytestmark = pytest.mark.skipif(not BIN.exists() or not CLI.exists(),
                                 reason=f"needs {BIN} (swift build) and meshcore-cli in {VENV}")
@@ -166,6 +165,79 @@ def test_login_and_req_status(sim, adverts):
     assert "uptime" in out.lower() or "bat" in out.lower(), out
 
 
+def wait_for_contact(sim, node, name, timeout=30):
+    deadline = time.time() + timeout
+    while name not in cli(sim, node, "contacts"):
+        assert time.time() < deadline, f"{name} advert not heard by {node}"
+        cli(sim, node, "floodadv")
+        time.sleep(2)
+
+
+def test_anonymous_regions_owner_and_clock_requests(sim):
+    """req_regions, req_owner and req_clock: anonymous requests a repeater answers on a direct route."""
+    wait_for_contact(sim, "sim0", "rpt0")
+    out = cli(sim, "sim0", "req_regions", "rpt0", "req_owner", "rpt0", "req_clock", "rpt0", timeout=90)
+    assert "rpt0 repeats *" in out, out
+    assert "rpt0 has no owner set" in out, out
+    clock = [int(l) for l in out.splitlines() if l.strip().isdigit()]
+    assert clock and abs(clock[0] - time.time()) < 3600 * 24 * 400, out
+
+
+def test_scoped_floods_pass_only_repeaters_with_the_region(workdir):
+    """A topology file gives the repeater a region; meshcore-cli's scope decides what it relays."""
+    topo = workdir / "regions.json"
+    topo.write_text(json.dumps({
+        "nodes": [{"name": "sim0", "role": "companion"}, {"name": "sim1", "role": "companion"},
+                  {"name": "rpt0", "role": "repeater", "regions": ["#north"]}],
+        "links": [{"a": "sim0", "b": "rpt0"}, {"a": "rpt0", "b": "sim1"}]}))
+    s = Sim("--topology", str(topo), "--seed", "5")
+    try:
+        cli(s, "sim1", "sync_msgs")
+
+        def heard(text):
+            deadline = time.time() + 15
+            out = ""
+            while time.time() < deadline:
+                out += cli(s, "sim1", "sync_msgs")
+                if text in out:
+                    return True
+                time.sleep(1)
+            return False
+
+        cli(s, "sim0", "scope", "#north", "public", "in the north")
+        assert heard("in the north")
+        cli(s, "sim0", "scope", "#south", "public", "in the south")
+        assert not heard("in the south")
+        cli(s, "sim0", "scope", "None", "public", "anywhere")
+        assert heard("anywhere")
+    finally:
+        s.stop()
+
+
+def test_guest_login_to_a_repeater(sim):
+    """--guest-password (default "hello") reaches repeaters: a guest may log in and read the status."""
+    wait_for_contact(sim, "sim1", "rpt0")
+    out = cli(sim, "sim1", "login", "rpt0", "hello", timeout=90)
+    assert "Login success" in out, out
+    out = cli(sim, "sim1", "login", "rpt0", "not-the-password", timeout=90)
+    assert "Login success" not in out, out
+
+
+def test_admin_cli_commands_of_the_firmware(sim):
+    """meshcore-cli's cmd runs the firmware's admin commands on a simulated repeater."""
+    wait_for_contact(sim, "sim0", "rpt0")
+    cli(sim, "sim0", "sync_msgs")
+    out = cli(sim, "sim0", "login", "rpt0", "password",
+              "cmd", "rpt0", "get repeat", "wmt", "15",
+              "cmd", "rpt0", "region put north", "wmt", "15",
+              "cmd", "rpt0", "region list allowed", "wmt", "15",
+              "cmd", "rpt0", "get radio", "wmt", "15", timeout=120)
+    assert "> on" in out, out
+    assert "OK - (flood allowed)" in out, out
+    assert "*,north" in out, out
+    assert "> 869.6179809,62.5,8,5" in out, out
+
+
 def test_get_and_set_settings(sim):
     assert "OK" in cli(sim, "sim1", "set", "tx", "14") or True
     out = cli(sim, "sim1", "get", "tx")
@@ -235,6 +307,48 @@ def test_zz_capture_decodes_and_adverts_verify(sim, workdir):
             assert decoded.get("signatureValid") is True, (hexpkt, r.stdout)
             adverts += 1
     assert adverts > 0
+
+
+def read_eof(sock, timeout=5):
+    """True when the peer closes the connection within `timeout` seconds."""
+    sock.settimeout(timeout)
+    try:
+        while True:
+            if not sock.recv(4096):
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_reboot_drops_the_tcp_client_and_meshcore_py_reconnects():
+    """A rebooting companion closes its TCP connection, like a WiFi radio; clients must reconnect."""
+    s = Sim("--seed", "9", nodes=1, seconds=120)
+    try:
+        port = s.port("sim0")
+        first = socket.create_connection(("127.0.0.1", port), timeout=5)
+        first.sendall(b"<\x02\x00\x16\x03")  # DEVICE_QUERY
+        got = b""
+        while len(got) < 3 + 82:
+            got += first.recv(4096)
+        first.sendall(b"<\x07\x00\x13reboot")  # CMD_REBOOT
+        assert read_eof(first), "the connection survived the reboot"
+        first.close()
+        time.sleep(1.5)  # the radio is up again after a second
+        script = f"""
+import asyncio
+from meshcore import MeshCore
+async def main():
+    mc = await MeshCore.create_tcp("127.0.0.1", {port})
+    print("NAME", mc.self_info["name"], flush=True)
+    await mc.disconnect()
+asyncio.run(main())
+"""
+        r = subprocess.run([str(PY), "-c", script], capture_output=True, text=True, timeout=60)
+        assert "NAME sim0" in r.stdout, r.stdout + r.stderr
+    finally:
+        s.stop()
 
 
 def test_new_connection_evicts_the_old_one(sim):

@@ -77,7 +77,6 @@ async def storm(port, rate, seconds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=str(REPO / "dist" / "pocketmesh"))
-    ap.add_argument("--shared", default=os.environ.get("POCKETMESH_SHARED", str(REPO.parent / "shared")))
     ap.add_argument("--rate", type=int, default=1000, help="messages per minute")
     ap.add_argument("--seconds", type=int, default=120)
     ap.add_argument("--as-limit", type=int, default=0, help="prlimit --as for the daemon (bytes)")
@@ -86,7 +85,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="pmbench-")
     base = free_base()
-    peer = subprocess.Popen([sys.executable, str(Path(a.shared) / "interop" / "third_party_mesh.py"), "--nodes", "2",
+    peer = subprocess.Popen([sys.executable, str(REPO / "Tests" / "interop" / "harness" / "companion_peer.py"), "--nodes", "2",
                              "--base-port", str(base)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     seen = 0
     while seen < 2:

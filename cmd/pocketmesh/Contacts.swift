@@ -38,11 +38,12 @@ struct Contacts: ParsableCommand {
         @OptionGroup var link: LinkOptions
         @Argument(help: "Public key, 64 hex digits.") var publicKey: String
         @Argument(help: "Name (at most 31 bytes).") var name: String
-        @Option(help: "chat, repeater, room or sensor.") var type: String = "chat"
-        @Option(help: "Out path as hex hop hashes (default: unknown, send flood).") var path: String?
+        @Option(help: "chat, repeater, room or sensor (default: chat, or what the radio has for a known contact).") var type: String?
+        @Option(help: "Out path as hex hop hashes; empty: send flood (default: unknown, or the known contact's path).") var path: String?
         func request() throws(ClientError) -> Request {
-            let t: UInt8
+            let t: UInt8?
             switch type {
+            case nil: t = nil
             case "chat": t = 1
             case "repeater": t = 2
             case "room": t = 3

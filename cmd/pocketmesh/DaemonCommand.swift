@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import MeshDaemon
+import MeshSession
 
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
 struct DaemonCommand: ParsableCommand {
@@ -101,6 +102,9 @@ struct DaemonCommand: ParsableCommand {
             writeStderr("pocketmesh daemon: \(error)")
             throw ExitCode(error is DaemonError ? (error as! DaemonError).exitCode : 1)
         }
+        // Log lines can carry what came from the mesh (names, hook output): shown harmlessly.
+        let write = daemon.log
+        daemon.log = { write(terminalSafe($0)) }
         let code = daemon.run()
         if code != 0 { throw ExitCode(code) }
     }
@@ -138,7 +142,4 @@ func selfExecutable() -> String {
     return CommandLine.arguments[0]
 }
 
-func writeStderr(_ s: String) {
-    let line = s.hasSuffix("\n") ? s : s + "\n"
-    _ = line.withCString { fputs($0, stderr) }
-}
+func writeStderr(_ s: String) { writeError(s) }

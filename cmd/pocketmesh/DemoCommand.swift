@@ -205,8 +205,11 @@ final class DemoRig {
                     say("   radio did not answer"); return true
                 }
             }
-            while let (at, p) = from.takeTimed({ e -> [UInt8]? in if case let .push(f) = e, f.first == 0x81 { return f }; return nil }) {
-                if p.count >= 33 { say("   PATH_UPDATED: \(from.name) learned a route to \(names[[p[1]]] ?? "?")", at: at) }
+            while let (at, key) = from.takeTimed({ e -> MeshCompanion.PublicKey? in
+                if case let .push(p) = e, case let .pathUpdated(key) = p.kind { return key }
+                return nil
+            }) {
+                say("   PATH_UPDATED: \(from.name) learned a route to \(names[[key.bytes[0]]] ?? "?")", at: at)
             }
             return false
         }, limit: 180_000)

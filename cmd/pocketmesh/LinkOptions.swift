@@ -99,12 +99,17 @@ extension RadioCommand {
 
     func run() throws {
         let req = try request()
+        try req.validate()
         let radio = try link.connect(drain: false)
         let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
         radio.onEvent = { e in if case .message(let m) = e { executor.collect(m) } }
         let outcome = try executor.execute(req)
-        let out = link.json ? outcome.value.json : text(outcome.value)
-        if !out.isEmpty { emitLine(out) }
+        if link.json {
+            emitLine(outcome.value.json)
+        } else {
+            let out = text(outcome.value)
+            if !out.isEmpty { emitHuman(out) }
+        }
         if let e = outcome.error { throw e }
     }
 }

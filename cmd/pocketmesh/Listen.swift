@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import MeshCompanion
 import MeshSession
 
 struct Listen: ParsableCommand {
@@ -31,7 +32,7 @@ struct Listen: ParsableCommand {
         var contacts: [ContactSummary] = []
         radio.onEvent = { e in
             guard let v = eventValue(e, contacts: contacts) else { return }
-            if json { emitLine(v.json) } else { emitLine(eventLine(v)) }
+            if json { emitLine(v.json) } else { emitHuman(eventLine(v)) }
         }
         do {
             try radio.connect(timeoutMilliseconds: link.timeoutMilliseconds)
@@ -52,26 +53,27 @@ func eventValue(_ e: SessionEvent, contacts: [ContactSummary]) -> Value? {
     case .message(let m):
         guard case .object(let fields) = messageValue(m, contacts: contacts) else { return nil }
         return .object([.init("event", .string("message"))] + fields)
-    case .push(let f):
-        guard let code = f.first else { return nil }
-        var fields: [Value.Field] = [.init("event", .string(pushName(code)))]
-        switch code {
-        case 0x80 where f.count >= 33, 0x81 where f.count >= 33, 0x8F where f.count >= 33:
-            let key = Array(f[1..<33])
-            fields.append(.init("public_key", .hex(key)))
-            if let c = contacts.first(where: { $0.publicKey == key }) { fields.append(.init("name", .string(c.name))) }
-        case 0x82 where f.count >= 9:
-            fields.append(.init("ack", .hex(f[1..<5])))
-        case 0x83:
+    case .push(let p):
+        var fields: [Value.Field] = [.init("event", .string(pushName(p.code)))]
+        func contact(_ key: PublicKey) {
+            fields.append(.init("public_key", .string(key.hex)))
+            if let c = contacts.first(where: { $0.publicKey == key.bytes }) { fields.append(.init("name", .string(c.name))) }
+        }
+        switch p.kind {
+        case .advert(let key), .pathUpdated(let key), .contactDeleted(let key):
+            contact(key)
+        case .sendConfirmed(let c):
+            fields.append(.init("ack", .hex(withUnsafeBytes(of: c.ack.littleEndian) { Array($0) })))
+        case .messageWaiting:
             return nil  // the session drains the queue and reports each message
-        case 0x8A:
-            if let c = ContactSummary(record: f), case .object(let cf) = c.value { fields += cf }
-        case 0x88 where f.count >= 3:
-            fields.append(.init("snr", .double(Double(Int8(bitPattern: f[1])) / 4)))
-            fields.append(.init("rssi", .int(Int8(bitPattern: f[2]))))
-            fields.append(.init("packet", .hex(f.dropFirst(3))))
+        case .newAdvert:
+            if let c = ContactSummary(record: p.frame), case .object(let cf) = c.value { fields += cf }
+        case .logRxData(let snr, let rssi, let packet):
+            fields.append(.init("snr", .double(Double(snr) / 4)))
+            fields.append(.init("rssi", .int(rssi)))
+            fields.append(.init("packet", .hex(packet)))
         default:
-            fields.append(.init("frame", .hex(f)))
+            fields.append(.init("frame", .hex(p.frame)))
         }
         return .object(fields)
     case .malformedMessage(let f):
@@ -81,6 +83,7 @@ func eventValue(_ e: SessionEvent, contacts: [ContactSummary]) -> Value? {
     }
 }
 
+/// The name a push has in `listen`'s output.
 func pushName(_ code: UInt8) -> String {
     switch code {
     case 0x80: return "advert"

@@ -75,8 +75,9 @@ enum Main {
     }
 }
 
+/// Writes a message to stderr (made safe for the terminal: it may name things from the mesh).
 func writeError(_ s: String) {
-    var line = s
+    var line = terminalSafe(s)
     if !line.hasSuffix("\n") { line += "\n" }
     _ = line.withCString { fputs($0, stderr) }
 }
@@ -85,6 +86,12 @@ func writeError(_ s: String) {
 func emitLine(_ s: String) {
     print(s)
     fflush(stdout)
+}
+
+/// Writes human output: every name and text from the mesh reaches the terminal through here,
+/// with control characters shown as visible escapes (`terminalSafe`). JSON goes to `emitLine`.
+func emitHuman(_ s: String) {
+    emitLine(terminalSafe(s))
 }
 
 /// Lets the link options come before the command (`pocketmesh --tcp host info`) by moving them

@@ -28,6 +28,13 @@ struct Telemetry: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String?
     func request() throws(ClientError) -> Request { .telemetry(node) }
+    /// One record a line, e.g. "voltage (channel 1): 4.15 V".
+    func text(_ v: Value) -> String {
+        guard case .array(let records)? = v["records"] else { return v.text() }
+        let head = v["name"]?.stringValue.map { "telemetry of \($0):" } ?? "telemetry of this radio:"
+        if records.isEmpty { return head + " no records (raw LPP: \(v["lpp"]?.stringValue ?? ""))" }
+        return ([head] + records.map { "  " + ($0["text"]?.stringValue ?? $0.text()) }).joined(separator: "\n")
+    }
 }
 
 struct Neighbours: RadioCommand {
@@ -35,6 +42,17 @@ struct Neighbours: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
     func request() throws(ClientError) -> Request { .neighbours(node) }
+    func text(_ v: Value) -> String {
+        guard case .array(let items)? = v["neighbours"] else { return v.text() }
+        let name = v["name"]?.stringValue ?? node
+        if items.isEmpty { return "\(name) has no neighbours (it lists repeaters whose zero-hop adverts it heard)." }
+        return items.map { n -> String in
+            let prefix = n["prefix"]?.stringValue ?? ""
+            let who = n["name"]?.stringValue.map { "\($0) (\(prefix))" } ?? prefix
+            let snr = n["snr"]?.scalarText ?? "-"
+            return "\(who): heard \(n["heard_s_ago"]?.intValue ?? 0) s ago, SNR \(snr) dB"
+        }.joined(separator: "\n")
+    }
 }
 
 struct ACL: RadioCommand {
@@ -50,7 +68,13 @@ struct Cmd: RadioCommand {
     @Argument(help: "Node name or hex key prefix.") var node: String
     @Argument(help: "The command, e.g. ver.") var command: [String]
     func request() throws(ClientError) -> Request { .command(node, text: joined(command)) }
-    func text(_ v: Value) -> String { v["reply"]?.stringValue ?? v.text() }
+    /// The reply, then any other messages taken off the radio's queue while waiting for it.
+    func text(_ v: Value) -> String {
+        var lines: [String] = []
+        if let r = v["reply"]?.stringValue { lines.append(r) }
+        if case .array(let ms)? = v["messages"] { lines += ms.map(messageLine) }
+        return lines.joined(separator: "\n")
+    }
 }
 
 struct Trace: RadioCommand {

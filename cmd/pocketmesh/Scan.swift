@@ -52,7 +52,7 @@ struct Scan: ParsableCommand {
             emitLine(Value.object(fields).json)
         } else {
             let text = Self.text(serial: serial, advertisers: advertisers, bleScanned: ble && bleError == nil, seconds: seconds)
-            if !text.isEmpty { emitLine(text) }
+            if !text.isEmpty { emitHuman(text) }
         }
         if let bleError {
             throw ClientError.link(Self.sentence(bleError.description))

@@ -90,7 +90,7 @@ struct ChatsCommand: ParsableCommand {
             for c in list {
                 let m = MessageJSON.message(c.lastMessage, store: s)
                 let unread = c.unread > 0 ? " (\(c.unread) unread)" : ""
-                print("\(c.name)\(unread): \(m["from"]?.string.map { $0.isEmpty ? "" : $0 + ": " } ?? "")\(m["text"]?.string ?? "")")
+                emitHuman("\(c.name)\(unread): \(m["from"]?.string.map { $0.isEmpty ? "" : $0 + ": " } ?? "")\(body(m))")
             }
         }
     }
@@ -133,7 +133,7 @@ struct HistoryCommand: ParsableCommand {
                 let j = MessageJSON.message(m, store: s)
                 let who = m.direction == .outgoing ? "me" : (j["from"]?.string ?? "")
                 let status = m.direction == .outgoing ? " [\(m.status.name)]" : ""
-                print("#\(m.id) \(formatTime(m.senderTimestamp)) \(who): \(j["text"]?.string ?? "")\(status)")
+                emitHuman("#\(m.id) \(formatTime(m.senderTimestamp)) \(who): \(body(j))\(status)")
             }
         }
     }
@@ -142,6 +142,12 @@ struct HistoryCommand: ParsableCommand {
 /// Reports the damaged records a read skipped (one warning each on stderr; the output goes on).
 func warnDamage(_ s: RadioStore) {
     for d in s.readDamage { writeStderr("pocketmesh: warning: \(d) (a damaged record in the message log; its message is not shown)") }
+}
+
+/// A stored message's text, or for a channel datagram its data type and payload (as `sync` shows it).
+func body(_ m: JSON) -> String {
+    if let data = m["data"]?.string { return "data \(m["data_type"]?.int ?? 0): \(data)" }
+    return m["text"]?.string ?? ""
 }
 
 /// "YYYY-MM-DD HH:MM:SS" in UTC, without Foundation.

@@ -1,0 +1,164 @@
+import Glibc
+import MeshCompanion
+import MeshLink
+import MeshSession
+import MeshStore
+
+// The radio link: connect, reconnect with backoff, read frames into the session, write its frames.
+
+extension Daemon {
+    // MARK: - link lifecycle
+
+    func connect(now: UInt64) {
+        connections += 1
+        log("link: connecting to \(config.link) (attempt \(connections))")
+        do {
+            let l = try openLink()
+            link = l
+            deframer.reset()
+            var sc = Self.sessionConfig(config)
+            sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
+            let s = Session(config: sc)
+            session = s
+            phase = .handshaking
+            // Messages still held in memory (the store failing): take no more from the radio yet.
+            if !unsaved.isEmpty { s.pauseMessages() }
+            s.start(now: now)
+            pump(now: now)
+        } catch {
+            log("link: cannot connect to \(config.link): \(error)")
+            scheduleReconnect(now: now)
+        }
+    }
+
+    static func sessionConfig(_ config: Config) -> SessionConfig {
+        var sc = SessionConfig()
+        sc.appName = "pocketmesh-daemon"
+        sc.commandTimeout = config.commandTimeoutMS
+        sc.drainOnStart = true
+        sc.drainOnWaiting = true
+        // Each message is stored before the radio is asked for the next one (`resumeMessages`).
+        sc.holdDrainUntilStored = true
+        // LOG_RX_DATA pushes go on to tunnel clients (`listen --log-rx` through the daemon).
+        sc.forwardLogRx = true
+        return sc
+    }
+
+    func openLink() throws -> ByteLink {
+        let spec = config.link
+        if spec.hasPrefix("serial:") {
+            guard let speed = SerialSpeed(baud: config.baud) else { throw DaemonError(.usage, "unsupported baud rate \(config.baud)") }
+            return try SerialLink(path: serialPath(String(spec.dropFirst(7))), speed: speed)
+        }
+        if spec.hasPrefix("tcp:") {
+            let address = try TCPAddress(parsing: String(spec.dropFirst(4)))
+            return try TCPLink(connectingTo: address, timeoutMilliseconds: config.connectTimeoutMS)
+        }
+        if spec.hasPrefix("ble:") {
+            var att = ATTClient.Configuration()
+            att.minimumMTU = UInt16(clamping: max(23, config.bleMinimumMTU))
+            return try BLELink(connectingTo: BLEAddress(parsing: String(spec.dropFirst(4))),
+                               timeoutMilliseconds: max(config.connectTimeoutMS, 10_000), configuration: att)
+        }
+        throw DaemonError(.usage, "unknown link \(spec): use serial:PATH, tcp:HOST[:PORT] or ble:ADDRESS")
+    }
+
+    func scheduleReconnect(now: UInt64) {
+        backoffMS = backoffMS == 0 ? config.reconnectMinMS : min(backoffMS * 2, config.reconnectMaxMS)
+        // Jitter: 75–125 % of the backoff.
+        let jitter = UInt64.random(in: 0...(backoffMS / 2))
+        let delay = backoffMS - backoffMS / 4 + jitter
+        reconnectAt = now + delay
+        log("link: reconnecting in \(delay / 1000).\((delay % 1000) / 100) s")
+        notify.status("link down; reconnecting in \(delay / 1000) s")
+    }
+
+    /// Tears down the link and session; the outbox and everything stored stay.
+    func linkLost(_ reason: String) {
+        guard link != nil || session != nil else { return }
+        log("link: lost \(config.link): \(reason)")
+        // The contacts and channels sync end here: their cancelled replies must not finish it.
+        contactsTicket = nil
+        channelTickets.removeAll()
+        if let s = session {
+            s.close()
+            processEvents(now: monotonicNow())
+            if let si = s.selfInfo { lastSelfInfo = si }
+            if let di = s.deviceInfo { lastDeviceInfo = di }
+        }
+        session = nil
+        link?.close()
+        link = nil
+        phase = .down
+        keepaliveTicket = nil
+        outbox.sessionClosed()
+        for (t, r) in replyTickets {
+            _ = t
+            api.reply(DaemonResponse(id: r.id, error: DaemonError(.link, "the link to the radio was lost during \(r.what); try again.")), to: r.client)
+        }
+        replyTickets.removeAll()
+        tunnelTickets.removeAll()
+        api.publish(.obj(("event", "link"), ("state", "down"), ("reason", .string(reason))))
+        scheduleReconnect(now: monotonicNow())
+    }
+
+    func linkReady(_ revents: Int16) {
+        guard let l = link else { return }
+        let now = monotonicNow()
+        do throws(LinkError) {
+            if revents & Int16(POLLOUT) != 0 { try l.flush() }
+            if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                var any = false
+                for _ in 0..<16 {
+                    let n = try readChunk(l)
+                    if n == 0 { break }
+                    any = true
+                    readBuffer.withUnsafeBytes { raw in
+                        if l.framing == .datagram {  // BLE: one whole frame per read
+                            received(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now)
+                        } else {
+                            deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now) { frame in
+                                received(frame, now: now)
+                            }
+                        }
+                    }
+                    if link == nil { return }
+                }
+                if !any && revents & Int16(POLLHUP | POLLERR) != 0 { throw l.hangupError() }
+            }
+            pump(now: now)
+        } catch {
+            linkLost(error.description)
+        }
+    }
+
+    func readChunk(_ l: ByteLink) throws(LinkError) -> Int {
+        var result: Result<Int, LinkError> = .success(0)
+        readBuffer.withUnsafeMutableBytes { raw in
+            do throws(LinkError) { result = .success(try l.read(into: raw)) } catch { result = .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// One frame from the radio: to the session, then its events are handled (messages stored)
+    /// before anything the session wants to send is written.
+    func received(_ frame: UnsafeRawBufferPointer, now: UInt64) {
+        guard let s = session else { return }
+        s.receive(frame: frame, now: now)
+        processEvents(now: now)
+    }
+
+    /// Handles the session's events, then writes its frames. The order is the durability rule.
+    func pump(now: UInt64) {
+        processEvents(now: now)
+        guard let s = session, let l = link else { return }
+        while let payload = s.nextFrame() {
+            do throws(LinkError) {
+                try l.write(l.framing == .datagram ? payload : StreamDeframer.frame(payload, marker: UInt8(ascii: "<")))
+            } catch {
+                linkLost(error.description)
+                return
+            }
+        }
+    }
+}

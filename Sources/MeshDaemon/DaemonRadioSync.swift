@@ -1,0 +1,202 @@
+import Glibc
+import MeshCompanion
+import MeshLink
+import MeshSession
+import MeshStore
+
+// The session's events: handshake, contacts and channels sync, replies, pushes.
+
+extension Daemon {
+    // MARK: - session events
+
+    func processEvents(now: UInt64) {
+        guard let s = session else { return }
+        while let e = s.nextEvent() {
+            switch e {
+            case .ready(let di, let si):
+                lastDeviceInfo = di
+                lastSelfInfo = si
+                radioReady(now: now)
+            case .handshakeFailed(let r):
+                log("link: handshake with \(config.link) failed (\(r)); is it a MeshCore companion radio?")
+                pendingLinkLoss = "handshake failed"
+            case .clock(let c):
+                switch c {
+                case .set: log("radio: clock set")
+                case .radioAhead: log("radio: clock is ahead of this host's; left as is")
+                case .failed(let r): log("radio: clock sync failed (\(r))")
+                }
+            case .message(let m):
+                received(message: m, now: now)
+            case .malformedMessage(let f):
+                log("radio: a queued message frame could not be parsed (code 0x\(String(f.first ?? 0, radix: 16)), \(f.count) bytes); skipped")
+            case .drainFailed(let r):
+                if case .timeout = r {
+                    // The radio went quiet mid-drain: it may have rebooted (queue, clock and
+                    // handshake lost) behind a link that stayed open. Handshake again.
+                    pendingLinkLoss = "the radio did not answer SYNC_NEXT_MESSAGE (it may have rebooted)"
+                } else {
+                    log("radio: draining stopped (\(r))")
+                }
+            case .push(let p):
+                handlePush(p, now: now)
+            case .reply(let t, let r):
+                handleReply(t, r, now: now)
+            case .delivery(let t, let d):
+                handleDelivery(t, d, now: now)
+            case .request, .unexpected:
+                break
+            }
+        }
+        if let reason = pendingLinkLoss {
+            pendingLinkLoss = nil
+            linkLost(reason)
+        }
+    }
+
+    func radioReady(now: UInt64) {
+        guard let key = radioKeyHex else { return }
+        let name = radioSelf?.name ?? ""
+        log("radio: handshake done: \(name.isEmpty ? "(unnamed)" : name) \(key.prefix(12)), firmware v\(radioDevice?.firmwareVersionCode ?? 0)")
+        do {
+            try openStore(publicKey: radioSelf?.publicKey.bytes ?? [])
+        } catch {
+            log("store: \(error)")
+            if case StoreError.locked = error {
+                log("daemon: another daemon owns radio \(key.prefix(12)); stopping")
+                stopping = true
+                return
+            }
+        }
+        try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(registryLink), socket: api.path,
+                                        radio: key, name: config.name ?? (name.isEmpty ? nil : name)))
+        phase = .syncing
+        backoffMS = 0
+        nextDrainAt = now + config.drainIntervalMS
+        syncContacts(now: now)
+        syncChannels(now: now)
+        api.publish(.obj(("event", "link"), ("state", "up"), ("radio", .string(key))))
+    }
+
+    func syncContacts(now: UInt64) {
+        guard let s = session, contactsTicket == nil else { return }
+        let since = (try? store?.contactsWatermark()) ?? 0
+        log("radio: syncing contacts" + (since > 0 ? " changed since \(since)" : ""))
+        contactsTicket = try? s.listContacts(since: since == 0 ? nil : since, now: now)
+    }
+
+    func syncChannels(now: UInt64) {
+        guard let s = session else { return }
+        let count = radioDevice?.maxChannels ?? 8
+        channelsFound = []
+        for i in 0..<max(1, min(count, 64)) {
+            if let t = try? s.submit(frame: CommandFrame.getChannel(UInt8(i)).bytes, expecting: .codes(CodeSet(ResponseCode.channelInfo.rawValue)), now: now) {
+                channelTickets[t] = UInt8(i)
+            }
+        }
+    }
+
+    func syncDone(now: UInt64) {
+        guard phase == .syncing, contactsTicket == nil, channelTickets.isEmpty else { return }
+        phase = .ready
+        let status = "connected to \(config.link); radio \(radioKeyHex?.prefix(12) ?? ""); \(store?.contacts.count ?? 0) contacts"
+        log("radio: synced; " + status)
+        notify.ready(status: status)
+        syncedOnce = true
+    }
+
+    func handleReply(_ t: Ticket, _ r: Reply, now: UInt64) {
+        // Every command is answered at once by a live radio: silence means it went away or
+        // rebooted behind a link that stayed open (a USB bridge). Handshake again.
+        if case .timeout = r, pendingLinkLoss == nil {
+            linkLostLater("the radio did not answer a command in time (it may have rebooted)")
+        }
+        if t == contactsTicket {
+            contactsTicket = nil
+            if case .contacts(let listing) = r {
+                var cs: [StoredContact] = []
+                for rec in listing.records { if let c = try? StoredContact(frame: rec) { cs.append(c) } }
+                do {
+                    if let store {
+                        if !cs.isEmpty { try store.saveContacts(cs) }
+                        try store.setContactsWatermark(listing.lastmod)
+                    }
+                    log("radio: \(cs.count) contact(s) updated (radio has \(listing.total))")
+                } catch {
+                    log("store: saving contacts failed: \(error)")
+                }
+            } else {
+                log("radio: contacts sync failed (\(r))")
+                if case .timeout = r { linkLostLater("contacts sync timed out") }
+            }
+            syncDone(now: now)
+            return
+        }
+        if let idx = channelTickets.removeValue(forKey: t) {
+            if case .frame(let f) = r, f.count >= 50 {
+                let name = String(decoding: f[2..<34].prefix(while: { $0 != 0 }), as: UTF8.self)
+                channelsFound.append(StoredChannel(index: idx, name: name, secret: Array(f[34..<50])))
+            }
+            if channelTickets.isEmpty {
+                do { try store?.saveChannels(channelsFound) } catch { log("store: saving channels failed: \(error)") }
+                log("radio: \(channelsFound.filter { !$0.name.isEmpty }.count) channel(s)")
+                syncDone(now: now)
+            }
+            return
+        }
+        if t == keepaliveTicket {
+            keepaliveTicket = nil
+            if case .timeout = r { linkLostLater("the radio stopped answering") }
+            return
+        }
+        if let w = tunnelTickets.removeValue(forKey: t) {
+            tunnelReply(w.client, frame: w.frame, r)
+            return
+        }
+        if let w = replyTickets.removeValue(forKey: t) {
+            switch r {
+            case .ok, .frame:
+                var fields: [(String, JSON)] = []
+                if var rec = w.record, let store {
+                    rec.status = .sent
+                    if let res = try? store.append(rec), let m = try? store.message(id: res.id) {
+                        fields.append(("message", MessageJSON.message(m, store: store)))
+                    }
+                }
+                api.reply(DaemonResponse(id: w.id, ok: fields), to: w.client)
+            case .error(let code):
+                api.reply(DaemonResponse(id: w.id, error: DaemonError(code == 2 ? .notFound : .refused, "the radio refused \(w.what) with ERR \(code)")), to: w.client)
+            case .timeout:
+                api.reply(DaemonResponse(id: w.id, error: DaemonError(.timeout, "the radio did not answer \(w.what) in time")), to: w.client)
+            default:
+                api.reply(DaemonResponse(id: w.id, error: DaemonError(.link, "\(w.what) did not complete (\(r))")), to: w.client)
+            }
+        }
+    }
+
+    /// Tears the link down after the current event walk (not in the middle of it).
+    func linkLostLater(_ reason: String) { pendingLinkLoss = reason }
+
+    func handlePush(_ p: Push, now: UInt64) {
+        // Pushes the session did not take as a reply go on to tunnel clients, except MSG_WAITING:
+        // the daemon drains the radio itself and tells them once each message is stored (`save`).
+        if p.kind != .messageWaiting {
+            for c in api.tunnelClients { api.sendFrame(p.frame, to: c) }
+        }
+        switch p.kind {
+        case .advert, .newAdvert, .contactDeleted:
+            // A contact changed on the radio: resync incrementally, debounced.
+            if contactsResyncAt == nil { contactsResyncAt = now + 2_000 }
+        case .sendConfirmed(let c):
+            // SEND_CONFIRMED the session did not match: a tunnel client's send, or an attempt sent
+            // before a restart or a lost link.
+            guard let store else { return }
+            tunnelAcked(c.ack)
+            if let events = outbox.confirmed(ack: c.ack, roundTripMs: c.roundTripMs, store: store, wall: UInt32(truncatingIfNeeded: time(nil))) {
+                outboxEvents(events)
+            }
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import MeshCompanion
+
+/// Replies of remote nodes (repeaters, room servers, sensors) as printed values.
+extension Executor {
+    func statusValue(_ f: [UInt8], name: String) -> Value {
+        var fields: [Value.Field] = [.init("name", .string(name))]
+        let ok: Value? = f.withUnsafeBytes { b in
+            guard case .statusResponse(let r)? = try? CompanionFrame.decode(b), let st = r.stats else { return nil }
+            var o: [Value.Field] = [
+                .init("battery_mv", .int(st.batteryMillivolts)), .init("tx_queue", .int(st.txQueueLength)),
+                .init("noise_floor", .int(st.noiseFloor)), .init("last_rssi", .int(st.lastRSSI)),
+                .init("last_snr", .double(Double(st.lastSNRQuarterDb) / 4)),
+                .init("packets_received", .int(st.packetsReceived)), .init("packets_sent", .int(st.packetsSent)),
+                .init("air_time_s", .int(st.airTimeSeconds)), .init("uptime_s", .int(st.uptimeSeconds)),
+                .init("sent_flood", .int(st.sentFlood)), .init("sent_direct", .int(st.sentDirect)),
+                .init("received_flood", .int(st.receivedFlood)), .init("received_direct", .int(st.receivedDirect)),
+                .init("error_events", .int(st.errorEvents)), .init("direct_duplicates", .int(st.directDuplicates)),
+                .init("flood_duplicates", .int(st.floodDuplicates)),
+            ]
+            if let p = st.postedCount { o.append(.init("posted", .int(p))) }
+            return .object(o)
+        }
+        fields.append(.init("stats", ok ?? .hex(f.dropFirst(8))))
+        return .object(fields)
+    }
+
+    func telemetryValue(_ f: [UInt8], name: String?) -> Value {
+        var records: [Value] = []
+        f.withUnsafeBytes { b in
+            guard case .telemetryResponse(let t)? = try? CompanionFrame.decode(b) else { return }
+            var reader = t.lpp
+            while let r = try? reader.next() { records.append(Executor.lppValue(r)) }
+        }
+        var fields: [Value.Field] = []
+        if let name { fields.append(.init("name", .string(name))) }
+        fields.append(.init("lpp", .hex(f.dropFirst(8))))
+        fields.append(.init("records", .array(records)))
+        return .object(fields)
+    }
+
+    /// One LPP record: channel, type, value(s) in the type's unit, and the record as a person reads it.
+    static func lppValue(_ r: LPPRecord) -> Value {
+        var fields: [Value.Field] = [.init("channel", .int(r.channel)), .init("type", .string(r.type.name))]
+        switch r.value {
+        case .scalar(let v): fields.append(.init("value", .double(v)))
+        case .vector(let x, let y, let z): fields += [.init("x", .double(x)), .init("y", .double(y)), .init("z", .double(z))]
+        case .gps(let lat, let lon, let alt):
+            fields += [.init("latitude", .double(lat)), .init("longitude", .double(lon)), .init("altitude", .double(alt))]
+        case .colour(let red, let green, let blue): fields.append(.init("value", .hex([red, green, blue])))
+        case .unixTime(let t): fields.append(.init("value", .int(t)))
+        }
+        if !r.type.unit.isEmpty, r.type != .gps { fields.append(.init("unit", .string(r.type.unit))) }
+        fields.append(.init("text", .string(r.description)))
+        return .object(fields)
+    }
+
+    /// Key prefix length asked of a repeater's neighbour table (as contact messages name senders).
+    static let neighbourPrefixLength = 6
+
+    /// REQ_TYPE_GET_NEIGHBOURS (0x06), request version 0: count, offset u16, order (0: newest
+    /// first), key prefix length, then 4 random bytes that make each request packet unique.
+    static func neighboursRequest(offset: Int, count: UInt8 = 255) -> [UInt8] {
+        var rng = SystemRandomNumberGenerator()
+        let nonce = UInt32.random(in: 0...UInt32.max, using: &rng)
+        return [0x06, 0x00, count, UInt8(truncatingIfNeeded: offset), UInt8(truncatingIfNeeded: offset >> 8), 0x00,
+                UInt8(neighbourPrefixLength)] + (0..<4).map { UInt8(truncatingIfNeeded: nonce >> (8 * $0)) }
+    }
+
+    /// One page of a neighbour table: the BINARY_RESPONSE push (code, reserved, tag u32), then
+    /// total u16, count u16, and count × (prefix, heard_secs_ago u32, snr×4 i8).
+    static func neighboursPage(_ f: [UInt8], prefixLength: Int = neighbourPrefixLength)
+        -> (total: Int, entries: [(prefix: [UInt8], secondsAgo: UInt32, snrQuarterDb: Int8)])? {
+        let d = Array(f.dropFirst(6))
+        guard d.count >= 4 else { return nil }
+        let total = Int(d[0]) | Int(d[1]) << 8
+        let count = Int(d[2]) | Int(d[3]) << 8
+        let size = prefixLength + 5
+        guard d.count >= 4 + count * size else { return nil }
+        var entries: [(prefix: [UInt8], secondsAgo: UInt32, snrQuarterDb: Int8)] = []
+        for i in 0..<count {
+            let o = 4 + i * size
+            entries.append((Array(d[o..<(o + prefixLength)]), readU32(d, o + prefixLength), Int8(bitPattern: d[o + prefixLength + 4])))
+        }
+        return (total, entries)
+    }
+
+    /// A repeater's whole neighbour table, page by page (a page carries at most 130 bytes of entries).
+    func neighbours(of c: ContactSummary) throws(ClientError) -> Value {
+        var list: [Value] = []
+        var total = 0
+        var pages = 0
+        let known = (try? contacts()) ?? []
+        repeat {
+            let o = try radio.request(.binary(publicKey: c.publicKey, data: Executor.neighboursRequest(offset: list.count)))
+            let f = try requestReply(o, what: "the neighbours of \(c.name)", timeoutHint: "log in first (`pocketmesh login`)")
+            guard let page = Executor.neighboursPage(f) else {
+                throw .link("\(c.name) sent a malformed neighbour table: try again.")
+            }
+            total = page.total
+            for e in page.entries {
+                var fields: [Value.Field] = [.init("prefix", .hex(e.prefix))]
+                if let n = known.first(where: { $0.publicKey.starts(with: e.prefix) }) { fields.append(.init("name", .string(n.name))) }
+                fields.append(.init("heard_s_ago", .int(e.secondsAgo)))
+                fields.append(.init("snr", .double(Double(e.snrQuarterDb) / 4)))
+                list.append(.object(fields))
+            }
+            pages += 1
+            if page.entries.isEmpty { break }
+        } while list.count < total && pages < 64
+        return .object([.init("name", .string(c.name)), .init("total", .int(total)), .init("neighbours", .array(list))])
+    }
+
+    func traceValue(_ f: [UInt8]) -> Value {
+        guard f.count >= 12 else { return .object([.init("raw", .hex(f))]) }
+        let n = Int(f[2]), flags = f[3]
+        let hashes = Array(f.dropFirst(12).prefix(n))
+        let snrCount = n >> Int(flags & 3)
+        let snrs = Array(f.dropFirst(12 + n).prefix(snrCount))
+        var hops: [Value] = []
+        for (i, s) in snrs.enumerated() {
+            hops.append(.object([.init("hash", .hex(hashes[min(i, max(0, hashes.count - 1))...].prefix(1 << Int(flags & 3)))),
+                                 .init("snr", .double(Double(Int8(bitPattern: s)) / 4))]))
+        }
+        let final: Value = f.count > 12 + n + snrCount ? .double(Double(Int8(bitPattern: f[12 + n + snrCount])) / 4) : .null
+        return .object([.init("tag", .int(readU32(f, 4))), .init("hops", .array(hops)), .init("final_snr", final)])
+    }
+}

@@ -90,6 +90,8 @@ public final class HookRunner {
     private var done: Set<UInt64> = []
     private var running: [pid_t: Run] = [:]
     private var failures: [UInt64: (attempts: Int, due: UInt64)] = [:]
+    /// When windows past the first may be read again (see `tick`).
+    private var deepScanAt: UInt64 = 0
     public private(set) var delivered = 0
     public var runningCount: Int { running.count }
     /// Messages given up after `maxAttempts` failed runs (persisted in `failed`), or queued again
@@ -172,8 +174,11 @@ public final class HookRunner {
         }
         // New messages: the window after the cursor, and further windows while everything in one is
         // delivered, given up or waiting to be tried again (one stuck message does not hold the rest).
+        // Windows past the first are read at most once a second while they yield nothing to start.
         var after = cursor
+        let startedBefore = running.count
         for page in 0..<16 {
+            if page == 1 && now < deepScanAt { soon(deepScanAt); break }
             let candidates = fetch(after, config.window)
             if page == 0 { advanceCursor(candidates) }
             for m in candidates where m.id > cursor && !done.contains(m.id) && !busy.contains(m.id) && failed[m.id] == nil {
@@ -183,6 +188,7 @@ public final class HookRunner {
             }
             guard candidates.count == config.window, running.count < config.concurrency, let last = candidates.last else { break }
             after = last.id
+            if page == 15 || page >= 1 && running.count == startedBefore { deepScanAt = now + 1_000 }
         }
         return next
     }
@@ -194,6 +200,7 @@ public final class HookRunner {
             let r = waitpid(pid, &status, WNOHANG)
             if r == 0 { continue }
             running[pid] = nil
+            deepScanAt = 0
             // The run is over only when its whole process group is: whatever it left there goes now,
             // before a retry could start the hook again next to it.
             if kill(-pid, 0) == 0 { kill(-pid, SIGKILL) }

@@ -106,6 +106,17 @@ import Testing
         #expect(access(xdg + "/../x.sock", F_OK) != 0)
     }
 
+    /// The daemon's radio deframer: a stray header from the radio (no body) does not swallow the
+    /// replies after it, whether they come at once or later.
+    @Test func deframerSkipsAStrayHeaderFromTheRadio() {
+        var d = StreamDeframer(marker: UInt8(ascii: ">"))
+        var frames: [[UInt8]] = []
+        ([0x3E, 0x40, 0x00] as [UInt8]).withUnsafeBytes { d.feed($0, now: 10) { frames.append(Array($0)) } }
+        let replies = StreamDeframer.frame([0x0D, 1, 2, 3], marker: 0x3E) + StreamDeframer.frame([0x83], marker: 0x3E)
+        replies.withUnsafeBytes { d.feed($0, now: 20) { frames.append(Array($0)) } }
+        #expect(frames == [[0x0D, 1, 2, 3], [0x83]])
+    }
+
     @Test func deframerSkipsNoiseAndOversizedFrames() {
         var d = StreamDeframer(marker: UInt8(ascii: ">"))
         var frames: [[UInt8]] = []

@@ -24,6 +24,8 @@ public final class Daemon {
         public var hookWrapper: [String]? = nil
         public var hookConcurrency = 2
         public var hookTimeoutMS: UInt64 = 30_000
+        /// Runs of one message's hook before it is given up.
+        public var hookMaxAttempts = 10
         /// Safety-net drain and link check interval.
         public var drainIntervalMS: UInt64 = 60_000
         public var reconnectMinMS: UInt64 = 1_000

@@ -126,6 +126,7 @@ extension Daemon {
             var hc = HookRunner.Config(argv: argv, dir: dir + "/hooks", wrapper: config.hookWrapper)
             hc.concurrency = config.hookConcurrency
             hc.timeoutMS = config.hookTimeoutMS
+            hc.maxAttempts = config.hookMaxAttempts
             let h = try HookRunner(config: hc)
             h.log = { [unowned self] in self.log($0) }
             h.fetch = { [unowned self] after, limit in

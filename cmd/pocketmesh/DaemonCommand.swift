@@ -47,6 +47,9 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds a hook may run before SIGTERM (then SIGKILL).", valueName: "seconds"))
     var hookTimeout: Double = 30
 
+    @Option(help: ArgumentHelp("Runs of a message's hook before it is given up (see `pocketmesh hooks`).", valueName: "n"))
+    var hookAttempts: Int = 10
+
     @Option(help: ArgumentHelp("Seconds between safety-net drains of the radio's queue.", valueName: "seconds"))
     var drainInterval: Double = 60
 
@@ -61,6 +64,7 @@ struct DaemonCommand: ParsableCommand {
         if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
         if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
+        if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
             throw ValidationError("--on-message: cannot split \"\(cmd)\" into words (unbalanced quote?).")
@@ -89,6 +93,7 @@ struct DaemonCommand: ParsableCommand {
         config.environment = env
         config.hookConcurrency = hookConcurrency
         config.hookTimeoutMS = UInt64(hookTimeout * 1000)
+        config.hookMaxAttempts = hookAttempts
         config.drainIntervalMS = UInt64(drainInterval * 1000)
         config.commandTimeoutMS = UInt64(timeout * 1000)
         if let cmd = onMessage {

@@ -103,7 +103,10 @@ public enum HookExec {
             let now = monotonicNow()
             if termAt == nil && now >= started + options.timeoutMS { terminate("still running after \(options.timeoutMS) ms") }
             if let t = termAt, now >= t + options.graceMS {
-                // Whatever ignored SIGTERM, and this wrapper with it: the lock goes with the last of them.
+                // Whatever ignored SIGTERM, also what left the group for a session of its own (as a
+                // subreaper this wrapper is its parent now), and this wrapper with them: the lock
+                // goes with the last of them.
+                killChildren()
                 kill(0, SIGKILL)
             }
             let deadline = termAt.map { $0 + options.graceMS } ?? started + options.timeoutMS
@@ -120,6 +123,24 @@ public enum HookExec {
         if status == 0 { return recorded ? 0 : unrecordedExit }
         let code = Spawn.exitCode(status: status)
         return code == busyExit || code == unrecordedExit ? 1 : code
+    }
+
+    /// SIGKILL to every child of this process and to its process group when that is not ours
+    /// (read from /proc: children re-parented to a subreaper are known only there).
+    static func killChildren() {
+        guard let d = opendir("/proc") else { return }
+        defer { closedir(d) }
+        let me = getpid(), group = getpgrp()
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = Int32(name), let stat = StateFile.readString("/proc/\(name)/stat"),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // After "(comm) ": state, ppid, pgrp.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 2, Int32(fields[1]) == me, let pgrp = Int32(fields[2]) else { continue }
+            if pgrp != group && pgrp > 1 { kill(-pgrp, SIGKILL) }
+            kill(pid, SIGKILL)
+        }
     }
 
     static func isDone(_ fd: Int32) -> Bool {

@@ -160,6 +160,41 @@ import Testing
         #expect(r.cursor == 0)
     }
 
+    /// A hook that starts something in a session of its own, which ignores SIGTERM, and fails: that
+    /// process is ended too before the message is tried again.
+    @Test func whatAHookStartsInItsOwnSessionIsEndedBeforeARetry() throws {
+        let wrapper = try #require(Self.wrapper)
+        guard access("/usr/bin/setsid", X_OK) == 0 else { return }
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let pids = dir + "/pids"
+        let script = dir + "/hook.sh"
+        try StateFile.write(script, "#!/bin/sh\n/usr/bin/setsid /bin/sh -c 'trap \"\" TERM; echo $$ >> \(pids); sleep 30' &\nsleep 0.2\nexit 1\n", mode: 0o700)
+        var config = HookRunner.Config(argv: [script], dir: dir + "/hooks", wrapper: wrapper)
+        config.timeoutMS = 24 * 3_600_000
+        config.killGraceMS = 3_000  // virtual ms; the wrapper's own grace is 3 s of real time
+        config.retryBaseMS = 10
+        let r = try HookRunner(config: config)
+        let store = messages(1)
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        func alive() -> Int {
+            readFile(pids).split(separator: "\n").compactMap { Int32($0) }.filter { pid in
+                let stat = readFile("/proc/\(pid)/stat")
+                guard let close = stat.lastIndex(of: ")") else { return false }
+                return stat[stat.index(close, offsetBy: 2)] != "Z"
+            }.count
+        }
+        defer { for p in readFile(pids).split(separator: "\n").compactMap({ Int32($0) }) { kill(p, SIGKILL) } }
+        var peak = 0
+        drive(r, now: &now) {
+            peak = max(peak, alive())
+            return readFile(pids).split(separator: "\n").count >= 2
+        }
+        #expect(readFile(pids).split(separator: "\n").count >= 2)
+        #expect(peak <= 1)
+    }
+
     /// A hook that ignores SIGTERM but then succeeds is delivered once, not run again beside itself.
     @Test func aHookThatOutlivesSigtermAndSucceedsRunsOnce() throws {
         let wrapper = try #require(Self.wrapper)

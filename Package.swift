@@ -36,7 +36,7 @@ let package = Package(
         // One conversation with one radio.
         .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
         // Flat-file persistence.
-        .target(name: "MeshStore"),
+        .target(name: "MeshStore", dependencies: ["MeshCompanion"]),
         // Simulated radios and the air between them.
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
         // The long-running service.

@@ -32,6 +32,7 @@ extension Daemon {
 
     func storeError(_ e: Error) -> DaemonError {
         if case StoreError.unknownThread(let q) = e { return DaemonError(.notFound, "no contact or channel matches \"\(q)\".") }
+        if case StoreError.ambiguousThread = e { return DaemonError(.usage, "\(e).") }
         return DaemonError(.storage, "\(e)")
     }
 

@@ -158,20 +158,18 @@ public final class Executor {
     }
 
     /// A contact by exact name, case-insensitive name, or hex key prefix.
+    /// A contact by the rules of `NameMatch` (exact or case-insensitive name, hex key prefix,
+    /// start of a name), the same as the daemon's API and `history`.
     public func resolve(_ who: String) throws(ClientError) -> ContactSummary {
         let all = try contacts()
-        if let c = all.first(where: { $0.name == who }) { return c }
-        let lower = who.lowercased()
-        let byName = all.filter { $0.name.lowercased() == lower }
-        if byName.count == 1 { return byName[0] }
-        if let bytes = Hex.decode(who), !bytes.isEmpty, who.count % 2 == 0 {
-            let byKey = all.filter { $0.publicKey.starts(with: bytes) }
-            if byKey.count == 1 { return byKey[0] }
-            if byKey.count > 1 {
-                throw .usage("\"\(who)\" matches \(byKey.count) contacts: give more hex digits of the key.")
-            }
+        switch NameMatch.find(who, names: all.map(\.name), keys: all.map(\.publicKey)) {
+        case .one(let i):
+            return all[i]
+        case .ambiguous(let n):
+            throw .usage("\"\(who)\" matches \(n) contacts: give the whole name or more hex digits of the key.")
+        case .none:
+            throw .notFound("no contact named or keyed \"\(who)\": run `pocketmesh contacts` to list them (adverts add contacts).")
         }
-        throw .notFound("no contact named or keyed \"\(who)\": run `pocketmesh contacts` to list them (adverts add contacts).")
     }
 
     public func channels() throws(ClientError) -> [ChannelSummary] {

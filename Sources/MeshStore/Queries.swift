@@ -1,3 +1,4 @@
+import MeshCompanion
 // What `pocketmesh chats` and `pocketmesh history` show, as plain values.
 
 /// One line of `pocketmesh chats`.
@@ -54,37 +55,40 @@ extension RadioStore {
         }
     }
 
-    /// Finds a conversation by what a person types: a contact or room name (exact, then
-    /// case-insensitive, then a unique case-insensitive prefix), a channel name (with or without '#'),
-    /// "channel N" / "#N" for a channel slot, or a hex public key prefix (at least 4 hex digits).
+    /// Finds a conversation by what a person types: a channel name (with or without '#'),
+    /// "channel N" / "#N" for a channel slot, or a contact or room as `NameMatch` finds it (exact
+    /// or case-insensitive name, hex key prefix, unique start of a name), the same rule as the
+    /// command line's; a key prefix of 12 or more hex digits names a thread even with no contact.
     public func resolveThread(_ query: String) throws -> ThreadKey {
         let q = query
         let lower = q.lowercased()
-        var candidates: [(ThreadKey, String)] = []
-        for c in contacts where !c.name.isEmpty {
-            candidates.append((c.type == 3 ? .room(c.prefix) : .direct(c.prefix), c.name))
-        }
-        for ch in channels where !ch.name.isEmpty {
-            candidates.append((.channel(ch.index), ch.name))
-        }
-        // Threads with history but no contact or channel record.
-        for k in log.threadKeys where !candidates.contains(where: { $0.0 == k }) {
-            candidates.append((k, name(of: k)))
-        }
-        if let hit = candidates.first(where: { $0.1 == q }) { return hit.0 }
         let bare = lower.hasPrefix("#") ? String(lower.dropFirst()) : lower
-        if let hit = candidates.first(where: { $0.1.lowercased() == lower || ($0.0.kind == .channel && $0.1.lowercased().trimmingHash == bare) }) {
-            return hit.0
+        var threads: [ThreadKey] = [], names: [String] = [], keys: [[UInt8]] = []
+        for c in contacts where !c.name.isEmpty {
+            threads.append(c.type == 3 ? .room(c.prefix) : .direct(c.prefix))
+            names.append(c.name)
+            keys.append(c.publicKey)
+        }
+        // Threads with history but no contact record.
+        for k in log.threadKeys where k.kind != .channel && !threads.contains(k) {
+            threads.append(k)
+            names.append(name(of: k))
+            keys.append(k.peer.bytes)
+        }
+        let named = channels.filter { !$0.name.isEmpty }
+        if !names.contains(q), let ch = named.first(where: { $0.name == q || $0.name.lowercased().trimmingHash == bare }) {
+            return .channel(ch.index)
         }
         if let n = UInt8(bare) ?? (lower.hasPrefix("channel ") ? UInt8(lower.dropFirst(8)) : nil) {
             return .channel(n)
         }
-        let prefixed = candidates.filter { $0.1.lowercased().hasPrefix(lower) }
-        if prefixed.count == 1 { return prefixed[0].0 }
-        if q.count >= 4, q.count <= 64, let bytes = bytesFromHex(q.count % 2 == 0 ? q : String(q.dropLast())) {
-            let matches = Set(candidates.map(\.0).filter { $0.kind != .channel && $0.peer.bytes.starts(with: bytes.prefix(6)) })
-            if matches.count == 1 { return matches.first! }
-            if matches.isEmpty, bytes.count >= 6 { return .direct(KeyPrefix(bytes)) }
+        switch NameMatch.find(q, names: names, keys: keys) {
+        case .one(let i): return threads[i]
+        case .ambiguous(let n): throw StoreError.ambiguousThread(q, count: n)
+        case .none: break
+        }
+        if q.count >= 12, q.count <= 64, let bytes = bytesFromHex(q.count % 2 == 0 ? q : String(q.dropLast())) {
+            return .direct(KeyPrefix(bytes))
         }
         throw StoreError.unknownThread(query)
     }

@@ -43,6 +43,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case invalidArgument(String)
     /// No conversation matches a name.
     case unknownThread(String)
+    /// Several contacts match a name (how many).
+    case ambiguousThread(String, count: Int)
     /// The store was closed.
     case closed
 
@@ -69,6 +71,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
             return "invalid argument: \(what)"
         case let .unknownThread(name):
             return "no contact or channel named \"\(name)\" in the store"
+        case let .ambiguousThread(name, count):
+            return "\"\(name)\" matches \(count) contacts: give the whole name or more hex digits of the key"
         case .closed:
             return "the store is closed"
         }

@@ -350,3 +350,16 @@ import Testing
         }
     }
 }
+
+@Suite struct ResolveThreadRuleTests {
+    @Test func ambiguousNamesAreReportedNotGuessed() throws {
+        let dir = TempDir()
+        let s = try RadioStore(directory: dir.radio)
+        defer { s.close() }
+        try s.saveContacts([StoredContact(publicKey: [0x10] + [UInt8](repeating: 1, count: 31), name: "Ann"),
+                            StoredContact(publicKey: [0x20] + [UInt8](repeating: 2, count: 31), name: "ann")])
+        #expect(try s.resolveThread("Ann") == .direct(KeyPrefix([0x10] + [UInt8](repeating: 1, count: 5))))
+        #expect(throws: StoreError.ambiguousThread("ANN", count: 2)) { try s.resolveThread("ANN") }
+        #expect(try s.resolveThread("2002") == .direct(KeyPrefix([0x20] + [UInt8](repeating: 2, count: 5))))
+    }
+}

@@ -116,7 +116,9 @@ struct HistoryCommand: ParsableCommand {
         try runReporting {
             let s = try store.open()
             let key: ThreadKey
-            do { key = try s.resolveThread(thread) } catch {
+            do { key = try s.resolveThread(thread) } catch StoreError.ambiguousThread(_, let n) {
+                throw ExitFailure(code: 2, message: "\"\(thread)\" matches \(n) contacts: give the whole name or more hex digits of the key.")
+            } catch {
                 throw ExitFailure(code: 6, message: "no contact or channel matches \"\(thread)\" in the store.")
             }
             let ms: [StoredMessage]

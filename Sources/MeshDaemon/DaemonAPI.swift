@@ -282,6 +282,7 @@ extension Daemon {
             let step = tunnelQueue.next(for: client) { after in
                 // A read error ends the round; the cursor then moves only past what was handed over.
                 found = (try? store.messages(after: after, limit: 1, incomingOnly: true))?.first
+                reportReadDamage()
                 return found?.id
             }
             switch step {

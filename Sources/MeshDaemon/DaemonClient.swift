@@ -8,8 +8,11 @@ public enum DaemonRegistry {
     /// `$XDG_RUNTIME_DIR/pocketmesh`; without it (cron, su, system units) the login session's
     /// `/run/user/$UID/pocketmesh` when that folder is this user's and private, else
     /// `/tmp/pocketmesh-$UID`. Only a path: `RuntimeDirectory` decides whether it can be trusted.
+    /// An `XDG_RUNTIME_DIR` that belongs to someone else (left set by `su`) is passed over.
     public static func runtimeDirectory(environment: [String: String]) -> String {
-        if let xdg = environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/"), access(xdg, W_OK | X_OK) == 0 {
+        var st = stat()
+        if let xdg = environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/"), access(xdg, W_OK | X_OK) == 0,
+           stat(xdg, &st) == 0, st.st_uid == geteuid() {
             return xdg + "/pocketmesh"
         }
         let session = "/run/user/\(getuid())"

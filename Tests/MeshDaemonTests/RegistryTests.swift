@@ -70,6 +70,16 @@ import Testing
         }
     }
 
+    /// `su` leaves the other user's XDG_RUNTIME_DIR set: it is passed over, not used.
+    @Test func anXdgRuntimeDirOfAnotherUserIsPassedOver() throws {
+        let xdg = temporaryDirectory("pm-run")
+        defer { removeTree(xdg) }
+        #expect(DaemonRegistry.runtimeDirectory(environment: ["XDG_RUNTIME_DIR": xdg]) == xdg + "/pocketmesh")
+        #expect(chown(xdg, 4242, 4242) == 0)
+        let fallback = DaemonRegistry.runtimeDirectory(environment: ["XDG_RUNTIME_DIR": xdg])
+        #expect(fallback == "/tmp/pocketmesh-\(getuid())" || fallback == "/run/user/\(getuid())/pocketmesh")
+    }
+
     @Test func createsAPrivateRuntimeDirectoryAndTrustsOnlyItsOwnSockets() throws {
         let xdg = temporaryDirectory("pm-run")
         defer { removeTree(xdg) }

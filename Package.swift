@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
-//   pocketmesh (cmd) -> MeshDaemon -> MeshSession, MeshStore; MeshSession, MeshSim -> MeshLink, MeshAir, MeshCompanion
+//   pocketmesh (cmd) -> MeshDaemon -> MeshSession, MeshStore; MeshSession, MeshSim -> MeshLink, MeshAir;
+//   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only)
 let package = Package(
     name: "pocketmesh",
     products: [
@@ -22,6 +23,7 @@ let package = Package(
         .target(name: "MeshCompanion"),
         // On-air packets and their crypto.
         .target(name: "MeshAir", dependencies: [
+            "MeshCompanion",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CryptoExtras", package: "swift-crypto"),
         ]),

@@ -37,10 +37,7 @@ public struct RadioSelf: Hashable, Sendable {
 
     /// Decodes a SELF_INFO frame (code byte first); nil for anything else.
     public init?(frame: [UInt8]) {
-        guard let v = frame.withUnsafeBytes({ b -> RadioSelf? in
-            if case .selfInfo(let s)? = try? CompanionFrame.decode(b) { return RadioSelf(s) }
-            return nil
-        }) else { return nil }
+        guard let v = CompanionFrame.owned(frame, { if case .selfInfo(let s) = $0 { return RadioSelf(s) }; return nil }) else { return nil }
         self = v
     }
 }
@@ -71,10 +68,14 @@ public struct RadioDevice: Hashable, Sendable {
 
     /// Decodes a DEVICE_INFO frame (code byte first); nil for anything else.
     public init?(frame: [UInt8]) {
-        guard let v = frame.withUnsafeBytes({ b -> RadioDevice? in
-            if case .deviceInfo(let d)? = try? CompanionFrame.decode(b) { return RadioDevice(d) }
-            return nil
-        }) else { return nil }
+        guard let v = CompanionFrame.owned(frame, { if case .deviceInfo(let d) = $0 { return RadioDevice(d) }; return nil }) else { return nil }
         self = v
+    }
+}
+
+extension CompanionFrame {
+    /// Decodes `frame` and lets `pick` make an owned value of it while the views are valid.
+    public static func owned<T>(_ frame: [UInt8], _ pick: (CompanionFrame) -> T?) -> T? {
+        frame.withUnsafeBytes { b in (try? CompanionFrame.decode(b)).flatMap(pick) }
     }
 }

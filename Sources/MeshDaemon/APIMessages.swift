@@ -55,6 +55,9 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case hooksDrop = "hooks_drop"      // id: forget a given-up message (its hook does not run again)
     case subscribe     // -> {"subscribed":true}, then event lines
     case tunnel        // -> {"tunnel":true,...}; then the connection carries companion frames (see APIServer)
+    /// Any operation of the command line (`Request.apiOps`, e.g. `contacts_remove`, `set`, `login`):
+    /// run by a worker through the daemon's own tunnel; the result has the fields of `--json`.
+    case operation
 }
 
 /// A parsed request. `id` is echoed in the response; `args` is the whole request object.
@@ -62,11 +65,14 @@ public struct DaemonRequest: Sendable {
     public var id: Int64
     public var op: DaemonOp
     public var args: JSON
+    /// The op as the client named it (for `.operation`, the command path, e.g. `contacts_remove`).
+    public var name: String { args["op"]?.string ?? op.rawValue }
 
     public init(id: Int64, op: DaemonOp, args: JSON = .object([])) {
         self.id = id
         self.op = op
-        var pairs: [(String, JSON)] = [("id", .int(id)), ("op", .string(op.rawValue))]
+        let name = op == .operation ? (args["op"]?.string ?? op.rawValue) : op.rawValue
+        var pairs: [(String, JSON)] = [("id", .int(id)), ("op", .string(name))]
         if case .object(let extra) = args {
             for (k, v) in extra where k != "id" && k != "op" { pairs.append((k, v)) }
         }
@@ -104,8 +110,10 @@ public struct DaemonRequest: Sendable {
         guard let opName = value["op"]?.string else {
             return .failure(ParseFailure(id, DaemonError(.usage, "request has no \"op\" string")))
         }
-        guard let op = DaemonOp(rawValue: opName) else {
-            let known = DaemonOp.allCases.map(\.rawValue).joined(separator: ", ")
+        // `status` with a node's name is the command line's `status NAME`, not the daemon's status.
+        let native = opName == "status" && value["name"] != nil ? nil : DaemonOp(rawValue: opName)
+        guard let op = native ?? (Request.apiOps.contains(opName) ? .operation : nil), op != .operation || opName != "operation" else {
+            let known = (DaemonOp.allCases.filter { $0 != .operation }.map(\.rawValue) + Request.apiOps.sorted()).joined(separator: ", ")
             return .failure(ParseFailure(id, DaemonError(.unsupported, "unknown op \"\(opName)\" (known: \(known))")))
         }
         return .success(DaemonRequest(id: id, op: op, args: value))

@@ -23,6 +23,13 @@ public final class Daemon {
         /// The wrapper hooks run under (`[self-exe, "daemon", "hook-exec"]`); nil runs them directly.
         public var hookWrapper: [String]? = nil
         public var hookConcurrency = 2
+        /// The worker that runs command-line operations for API clients
+        /// (`[self-exe, "daemon", "op-exec"]`); nil: those ops are not offered.
+        public var operationWorker: [String]? = nil
+        /// Workers running at once; further requests are refused as busy.
+        public var operationConcurrency = 4
+        /// A worker still running after this long is killed and its client told so.
+        public var operationTimeoutMS: UInt64 = 120_000
         public var hookTimeoutMS: UInt64 = 30_000
         /// Runs of one message's hook before it is given up.
         public var hookMaxAttempts = 10
@@ -111,6 +118,8 @@ public final class Daemon {
     var tunnelTickets: [Ticket: (client: APIServer.ClientID, frame: [UInt8])] = [:]
     /// The radio's message queue as tunnel clients see it: answered from the store (TunnelQueue.swift).
     var tunnelQueue = TunnelQueue(cursor: 0)
+    /// Command-line operations running for API clients, by their output pipe (DaemonOperations.swift).
+    var operations: [Int32: OperationRun] = [:]
     /// ACK tags of direct messages sent through a tunnel, to mark them acked in the store.
     var tunnelAckTags: [(tag: UInt32, id: UInt64)] = []
 
@@ -175,6 +184,7 @@ public final class Daemon {
             }
             if let h = hotplug { fds.append(pollfd(fd: h.fd, events: Int16(POLLIN), revents: 0)) }
             api.pollDescriptors(into: &fds)
+            operationDescriptors(into: &fds)
             let wait: Int32 = deadline.map { $0 > now ? Int32(clamping: $0 - now) : 0 } ?? 60_000
             let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
             if n <= 0 { continue }
@@ -185,6 +195,8 @@ public final class Daemon {
                     linkReady(p.revents)
                 } else if let h = hotplug, p.fd == h.fd {
                     hotplugReady(now: monotonicNow())
+                } else if operations[p.fd] != nil {
+                    operationReady(p.fd)
                 } else {
                     api.handle(p)
                 }
@@ -295,6 +307,7 @@ public final class Daemon {
         }
         if let h = hooks { soon(h.tick(now: now)) }
         soon(api.tick(now: now))
+        if !operations.isEmpty { soon(operationTimers(now: now)) }
         soon(notify.tick(now: now))
         return next
     }
@@ -306,6 +319,7 @@ public final class Daemon {
         isShutDown = true
         notify.stopping()
         hooks?.detachAll()
+        stopOperations()
         if let s = session { s.close() }
         session = nil
         link?.close()

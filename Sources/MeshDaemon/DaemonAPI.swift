@@ -185,6 +185,10 @@ extension Daemon {
 
         case .subscribe, .tunnel:
             return DaemonResponse(id: req.id, ok: [])  // handled by the server
+
+        case .operation:
+            try startOperation(req, client, now: now)
+            return nil  // answered when the worker is done
         }
     }
 

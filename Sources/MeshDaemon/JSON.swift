@@ -42,6 +42,19 @@ public enum JSON: Equatable, Sendable {
         }
     }
 
+    /// The same as an operation-layer `Value` (integers stay integers).
+    public var value: MeshSession.Value {
+        switch self {
+        case .null: return .null
+        case .bool(let b): return .bool(b)
+        case .int(let i): return .integer(i)
+        case .double(let d): return .double(d)
+        case .string(let s): return .string(s)
+        case .array(let a): return .array(a.map(\.value))
+        case .object(let f): return .object(f.map { MeshSession.Value.Field($0.0, $0.1.value) })
+        }
+    }
+
     public subscript(key: String) -> JSON? {
         guard case .object(let pairs) = self else { return nil }
         for (k, v) in pairs where k == key { return v }

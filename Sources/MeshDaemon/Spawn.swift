@@ -3,9 +3,10 @@ import Glibc
 /// Starts programs with `posix_spawnp`: an argv array, never a shell string.
 public enum Spawn {
     /// Starts `argv` with `environment`, stdin from `stdinFD` (or /dev/null when -1), stdout and
-    /// stderr to `outputFD` (or this process's stderr when -1). The child gets its own process group
-    /// (so a timeout can signal the group), an empty signal mask and default dispositions.
-    public static func start(argv: [String], environment: [String], stdinFD: Int32, outputFD: Int32 = -1,
+    /// stderr to this process's stderr. The child gets its own process group (so a timeout can
+    /// signal the group), an empty signal mask and default dispositions.
+    /// With `stdoutFD` ≥ 0, stdout goes there instead; with `outputFD` ≥ 0, stdout and stderr both.
+    public static func start(argv: [String], environment: [String], stdinFD: Int32, stdoutFD: Int32 = -1, outputFD: Int32 = -1,
                              newProcessGroup: Bool = true) throws(SystemError) -> pid_t {
         guard let program = argv.first, !program.isEmpty else { throw SystemError("posix_spawn", "(empty command)", errno: EINVAL) }
         var actions = posix_spawn_file_actions_t()
@@ -20,7 +21,7 @@ public enum Spawn {
             posix_spawn_file_actions_adddup2(&actions, outputFD, 1)
             posix_spawn_file_actions_adddup2(&actions, outputFD, 2)
         } else {
-            posix_spawn_file_actions_adddup2(&actions, 2, 1)
+            posix_spawn_file_actions_adddup2(&actions, stdoutFD >= 0 ? stdoutFD : 2, 1)
         }
 
         var attr = posix_spawnattr_t()

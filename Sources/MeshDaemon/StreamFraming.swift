@@ -40,28 +40,8 @@ public struct StreamDeframer {
     }
 }
 
-/// Lowercase hex of bytes.
-func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
-    return String(decoding: out, as: UTF8.self)
-}
+/// Lowercase hex of bytes (MeshCompanion's codec, the project's one).
+func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 { HexCodec.encode(Array(bytes)) }
 
-/// Bytes from hex (either case); nil on anything else or an odd count.
-func bytesFromHex(_ s: String) -> [UInt8]? {
-    var out: [UInt8] = []
-    var high: UInt8? = nil
-    for u in s.utf8 {
-        let v: UInt8
-        switch u {
-        case 48...57: v = u - 48
-        case 97...102: v = u - 87
-        case 65...70: v = u - 55
-        default: return nil
-        }
-        if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
-    }
-    return high == nil ? out : nil
-}
+/// Bytes of hex digits (MeshCompanion's codec); nil on anything else or an odd count.
+func bytesFromHex(_ s: String) -> [UInt8]? { HexCodec.decode(s) }

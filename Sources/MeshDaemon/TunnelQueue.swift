@@ -35,8 +35,10 @@ public struct TunnelQueue {
     private var position: [Client: UInt64] = [:]
     /// Repeater CLI commands (txt_type 1) sent through a tunnel: the sender's key prefix → the client.
     private var cliWaiters: [[UInt8]: Client] = [:]
-    /// CLI replies owed to one client, handed out before the store's messages.
+    /// CLI replies owed to one client, handed out before the store's messages, in a round of their
+    /// own: the command that asked gets its reply, not the backlog since the last `sync`.
     private var owed: [Client: [[UInt8]]] = [:]
+    private var inOwedRound: Set<Client> = []
 
     public init(cursor: UInt64) { self.cursor = cursor }
 
@@ -46,8 +48,10 @@ public struct TunnelQueue {
         if var o = owed[client], !o.isEmpty {
             let f = o.removeFirst()
             owed[client] = o.isEmpty ? nil : o
+            if position[client] == nil { inOwedRound.insert(client) }
             return .frame(f)
         }
+        if inOwedRound.remove(client) != nil { return .noMore(commit: nil) }
         let at = position[client] ?? cursor
         if let id = firstAfter(at) {
             position[client] = id
@@ -63,6 +67,7 @@ public struct TunnelQueue {
     public mutating func disconnected(_ client: Client) {
         position[client] = nil
         owed[client] = nil
+        inOwedRound.remove(client)
         cliWaiters = cliWaiters.filter { $0.value != client }
     }
 

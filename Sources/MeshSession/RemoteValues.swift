@@ -26,15 +26,25 @@ extension Executor {
 
     func telemetryValue(_ f: [UInt8], name: String?) -> Value {
         var records: [Value] = []
+        var undecoded: [UInt8] = []
         f.withUnsafeBytes { b in
             guard case .telemetryResponse(let t)? = try? CompanionFrame.decode(b) else { return }
             var reader = t.lpp
-            while let r = try? reader.next() { records.append(Executor.lppValue(r)) }
+            while true {
+                do {
+                    guard let r = try reader.next() else { break }
+                    records.append(Executor.lppValue(r))
+                } catch {
+                    undecoded = Array(reader.remainder)  // an unknown type: its size, so the rest, is unknown
+                    break
+                }
+            }
         }
         var fields: [Value.Field] = []
         if let name { fields.append(.init("name", .string(name))) }
         fields.append(.init("lpp", .hex(f.dropFirst(8))))
         fields.append(.init("records", .array(records)))
+        if !undecoded.isEmpty { fields.append(.init("undecoded", .hex(undecoded))) }
         return .object(fields)
     }
 

@@ -1,3 +1,4 @@
+import MeshCompanion
 /// A result as plain data: what a request against a radio returns, printable as text or JSON and
 /// Codable, so a daemon can carry it over its socket unchanged.
 public indirect enum Value: Sendable, Equatable, Codable {
@@ -149,34 +150,12 @@ public indirect enum Value: Sendable, Equatable, Codable {
     }
 }
 
-/// Lowercase hex without Foundation.
+/// Hex for the command line's values: MeshCompanion's codec (the project's one).
 public enum Hex {
-    static let digits: [Character] = Array("0123456789abcdef")
+    public static func digit(_ v: UInt8) -> String { String(HexCodec.encode([v & 15]).dropFirst()) }
 
-    public static func digit(_ v: UInt8) -> String { String(digits[Int(v & 15)]) }
-
-    public static func encode<C: Collection<UInt8>>(_ bytes: C) -> String {
-        var s = ""
-        s.reserveCapacity(bytes.count * 2)
-        for b in bytes { s.append(digits[Int(b >> 4)]); s.append(digits[Int(b & 15)]) }
-        return s
-    }
+    public static func encode<C: Collection<UInt8>>(_ bytes: C) -> String { HexCodec.encode(Array(bytes)) }
 
     /// Decodes hex (either case, optional spaces or colons); nil on anything else or an odd count.
-    public static func decode(_ text: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var high: UInt8? = nil
-        for u in text.utf8 {
-            let v: UInt8
-            switch u {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = u - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = u - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = u - UInt8(ascii: "A") + 10
-            case UInt8(ascii: " "), UInt8(ascii: ":"): continue
-            default: return nil
-            }
-            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
-        }
-        return high == nil ? out : nil
-    }
+    public static func decode(_ text: String) -> [UInt8]? { HexCodec.decode(text) }
 }

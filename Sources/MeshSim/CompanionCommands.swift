@@ -314,7 +314,7 @@ extension CompanionNode {
         let payload = datagram(to: ak, secret: s, plaintext: pt)
         let ack = txtType == 0 ? TextAck.code(timestamp: ts, txtType: 0, attempt: attempt & 3, text: text, sender: publicKey).value : 0
         guard let (flood, est) = sendToContact(c, type: .txtMsg, payload: payload) else { return err(.tableFull) }
-        if txtType == 0 { expectAck(ack) }
+        if txtType == 0 { expectAck(ack, from: c.publicKey) }
         emit(ResponseFrame.sent(SentInfo(isFlood: flood, tag: ack, estimatedTimeoutMs: est)))
     }
 

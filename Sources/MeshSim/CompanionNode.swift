@@ -53,7 +53,7 @@ public final class CompanionNode: MeshNode {
     public internal(set) var channels: [ChannelSlot]
     public internal(set) var queue: OfflineQueue
     public internal(set) var appTargetVersion: UInt8 = 0
-    struct ExpectedAck { var code: UInt32; var sentAt: UInt64 }
+    struct ExpectedAck { var code: UInt32; var sentAt: UInt64; var contact: FrameKey? = nil }
     var expectedAcks: [ExpectedAck] = []
     var nextAckSlot = 0
     enum RequestKind { case login, status, telemetry, binary, anon, pathDiscovery }
@@ -244,6 +244,7 @@ public final class CompanionNode: MeshNode {
             }
         case .response:
             handleResponse(from: key, body: pt, arrival: arrival, viaPath: nil)
+            if arrival.isFlood { retryReturnPath(to: key, arrival: arrival) }
         case .req:
             handleRequest(from: from, secret: secret, plaintext: pt, arrival: arrival, contact: sender)
         default:
@@ -300,7 +301,21 @@ public final class CompanionNode: MeshNode {
         return true
     }
 
-    override public func onAck(_ ack: [UInt8], arrival: Arrival) -> Bool { confirmAck(get32(ack, 0)) }
+    override public func onAck(_ ack: [UInt8], arrival: Arrival) -> Bool {
+        let code = get32(ack, 0)
+        let key = expectedAcks.first { $0.code == code }?.contact
+        guard confirmAck(code) else { return false }
+        if arrival.isFlood, let k = key { retryReturnPath(to: k, arrival: arrival) }
+        return true
+    }
+
+    /// `handleReturnPathRetry`: the contact still floods to us although we have a path to it, so it
+    /// may have missed our return path; send it again, direct, 3 s later.
+    func retryReturnPath(to key: FrameKey, arrival: Arrival) {
+        guard let c = contact(key: key), !c.outPathLength.isUnknown, let ak = key.airKey, let s = secret(for: ak) else { return }
+        let p = pathReturnPayload(to: ak, secret: s, path: arrival.packet.path, pathLength: arrival.packet.pathLength, extraType: nil, extra: [])
+        sendDirect(.path, payload: p, path: c.outPath, hashSize: c.outPathLength.hashSize, delay: 3000)
+    }
 
     func confirmAck(_ code: UInt32) -> Bool {
         guard let i = expectedAcks.firstIndex(where: { $0.code == code }) else { return false }
@@ -309,9 +324,9 @@ public final class CompanionNode: MeshNode {
         return true
     }
 
-    func expectAck(_ code: UInt32) {
+    func expectAck(_ code: UInt32, from contact: FrameKey? = nil) {
         if expectedAcks.count >= 8 { expectedAcks.removeFirst() } // 8-entry circular table
-        expectedAcks.append(ExpectedAck(code: code, sentAt: now))
+        expectedAcks.append(ExpectedAck(code: code, sentAt: now, contact: contact))
     }
 
     /// Response bodies: `tag u32` echo + data (login replies carry the server clock instead).

@@ -1,3 +1,4 @@
+import MeshCompanion
 // Little-endian integer access over raw bytes, and small byte helpers.
 
 extension UnsafeRawBufferPointer {
@@ -28,31 +29,11 @@ extension Array where Element == UInt8 {
     }
 }
 
-/// Lower-case hex of bytes.
-func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-    let digits: [UInt8] = Array("0123456789abcdef".utf8)
-    var out = [UInt8]()
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
-    return String(decoding: out, as: UTF8.self)
-}
+/// Lowercase hex of bytes (MeshCompanion's codec, the project's one).
+func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 { HexCodec.encode(Array(bytes)) }
 
-/// Bytes of a hex string, or nil if it is not hex of even length.
-func bytesFromHex(_ s: String) -> [UInt8]? {
-    var out = [UInt8]()
-    var hi: UInt8? = nil
-    for c in s.utf8 {
-        let v: UInt8
-        switch c {
-        case 48...57: v = c - 48
-        case 97...102: v = c - 87
-        case 65...70: v = c - 55
-        default: return nil
-        }
-        if let h = hi { out.append(h << 4 | v); hi = nil } else { hi = v }
-    }
-    return hi == nil ? out : nil
-}
+/// Bytes of hex digits (MeshCompanion's codec); nil on anything else or an odd count.
+func bytesFromHex(_ s: String) -> [UInt8]? { HexCodec.decode(s) }
 
 /// Bytes up to the first NUL.
 func untilNul(_ bytes: [UInt8]) -> [UInt8] {

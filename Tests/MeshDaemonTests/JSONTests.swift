@@ -1,5 +1,6 @@
 import Testing
 @testable import MeshDaemon
+import MeshSession
 
 @Suite struct JSONTests {
     @Test func roundTrip() throws {
@@ -59,5 +60,44 @@ import Testing
         #expect(Spawn.splitCommand("echo $HOME;rm") == ["echo", "$HOME;rm"])
         #expect(Spawn.splitCommand("'open") == nil)
         #expect(Spawn.splitCommand("x ''") == ["x", ""])
+    }
+}
+
+@Suite struct OperationRequestTests {
+    func parse(_ s: String) -> Result<DaemonRequest, DaemonRequest.ParseFailure> {
+        Array(s.utf8).withUnsafeBytes { DaemonRequest.parse(line: $0) }
+    }
+
+    @Test func commandPathsAreOperations() throws {
+        let r = try parse(#"{"id":3,"op":"contacts_remove","name":"bob"}"#).get()
+        #expect(r.op == .operation && r.name == "contacts_remove" && r.args["name"]?.string == "bob")
+        #expect(r.args["op"]?.string == "contacts_remove")
+        // `status` is the daemon's own, unless it names a node.
+        #expect(try parse(#"{"id":1,"op":"status"}"#).get().op == .status)
+        let s = try parse(#"{"id":1,"op":"status","name":"rpt"}"#).get()
+        #expect(s.op == .operation && s.name == "status")
+        // Unknown names, and the internal name itself, are refused.
+        for bad in [#"{"id":2,"op":"contacts_frob"}"#, #"{"id":2,"op":"operation"}"#] {
+            guard case .failure(let f) = parse(bad) else { Issue.record("accepted \(bad)"); continue }
+            #expect(f.error.code == .unsupported && f.id == 2)
+        }
+    }
+
+    @Test func fieldsBecomeTheCommandsRequest() throws {
+        #expect(try Request(apiOp: "contacts_add", fields: ["public_key": .string("ab"), "name": .string("n"), "type": .string("room")])
+                == .contactAdd(publicKey: "ab", name: "n", type: 3, path: nil))
+        #expect(try Request(apiOp: "set", fields: ["setting": .string("coords"), "values": .array([.double(45.5), .integer(-75)])])
+                == .set("coords", ["45.5", "-75"]))
+        #expect(try Request(apiOp: "channel_set", fields: ["index": .integer(2), "name": .string("#hike"), "hashtag": .bool(true)])
+                == .channelSet(index: 2, name: "#hike", secret: nil, hashtag: true))
+        #expect(throws: ClientError.self) { try Request(apiOp: "login", fields: ["name": .string("r")]) }
+        #expect(throws: ClientError.self) { try Request(apiOp: "factory_reset", fields: [:]) }
+        #expect(throws: ClientError.self) { try Request(apiOp: "contacts_add", fields: ["public_key": .string("ab"), "name": .string("n"), "type": .string("boat")]) }
+        // Every op in the table is one the initializer knows.
+        for op in Request.apiOps {
+            do { _ = try Request(apiOp: op, fields: [:]) } catch {
+                #expect(!"\(error)".contains("unknown operation"), "\(op)")
+            }
+        }
     }
 }

@@ -34,9 +34,11 @@ import Testing
         #expect(q.routeCLIReply(from: other, frame: [0x10, 1]) == nil, "a reply nobody waits for is stored as usual")
         #expect(q.routeCLIReply(from: rpt, frame: [0x10, 2]) == 7)
         #expect(q.routeCLIReply(from: rpt, frame: [0x10, 3]) == nil, "one reply per command")
-        // Client 8 does not get it; client 7 gets it first, then the store's messages.
+        // Client 8 does not get it; client 7 gets it in a round of its own (not the store's backlog),
+        // and the store's messages in its next round.
         #expect(q.next(for: 8, firstAfter: Self.firstAfter([5])) == .message(id: 5))
         #expect(q.next(for: 7, firstAfter: Self.firstAfter([5])) == .frame([0x10, 2]))
+        #expect(q.next(for: 7, firstAfter: Self.firstAfter([5])) == .noMore(commit: nil))
         #expect(q.next(for: 7, firstAfter: Self.firstAfter([5])) == .message(id: 5))
         // A client gone before its reply: the reply is stored like any message.
         q.expectCLIReply(from: rpt, to: 9)

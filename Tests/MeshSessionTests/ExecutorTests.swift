@@ -125,7 +125,9 @@ import Testing
         defer { close(radio, peer) }
         let code = CommandFrame.sendTelemetryRequest(nil).bytes[0]
         // voltage 4.15 V and temperature 21.5 °C on channel 1, a GPS fix on channel 2.
-        let lpp: [UInt8] = [1, 116, 0x01, 0x9F, 1, 103, 0x00, 0xD7, 2, 136, 0x07, 0xEF, 0x40, 0xFF, 0xC5, 0x68, 0x00, 0x03, 0xE8]
+        // Then a type this version does not know (0xF0): the rest is kept, not dropped.
+        let lpp: [UInt8] = [1, 116, 0x01, 0x9F, 1, 103, 0x00, 0xD7, 2, 136, 0x07, 0xEF, 0x40, 0xFF, 0xC5, 0x68, 0x00, 0x03, 0xE8,
+                            3, 0xF0, 1, 2, 3]
         peer.answers[code] = [[0x8B, 0] + Array(keyA.prefix(6)) + lpp]
         let v = try exec.execute(.telemetry(nil)).value
         guard case .array(let records)? = v["records"] else { Issue.record("no records: \(v)"); return }
@@ -134,6 +136,7 @@ import Testing
         #expect(records.first?["value"] == .double(4.15))
         #expect(records.first?["unit"] == .string("V"))
         #expect(records.last?["latitude"] == .double(52))
+        #expect(v["undecoded"] == .hex([3, 0xF0, 1, 2, 3]))
         for r in records {
             #expect(!r.json.contains("LPP") && !r.json.contains("MeshCompanion"), "debug text: \(r.json)")
         }

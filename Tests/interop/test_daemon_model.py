@@ -136,3 +136,53 @@ def test_contacts_op_has_the_fields_of_contacts_json(hub):
     assert set(api) <= set(cli)
     for key, c in api.items():
         assert c == cli[key], key
+
+
+@pytest.mark.parametrize("op,fields,argv", [
+    ("get", {"setting": "name"}, ["get", "name"]),
+    ("get", {}, ["get"]),
+    ("battery", {}, ["battery"]),
+    ("stats", {"type": "packets"}, ["stats", "packets"]),
+    ("channel_list", {}, ["channel", "list"]),
+    ("telemetry", {}, ["telemetry"]),
+])
+def test_every_command_is_an_api_op_with_the_fields_of_its_json(hub, op, fields, argv):
+    sim, d, tcp, tmp = hub
+    cli = pm(tmp, *argv, *tcp, "--json")
+    assert cli.returncode == 0, cli.stderr
+    expected = json.loads(cli.stdout)
+    r = d.call({"id": 41, "op": op, **fields}, timeout=30)
+    assert r["id"] == 41 and r["ok"] is True, r
+    got = {k: v for k, v in r.items() if k not in ("id", "ok")}
+    if not isinstance(expected, dict):
+        got = got["result"]
+    if op == "stats":  # counters move between the two reads
+        assert set(got[fields["type"]]) == set(expected[fields["type"]])
+    else:
+        assert got == expected
+
+
+def test_api_ops_change_what_the_command_line_reads_and_fail_like_it(hub):
+    sim, d, tcp, tmp = hub
+    r = d.call({"id": 1, "op": "set", "setting": "name", "values": ["via-api"]}, timeout=30)
+    assert r["ok"] is True, r
+    assert get(tmp, tcp, "name") == "via-api"
+    r = d.call({"id": 2, "op": "set", "setting": "coords", "values": [45.5, -75.7]}, timeout=30)
+    assert r["ok"] is True, r
+    info = json.loads(pm(tmp, "info", *tcp, "--json").stdout)
+    assert (info["latitude"], info["longitude"]) == (45.5, -75.7)
+    # Errors carry the command line's exit code for the same failure.
+    for req, argv in [({"op": "contacts_remove", "name": "nobody-here"}, ["contacts", "remove", "nobody-here"]),
+                      ({"op": "get", "setting": "bogus"}, ["get", "bogus"]),
+                      ({"op": "status", "name": "nobody-here"}, ["status", "nobody-here"])]:
+        r = d.call({"id": 3, **req}, timeout=30)
+        c = pm(tmp, *argv, *tcp)
+        assert r["ok"] is False and r["error"]["exit"] == c.returncode != 0, (req, r, c.stderr)
+    # Bad requests: one sentence, exit 2, nothing sent.
+    r = d.call({"id": 4, "op": "factory_reset"}, timeout=30)
+    assert r["error"]["exit"] == 2 and "yes_erase_everything" in r["error"]["message"]
+    r = d.call({"id": 5, "op": "contacts_add", "name": "x"}, timeout=30)
+    assert r["error"]["exit"] == 2 and "public_key" in r["error"]["message"]
+    assert get(tmp, tcp, "name") == "via-api"
+    # The daemon's own status op is still there.
+    assert d.call({"id": 6, "op": "status"})["state"] == "ready"

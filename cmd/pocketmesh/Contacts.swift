@@ -41,16 +41,7 @@ struct Contacts: ParsableCommand {
         @Option(help: "chat, repeater, room or sensor (default: chat, or what the radio has for a known contact).") var type: String?
         @Option(help: "Out path as hex hop hashes; empty: send flood (default: unknown, or the known contact's path).") var path: String?
         func request() throws(ClientError) -> Request {
-            let t: UInt8?
-            switch type {
-            case nil: t = nil
-            case "chat": t = 1
-            case "repeater": t = 2
-            case "room": t = 3
-            case "sensor": t = 4
-            default: throw .usage("--type must be chat, repeater, room or sensor.")
-            }
-            return .contactAdd(publicKey: publicKey, name: name, type: t, path: path)
+            return .contactAdd(publicKey: publicKey, name: name, type: try Request.contactType(type), path: path)
         }
     }
 

@@ -24,7 +24,7 @@ struct DaemonCommand: ParsableCommand {
             systemd: with NOTIFY_SOCKET set it sends READY=1 after the first handshake and sync, STATUS= lines, \
             and WATCHDOG=1 at half of WatchdogSec. See contrib/pocketmesh.service.
             """,
-        subcommands: [HookExecCommand.self]
+        subcommands: [HookExecCommand.self, OpExecCommand.self]
     )
 
     @OptionGroup var radio: RadioLinkOptions
@@ -100,6 +100,7 @@ struct DaemonCommand: ParsableCommand {
             config.hook = Spawn.splitCommand(cmd)
             config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]
         }
+        config.operationWorker = [selfExecutable(), "daemon", "op-exec"]
         let daemon: Daemon
         do {
             daemon = try Daemon(config: config)

@@ -32,8 +32,12 @@ struct Telemetry: RadioCommand {
     func text(_ v: Value) -> String {
         guard case .array(let records)? = v["records"] else { return v.text() }
         let head = v["name"]?.stringValue.map { "telemetry of \($0):" } ?? "telemetry of this radio:"
-        if records.isEmpty { return head + " no records (raw LPP: \(v["lpp"]?.stringValue ?? ""))" }
-        return ([head] + records.map { "  " + ($0["text"]?.stringValue ?? $0.text()) }).joined(separator: "\n")
+        var lines = [head] + records.map { "  " + ($0["text"]?.stringValue ?? $0.text()) }
+        if records.isEmpty { lines = [head + " no records (raw LPP: \(v["lpp"]?.stringValue ?? ""))"] }
+        if let rest = v["undecoded"]?.stringValue {
+            lines.append("  not decoded (an LPP type this version does not know): \(rest)")
+        }
+        return lines.joined(separator: "\n")
     }
 }
 

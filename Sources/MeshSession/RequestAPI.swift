@@ -1,0 +1,111 @@
+/// The local API's name for each operation of the command line: its command path joined with
+/// "_" (`contacts remove` is `contacts_remove`), with its arguments as named fields named after the
+/// command's own (`{"op":"contacts_remove","name":"alice"}`). One table, used by the daemon to
+/// run any command-line operation for an API client, with the result fields of `--json`.
+extension Request {
+    /// Every operation reachable this way. (`info`, `contacts`, `send`, `channel_send`, `advert`,
+    /// `sync` and the daemon's `status` are answered by the daemon itself, with the same fields.)
+    public static let apiOps: Set<String> = [
+        "contacts_show", "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_share",
+        "contacts_export", "contacts_import", "contacts_path", "contacts_discover_path",
+        "channel_list", "channel_set", "channel_remove",
+        "time_get", "time_sync", "get", "set", "battery", "stats",
+        "login", "logout", "status", "telemetry", "neighbours", "acl", "cmd", "trace", "sign",
+        "key_export", "key_import", "reboot", "factory_reset", "raw",
+    ]
+
+    /// The request an API op names, from the request's fields.
+    public init(apiOp op: String, fields f: [String: Value]) throws(ClientError) {
+        func string(_ key: String) throws(ClientError) -> String {
+            guard let v = f[key] else { throw .usage("\(op): missing \"\(key)\".") }
+            switch v {
+            case .string(let s): return s
+            case .integer(let i): return String(i)
+            default: throw .usage("\(op): \"\(key)\" must be a string.")
+            }
+        }
+        func optional(_ key: String) throws(ClientError) -> String? {
+            guard let v = f[key], v != .null else { return nil }
+            return try string(key)
+        }
+        func flag(_ key: String) throws(ClientError) -> Bool {
+            guard let v = f[key], v != .null else { return false }
+            guard case .bool(let b) = v else { throw .usage("\(op): \"\(key)\" must be true or false.") }
+            return b
+        }
+        switch op {
+        case "contacts_show": self = .contactShow(try string("name"))
+        case "contacts_add":
+            self = .contactAdd(publicKey: try string("public_key"), name: try string("name"),
+                               type: try Request.contactType(try optional("type")), path: try optional("path"))
+        case "contacts_remove": self = .contactRemove(try string("name"))
+        case "contacts_reset_path": self = .contactResetPath(try string("name"))
+        case "contacts_share": self = .contactShare(try string("name"))
+        case "contacts_export": self = .contactExport(try optional("name"))
+        case "contacts_import": self = .contactImport(try string("advert"))
+        case "contacts_path": self = .contactPath(try string("name"))
+        case "contacts_discover_path": self = .contactDiscoverPath(try string("name"))
+        case "channel_list": self = .channels
+        case "channel_set":
+            guard let i = f["index"]?.intValue, let index = Int(exactly: i) else { throw .usage("\(op): \"index\" must be a slot number.") }
+            self = .channelSet(index: index, name: try string("name"), secret: try optional("secret"), hashtag: try flag("hashtag"))
+        case "channel_remove": self = .channelRemove(try string("channel"))
+        case "time_get": self = .timeGet
+        case "time_sync": self = .timeSync
+        case "get": self = .get(try optional("setting"))
+        case "set":
+            let values: [String]
+            switch f["values"] {
+            case .array(let items)?:
+                var out: [String] = []
+                for v in items {
+                    switch v {
+                    case .string(let s): out.append(s)
+                    case .integer(let i): out.append(String(i))
+                    case .double(let d): out.append(Value.formatDouble(d))
+                    case .bool(let b): out.append(b ? "on" : "off")
+                    default: throw .usage("set: \"values\" must be strings or numbers.")
+                    }
+                }
+                values = out
+            case nil, .null?: values = (try optional("value")).map { [$0] } ?? []
+            default: throw .usage("set: \"values\" must be a list.")
+            }
+            self = .set(try string("setting"), values)
+        case "battery": self = .battery
+        case "stats": self = .stats(try optional("type"))
+        case "login": self = .login(try string("name"), password: try string("password"))
+        case "logout": self = .logout(try string("name"))
+        case "status": self = .status(try string("name"))
+        case "telemetry": self = .telemetry(try optional("name"))
+        case "neighbours": self = .neighbours(try string("name"))
+        case "acl": self = .acl(try string("name"))
+        case "cmd": self = .command(try string("name"), text: try string("text"))
+        case "trace": self = .trace(path: try string("path"))
+        case "sign": self = .sign(data: try string("data"))
+        case "key_export": self = .keyExport
+        case "key_import": self = .keyImport(try string("key"))
+        case "reboot": self = .reboot
+        case "factory_reset":
+            guard try flag("yes_erase_everything") else {
+                throw .usage("factory_reset erases the radio: add \"yes_erase_everything\": true to confirm.")
+            }
+            self = .factoryReset
+        case "raw": self = .raw(try string("hex"))
+        default:
+            throw .usage("unknown operation \"\(op)\".")
+        }
+    }
+
+    /// A contact type by name (`contacts add --type`); nil keeps what the radio has.
+    public static func contactType(_ name: String?) throws(ClientError) -> UInt8? {
+        switch name {
+        case nil: return nil
+        case "chat": return 1
+        case "repeater": return 2
+        case "room": return 3
+        case "sensor": return 4
+        default: throw .usage("the contact type must be chat, repeater, room or sensor.")
+        }
+    }
+}

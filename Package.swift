@@ -42,7 +42,7 @@ let package = Package(
         // Simulated radios and the air between them.
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
         // The long-running service.
-        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshStore", "MeshLink"]),
+        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshStore", "MeshLink", "CMeshLink"]),
         .executableTarget(
             name: "pocketmesh",
             dependencies: [

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <linux/netlink.h>
 
@@ -62,6 +63,8 @@ int cml_signal_restore(int signo) {
 }
 
 short cml_pollrdhup(void) { return POLLRDHUP; }
+
+int cml_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
 int cml_uevent_socket(void) {
     int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);

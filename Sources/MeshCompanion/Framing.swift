@@ -19,6 +19,15 @@ public enum LinkSide: Sendable {
 /// Bytes outside frames (line noise, the radio's rescue CLI text) are skipped; zero-length
 /// frames are ignored. Nothing is allocated after `init`.
 ///
+/// A stray header (a marker and a length with no body after it, e.g. from a write the radio cut
+/// short) must not swallow the frames after it. The decoder resynchronises, skipping the stray
+/// marker and looking again from the next byte, when
+/// - (client side) the byte after the header is itself the `'>'` marker: no frame from the radio
+///   starts with 0x3E (response codes are below 0x40 and end at 0x1C; pushes are 0x80 and above),
+///   so that is the next frame starting;
+/// - bytes arrive (`receive(_:now:_:)`) while a header has waited longer than `stallTimeoutMS` for
+///   its body: the radio writes each frame at once, so a body does not pause for a second.
+///
 ///     decoder.append(bytes)
 ///     while let frame = decoder.nextFrame() { ... }   // view valid until the next call
 public final class FrameDecoder {
@@ -35,6 +44,13 @@ public final class FrameDecoder {
     @exclusivity(unchecked) public private(set) var oversizedFrames: UInt64 = 0
     /// Frames delivered.
     @exclusivity(unchecked) public private(set) var frameCount: UInt64 = 0
+    /// Stray headers skipped (see above).
+    @exclusivity(unchecked) public private(set) var resyncs: UInt64 = 0
+    /// How long a header may wait for its body (milliseconds of the `now` given to `receive`).
+    public var stallTimeoutMS: UInt64 = 1_000
+    /// Since when the header at the head has waited for its body (nil: not waiting).
+    @exclusivity(unchecked) private var waitingSince: UInt64? = nil
+    @exclusivity(unchecked) private var clock: UInt64 = 0
 
     private let ring: UnsafeMutableRawPointer
     private let scratch: UnsafeMutableRawPointer
@@ -66,6 +82,7 @@ public final class FrameDecoder {
         head = 0
         used = 0
         discard = 0
+        waitingSince = nil
     }
 
     /// Copies as many of `bytes` as fit; returns how many were taken. Take frames out with
@@ -162,7 +179,16 @@ public final class FrameDecoder {
                 frameCount += 1
                 return take(CompanionLimits.maxFrameSize)
             }
-            if used < 3 + length { return nil }
+            if side == .client && used > 3 && byte(3) == marker {
+                // A header followed at once by the next frame's marker: stray (see the type's notes).
+                skipStrayMarker()
+                continue
+            }
+            if used < 3 + length {
+                if waitingSince == nil { waitingSince = clock }
+                return nil
+            }
+            waitingSince = nil
             advance(3)
             frameCount += 1
             return take(length)
@@ -178,6 +204,25 @@ public final class FrameDecoder {
     /// Calls `body` with every complete frame now buffered.
     public func drain(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
         while let frame = nextFrame() { try body(frame) }
+    }
+
+    private func skipStrayMarker() {
+        advance(1)
+        garbageBytes += 1
+        resyncs += 1
+        waitingSince = nil
+    }
+
+    /// Like `receive(_:_:)`, with the time (milliseconds, any monotonic clock): a header that has
+    /// waited for its body for longer than `stallTimeoutMS` when these bytes arrive is skipped as stray.
+    public func receive(_ bytes: UnsafeRawBufferPointer, now: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        let stale = waitingSince.map { now >= $0 &+ stallTimeoutMS } ?? false
+        clock = now
+        if stale, used > 0, byte(0) == marker {
+            skipStrayMarker()
+            try drain(body)
+        }
+        try receive(bytes, body)
     }
 
     /// Appends all of `bytes`, calling `body` with each complete frame as it becomes available.

@@ -50,6 +50,9 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case chats         // -> {"chats":[...]}
     case history       // thread, [limit], [before] -> {"messages":[...]}
     case outbox        // -> {"outbox":[...]}
+    case hooksFailed = "hooks_failed"  // -> {"failed":[{"id","attempts","reason","retrying","message"}...]}
+    case hooksRetry = "hooks_retry"    // id: run a given-up message's hook again
+    case hooksDrop = "hooks_drop"      // id: forget a given-up message (its hook does not run again)
     case subscribe     // -> {"subscribed":true}, then event lines
     case tunnel        // -> {"tunnel":true,...}; then the connection carries companion frames (see APIServer)
     /// Any operation of the command line (`Request.apiOps`, e.g. `contacts_remove`, `set`, `login`):

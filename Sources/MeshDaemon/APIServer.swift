@@ -10,13 +10,18 @@ import Glibc
 /// - a subscriber whose unread events exceed `maxSubscriberBacklog` is disconnected, with one log
 ///   line, rather than letting a slow reader hold up the radio (overflow policy: drop the reader,
 ///   never the event for other readers, never block).
-/// - at most `maxClients` connections; further ones are accepted and closed at once with an error line.
+/// - a client that is not subscribed, not a tunnel and waits for no reply is closed after
+///   `idleTimeoutMS` without a byte from it (a half-open or forgotten connection);
+/// - at most `maxClients` connections: when full, a new connection evicts the one idle the longest
+///   that waits for no reply (plain request clients first, then subscribers and tunnels), so a new
+///   command always gets in; only when every client waits for a reply is it refused with an error line.
 public final class APIServer {
     public struct Limits: Sendable {
         public var maxLine = 16 * 1024
         public var maxOutput = 256 * 1024
         public var maxSubscriberBacklog = 64 * 1024
         public var maxClients = 32
+        public var idleTimeoutMS: UInt64 = 30_000
         public init() {}
     }
 
@@ -34,6 +39,8 @@ public final class APIServer {
     /// Called when a client goes away (so deferred work for it can be dropped).
     public var onDisconnect: (ClientID) -> Void = { _ in }
     public var log: (String) -> Void = { _ in }
+    /// Monotonic milliseconds (tests drive it).
+    public var clock: () -> UInt64 = monotonicNow
 
     public let path: String
     public let limits: Limits
@@ -49,7 +56,11 @@ public final class APIServer {
         var readClosed = false
         var pending = 0
         var tunnel: StreamDeframer? = nil
-        init(fd: Int32) { self.fd = fd }
+        /// When the client last sent something (or connected).
+        var lastHeard: UInt64
+        init(fd: Int32, now: UInt64) { self.fd = fd; lastHeard = now }
+        /// Long-lived by design: idle input is normal for them.
+        var streaming: Bool { subscribed || tunnel != nil }
         var unsent: Int { output.count - outputStart }
     }
 
@@ -89,6 +100,31 @@ public final class APIServer {
         }
     }
 
+    // MARK: timers
+
+    /// Closes idle request clients; returns when it next needs to be called.
+    public func tick(now: UInt64) -> UInt64? {
+        var next: UInt64? = nil
+        for (id, c) in clients where !c.streaming && c.pending == 0 {
+            let due = c.lastHeard + limits.idleTimeoutMS
+            if now >= due {
+                drop(id, reason: "idle for \((now - c.lastHeard) / 1000) s without a request; disconnected")
+            } else {
+                next = min(next ?? due, due)
+            }
+        }
+        return next
+    }
+
+    /// The client to make room with: waiting for no reply, plain clients before streaming ones,
+    /// then the one heard from longest ago.
+    private func evictionCandidate() -> ClientID? {
+        clients.filter { $0.value.pending == 0 }
+            .min { a, b in
+                a.value.streaming != b.value.streaming ? !a.value.streaming : a.value.lastHeard < b.value.lastHeard
+            }?.key
+    }
+
     // MARK: poll integration
 
     public func pollDescriptors(into fds: inout [pollfd]) {
@@ -123,6 +159,7 @@ public final class APIServer {
     public func reply(_ response: DaemonResponse, to id: ClientID) {
         guard let c = clients[id] else { return }
         c.pending = max(0, c.pending - 1)
+        c.lastHeard = clock()  // the idle time counts from the answer
         enqueue(response.json, to: id, c)
         closeIfDone(id, c)
     }
@@ -153,6 +190,10 @@ public final class APIServer {
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             UnixSocket.setNonBlocking(fd)
+            let now = clock()
+            if clients.count >= limits.maxClients, let victim = evictionCandidate() {
+                drop(victim, reason: "evicted to make room for a new client (\(limits.maxClients) connected, this one idle \((now - clients[victim]!.lastHeard) / 1000) s)")
+            }
             if clients.count >= limits.maxClients {
                 let msg = DaemonResponse(id: 0, error: DaemonError(.busy, "too many API clients (limit \(limits.maxClients))")).json.text + "\n"
                 _ = msg.withCString { send(fd, $0, strlen($0), SocketFlags.noSignal) }
@@ -162,7 +203,7 @@ public final class APIServer {
             }
             let id = nextClient
             nextClient += 1
-            clients[id] = Client(fd: fd)
+            clients[id] = Client(fd: fd, now: now)
         }
     }
 
@@ -181,6 +222,7 @@ public final class APIServer {
                 closeIfDone(id, c)
                 return
             }
+            c.lastHeard = clock()
             consume(chunk[0..<n], id, c)
             if n < chunk.count { return }
         }

@@ -31,6 +31,8 @@ public final class Daemon {
         /// A worker still running after this long is killed and its client told so.
         public var operationTimeoutMS: UInt64 = 120_000
         public var hookTimeoutMS: UInt64 = 30_000
+        /// Runs of one message's hook before it is given up.
+        public var hookMaxAttempts = 10
         /// Safety-net drain and link check interval.
         public var drainIntervalMS: UInt64 = 60_000
         public var reconnectMinMS: UInt64 = 1_000
@@ -101,6 +103,8 @@ public final class Daemon {
     var keepaliveTicket: Ticket? = nil
     var pendingLinkLoss: String? = nil
     var isShutDown = false
+    /// Damaged records found while reading the store that have been logged.
+    var readDamageLogged = 0
     var unsaved: [StoredMessage] = []
     var unsavedRetryAt: UInt64 = 0
     let unsavedCapacity = 256
@@ -125,9 +129,14 @@ public final class Daemon {
         policy.maxAttempts = config.outboxMaxAttempts
         policy.retryBaseS = config.outboxRetryBaseS
         outbox = OutboxSender(policy: policy, sessionConfig: Self.sessionConfig(config))
+        if let name = config.name, !RuntimeDirectory.isValidName(name) { throw DaemonError(.usage, RuntimeDirectory.nameRule) }
+        if let program = config.hook?.first,
+           let problem = Spawn.problem(running: program, path: config.environment["PATH"] ?? getenv("PATH").map { String(cString: $0) }) {
+            throw DaemonError(.usage, "--on-message: cannot run the hook: \(problem).")
+        }
         let runtime = DaemonRegistry.runtimeDirectory(environment: config.environment)
         let socket = config.socketPath ?? (runtime + "/" + (config.name ?? DaemonRegistry.slug(forLink: config.link)) + ".sock")
-        if config.socketPath == nil { try UnixSocket.makeDirectory(runtime) }
+        if config.socketPath == nil { try RuntimeDirectory.prepare(runtime) }
         // One daemon per radio: a serial port cannot be shared and a TCP radio takes one client.
         if let other = DaemonRegistry.find(link: config.link, environment: config.environment), other.pid != getpid() {
             throw DaemonError(.busy, "pocketmesh daemon (pid \(other.pid)) already owns \(config.link); its socket is \(other.socket).")
@@ -297,6 +306,7 @@ public final class Daemon {
             soon(unsavedRetryAt)
         }
         if let h = hooks { soon(h.tick(now: now)) }
+        soon(api.tick(now: now))
         if !operations.isEmpty { soon(operationTimers(now: now)) }
         soon(notify.tick(now: now))
         return next

@@ -8,6 +8,7 @@ import MeshStore
 /// everything else.
 extension Daemon {
     func handle(_ req: DaemonRequest, _ client: APIServer.ClientID) -> DaemonResponse? {
+        defer { reportReadDamage() }
         do throws(DaemonError) {
             return try answer(req, client)
         } catch {
@@ -55,7 +56,11 @@ extension Daemon {
                 f.append(("outbox", .int(Int64(store.outbox.count))))
                 f.append(("sync_cursor", .int(Int64(tunnelQueue.cursor))))
             }
-            if let h = hooks { f.append(("hook_cursor", .int(Int64(h.cursor)))); f.append(("hooks_running", .int(Int64(h.runningCount)))) }
+            if let h = hooks {
+                f.append(("hook_cursor", .int(Int64(h.cursor))))
+                f.append(("hooks_running", .int(Int64(h.runningCount))))
+                f.append(("hooks_failed", .int(Int64(h.failed.count))))
+            }
             return DaemonResponse(id: req.id, ok: f)
 
         case .info:
@@ -175,6 +180,9 @@ extension Daemon {
             }
             return DaemonResponse(id: req.id, ok: [("outbox", .array(list))])
 
+        case .hooksFailed, .hooksRetry, .hooksDrop:
+            return try answerHooks(req)
+
         case .subscribe, .tunnel:
             return DaemonResponse(id: req.id, ok: [])  // handled by the server
 
@@ -182,6 +190,28 @@ extension Daemon {
             try startOperation(req, client, now: now)
             return nil  // answered when the worker is done
         }
+    }
+
+    /// `hooks_failed`, `hooks_retry ID`, `hooks_drop ID`: messages whose hook was given up.
+    func answerHooks(_ req: DaemonRequest) throws(DaemonError) -> DaemonResponse {
+        guard let h = hooks else { throw DaemonError(.usage, "this daemon runs no hook (start it with --on-message CMD).") }
+        if req.op == .hooksFailed {
+            let list = h.failed.sorted { $0.key < $1.key }.map { id, f -> JSON in
+                let m = store.flatMap { s in (try? s.message(id: id)).flatMap { $0 }.map { MessageJSON.message($0, store: s) } }
+                return .obj(("id", .int(Int64(id))), ("attempts", .int(Int64(f.attempts))), ("reason", .string(f.reason)),
+                            ("retrying", .bool(f.retrying)), ("message", m))
+            }
+            return DaemonResponse(id: req.id, ok: [("failed", .array(list))])
+        }
+        guard let raw = try req.optionalInt("id"), raw > 0 else { throw DaemonError(.usage, "\(req.op.rawValue): give the message \"id\" (a positive integer).") }
+        let id = UInt64(raw)
+        let ok = req.op == .hooksRetry ? h.retry(id) : h.drop(id)
+        guard ok else {
+            throw DaemonError(.notFound, h.failed[id] != nil ? "message \(id)'s hook is running now; try again when it ends."
+                                                            : "message \(id) is not among the messages whose hook was given up (see `pocketmesh hooks failed`).")
+        }
+        if req.op == .hooksRetry { _ = h.tick(now: monotonicNow()) }
+        return DaemonResponse(id: req.id, ok: [("id", .int(raw))])
     }
 
     /// The `info` op: the same fields as `pocketmesh info --json` (`RadioInfo`).
@@ -256,6 +286,7 @@ extension Daemon {
             let step = tunnelQueue.next(for: client) { after in
                 // A read error ends the round; the cursor then moves only past what was handed over.
                 found = (try? store.messages(after: after, limit: 1, incomingOnly: true))?.first
+                reportReadDamage()
                 return found?.id
             }
             switch step {

@@ -5,12 +5,27 @@ import Glibc
 /// `<name>.sock`) that says which link each one owns, so the CLI can find the daemon that holds
 /// a serial port or TCP radio and go through it instead of opening the link itself.
 public enum DaemonRegistry {
-    /// `$XDG_RUNTIME_DIR/pocketmesh`, else `/tmp/pocketmesh-$UID`.
+    /// `$XDG_RUNTIME_DIR/pocketmesh`; without it (cron, su, system units) the login session's
+    /// `/run/user/$UID/pocketmesh` when that folder is this user's and private, else
+    /// `/tmp/pocketmesh-$UID`. Only a path: `RuntimeDirectory` decides whether it can be trusted.
+    /// An `XDG_RUNTIME_DIR` that belongs to someone else (left set by `su`) is passed over.
     public static func runtimeDirectory(environment: [String: String]) -> String {
-        if let xdg = environment["XDG_RUNTIME_DIR"], !xdg.isEmpty, access(xdg, W_OK | X_OK) == 0 {
+        var st = stat()
+        if let xdg = environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/"), access(xdg, W_OK | X_OK) == 0,
+           stat(xdg, &st) == 0, st.st_uid == geteuid() {
             return xdg + "/pocketmesh"
         }
+        let session = "/run/user/\(getuid())"
+        if RuntimeDirectory.inspect(session) == .safe, access(session, W_OK | X_OK) == 0 { return session + "/pocketmesh" }
         return "/tmp/pocketmesh-\(getuid())"
+    }
+
+    /// The system service's folder (systemd `RuntimeDirectory=pocketmesh`).
+    public static let systemDirectory = "/run/pocketmesh"
+
+    /// Prints a warning about a refused folder (the command line's default).
+    public static func warnOnStderr(_ sentence: String) {
+        fputs("pocketmesh: warning: \(sentence)\n", stderr)
     }
 
     /// The canonical form of a link spec: `serial:/dev/ttyUSB0` (symlinks such as
@@ -74,11 +89,14 @@ public enum DaemonRegistry {
         }
 
         /// The daemon process exists and its socket accepts connections.
-        public var isLive: Bool {
-            guard kill(pid, 0) == 0 || errno == EPERM else { return false }
-            guard let fd = try? UnixSocket.connect(path: socket) else { return false }
-            close(fd)
-            return true
+        public var isLive: Bool { liveDaemonUID != nil }
+
+        /// The uid of the process listening on the socket, if the daemon is live.
+        var liveDaemonUID: uid_t? {
+            guard kill(pid, 0) == 0 || errno == EPERM else { return nil }
+            guard let fd = try? UnixSocket.connect(path: socket) else { return nil }
+            defer { close(fd) }
+            return RuntimeDirectory.peerUID(fd)
         }
     }
 
@@ -108,26 +126,61 @@ public enum DaemonRegistry {
         return out
     }
 
-    /// Where to look for daemons: this user's runtime folder, then the system service's (/run/pocketmesh).
-    public static func searchDirectories(environment: [String: String]) -> [String] {
+    /// Where to look for daemons: this user's runtime folder, then the system service's
+    /// (/run/pocketmesh). A folder that is not safe to trust is left out, with a warning.
+    public static func searchDirectories(environment: [String: String], warn: (String) -> Void = warnOnStderr) -> [String] {
+        var out: [String] = []
         let mine = runtimeDirectory(environment: environment)
-        return mine == "/run/pocketmesh" ? [mine] : [mine, "/run/pocketmesh"]
+        let system = mine == systemDirectory
+        switch RuntimeDirectory.inspect(mine, owner: system ? nil : geteuid()) {
+        case .safe: out.append(mine)
+        case .missing: break
+        case .unsafe(let why): warn(RuntimeDirectory.refusal(mine, why) + " Daemons registered there are ignored.")
+        }
+        if !system && RuntimeDirectory.inspect(systemDirectory, owner: nil) == .safe { out.append(systemDirectory) }
+        return out
+    }
+
+    /// Live entries of `dir` that can be trusted: the socket is in `dir` itself and the process
+    /// listening on it runs as this user, as root, or as the owner of `dir`.
+    static func trusted(in dir: String, _ match: (Entry) -> Bool) -> Entry? {
+        var st = stat()
+        let dirOwner: uid_t? = lstat(dir, &st) == 0 ? st.st_uid : nil
+        for e in entries(in: dir) where match(e) {
+            guard let slash = e.socket.lastIndex(of: "/"), e.socket[..<slash] == dir[...],
+                  let uid = e.liveDaemonUID, uid == geteuid() || uid == 0 || uid == dirOwner else { continue }
+            return e
+        }
+        return nil
+    }
+
+    /// Every live daemon that can be trusted, in search order.
+    public static func live(environment: [String: String], warn: (String) -> Void = warnOnStderr) -> [Entry] {
+        var out: [Entry] = []
+        for dir in searchDirectories(environment: environment, warn: warn) {
+            var seen: Set<String> = []
+            while let e = trusted(in: dir, { !seen.contains($0.socket) }) {
+                seen.insert(e.socket)
+                out.append(e)
+            }
+        }
+        return out
     }
 
     /// The live daemon that owns `link` (any spec form), if any.
-    public static func find(link: String, environment: [String: String]) -> Entry? {
+    public static func find(link: String, environment: [String: String], warn: (String) -> Void = warnOnStderr) -> Entry? {
         let want = canonicalLink(link)
-        for dir in searchDirectories(environment: environment) {
-            if let e = entries(in: dir).first(where: { canonicalLink($0.link) == want && $0.isLive }) { return e }
+        for dir in searchDirectories(environment: environment, warn: warn) {
+            if let e = trusted(in: dir, { canonicalLink($0.link) == want }) { return e }
         }
         return nil
     }
 
     /// The live daemon whose radio key starts with `radio` (hex) or whose name is `radio`.
-    public static func find(radio: String, environment: [String: String]) -> Entry? {
+    public static func find(radio: String, environment: [String: String], warn: (String) -> Void = warnOnStderr) -> Entry? {
         let q = radio.lowercased()
-        for dir in searchDirectories(environment: environment) {
-            if let e = entries(in: dir).first(where: { ($0.radio?.hasPrefix(q) == true || $0.name == radio) && $0.isLive }) { return e }
+        for dir in searchDirectories(environment: environment, warn: warn) {
+            if let e = trusted(in: dir, { $0.radio?.hasPrefix(q) == true || $0.name == radio }) { return e }
         }
         return nil
     }

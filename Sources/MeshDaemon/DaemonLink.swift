@@ -117,7 +117,7 @@ extension Daemon {
                         if l.framing == .datagram {  // BLE: one whole frame per read
                             received(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now)
                         } else {
-                            deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frame in
+                            deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now) { frame in
                                 received(frame, now: now)
                             }
                         }

@@ -107,11 +107,13 @@ extension Daemon {
         }
         let s = try RadioStore(publicKey: publicKey, stateDir: config.stateDir, options: config.storeOptions)
         store = s
+        readDamageLogged = 0
         openTunnelQueue(s)
         let r = s.recovery
         log("store: \(dir): \(s.messageCount) messages" + (r.truncatedBytes > 0 ? ", torn tail of \(r.truncatedBytes) bytes cut" : "")
             + (r.damage.isEmpty ? "" : ", \(r.damage.count) damaged record(s) skipped"))
         for d in r.damage.prefix(5) { log("store: \(d)") }
+        if r.idsRaised > 0 { log("store: the message log holds fewer ids than were issued (lost or cut short); new messages continue from id \(s.nextMessageId)") }
         let wall = UInt32(truncatingIfNeeded: time(nil))
         let awaiting = s.outbox.filter { $0.ackTag != 0 && $0.nextAttemptAt > wall }
         if !s.outbox.isEmpty {
@@ -124,14 +126,30 @@ extension Daemon {
             var hc = HookRunner.Config(argv: argv, dir: dir + "/hooks", wrapper: config.hookWrapper)
             hc.concurrency = config.hookConcurrency
             hc.timeoutMS = config.hookTimeoutMS
+            hc.maxAttempts = config.hookMaxAttempts
             let h = try HookRunner(config: hc)
             h.log = { [unowned self] in self.log($0) }
             h.fetch = { [unowned self] after, limit in
                 guard let store = self.store, let ms = try? store.messages(after: after, limit: limit, incomingOnly: true) else { return [] }
+                self.reportReadDamage()
                 return ms.map { HookMessage(id: $0.id, json: MessageJSON.message($0, store: store)) }
             }
             hooks = h
+            if h.highestKnownId >= s.nextMessageId {
+                s.ensureNextId(atLeast: h.highestKnownId + 1)
+                log("store: the hook has seen ids up to \(h.highestKnownId), past the message log; new messages continue from id \(s.nextMessageId)")
+            }
             log("hook: \(argv[0]) for each received message (delivered up to id \(h.cursor))")
+        }
+    }
+
+    /// Logs each damaged record found while reading messages (hooks, API), once: it is skipped.
+    func reportReadDamage() {
+        guard let store else { return }
+        let found = store.readDamage
+        while readDamageLogged < found.count {
+            log("store: \(found[readDamageLogged]) (a damaged record: its message cannot be shown or handed to a hook)")
+            readDamageLogged += 1
         }
     }
 

@@ -44,7 +44,9 @@ public struct HookMessage: Sendable {
 /// Bounded: at most `concurrency` hooks run at once, at most `window` messages past the cursor are
 /// considered (a hook that keeps failing holds the cursor and is retried forever with backoff
 /// `retryBaseMS` doubling to `retryMaxMS`, each failure logged); a run over `timeoutMS` gets SIGTERM
-/// to its process group, then SIGKILL after `killGraceMS`.
+/// to its process group, then SIGKILL after `killGraceMS`, and a retry starts only after its whole
+/// process group is gone (the wrapper, `HookExec`, holds the marker's lock until then, and ends the
+/// run by itself when the daemon is gone).
 public final class HookRunner {
     public struct Config: Sendable {
         public var argv: [String]
@@ -54,8 +56,12 @@ public final class HookRunner {
         public var window = 64
         public var timeoutMS: UInt64 = 30_000
         public var killGraceMS: UInt64 = 3_000
+        /// Bytes of a run's output (stdout and stderr) copied to the log; the rest is counted.
+        public var outputLimit = 4096
         public var retryBaseMS: UInt64 = 1_000
         public var retryMaxMS: UInt64 = 300_000
+        /// Runs of one message before it is given up (listed by `failedMessages`; see `retry`, `drop`).
+        public var maxAttempts = 10
         public init(argv: [String], dir: String, wrapper: [String]?) {
             self.argv = argv
             self.dir = dir
@@ -67,6 +73,7 @@ public final class HookRunner {
         var id: UInt64
         var started: UInt64
         var termSent: UInt64?
+        var killed = false
     }
 
     public let config: Config
@@ -76,11 +83,27 @@ public final class HookRunner {
     public var environment: [String] = Spawn.currentEnvironment()
 
     public private(set) var cursor: UInt64 = 0
+    /// The highest message id this runner has a record of (its cursor, or a marker past it): the
+    /// store must never hand out an id at or below it again.
+    public var highestKnownId: UInt64 { max(cursor, markerHigh) }
+    private var markerHigh: UInt64 = 0
     private var done: Set<UInt64> = []
     private var running: [pid_t: Run] = [:]
     private var failures: [UInt64: (attempts: Int, due: UInt64)] = [:]
+    /// When windows past the first may be read again (see `tick`).
+    private var deepScanAt: UInt64 = 0
     public private(set) var delivered = 0
     public var runningCount: Int { running.count }
+    /// Messages given up after `maxAttempts` failed runs (persisted in `failed`), or queued again
+    /// by `retry`. The cursor moves past them, so the other messages keep flowing.
+    public private(set) var failed: [UInt64: FailedHook] = [:]
+
+    public struct FailedHook: Equatable, Sendable {
+        public var attempts: Int
+        public var reason: String
+        /// True after `retry`: runs again (up to `maxAttempts` more times).
+        public var retrying = false
+    }
 
     public init(config: Config) throws(SystemError) {
         self.config = config
@@ -91,15 +114,22 @@ public final class HookRunner {
            let v = UInt64(text.filter { !$0.isWhitespace }) {
             cursor = v
         }
-        // Markers left by an earlier run: done ones count, stale ones go.
+        for line in (StateFile.readString(config.dir + "/failed") ?? "").split(separator: "\n") {
+            let f = line.split(separator: " ", maxSplits: 3).map(String.init)
+            guard f.count >= 3, let id = UInt64(f[0]), let attempts = Int(f[2]) else { continue }
+            failed[id] = FailedHook(attempts: attempts, reason: f.count > 3 ? f[3] : "", retrying: f[1] == "retrying")
+        }
+        // Markers left by an earlier run: done ones count, stale ones go (a message being retried
+        // after the cursor passed it keeps its own).
         if let d = opendir(config.dir) {
             while let e = readdir(d) {
                 let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
                     String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
                 }
                 guard let id = UInt64(name) else { continue }
+                markerHigh = max(markerHigh, id)
                 if id <= cursor {
-                    unlink(config.dir + "/" + name)
+                    if failed[id]?.retrying != true { unlink(config.dir + "/" + name) }
                 } else if let body = StateFile.readString(config.dir + "/" + name), body.hasPrefix("done") {
                     done.insert(id)
                 }
@@ -119,13 +149,15 @@ public final class HookRunner {
         for (pid, run) in running {
             if let term = run.termSent {
                 if now >= term + config.killGraceMS {
-                    kill(-pid, SIGKILL)
-                    kill(pid, SIGKILL)
+                    if !run.killed {
+                        log("hook: message \(run.id): still running \(config.killGraceMS) ms after SIGTERM; sending SIGKILL to its process group")
+                        kill(-pid, SIGKILL)
+                        running[pid]?.killed = true
+                    }
                 } else { soon(term + config.killGraceMS) }
             } else if now >= run.started + config.timeoutMS {
-                log("hook: message \(run.id): still running after \(config.timeoutMS) ms; sending SIGTERM")
+                log("hook: message \(run.id): still running after \(config.timeoutMS) ms; sending SIGTERM to its process group")
                 kill(-pid, SIGTERM)
-                kill(pid, SIGTERM)
                 running[pid]?.termSent = now
                 soon(now + config.killGraceMS)
             } else {
@@ -133,13 +165,30 @@ public final class HookRunner {
             }
         }
 
-        let candidates = fetch(cursor, config.window)
-        advanceCursor(candidates)
+        // Messages queued again by `retry` (they may lie behind the cursor).
         let busy = Set(running.values.map(\.id))
-        for m in candidates where m.id > cursor && !done.contains(m.id) && !busy.contains(m.id) {
-            if let f = failures[m.id], f.due > now { soon(f.due); continue }
+        for (id, f) in failed.sorted(by: { $0.key < $1.key }) where f.retrying && !busy.contains(id) {
+            if let due = failures[id]?.due, due > now { soon(due); continue }
             if running.count >= config.concurrency { break }
-            start(m, now: now)
+            if let m = fetch(id &- 1, 1).first, m.id == id { start(m, now: now) } else { dropFailed(id) }
+        }
+        // New messages: the window after the cursor, and further windows while everything in one is
+        // delivered, given up or waiting to be tried again (one stuck message does not hold the rest).
+        // Windows past the first are read at most once a second while they yield nothing to start.
+        var after = cursor
+        let startedBefore = running.count
+        for page in 0..<16 {
+            if page == 1 && now < deepScanAt { soon(deepScanAt); break }
+            let candidates = fetch(after, config.window)
+            if page == 0 { advanceCursor(candidates) }
+            for m in candidates where m.id > cursor && !done.contains(m.id) && !busy.contains(m.id) && failed[m.id] == nil {
+                if let f = failures[m.id], f.due > now { soon(f.due); continue }
+                if running.count >= config.concurrency { break }
+                start(m, now: now)
+            }
+            guard candidates.count == config.window, running.count < config.concurrency, let last = candidates.last else { break }
+            after = last.id
+            if page == 15 || page >= 1 && running.count == startedBefore { deepScanAt = now + 1_000 }
         }
         return next
     }
@@ -151,37 +200,136 @@ public final class HookRunner {
             let r = waitpid(pid, &status, WNOHANG)
             if r == 0 { continue }
             running[pid] = nil
+            deepScanAt = 0
+            // The run is over only when its whole process group is: whatever it left there goes now,
+            // before a retry could start the hook again next to it.
+            if kill(-pid, 0) == 0 { kill(-pid, SIGKILL) }
             if r < 0 { status = 0x7f00 }  // lost child: treat as failure
-            if r > 0 && status == 0 {
-                if config.wrapper == nil { markDone(run.id) }
-                done.insert(run.id)
+            let unrecorded = r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.unrecordedExit
+            if r > 0 && (status == 0 || unrecorded) {
+                // Delivered. If the wrapper could not write that down, remember it here (and try to
+                // write it again): a successful hook is not run again.
+                if config.wrapper == nil || unrecorded { markDone(run.id) }
                 failures[run.id] = nil
                 delivered += 1
+                if failed[run.id] != nil {
+                    log("hook: message \(run.id): delivered on retry")
+                    if run.id <= cursor { unlink(markerPath(run.id)) } else { done.insert(run.id) }
+                    dropFailed(run.id)
+                } else {
+                    done.insert(run.id)
+                }
+            } else if r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.busyExit {
+                // A run from an earlier daemon still holds the marker (its wrapper ends it within its timeout).
+                if failures[run.id] == nil { log("hook: message \(run.id): a run started by an earlier daemon is still going; waiting for it") }
+                failures[run.id] = (failures[run.id]?.attempts ?? 0, now + config.retryBaseMS)
             } else {
                 let attempts = (failures[run.id]?.attempts ?? 0) + 1
+                let reason = Spawn.describe(status: status)
+                if attempts >= config.maxAttempts && giveUp(run.id, attempts: attempts, reason: reason) {
+                    failures[run.id] = nil
+                    log("hook: message \(run.id): attempt \(attempts) failed (\(reason)); given up after \(attempts) attempts "
+                        + "(`pocketmesh hooks failed` lists it, `pocketmesh hooks retry \(run.id)` runs it again)")
+                    continue
+                }
                 var delay = config.retryBaseMS
                 for _ in 1..<min(attempts, 30) where delay < config.retryMaxMS { delay *= 2 }
                 delay = min(delay, config.retryMaxMS)
                 failures[run.id] = (attempts, now + delay)
-                log("hook: message \(run.id): attempt \(attempts) failed (\(Spawn.describe(status: status))); retrying in \(delay / 1000) s")
+                log("hook: message \(run.id): attempt \(attempts) failed (\(reason)); retrying in \(delay / 1000) s")
             }
         }
+    }
+
+    // MARK: - given-up messages
+
+    /// Records `id` as given up; false (keep retrying) if that cannot be saved.
+    private func giveUp(_ id: UInt64, attempts: Int, reason: String) -> Bool {
+        let before = failed[id]
+        failed[id] = FailedHook(attempts: attempts, reason: reason)
+        if saveFailed() { return true }
+        failed[id] = before
+        return false
+    }
+
+    private func dropFailed(_ id: UInt64) {
+        failed[id] = nil
+        _ = saveFailed()
+    }
+
+    private func saveFailed() -> Bool {
+        let text = failed.sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value.retrying ? "retrying" : "failed") \($0.value.attempts) \($0.value.reason)\n" }.joined()
+        do { try StateFile.write(config.dir + "/failed", text) } catch {
+            log("hook: could not save the list of given-up messages: \(error)")
+            return false
+        }
+        return true
+    }
+
+    /// Runs a given-up message again (up to `maxAttempts` more times). False if it is not given up.
+    public func retry(_ id: UInt64) -> Bool {
+        guard var f = failed[id] else { return false }
+        f.retrying = true
+        failed[id] = f
+        failures[id] = nil
+        _ = saveFailed()
+        log("hook: message \(id): retrying on request")
+        return true
+    }
+
+    /// Forgets a given-up message (it is not run again). False if it is not given up.
+    public func drop(_ id: UInt64) -> Bool {
+        guard failed[id] != nil, !running.values.contains(where: { $0.id == id }) else { return false }
+        if id <= cursor {
+            unlink(markerPath(id))
+        } else {
+            if access(markerPath(id), F_OK) == 0 { markDone(id) }  // so a restart does not run it either
+            done.insert(id)
+        }
+        dropFailed(id)
+        log("hook: message \(id): dropped on request")
+        return true
     }
 
     /// Stops waiting for running hooks (on daemon shutdown they keep running; a wrapper records the result).
     public func detachAll() { running.removeAll() }
 
-    private func markDone(_ id: UInt64) {
-        do { try StateFile.write(markerPath(id), "done\n") } catch {
-            log("hook: message \(id): could not record delivery: \(error)")
+    /// Creates the marker of `id` holding "todo\n" (unless it already holds something). Returns the
+    /// problem, if any.
+    private func prepareMarker(_ id: UInt64) -> SystemError? {
+        let path = markerPath(id)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 { return SystemError("open", path) }
+        defer { close(fd) }
+        var st = stat()
+        if fstat(fd, &st) == 0 && st.st_size >= 5 { return nil }
+        let text = Array("todo\n".utf8)
+        if text.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) != text.count || fsync(fd) != 0 {
+            let e = SystemError("write", path)
+            unlink(path)
+            return e
         }
+        StateFile.syncDirectory(of: path)
+        return nil
+    }
+
+    /// Writes "done" over the marker's placeholder, in place.
+    private func markDone(_ id: UInt64) {
+        let path = markerPath(id)
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        let text = Array("done\n".utf8)
+        if fd < 0 || text.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) != text.count || fsync(fd) != 0 {
+            log("hook: message \(id): could not record delivery: \(SystemError("write", path)); it is not run again while this daemon runs")
+        }
+        if fd >= 0 { close(fd) }
     }
 
     private func advanceCursor(_ candidates: [HookMessage]) {
         var newCursor = cursor
         for m in candidates {
             if m.id <= newCursor { continue }
-            guard done.contains(m.id) else { break }
+            guard done.contains(m.id) || failed[m.id] != nil else { break }
             newCursor = m.id
         }
         guard newCursor != cursor else { return }
@@ -207,18 +355,21 @@ public final class HookRunner {
         var body: [UInt8] = []
         m.json.write(into: &body)
         body.append(0x0A)
-        let argv = config.wrapper.map { $0 + [markerPath(m.id), "--"] + config.argv } ?? config.argv
-        if config.wrapper != nil {
-            // The daemon creates the marker; the wrapper never does. A wrapper that finds no marker
-            // knows its message was delivered and cleaned up past the cursor (by a later daemon).
-            let mfd = open(markerPath(m.id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-            if mfd < 0 {
-                close(fds[0])
-                close(fds[1])
-                log("hook: message \(m.id): \(SystemError("open", markerPath(m.id)))")
-                return
-            }
-            close(mfd)
+        let argv = config.wrapper.map {
+            $0 + ["--timeout-ms", "\(config.timeoutMS)", "--grace-ms", "\(config.killGraceMS)", "--output-limit", "\(config.outputLimit)",
+                  markerPath(m.id), "--"] + config.argv
+        } ?? config.argv
+        // The daemon creates the marker; the wrapper never does. A wrapper that finds no marker
+        // knows its message was delivered and cleaned up past the cursor (by a later daemon).
+        // It is created holding "todo", as long as "done": recording a delivery then overwrites
+        // bytes the file already has, which works on a full disk. If even that cannot be written,
+        // the hook does not run (it could not be recorded): it is tried again later.
+        if let problem = prepareMarker(m.id) {
+            close(fds[0])
+            close(fds[1])
+            failures[m.id] = (failures[m.id]?.attempts ?? 0, now + max(config.retryBaseMS, 5_000))
+            log("hook: message \(m.id): not started: cannot prepare its delivery marker: \(problem); trying again in 5 s")
+            return
         }
         var env = environment.filter { !$0.hasPrefix("POCKETMESH_") }
         env += m.environment
@@ -237,47 +388,5 @@ public final class HookRunner {
             failures[m.id] = (attempts, now + config.retryBaseMS * UInt64(min(attempts, 60)))
             log("hook: message \(m.id): cannot start \(config.argv[0]): \(error)")
         }
-    }
-}
-
-/// The wrapper a hook runs under (`pocketmesh daemon hook-exec MARKER -- CMD...`): takes the marker's
-/// lock, skips the run if the marker already says "done" or no longer exists, runs CMD (same stdin, same process group),
-/// and records "done" durably when CMD exits 0. Returns the exit code for the wrapper process.
-public enum HookExec {
-    public static func run(marker: String, argv: [String]) -> Int32 {
-        // The daemon created the marker before starting this wrapper. If it is gone, a later daemon
-        // saw the message delivered (by an earlier run) and moved its cursor past it: nothing to do.
-        let fd = open(marker, O_RDWR | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return 0 }
-            fputs("hook-exec: \(SystemError("open", marker))\n", stderr)
-            return 70
-        }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { fputs("hook-exec: \(SystemError("flock", marker))\n", stderr); return 70 }
-        }
-        var head = [UInt8](repeating: 0, count: 4)
-        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 4, 0) }
-        if n == 4 && head == Array("done".utf8) { return 0 }
-        let pid: pid_t
-        do {
-            pid = try Spawn.start(argv: argv, environment: Spawn.currentEnvironment(), stdinFD: 0, newProcessGroup: false)
-        } catch {
-            fputs("hook-exec: \(error)\n", stderr)
-            return 127
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return 70 }
-        }
-        guard status == 0 else { return Spawn.exitCode(status: status) }
-        let text = Array("done\n".utf8)
-        let w = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        if w != text.count || fsync(fd) != 0 {
-            fputs("hook-exec: \(SystemError("write", marker))\n", stderr)
-            return 70
-        }
-        StateFile.syncDirectory(of: marker)
-        return 0
     }
 }

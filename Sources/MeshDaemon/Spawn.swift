@@ -5,8 +5,8 @@ public enum Spawn {
     /// Starts `argv` with `environment`, stdin from `stdinFD` (or /dev/null when -1), stdout and
     /// stderr to this process's stderr. The child gets its own process group (so a timeout can
     /// signal the group), an empty signal mask and default dispositions.
-    /// With `stdoutFD` ≥ 0, stdout goes there instead.
-    public static func start(argv: [String], environment: [String], stdinFD: Int32, stdoutFD: Int32 = -1,
+    /// With `stdoutFD` ≥ 0, stdout goes there instead; with `outputFD` ≥ 0, stdout and stderr both.
+    public static func start(argv: [String], environment: [String], stdinFD: Int32, stdoutFD: Int32 = -1, outputFD: Int32 = -1,
                              newProcessGroup: Bool = true) throws(SystemError) -> pid_t {
         guard let program = argv.first, !program.isEmpty else { throw SystemError("posix_spawn", "(empty command)", errno: EINVAL) }
         var actions = posix_spawn_file_actions_t()
@@ -17,7 +17,12 @@ public enum Spawn {
         } else {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         }
-        posix_spawn_file_actions_adddup2(&actions, stdoutFD >= 0 ? stdoutFD : 2, 1)
+        if outputFD >= 0 {
+            posix_spawn_file_actions_adddup2(&actions, outputFD, 1)
+            posix_spawn_file_actions_adddup2(&actions, outputFD, 2)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, stdoutFD >= 0 ? stdoutFD : 2, 1)
+        }
 
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
@@ -27,7 +32,7 @@ public enum Spawn {
         posix_spawnattr_setsigmask(&attr, &empty)
         var defaults = sigset_t()
         sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM] { sigaddset(&defaults, s) }
+        for s in [SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGXFSZ] { sigaddset(&defaults, s) }
         posix_spawnattr_setsigdefault(&attr, &defaults)
         posix_spawnattr_setpgroup(&attr, 0)
         posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (newProcessGroup ? POSIX_SPAWN_SETPGROUP : 0)))
@@ -48,6 +53,25 @@ public enum Spawn {
         }
         if rc != 0 { throw SystemError("posix_spawn", program, errno: rc) }
         return pid
+    }
+
+    /// Why `program` cannot be started, as the end of a sentence, or nil if it can: a path must be
+    /// an executable regular file; a bare name must be one in `path` (a `PATH` value).
+    public static func problem(running program: String, path: String?) -> String? {
+        func check(_ p: String) -> String? {
+            var st = stat()
+            guard stat(p, &st) == 0 else { return errno == ENOENT ? "\(p) does not exist" : "\(SystemError("stat", p))" }
+            guard st.st_mode & S_IFMT == S_IFREG else { return "\(p) is not a regular file" }
+            guard access(p, X_OK) == 0 else { return "\(p) is not executable (chmod +x it)" }
+            return nil
+        }
+        if program.isEmpty { return "the command is empty" }
+        if program.contains("/") { return check(program) }
+        for dir in (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false) {
+            let d = dir.isEmpty ? "." : String(dir)
+            if check(d + "/" + program) == nil { return nil }
+        }
+        return "\(program) is not an executable found in PATH"
     }
 
     /// Decodes a `waitpid` status: the exit code, or 128 + the signal number.

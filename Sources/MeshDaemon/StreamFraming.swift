@@ -26,6 +26,12 @@ public struct StreamDeframer {
         decoder.receive(bytes, frame)
     }
 
+    /// Feeds bytes received at `now` (ms): a header left waiting for its body longer than a second
+    /// is skipped as stray (see `FrameDecoder`).
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer, now: UInt64, _ frame: (UnsafeRawBufferPointer) -> Void) {
+        decoder.receive(bytes, now: now, frame)
+    }
+
     /// A framed copy of `payload` with `marker`.
     public static func frame(_ payload: [UInt8], marker: UInt8) -> [UInt8] {
         var out: [UInt8] = [marker, UInt8(payload.count & 0xFF), UInt8(payload.count >> 8)]

@@ -93,7 +93,7 @@ public final class Radio {
         if link.framing == .datagram {
             session.receive(frame: chunk, now: loop.now)
         } else {
-            decoder.receive(chunk) { frame in session.receive(frame: frame, now: loop.now) }
+            decoder.receive(chunk, now: loop.now) { frame in session.receive(frame: frame, now: loop.now) }
         }
         pump()
         // A frame can end a wait without an event (NO_MORE_MESSAGES ends a drain): let `run` look.

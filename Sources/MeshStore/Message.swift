@@ -183,7 +183,10 @@ public struct DamageReport: Equatable, Sendable, CustomStringConvertible {
     public var offset: UInt64
     public var length: UInt64
     public var detail: String
-    public var description: String { "\(file): \(length) damaged bytes at offset \(offset) skipped (\(detail))" }
+    public var description: String {
+        length == 0 ? "\(file) at offset \(offset): \(detail); skipped"  // found while reading, through the index
+                    : "\(file): \(length) damaged bytes at offset \(offset) skipped (\(detail))"
+    }
 }
 
 /// What opening found and repaired.
@@ -196,4 +199,7 @@ public struct RecoveryReport: Equatable, Sendable {
     public var fullScan: Bool = false
     /// Records scanned (checked) while opening.
     public var scannedRecords: Int = 0
+    /// How far the next message id was raised past what the log holds (the log was lost or cut
+    /// short; ids continue above every id issued before).
+    public var idsRaised: UInt64 = 0
 }

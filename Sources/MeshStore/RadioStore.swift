@@ -74,6 +74,8 @@ public final class RadioStore {
     var readMarkers: [ThreadKey: UInt64] = [:]
     var contactByPrefix: [KeyPrefix: Int] = [:]
     var closed = false
+    /// Every message id issued so far is below this (IdMark.swift).
+    var idCeiling: UInt64 = 0
 
     /// Opens (creating if needed) the store in `directory`, takes the radio's lock, and recovers:
     /// a torn log tail is cut off, damaged records are skipped and reported in `recovery`.
@@ -109,6 +111,7 @@ public final class RadioStore {
             }
         }
         rebuildContactIndex()
+        try restoreIdMark()
         try reconcileOutbox()
     }
 
@@ -135,6 +138,7 @@ public final class RadioStore {
     public func close() {
         guard !closed else { return }
         closed = true
+        if !readOnly { try? writeIdMark(log.nextId) }
         log.close()
         contactFile.close()
         channelFile.close()
@@ -152,6 +156,10 @@ public final class RadioStore {
         return r
     }
 
+    /// Damaged records found while reading messages through the index (each once, in the order
+    /// found; also part of `recovery`). Report them: they are skipped.
+    public var readDamage: [DamageReport] { log.readDamage }
+
     /// The last index checkpoint failure, if the last attempt failed (appends are still durable).
     public var checkpointError: StoreError? { log.lastCheckpointError }
 
@@ -166,6 +174,7 @@ public final class RadioStore {
     @discardableResult
     public func append(_ m: StoredMessage) throws -> AppendResult {
         try checkOpen()
+        reserveIds(1)
         return try log.append([m])[0]
     }
 
@@ -173,6 +182,7 @@ public final class RadioStore {
     @discardableResult
     public func append(_ batch: [StoredMessage]) throws -> [AppendResult] {
         try checkOpen()
+        reserveIds(batch.count)
         return try log.append(batch)
     }
 
@@ -253,6 +263,7 @@ public final class RadioStore {
         var mm = m
         mm.direction = .outgoing
         mm.status = .pending
+        reserveIds(1)
         let id = try log.append([mm])[0].id
         let item = OutboxItem(messageId: id, thread: mm.thread, textType: mm.textType,
                               senderTimestamp: mm.senderTimestamp, text: mm.text, createdAt: now)

@@ -42,6 +42,47 @@ import Testing
         #expect(d.oversizedFrames == 1)
     }
 
+    /// A stray header (marker and length, no body) must not swallow the replies after it.
+    @Test(arguments: [1, 5, 64, 176])
+    func strayHeaderIsSkippedWhenTheNextFrameStarts(length: Int) {
+        let replies: [EncodedFrame] = [ResponseFrame.ok(), PushFrame.messageWaiting(),
+                                       PushFrame.sendConfirmed(SendConfirmed(ack: 0x01020304, roundTripMs: 77))]
+        var stream: [UInt8] = [0x3E, UInt8(length & 0xFF), UInt8(length >> 8)]
+        for f in replies { stream += f.wireBytes(.fromRadio) }
+        for step in [stream.count, 1] {  // all at once, and byte by byte
+            let d = FrameDecoder(side: .client)
+            var got: [[UInt8]] = []
+            var i = 0
+            while i < stream.count {
+                d.append(Array(stream[i..<min(i + step, stream.count)]))
+                d.drain { got.append(Array($0)) }
+                i += step
+            }
+            #expect(got == replies.map(\.bytes), "length \(length), step \(step)")
+            #expect(d.resyncs == 1)
+        }
+    }
+
+    /// A header whose body stops coming is given up when bytes arrive after the stall timeout,
+    /// even when what follows it is not a frame marker at once.
+    @Test func stalledHeaderIsSkippedWhenLaterBytesArrive() {
+        let d = FrameDecoder(side: .client)
+        var got: [[UInt8]] = []
+        ([0x3E, 0x20, 0x00, 0x05] as [UInt8]).withUnsafeBytes { d.receive($0, now: 1_000) { got.append(Array($0)) } }
+        let later = Array("\r\n".utf8) + ResponseFrame.ok().wireBytes(.fromRadio)
+        later.withUnsafeBytes { d.receive($0, now: 1_500) { got.append(Array($0)) } }  // within the timeout: still waiting
+        #expect(got.isEmpty)
+        let more = ResponseFrame.ok().wireBytes(.fromRadio)
+        more.withUnsafeBytes { d.receive($0, now: 2_100) { got.append(Array($0)) } }
+        #expect(got == [ResponseFrame.ok().bytes, ResponseFrame.ok().bytes])
+        // A body that arrives in pieces within the timeout is a frame as always.
+        let e = FrameDecoder(side: .client)
+        let f = PushFrame.sendConfirmed(SendConfirmed(ack: 9, roundTripMs: 1)).wireBytes(.fromRadio)
+        var n = 0
+        for (k, b) in f.enumerated() { [b].withUnsafeBytes { e.receive($0, now: UInt64(k * 100)) { _ in n += 1 } } }
+        #expect(n == 1 && e.resyncs == 0)
+    }
+
     @Test func oversizedTruncatedOnDevice() {
         let d = FrameDecoder(side: .device)
         var stream: [UInt8] = [0x3C, 200, 0]

@@ -93,6 +93,42 @@ import Testing
         #expect(slow.isClosed(server))
     }
 
+    /// Connections that never send a request cannot lock the API: when it is full, a new client
+    /// evicts the one idle the longest, and idle ones are closed after the idle timeout anyway.
+    @Test func idleClientsNeverLockNewCommandsOut() throws {
+        var limits = APIServer.Limits()
+        limits.maxClients = 4
+        let (server, dir) = try makeServer(limits)
+        defer { server.shutdown(); removeTree(dir) }
+        var t: UInt64 = 1_000
+        server.clock = { t }
+        var logs: [String] = []
+        server.log = { logs.append($0) }
+        var idle: [LineClient] = []
+        for _ in 0..<4 {
+            idle.append(try LineClient(server.path))
+            service(server)
+            t += 10
+        }
+        #expect(server.clientCount == 4)
+        let c = try LineClient(server.path)
+        c.send("{\"id\":1,\"op\":\"ping\"}\n")
+        #expect(c.json(server)?["ok"] == true)
+        #expect(idle[0].line(server, rounds: 5) == nil)  // the longest idle one went
+        #expect(logs.contains { $0.contains("evicted to make room") })
+        // Subscribers stay; idle request clients are closed after the timeout.
+        let sub = try LineClient(server.path)
+        sub.send("{\"id\":2,\"op\":\"subscribe\"}\n")
+        #expect(sub.json(server)?["ok"] == true)
+        #expect(server.tick(now: t) != nil)
+        t += limits.idleTimeoutMS + 1
+        _ = server.tick(now: t)
+        #expect(server.clientCount == 1)
+        server.publish(.obj(("event", "x")))
+        #expect(sub.json(server)?["event"]?.string == "x")
+        #expect(idle[1].line(server, rounds: 5) == nil)
+    }
+
     @Test func halfClosedClientStillGetsItsReply() throws {
         let (server, dir) = try makeServer()
         defer { server.shutdown(); removeTree(dir) }

@@ -38,7 +38,7 @@ import Testing
         // A store cut back like this takes appends again, and they survive a reopen.
         s = try RadioStore(directory: dir.radio)
         let id = try s.append(incoming("after repair", ts: 100)).id
-        #expect(id == 5) // the torn append never returned, so its id was never handed out
+        #expect(id == 6) // ids never go backwards: 5 was issued before the log was cut
         s.close()
         s = try RadioStore(directory: dir.radio)
         #expect(s.messageCount == 5)
@@ -149,7 +149,43 @@ import Testing
         #expect(s.recovery.fullScan)
         #expect(s.messageCount == 2)
         #expect(s.recovery.truncatedBytes == 7)
-        #expect(try s.append(incoming("again", ts: 9)) == .stored(3))
+        // Messages 3 to 5 are gone, but their ids were handed out (to hooks, cursors): never again.
+        #expect(try s.append(incoming("again", ts: 9)) == .stored(6))
+    }
+
+    @Test func idsNeverGoBackwardsWhenTheLogIsLost() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        for i in 0..<5 { try s.append(incoming("message \(i)", ts: UInt32(i))) }
+        s.close()
+        for f in ["messages.log", "index"] { unlink(dir.radio + "/" + f) }
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.messageCount == 0)
+        #expect(s.recovery.idsRaised == 5)
+        #expect(try s.append(incoming("after the loss", ts: 10)) == .stored(6))
+        s.close()
+        // A crash (no close) after more appends: the ceiling written ahead still covers them.
+        s = try RadioStore(directory: dir.radio)
+        for i in 0..<3 { try s.append(incoming("more \(i)", ts: UInt32(20 + i))) }  // ids 7, 8, 9
+        let ids = readBytes(dir.radio + "/ids")
+        s.close()
+        writeBytes(dir.radio + "/ids", ids)  // as if the close never ran
+        for f in ["messages.log", "index"] { unlink(dir.radio + "/" + f) }
+        s = try RadioStore(directory: dir.radio)
+        let next = try s.append(incoming("after the crash", ts: 30)).id
+        #expect(next > 9 && next <= 9 + RadioStore.idBlock + 1)
+        s.close()
+        // A store from before the ceiling existed: a delivery cursor still keeps ids above it.
+        unlink(dir.radio + "/ids")
+        for f in ["messages.log", "index"] { unlink(dir.radio + "/" + f) }
+        s = try RadioStore(directory: dir.radio)
+        try s.setCursor("sync", 500)
+        s.close()
+        unlink(dir.radio + "/ids")
+        s = try RadioStore(directory: dir.radio)
+        #expect(try s.append(incoming("above the cursor", ts: 40)) == .stored(501))
+        s.ensureNextId(atLeast: 900)
+        #expect(try s.append(incoming("above the hook's ids", ts: 41)) == .stored(900))
     }
 
     @Test func writeErrorsAreTypedAndLeaveTheStoreConsistent() throws {

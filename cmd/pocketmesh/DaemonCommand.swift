@@ -47,6 +47,9 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds a hook may run before SIGTERM (then SIGKILL).", valueName: "seconds"))
     var hookTimeout: Double = 30
 
+    @Option(help: ArgumentHelp("Runs of a message's hook before it is given up (see `pocketmesh hooks`).", valueName: "n"))
+    var hookAttempts: Int = 10
+
     @Option(help: ArgumentHelp("Seconds between safety-net drains of the radio's queue.", valueName: "seconds"))
     var drainInterval: Double = 60
 
@@ -59,10 +62,16 @@ struct DaemonCommand: ParsableCommand {
             throw ValidationError("give exactly one of --serial PATH (or auto), --tcp HOST[:PORT] and --ble ADDRESS.")
         }
         if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
+        if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
+        if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
             throw ValidationError("--on-message: cannot split \"\(cmd)\" into words (unbalanced quote?).")
+        }
+        if let cmd = onMessage, let program = Spawn.splitCommand(cmd)?.first,
+           let problem = Spawn.problem(running: program, path: getenv("PATH").map { String(cString: $0) }) {
+            throw ValidationError("--on-message: cannot run the hook: \(problem).")
         }
     }
 
@@ -84,6 +93,7 @@ struct DaemonCommand: ParsableCommand {
         config.environment = env
         config.hookConcurrency = hookConcurrency
         config.hookTimeoutMS = UInt64(hookTimeout * 1000)
+        config.hookMaxAttempts = hookAttempts
         config.drainIntervalMS = UInt64(drainInterval * 1000)
         config.commandTimeoutMS = UInt64(timeout * 1000)
         if let cmd = onMessage {
@@ -111,6 +121,9 @@ struct HookExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "hook-exec", abstract: "Run one hook under its delivery marker (internal).",
                                                     shouldDisplay: false)
 
+    @Option var timeoutMs: UInt64 = 30_000
+    @Option var graceMs: UInt64 = 3_000
+    @Option var outputLimit: Int = 4096
     @Argument var marker: String
     @Argument(parsing: .captureForPassthrough) var command: [String] = []
 
@@ -118,7 +131,11 @@ struct HookExecCommand: ParsableCommand {
         var argv = command
         if argv.first == "--" { argv.removeFirst() }
         guard !argv.isEmpty else { throw ValidationError("no command given after the marker.") }
-        let code = HookExec.run(marker: marker, argv: argv)
+        var options = HookExec.Options()
+        options.timeoutMS = timeoutMs
+        options.graceMS = graceMs
+        options.outputLimit = max(0, outputLimit)
+        let code = HookExec.run(marker: marker, argv: argv, options: options)
         if code != 0 { throw ExitCode(code) }
     }
 }

@@ -39,7 +39,7 @@ struct PocketMesh: ParsableCommand {
             Reboot.self,
             FactoryReset.self,
             Raw.self,
-            DaemonCommand.self, ChatsCommand.self, HistoryCommand.self,
+            DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
             DemoCommand.self,
             SimCommand.self, SimBenchCommand.self,
         ]

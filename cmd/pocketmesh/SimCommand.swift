@@ -54,6 +54,7 @@ struct SimCommand: ParsableCommand {
             throw ValidationError("--nodes, --rooms ≤ 64 and --repeaters ≤ 256")
         }
         guard (0...1).contains(loss) else { throw ValidationError("--loss must be within 0...1") }
+        guard tcpBase >= 1 else { throw ValidationError("--tcp-base must be a port from 1 to 65535.") }
         guard offlineQueue >= 1, maxContacts >= 1 else { throw ValidationError("--offline-queue and --max-contacts must be at least 1") }
     }
 
@@ -63,6 +64,12 @@ struct SimCommand: ParsableCommand {
             topo = Topology.builtIn(shape, companions: nodes, repeaters: repeaters, rooms: rooms, snr: snr, loss: loss)
         } else {
             topo = try Topology.decode(json: try readFile(topology))
+        }
+        // Companion i listens on tcpBase + i: every one of those ports must exist.
+        let companions = topo.nodes.filter { $0.role == .companion }.count
+        if companions > 0 && Int(tcpBase) + companions - 1 > Int(UInt16.max) {
+            writeError("pocketmesh sim: --tcp-base \(tcpBase) with \(companions) companion nodes needs ports up to \(Int(tcpBase) + companions - 1), past 65535; use a lower --tcp-base.")
+            throw ExitCode(2)
         }
         var options = SimWorld.Options()
         options.seed = seed

@@ -78,6 +78,7 @@ struct ChatsCommand: ParsableCommand {
             let s = try store.open()
             let list: [Conversation]
             do { list = try s.conversations() } catch { throw ExitFailure(code: 1, message: "cannot read the store: \(error)") }
+            defer { warnDamage(s) }
             if store.json {
                 let items = list.map { c -> JSON in
                     .obj(("thread", .string(c.thread.description)), ("name", .string(c.name)), ("unread", .int(Int64(c.unread))),
@@ -124,6 +125,7 @@ struct HistoryCommand: ParsableCommand {
             do { ms = try s.history(key, limit: limit, before: before) } catch {
                 throw ExitFailure(code: 1, message: "cannot read the store: \(error)")
             }
+            defer { warnDamage(s) }
             if store.json {
                 print(JSON.obj(("thread", .string(s.name(of: key))), ("messages", .array(ms.map { MessageJSON.message($0, store: s) })),
                                ("before", ms.first.map { .int(Int64($0.id)) })).text)
@@ -137,6 +139,11 @@ struct HistoryCommand: ParsableCommand {
             }
         }
     }
+}
+
+/// Reports the damaged records a read skipped (one warning each on stderr; the output goes on).
+func warnDamage(_ s: RadioStore) {
+    for d in s.readDamage { writeStderr("pocketmesh: warning: \(d) (a damaged record in the message log; its message is not shown)") }
 }
 
 /// A stored message's text, or for a channel datagram its data type and payload (as `sync` shows it).

@@ -17,6 +17,10 @@ int cml_signal_forward(int signo, int write_fd);
 /// Restores the disposition that was active before cml_signal_forward(signo, ...).
 int cml_signal_restore(int signo);
 
+/// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process, so it
+/// can wait for all of them. Returns 0 or -1 with errno set.
+int cml_set_child_subreaper(void);
+
 /// POLLRDHUP (Linux): the peer closed its writing half.
 short cml_pollrdhup(void);
 

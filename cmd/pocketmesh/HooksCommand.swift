@@ -1,0 +1,110 @@
+import ArgumentParser
+import Glibc
+import MeshDaemon
+
+/// `pocketmesh hooks failed|retry ID|drop ID`: messages whose `--on-message` hook was given up.
+struct HooksCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hooks",
+        abstract: "List, retry or drop the messages whose hook the daemon gave up on.",
+        discussion: """
+            The daemon runs a message's hook up to 10 times (with backoff), then gives up on it, logs it and \
+            goes on with the other messages. These commands ask the running daemon (its socket API: \
+            hooks_failed, hooks_retry, hooks_drop).
+            """,
+        subcommands: [HooksFailed.self, HooksRetry.self, HooksDrop.self]
+    )
+}
+
+/// Which running daemon to ask.
+struct DaemonSelection: ParsableArguments {
+    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("The daemon that owns this serial device.", valueName: "path"))
+    var serial: String?
+    @Option(name: [.customShort("t"), .long], help: ArgumentHelp("The daemon that owns this TCP radio.", valueName: "host[:port]"))
+    var tcp: String?
+    @Option(help: ArgumentHelp("The daemon that owns this BLE radio.", valueName: "address"))
+    var ble: String?
+    @Option(help: ArgumentHelp("The daemon of this radio (public key prefix) or daemon name.", valueName: "key|name"))
+    var radio: String?
+    @Option(help: ArgumentHelp("The daemon's API socket.", valueName: "path"))
+    var socket: String?
+    @Flag(name: [.customShort("j"), .long], help: "Stable machine-readable output (JSON).")
+    var json = false
+
+    func client() throws(DaemonError) -> DaemonClient {
+        var env: [String: String] = [:]
+        if let x = getenv("XDG_RUNTIME_DIR") { env["XDG_RUNTIME_DIR"] = String(cString: x) }
+        if let socket { return try DaemonClient(socketPath: socket) }
+        let link = serial.map { "serial:" + $0 } ?? tcp.map { "tcp:" + $0 } ?? ble.map { "ble:" + $0 }
+        let entry: DaemonRegistry.Entry?
+        if let link {
+            entry = DaemonRegistry.find(link: link, environment: env)
+        } else if let radio {
+            entry = DaemonRegistry.find(radio: radio, environment: env)
+        } else {
+            let all = DaemonRegistry.live(environment: env)
+            if all.count > 1 {
+                throw DaemonError(.usage, "\(all.count) daemons are running: choose one with --serial, --tcp, --ble, --radio or --socket.")
+            }
+            entry = all.first
+        }
+        guard let entry else {
+            throw DaemonError(.link, "no running pocketmesh daemon was found\(link.map { " for \($0)" } ?? ""); start one with `pocketmesh daemon ... --on-message CMD`.")
+        }
+        return try DaemonClient(socketPath: entry.socket)
+    }
+
+    /// Runs `body`, printing a daemon error as one sentence and exiting with its code.
+    func run(_ body: () throws(DaemonError) -> Void) throws {
+        do throws(DaemonError) { try body() } catch {
+            writeStderr("pocketmesh: \(error.message)")
+            throw ExitCode(error.exitCode)
+        }
+    }
+}
+
+struct HooksFailed: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "failed", abstract: "List the messages whose hook was given up.")
+    @OptionGroup var daemon: DaemonSelection
+
+    func run() throws {
+        try daemon.run { () throws(DaemonError) in
+            let r = try daemon.client().call(.hooksFailed)
+            guard case .success(let fields) = r.result, case .array(let list)? = fields.first(where: { $0.0 == "failed" })?.1 else { return }
+            if daemon.json { print(JSON.obj(("failed", .array(list))).text); return }
+            if list.isEmpty { print("No message's hook has been given up."); return }
+            for f in list {
+                let m = f["message"]
+                let from = m?["from"]?.string ?? m?["channel"]?.string ?? ""
+                print("#\(f["id"]?.int ?? 0) \(f["retrying"]?.bool == true ? "retrying" : "given up") after \(f["attempts"]?.int ?? 0) attempt(s) "
+                      + "(\(f["reason"]?.string ?? "")): \(from.isEmpty ? "" : from + ": ")\(m?["text"]?.string ?? "(message not in the store)")")
+            }
+        }
+    }
+}
+
+struct HooksRetry: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "retry", abstract: "Run a given-up message's hook again.")
+    @Argument(help: "The message id (from `pocketmesh hooks failed`).") var id: UInt64
+    @OptionGroup var daemon: DaemonSelection
+
+    func run() throws {
+        try daemon.run { () throws(DaemonError) in
+            try daemon.client().call(.hooksRetry, [("id", .int(Int64(clamping: id)))])
+            print(daemon.json ? JSON.obj(("id", .int(Int64(clamping: id))), ("retrying", .bool(true))).text : "Message \(id): its hook runs again.")
+        }
+    }
+}
+
+struct HooksDrop: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "drop", abstract: "Forget a given-up message (its hook does not run again).")
+    @Argument(help: "The message id (from `pocketmesh hooks failed`).") var id: UInt64
+    @OptionGroup var daemon: DaemonSelection
+
+    func run() throws {
+        try daemon.run { () throws(DaemonError) in
+            try daemon.client().call(.hooksDrop, [("id", .int(Int64(clamping: id)))])
+            print(daemon.json ? JSON.obj(("id", .int(Int64(clamping: id))), ("dropped", .bool(true))).text : "Message \(id): dropped.")
+        }
+    }
+}

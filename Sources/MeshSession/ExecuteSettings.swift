@@ -26,49 +26,56 @@ extension Executor {
             }
             return .object(fields)
         }
-        let s = selfInfo, d = deviceInfo
+        guard let s = radio.session.radioSelf else { throw .link("the radio sent a malformed SELF_INFO frame: check its firmware.") }
+        let d = radio.session.radioDevice
         func one(_ v: Value) -> Value { .object([.init(key, v)]) }
+        func optional<T>(_ v: T?, _ f: (T) -> Value) -> Value { v.map(f) ?? .null }
         switch key {
-        case "name": return one(.string(String(decoding: s[58...], as: UTF8.self)))
+        case "name": return one(.string(s.name))
         case "coords":
-            return one(.object([.init("latitude", .double(Double(Int32(bitPattern: readU32(s, 36))) / 1e6)),
-                                .init("longitude", .double(Double(Int32(bitPattern: readU32(s, 40))) / 1e6))]))
+            return one(.object([.init("latitude", .double(Double(s.latitude) / 1e6)),
+                                .init("longitude", .double(Double(s.longitude) / 1e6))]))
         case "radio":
-            return one(.object([.init("frequency_mhz", .double(Double(readU32(s, 48)) / 1000)),
-                                .init("bandwidth_khz", .double(Double(readU32(s, 52)) / 1000)),
-                                .init("spreading_factor", .int(s[56])), .init("coding_rate", .int(s[57]))]))
-        case "tx": return one(.int(Int8(bitPattern: s[2])))
+            return one(.object([.init("frequency_mhz", .double(Double(s.radio.frequencyKHz) / 1000)),
+                                .init("bandwidth_khz", .double(Double(s.radio.bandwidthHz) / 1000)),
+                                .init("spreading_factor", .int(s.radio.spreadingFactor)), .init("coding_rate", .int(s.radio.codingRate))]))
+        case "tx": return one(.int(s.txPowerDbm))
         case "tuning":
             let f = try call(CommandFrame.getTuningParams(), expecting: .tuningParams, what: "GET_TUNING_PARAMS")
-            guard f.count >= 9 else { throw .link("the radio sent a malformed tuning frame: try again.") }
-            return one(.object([.init("rx_delay_base", .double(Double(readU32(f, 1)) / 1000)),
-                                .init("airtime_factor", .double(Double(readU32(f, 5)) / 1000))]))
-        case "manual-add": return one(.bool(s[47] & 1 != 0))
-        case "telemetry": return one(telemetryModesValue(s[46]))
-        case "advert-loc-policy": return one(.int(s[45]))
-        case "multi-acks": return one(.int(s[44]))
-        case "pin": return one(d.count >= 8 ? .int(readU32(d, 4)) : .null)
+            guard let t = CompanionFrame.owned(f, { if case .tuningParams(let t) = $0 { return t }; return nil }) else {
+                throw .link("the radio sent a malformed tuning frame: try again.")
+            }
+            return one(.object([.init("rx_delay_base", .double(Double(t.rxDelayBaseMilli) / 1000)),
+                                .init("airtime_factor", .double(Double(t.airtimeFactorMilli) / 1000))]))
+        case "manual-add": return one(.bool(s.manualAddContacts & 1 != 0))
+        case "telemetry": return one(telemetryModesValue(s.telemetryModes.packed))
+        case "advert-loc-policy": return one(.int(s.advertLocationPolicy))
+        case "multi-acks": return one(.int(s.multiAcks))
+        case "pin": return one(optional(d?.blePin) { .int($0) })
         case "auto-add":
             let f = try call(CommandFrame.getAutoAddConfig(), expecting: .autoAddConfig, what: "GET_AUTOADD_CONFIG")
-            return one(.object([.init("flags", .int(f.count > 1 ? f[1] : 0)), .init("max_hops", .int(f.count > 2 ? f[2] : 0))]))
-        case "path-hash-mode": return one(d.count >= 82 ? .int(d[81]) : .null)
+            let c = CompanionFrame.owned(f, { if case .autoAddConfig(let c) = $0 { return c }; return nil })
+            return one(.object([.init("flags", .int(c?.flags ?? 0)), .init("max_hops", .int(c?.maxHops ?? 0))]))
+        case "path-hash-mode": return one(optional(d?.pathHashMode) { .int($0) })
         case "flood-scope":
             let f = try call(CommandFrame.getDefaultFloodScope(), expecting: .defaultFloodScope, what: "GET_DEFAULT_FLOOD_SCOPE")
-            return one(f.count >= 32 ? .string(cString(f[1..<32])) : .null)
+            let name = CompanionFrame.owned(f, { if case .defaultFloodScope(let sc?) = $0 { return sc.name }; return nil })
+            return one(name.map { .string($0) } ?? .null)
         case "custom":
             let f = try call(CommandFrame.getCustomVars(), expecting: .customVars, what: "GET_CUSTOM_VARS")
+            let text = CompanionFrame.owned(f, { if case .customVars(let b) = $0 { return String(decoding: b, as: UTF8.self) }; return nil }) ?? ""
             var fields: [Value.Field] = []
-            for pair in String(decoding: f.dropFirst(), as: UTF8.self).split(separator: ",") {
+            for pair in text.split(separator: ",") {
                 let kv = pair.split(separator: ":", maxSplits: 1)
                 if kv.count == 2 { fields.append(.init(String(kv[0]), .string(String(kv[1])))) }
             }
             return one(.object(fields))
-        case "public-key": return one(.hex(s[4..<36]))
-        case "firmware": return one(d.count >= 80 ? .string(cString(d[60..<80])) : .null)
-        case "model": return one(d.count >= 60 ? .string(cString(d[20..<60])) : .null)
-        case "max-contacts": return one(d.count > 2 ? .int(Int(d[2]) * 2) : .null)
-        case "max-channels": return one(d.count > 3 ? .int(d[3]) : .null)
-        case "client-repeat": return one(d.count > 80 ? .bool(d[80] != 0) : .null)
+        case "public-key": return one(.string(s.publicKey.hex))
+        case "firmware": return one(optional(d?.version) { .string($0) })
+        case "model": return one(optional(d?.model) { .string($0) })
+        case "max-contacts": return one(optional(d?.maxContacts) { .int($0) })
+        case "max-channels": return one(optional(d?.maxChannels) { .int($0) })
+        case "client-repeat": return one(optional(d?.clientRepeat) { .bool($0) })
         default:
             throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")
         }

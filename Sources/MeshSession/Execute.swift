@@ -173,13 +173,14 @@ public final class Executor {
     }
 
     public func channels() throws(ClientError) -> [ChannelSummary] {
-        let max = deviceInfo.count > 3 ? Int(deviceInfo[3]) : 8
+        let max = radio.session.radioDevice?.maxChannels ?? 8
         var out: [ChannelSummary] = []
         for i in 0..<max {
             let f = try call(CommandFrame.getChannel(UInt8(i)), expecting: .channelInfo, what: "GET_CHANNEL \(i)")
-            guard f.count >= 50 else { continue }
-            let name = String(decoding: f[2..<34].prefix { $0 != 0 }, as: UTF8.self)
-            out.append(ChannelSummary(index: f[1], name: name, secret: Array(f[34..<50])))
+            if let c = CompanionFrame.owned(f, { frame -> ChannelSummary? in
+                guard case .channelInfo(let c) = frame else { return nil }
+                return ChannelSummary(index: c.index, name: c.name, secret: Array(c.secret))
+            }) { out.append(c) }
         }
         return out
     }
@@ -250,22 +251,21 @@ public final class Executor {
             ]
             let r = try radio.call(CommandFrame.getAdvertPath(publicKey(c)).bytes,
                                    expecting: .codes(CodeSet(ResponseCode.advertPath.rawValue)), timeout: timeout)
-            if case .frame(let f) = r, f.count >= 6 {
-                let len = PathLength(rawValue: f[5])
-                fields.append(.init("advert_received", .int(readU32(f, 1))))
-                fields.append(.init("advert_path", .hex(f.dropFirst(6).prefix(len.byteCount))))
+            if case .frame(let f) = r, let (at, path) = CompanionFrame.owned(f, { frame -> (UInt32, [UInt8])? in
+                if case .advertPath(let p) = frame { return (p.receivedTimestamp, Array(p.path)) }
+                return nil
+            }) {
+                fields.append(.init("advert_received", .int(at)))
+                fields.append(.init("advert_path", .hex(path)))
             }
             return Outcome(.object(fields))
         case .contactDiscoverPath(let who):
             let c = try resolve(who)
             let o = try radio.request(.pathDiscovery(publicKey: c.publicKey))
             let f = try requestReply(o, what: "path discovery to \(c.name)")
-            guard f.count >= 10 else { throw .link("the radio sent a malformed path discovery reply: try again.") }
-            let outLen = PathLength(rawValue: f[8])
-            let out = Array(f[9..<min(f.count, 9 + outLen.byteCount)])
-            let inIdx = 9 + outLen.byteCount
-            let inLen = inIdx < f.count ? PathLength(rawValue: f[inIdx]) : PathLength.unknown
-            let inPath = Array(f.dropFirst(inIdx + 1).prefix(inLen.byteCount))
+            guard case .pathDiscovery(_, _, let out, _, let inPath) = Push(frame: f).kind else {
+                throw .link("the radio sent a malformed path discovery reply: try again.")
+            }
             return Outcome(.object([.init("name", .string(c.name)), .init("out_path", .hex(out)), .init("in_path", .hex(inPath))]))
         case .send(let to, let text, let wait):
             return try send(to: to, text: text, wait: wait)
@@ -309,8 +309,9 @@ public final class Executor {
             return Outcome(ok(flood ? "flood advert sent" : "zero-hop advert sent"))
         case .timeGet:
             let f = try call(CommandFrame.getDeviceTime(), expecting: .currentTime, what: "GET_DEVICE_TIME")
-            guard f.count >= 5 else { throw .link("the radio sent a malformed time frame: try again.") }
-            let t = readU32(f, 1)
+            guard let t = CompanionFrame.owned(f, { if case .currentTime(let t) = $0 { return t }; return nil }) else {
+                throw .link("the radio sent a malformed time frame: try again.")
+            }
             return Outcome(.object([.init("epoch", .int(t)), .init("host_epoch", .int(wallClockEpoch())),
                                     .init("offset_s", .int(Int64(t) - Int64(wallClockEpoch())))]))
         case .timeSync:
@@ -327,11 +328,13 @@ public final class Executor {
             return Outcome(try setSetting(key, values))
         case .battery:
             let f = try call(CommandFrame.getBatteryAndStorage(), expecting: .batteryAndStorage, what: "GET_BATT_AND_STORAGE")
-            guard f.count >= 3 else { throw .link("the radio sent a malformed battery frame: try again.") }
-            var fields: [Value.Field] = [.init("millivolts", .int(UInt16(f[1]) | UInt16(f[2]) << 8))]
-            if f.count >= 11 {
-                fields.append(.init("storage_used_kb", .int(readU32(f, 3))))
-                fields.append(.init("storage_total_kb", .int(readU32(f, 7))))
+            guard let b = CompanionFrame.owned(f, { if case .batteryAndStorage(let b) = $0 { return b }; return nil }) else {
+                throw .link("the radio sent a malformed battery frame: try again.")
+            }
+            var fields: [Value.Field] = [.init("millivolts", .int(b.millivolts))]
+            if let used = b.usedKB, let total = b.totalKB {
+                fields.append(.init("storage_used_kb", .int(used)))
+                fields.append(.init("storage_total_kb", .int(total)))
             }
             return Outcome(.object(fields))
         case .stats(let which):
@@ -340,15 +343,15 @@ public final class Executor {
             let c = try resolve(who)
             let o = try radio.request(.login(publicKey: c.publicKey, password: password))
             let f = try requestReply(o, what: "login to \(c.name)", timeoutHint: "check the password (servers do not answer a wrong one)")
-            if f.first == PushCode.loginFail.rawValue {
+            guard case .loginSuccess(let l) = Push(frame: f).kind else {
                 return Outcome(.object([.init("status", .string("failed")), .init("name", .string(c.name))]),
                                error: .refused("\(c.name) rejected the login: check the password.", code: 0))
             }
             var fields: [Value.Field] = [.init("status", .string("ok")), .init("name", .string(c.name)),
-                                         .init("admin", .bool(f.count > 1 && f[1] & 1 != 0))]
-            if f.count >= 14 {
-                fields.append(.init("acl_permissions", .int(f[12])))
-                fields.append(.init("firmware_level", .int(f[13])))
+                                         .init("admin", .bool(l.isAdmin))]
+            if let acl = l.aclPermissions, let level = l.firmwareLevel {
+                fields.append(.init("acl_permissions", .int(acl)))
+                fields.append(.init("firmware_level", .int(level)))
             }
             return Outcome(.object(fields))
         case .logout(let who):

@@ -228,21 +228,21 @@ extension Executor {
         var fields: [Value.Field] = []
         for t in types {
             let f = try call(CommandFrame.getStats(t), expecting: .stats, what: "GET_STATS")
-            func u32(_ o: Int) -> Value { f.count >= o + 4 ? .int(readU32(f, o)) : .null }
-            switch t {
-            case .core where f.count >= 11:
+            switch CompanionFrame.owned(f, { if case .stats(let st) = $0 { return st }; return nil }) {
+            case .core(let c)?:
                 fields.append(.init("core", .object([
-                    .init("battery_mv", .int(UInt16(f[2]) | UInt16(f[3]) << 8)), .init("uptime_s", u32(4)),
-                    .init("error_flags", .int(UInt16(f[8]) | UInt16(f[9]) << 8)), .init("queue_length", .int(f[10]))])))
-            case .radio where f.count >= 14:
+                    .init("battery_mv", .int(c.batteryMillivolts)), .init("uptime_s", .int(c.uptimeSeconds)),
+                    .init("error_flags", .int(c.errorFlags)), .init("queue_length", .int(c.queueLength))])))
+            case .radio(let r)?:
                 fields.append(.init("radio", .object([
-                    .init("noise_floor", .int(Int16(bitPattern: UInt16(f[2]) | UInt16(f[3]) << 8))),
-                    .init("last_rssi", .int(Int8(bitPattern: f[4]))), .init("last_snr", .double(Double(Int8(bitPattern: f[5])) / 4)),
-                    .init("tx_air_s", u32(6)), .init("rx_air_s", u32(10))])))
-            case .packets where f.count >= 26:
+                    .init("noise_floor", .int(r.noiseFloor)),
+                    .init("last_rssi", .int(r.lastRSSI)), .init("last_snr", .double(Double(r.lastSNRQuarterDb) / 4)),
+                    .init("tx_air_s", .int(r.txAirSeconds)), .init("rx_air_s", .int(r.rxAirSeconds))])))
+            case .packets(let p)?:
                 fields.append(.init("packets", .object([
-                    .init("received", u32(2)), .init("sent", u32(6)), .init("sent_flood", u32(10)), .init("sent_direct", u32(14)),
-                    .init("received_flood", u32(18)), .init("received_direct", u32(22)), .init("receive_errors", u32(26))])))
+                    .init("received", .int(p.received)), .init("sent", .int(p.sent)), .init("sent_flood", .int(p.sentFlood)),
+                    .init("sent_direct", .int(p.sentDirect)), .init("received_flood", .int(p.receivedFlood)),
+                    .init("received_direct", .int(p.receivedDirect)), .init("receive_errors", p.receiveErrors.map { .int($0) } ?? .null)])))
             default:
                 fields.append(.init(["core", "radio", "packets"][Int(t.rawValue)], .hex(f)))
             }

@@ -38,7 +38,7 @@ final class MemoryFileOps: FileOps {
 
     func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32 {
         var node = files[path]
-        if node == nil, directories.contains(path) {
+        if node == nil, directories.contains(path) || fuzzDir.hasPrefix(path) {
             node = Node()  // a directory, opened to be synced
         } else if node == nil {
             guard flags & O_CREAT != 0 else { throw FileErrno(ENOENT) }

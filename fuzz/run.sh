@@ -45,11 +45,13 @@ build() {
     shift 4
     objs=()
     objects "$@"
+    local maps=()
+    [ -f "$deps/CMeshLink.build/module.modulemap" ] && maps=(-Xcc "-fmodule-map-file=$deps/CMeshLink.build/module.modulemap")
     rm -f "$out/$name-fuzz"
     # (ld.gold warns about every ASan helper symbol; those lines are noise.)
     # shellcheck disable=SC2086
     swiftc -parse-as-library -module-name "$module" -sanitize=fuzzer,address -O \
-        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" \
+        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" "${maps[@]}" \
         $sources "$root/fuzz/$file.swift" "${objs[@]}" -o "$out/$name-fuzz" 2>&1 \
         | { grep -v 'Cannot export local symbol' || true; }
     [ -x "$out/$name-fuzz" ] || { echo "fuzz target $name did not build" >&2; return 1; }

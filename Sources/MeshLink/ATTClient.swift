@@ -205,10 +205,7 @@ public struct ATTClient {
             response.appendU16(configuration.requestedMTU)
             outgoing.append(response)
             let theirs = Int(pdu.u16(at: 1))
-            let negotiated = max(23, min(Int(configuration.requestedMTU), theirs))
-            // Once exchanged, the MTU never shrinks: frames queued and written at the larger MTU
-            // would no longer fit one PDU.
-            mtu = phase == .idle || phase == .exchangingMTU ? negotiated : max(mtu, negotiated)
+            mtu = max(23, min(Int(configuration.requestedMTU), theirs))
             return .none
         case _ where opcode.isRequest:
             respondNotSupported(first)

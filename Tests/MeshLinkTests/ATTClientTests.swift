@@ -52,20 +52,6 @@ import Testing
         #expect(drain(&client) == [[0x08, 0x10, 0x00, 0x15, 0x00, 0x03, 0x28]])
     }
 
-    /// Found by fuzzing: a radio that starts another MTU exchange with a smaller MTU after discovery
-    /// lowered the MTU under frames already sized for the larger one.
-    @Test func laterSmallerMTUExchangeDoesNotShrinkTheMTU() throws {
-        let server = SimulatedGATTServer()
-        var client = try readyClient(server)
-        #expect(client.phase == .ready)
-        #expect(client.mtu == 247)
-        #expect(try feed(&client, [0x02, 0x17, 0x00]) == "none")
-        #expect(drain(&client) == [[0x03, 0x05, 0x02]])
-        #expect(client.mtu == 247)
-        try client.send(frame: [UInt8](repeating: 0x5A, count: 200), now: 1)
-        #expect(drain(&client).allSatisfy { $0.count <= client.mtu })
-    }
-
     @Test func serviceMissing() throws {
         var client = ATTClient()
         client.start(now: 0)

@@ -34,10 +34,15 @@ func connect(_ client: inout ATTClient, _ server: SimulatedGATTServer) -> [[UInt
     return transcript
 }
 
+/// The largest MTU of this run: a radio may lower the MTU with a later exchange, and a frame
+/// queued before that is still written whole (left as it is: see bench/README.md, Fuzzing).
+var fuzzLargestMTU = 23
+
 func drain(_ client: inout ATTClient) {
+    fuzzLargestMTU = max(fuzzLargestMTU, client.mtu)
     while let pdu = client.takeOutgoing() {
         fuzzCheck(!pdu.isEmpty, "empty outgoing PDU")
-        fuzzCheck(pdu.count <= max(client.mtu, 23), "outgoing PDU within the MTU")
+        fuzzCheck(pdu.count <= fuzzLargestMTU, "outgoing PDU within the MTU")
         fuzzSink &+= pdu.count
     }
 }
@@ -49,6 +54,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let mode = input[0]
     var client = ATTClient()
     let server = SimulatedGATTServer()
+    fuzzLargestMTU = 23
     if mode & 1 != 0 {
         connect(&client, server)
         fuzzCheck(client.phase == .ready, "honest discovery reaches ready")
@@ -67,6 +73,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         if mode & 2 != 0 {
             let frame = [UInt8](repeating: 0x5A, count: Int(mode >> 3) + 1)
             if (try? client.send(frame: frame, now: now)) == nil { fuzzSink &+= 1 }
+            drain(&client)
         }
         do throws(ATTClientError) {
             switch try client.receive(pdu, now: now) {

@@ -26,7 +26,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> Int32 {
     guard let dir = getenv("FUZZ_WRITE_SEEDS").map({ String(cString: $0) }) else { return 0 }
-    let doc = #"{ "nodes": [ {"name": "alice", "role": "companion"}, {"name": "r1", "role": "repeater", "password": "secret", "guest_password": "guest", "regions": ["#north"], "volatile_clock": true} ], "links": [ {"a": "alice", "b": "r1", "snr": 7.5, "loss": 0.1}, {"a": "r1", "b": "alice", "oneway": true} ] }"#
+    let doc = ##"{ "nodes": [ {"name": "alice", "role": "companion"}, {"name": "r1", "role": "repeater", "password": "secret", "guest_password": "guest", "regions": ["#north"], "volatile_clock": true} ], "links": [ {"a": "alice", "b": "r1", "snr": 7.5, "loss": 0.1}, {"a": "r1", "b": "alice", "oneway": true} ] }"##
     var seeds: [(String, [UInt8])] = [("doc", Array(doc.utf8))]
     for shape in [Topology.Shape.line, .star, .grid] {
         let t = Topology.builtIn(shape, companions: 2, repeaters: 3, rooms: 1)

@@ -23,8 +23,8 @@ if [ -d Tests/interop ]; then
 fi
 
 if [ -x fuzz/run.sh ]; then
-  echo "== fuzz (short run)"
-  bash fuzz/run.sh "${POCKETMESH_FUZZ_SECONDS:-20}"
+  echo "== fuzz (short run: each target for this many seconds)"
+  bash fuzz/run.sh "${POCKETMESH_FUZZ_SECONDS:-10}"
 fi
 if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
   echo "== release binary (scripts/release.sh): fully static, at most 20 MB stripped, runs the demo and the CLI/daemon interop tests"

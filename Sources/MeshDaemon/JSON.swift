@@ -294,7 +294,8 @@ public struct JSONParser {
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
         if isInt, let v = Int64(text) { return .int(v) }
-        guard let d = Double(text) else { throw .badNumber(at: start) }
+        // A number too large for a double is refused: JSON has no infinity, and it would re-serialise as null.
+        guard let d = Double(text), d.isFinite else { throw .badNumber(at: start) }
         return .double(d)
     }
 }

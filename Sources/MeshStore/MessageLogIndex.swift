@@ -47,7 +47,12 @@ extension MessageLog {
             }
             addEntry(id: id, offset: offset, thread: try threadNumber(thread), outgoing: outgoing)
         case Payload.status:
-            if let (id, u) = Payload.decodeStatus(p) { statuses[id] = u }
+            // A status record follows its message: its id is taken even when the message record
+            // was lost, so a new message never gets it (and this stale status).
+            if let (id, u) = Payload.decodeStatus(p) {
+                statuses[id] = u
+                if id >= nextId && id < UInt64.max { nextId = id + 1 }
+            }
         default:
             break // a record kind from a newer version: keep it, skip it
         }
@@ -248,7 +253,7 @@ extension MessageLog {
         lastOutgoing = lastOutIndex.map { $0 < 0 ? 0 : table.id($0) }
         statuses = sts
         oldCount = oldEntries
-        nextId = max(next, lastId + 1)
+        nextId = max(next, lastId + 1, (sts.keys.max() ?? 0) &+ 1)
         checkpointLength = covered
         // The last indexed record of the current segment must still be there, intact.
         if entries.count > oldCount {

@@ -19,6 +19,12 @@ import MeshSession
         #expect(throws: JSONError.self) { try JSONParser.parse(text) }
     }
 
+    /// Found by fuzzing: 1e400 parsed as an infinite double, which then re-serialised as null.
+    @Test(arguments: ["1e400", "-1E+999", "[123456780.121E345678]", "{\"id\":1,\"op\":\"ping\",\"x\":1e309}"])
+    func rejectsNumbersBeyondDouble(_ text: String) {
+        #expect(throws: JSONError.self) { _ = try JSONParser.parse(text) }
+    }
+
     @Test func rejectsDeepNesting() {
         let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
         #expect(throws: JSONError.tooDeep) { try JSONParser.parse(deep) }

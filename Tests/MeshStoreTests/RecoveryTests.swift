@@ -298,3 +298,31 @@ import Testing
         #expect(readBytes(dir.radio + "/messages.log") == b)
     }
 }
+
+@Suite struct StatusOfALostMessageTests {
+    /// A delivery status record names its message's id. When that message's record is damaged
+    /// (and the index and id ceiling are gone too), the id stays taken: a new message must not
+    /// get it, nor the stale status (found by fuzzing the store).
+    @Test func aStatusKeepsItsIdTakenWhenItsMessageIsLost() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        try s.append(incoming("one", ts: 1))
+        try s.append(incoming("two", ts: 2))
+        let item = try s.enqueue(outgoing("the lost one", ts: 3), now: 1)
+        try s.recordAcked(id: item.messageId, roundTripMs: 77, now: 2)
+        s.close()
+        var log = readBytes(dir.radio + "/messages.log")
+        let needle = Array("the lost one".utf8)
+        let at = try #require((0...(log.count - needle.count)).first { Array(log[$0 ..< $0 + needle.count]) == needle })
+        log[at] ^= 0xFF
+        writeBytes(dir.radio + "/messages.log", log)
+        for f in ["index", "ids"] { unlink(dir.radio + "/" + f) }
+        s = try RadioStore(directory: dir.radio)
+        defer { s.close() }
+        #expect(s.recovery.damage.count == 1)
+        guard case .stored(let id) = try s.append(incoming("new", ts: 4)) else { Issue.record("not stored"); return }
+        #expect(id > item.messageId)
+        let m = try #require(try s.message(id: id))
+        #expect(m.status == .received && m.ackTag == 0)
+    }
+}

@@ -157,7 +157,7 @@ open class MeshNode: SimNode {
             }
         case .advert:
             // Bad signature or unparsable: not processed, never relayed.
-            guard let advert = try? Advert(payload: payload), advert.isValid, let data = try? advert.data() else { return }
+            guard let advert = try? Advert(payload: payload), mesh.advertIsValid(advert, payload: payload), let data = try? advert.data() else { return }
             if advert.publicKey != publicKey { onAdvert(advert, data: data, arrival: arrival) }
         case .rawCustom:
             if isDirect { onRawCustom(payload, arrival: arrival) }

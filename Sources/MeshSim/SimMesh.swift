@@ -1,3 +1,5 @@
+import MeshAir
+
 /// The simulated world: a virtual clock, the air between nodes, and the nodes.
 ///
 /// The air moves raw on-air packets. A transmission from node A reaches every node A has a link to
@@ -137,6 +139,19 @@ public final class SimMesh {
         node.radio.rxAirMs &+= airtime
         onReceive?(node, bytes, snr)
         node.radioReceived(bytes, snr: snr, rssi: Int((-110 + snr * 2).rounded()))
+    }
+
+    /// Signature checks of advert payloads already seen on this air: a flooded advert reaches every
+    /// node, and the check is a pure function of the payload, so it is done once per payload rather
+    /// than once per hop (the result, and so the run, is the same).
+    private var advertChecks: [[UInt8]: Bool] = [:]
+
+    func advertIsValid(_ advert: Advert, payload: [UInt8]) -> Bool {
+        if let v = advertChecks[payload] { return v }
+        let v = advert.isValid
+        if advertChecks.count >= 4096 { advertChecks.removeAll(keepingCapacity: true) }
+        advertChecks[payload] = v
+        return v
     }
 
     // MARK: running

@@ -1,0 +1,27 @@
+import Testing
+@testable import MeshSim
+
+/// The scale benchmark is a fixed workload: the same seed gives the same run, counter for counter.
+@Suite struct BenchmarkTests {
+    func run(seed: UInt64, collisions: Bool = false) throws -> [UInt64] {
+        var b = SimBenchmark()
+        b.nodes = 40; b.companions = 8; b.virtualSeconds = 600; b.messages = 60; b.seed = seed; b.collisions = collisions
+        let r = try b.run()
+        return [r.virtualSeconds, r.transmissions, r.receptions, UInt64(r.sent), UInt64(r.acked), UInt64(r.flood),
+                UInt64(r.direct), UInt64(r.events), UInt64(r.refused)]
+    }
+
+    @Test func sameSeedSameCounters() throws {
+        let a = try run(seed: 7)
+        #expect(a == (try run(seed: 7)))
+        #expect(a[3] > 0 && a[4] > 0) // messages were sent and acknowledged
+    }
+
+    @Test func sameSeedSameCountersWithCollisions() throws {
+        #expect(try run(seed: 3, collisions: true) == (try run(seed: 3, collisions: true)))
+    }
+
+    @Test func seedsDiffer() throws {
+        #expect(try run(seed: 1) != (try run(seed: 2)))
+    }
+}

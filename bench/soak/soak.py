@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench" / "daemon"))
+from storm import status_kb  # noqa: E402  (the storm benchmark's /proc reader)
 
 
 def free_port():
@@ -109,15 +111,6 @@ class CuttableProxy:
         self.stopped = True
         self.listener.close()
         self.cut(0)
-
-
-def status_kb(pid, key):
-    try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
 
 
 class Daemon:

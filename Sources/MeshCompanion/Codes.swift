@@ -121,6 +121,31 @@ public enum PushCode: UInt8, Sendable, CaseIterable {
     case contactsFull = 0x90
 }
 
+extension PushCode {
+    /// The push's name in output and events (the firmware's constant in lower case).
+    public var name: String {
+        switch self {
+        case .advert: return "advert"
+        case .pathUpdated: return "path_updated"
+        case .sendConfirmed: return "send_confirmed"
+        case .messageWaiting: return "message_waiting"
+        case .rawData: return "raw_data"
+        case .loginSuccess: return "login_success"
+        case .loginFail: return "login_fail"
+        case .statusResponse: return "status_response"
+        case .logRxData: return "log_rx_data"
+        case .traceData: return "trace_data"
+        case .newAdvert: return "new_advert"
+        case .telemetryResponse: return "telemetry_response"
+        case .binaryResponse: return "binary_response"
+        case .pathDiscoveryResponse: return "path_discovery_response"
+        case .controlData: return "control_data"
+        case .contactDeleted: return "contact_deleted"
+        case .contactsFull: return "contacts_full"
+        }
+    }
+}
+
 /// The error byte of a `RESP_CODE_ERR` frame (`[0x01, err]`).
 public enum RadioErrorCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case unsupportedCommand = 1

@@ -1,3 +1,4 @@
+import MeshCompanion
 import MeshSession
 import MeshStore
 
@@ -55,7 +56,7 @@ public enum MessageJSON {
         pairs.append(("text_type", .int(Int64(m.textType))))
         pairs.append(("timestamp", .int(Int64(m.senderTimestamp))))
         pairs.append(("received", .int(Int64(m.receivedAt))))
-        pairs.append(("hops", m.pathLength == 0xFF ? .null : .int(Int64(m.pathLength & 63))))
+        pairs.append(("hops", PathLength(rawValue: m.pathLength).isUnknown ? .null : .int(Int64(PathLength(rawValue: m.pathLength).hopCount))))
         pairs.append(("snr", m.snr == 0 ? .null : .double(Double(m.snr) / 4)))
         pairs.append(("status", .string(m.status.name)))
         if m.direction == .outgoing {

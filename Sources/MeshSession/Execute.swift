@@ -45,7 +45,7 @@ public struct ContactSummary: Sendable, Equatable {
             .init("public_key", .hex(publicKey)),
             .init("type", .string(typeName)),
             .init("flags", .int(flags)),
-            .init("path_length", outPathLength == 0xFF ? .int(-1) : .int(Int(outPathLength & 63))),
+            .init("path_length", PathLength(rawValue: outPathLength).isUnknown ? .int(-1) : .int(PathLength(rawValue: outPathLength).hopCount)),
             .init("path", .hex(outPath)),
             .init("last_advert", .int(lastAdvert)),
             .init("latitude", .double(Double(latitude) / 1e6)),
@@ -134,11 +134,11 @@ public final class Executor {
 
     func check(_ r: Reply, what: String) throws(ClientError) -> [UInt8] {
         switch r {
-        case .ok: return [0x00]
+        case .ok: return [ResponseCode.ok.rawValue]
         case .frame(let f): return f
         case .contacts: return []
         case .error(let code): throw .radio(what, code: code)
-        case .disabled: throw .refused("the radio refused \(what): the feature is disabled in its firmware build.", code: 0x0F)
+        case .disabled: throw .refused("the radio refused \(what): the feature is disabled in its firmware build.", code: ResponseCode.disabled.rawValue)
         case .timeout: throw .timeout("the radio did not answer \(what) within \(timeout / 1000) s: check the link or raise --timeout.")
         case .sent: return []
         case .cancelled: throw .link("the link to the radio was lost during \(what): reconnect and try again.")
@@ -246,7 +246,7 @@ public final class Executor {
             let c = try resolve(who)
             var fields: [Value.Field] = [
                 .init("name", .string(c.name)),
-                .init("out_path_length", c.outPathLength == 0xFF ? .string("flood") : .int(Int(c.outPathLength & 63))),
+                .init("out_path_length", PathLength(rawValue: c.outPathLength).isUnknown ? .string("flood") : .int(PathLength(rawValue: c.outPathLength).hopCount)),
                 .init("out_path", .hex(c.outPath)),
             ]
             let r = try radio.call(CommandFrame.getAdvertPath(publicKey(c)).bytes,
@@ -436,9 +436,9 @@ public final class Executor {
             }
             let r = try radio.call(bytes, expecting: .anyResponse, timeout: timeout)
             switch r {
-            case .ok: return Outcome(.object([.init("reply", .hex([0x00]))]))
+            case .ok: return Outcome(.object([.init("reply", .hex([ResponseCode.ok.rawValue]))]))
             case .frame(let f): return Outcome(.object([.init("reply", .hex(f))]))
-            case .error(let e): return Outcome(.object([.init("reply", .hex([0x01, e]))]))
+            case .error(let e): return Outcome(.object([.init("reply", .hex(ResponseFrame.error(rawCode: e).bytes))]))
             case .disabled: return Outcome(.object([.init("reply", .hex([ResponseCode.disabled.rawValue]))]))
             default: _ = try check(r, what: "the raw frame"); return Outcome(.null)
             }

@@ -167,9 +167,20 @@ import Testing
         let (server, dir) = try makeServer()
         defer { server.shutdown(); removeTree(dir) }
         #expect(throws: SystemError.self) { _ = try APIServer(path: server.path) }
-        // A socket file left by a killed daemon (nobody listening) is taken over.
+        // A socket file left by a killed daemon (nobody listening) is taken over. The file is made
+        // by a socket that is bound but never listens: a program another test spawns may hold a
+        // copy of the descriptor until its exec, and a listening copy would answer as if alive.
         let stale = dir + "/stale.sock"
-        let fd = try UnixSocket.listen(path: stale)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { p in
+            for (i, b) in stale.utf8.enumerated() where i < p.count - 1 { p[i] = b }
+        }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
         close(fd)
         let again = try APIServer(path: stale)
         again.shutdown()

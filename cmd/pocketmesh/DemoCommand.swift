@@ -290,7 +290,7 @@ final class DemoRig {
 
         heading("Adverts and contact sync")
         for app in [alice!, bob!] {
-            if let t = try? app.session.submit(frame: [0x07, 0x01], expecting: 0x00, now: mesh.now) { app.pump(); _ = reply(app, t) }
+            if let t = try? app.session.submit(frame: CommandFrame.sendSelfAdvert(flood: true).bytes, expecting: ResponseCode.ok.rawValue, now: mesh.now) { app.pump(); _ = reply(app, t) }
             say("\(app.name) floods its advert")
         }
         run(until: { false }, limit: 20_000)
@@ -331,7 +331,7 @@ final class DemoRig {
         let lounge = world.rooms[0]
         let loungeKey = lounge.publicKey.bytes
         for (app, pw) in [(bob!, "hello"), (alice!, "hello")] {
-            if let f = request(app, .login(publicKey: loungeKey, password: pw), what: "\(app.name): login to lounge"), f.first == 0x85 {
+            if let f = request(app, .login(publicKey: loungeKey, password: pw), what: "\(app.name): login to lounge"), case .loginSuccess = Push(frame: f).kind {
                 say("   \(app.name) logged in to lounge (LOGIN_SUCCESS)")
             }
         }
@@ -344,11 +344,11 @@ final class DemoRig {
 
         heading("Repeater administration: admin login and a status request to rpt3")
         let rpt3 = world.repeaters[3]
-        if let f = request(alice, .login(publicKey: rpt3.publicKey.bytes, password: "password"), what: "alice: login to rpt3"), f.first == 0x85 {
-            say("   logged in as \(f.count > 1 && f[1] != 0 ? "admin" : "guest")")
+        if let f = request(alice, .login(publicKey: rpt3.publicKey.bytes, password: "password"), what: "alice: login to rpt3"), case .loginSuccess(let l) = Push(frame: f).kind {
+            say("   logged in as \(l.isAdmin ? "admin" : "guest")")
         }
-        if let f = request(alice, .status(publicKey: rpt3.publicKey.bytes), what: "alice: status of rpt3"), f.first == 0x87, f.count >= 8 + 52,
-           let st = Array(f[8...]).withUnsafeBytes({ ServerStats($0) }) {
+        if let f = request(alice, .status(publicKey: rpt3.publicKey.bytes), what: "alice: status of rpt3"),
+           case .status(_, let st?) = Push(frame: f).kind {
             say("   rpt3 status (56-byte RepeaterStats): battery \(st.batteryMillivolts) mV, up \(st.uptimeSeconds) s, " +
                 "received \(st.packetsReceived) packets (\(st.receivedFlood) flood, \(st.receivedDirect) direct), " +
                 "sent \(st.packetsSent) (\(st.sentFlood) flood, \(st.sentDirect) direct), duplicates dropped \(st.floodDuplicates + st.directDuplicates)")

@@ -83,28 +83,9 @@ func eventValue(_ e: SessionEvent, contacts: [ContactSummary]) -> Value? {
     }
 }
 
-/// The name a push has in `listen`'s output.
+/// The name a push has in `listen`'s output (MeshCompanion's `PushCode.name`).
 func pushName(_ code: UInt8) -> String {
-    switch code {
-    case 0x80: return "advert"
-    case 0x81: return "path_updated"
-    case 0x82: return "send_confirmed"
-    case 0x83: return "message_waiting"
-    case 0x84: return "raw_data"
-    case 0x85: return "login_success"
-    case 0x86: return "login_fail"
-    case 0x87: return "status_response"
-    case 0x88: return "log_rx_data"
-    case 0x89: return "trace_data"
-    case 0x8A: return "new_advert"
-    case 0x8B: return "telemetry_response"
-    case 0x8C: return "binary_response"
-    case 0x8D: return "path_discovery_response"
-    case 0x8E: return "control_data"
-    case 0x8F: return "contact_deleted"
-    case 0x90: return "contacts_full"
-    default: return "push_\(Hex.encode([code]))"
-    }
+    PushCode(rawValue: code)?.name ?? "push_\(Hex.encode([code]))"
 }
 
 func eventLine(_ v: Value) -> String {

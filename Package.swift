@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
-//   pocketmesh (cmd) -> MeshDaemon -> MeshSession, MeshStore; MeshSession, MeshSim -> MeshLink, MeshAir;
+//   pocketmesh (cmd) -> MeshDaemon -> MeshOps -> MeshSession; MeshDaemon -> MeshStore;
+//   MeshSession, MeshSim -> MeshLink, MeshAir;
 //   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only)
 let package = Package(
     name: "pocketmesh",
@@ -11,6 +12,7 @@ let package = Package(
         .library(name: "MeshCompanion", targets: ["MeshCompanion"]),
         .library(name: "MeshAir", targets: ["MeshAir"]),
         .library(name: "MeshSession", targets: ["MeshSession"]),
+        .library(name: "MeshOps", targets: ["MeshOps"]),
         .library(name: "MeshSim", targets: ["MeshSim"]),
         .library(name: "MeshStore", targets: ["MeshStore"]),
     ],
@@ -37,16 +39,20 @@ let package = Package(
         .target(name: "CMeshLink"),
         // One conversation with one radio.
         .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
+        // One operation per user action (device and settings, contacts, channels, messaging, remote
+        // nodes) over a session, with one result model (`Value`, JSON) and one error type: the
+        // command line and the daemon's socket API are two front ends of it.
+        .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession"]),
         // Flat-file persistence.
         .target(name: "MeshStore", dependencies: ["MeshCompanion"]),
         // Simulated radios and the air between them.
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
         // The long-running service.
-        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshStore", "MeshLink", "CMeshLink"]),
+        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink"]),
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
-                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshStore", "MeshSim", "MeshDaemon",
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cmd/pocketmesh"
@@ -54,7 +60,7 @@ let package = Package(
         .testTarget(name: "MeshCompanionTests", dependencies: ["MeshCompanion"]),
         .testTarget(name: "MeshAirTests", dependencies: ["MeshAir"]),
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
-        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshSim"]),
+        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshSim"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim"]),

@@ -1,3 +1,4 @@
+import MeshCompanion
 import Crypto
 
 /// The 8-byte packet hash used for dedup (`Packet::calculatePacketHash`):
@@ -98,23 +99,3 @@ public struct RegionKey: Hashable, Sendable {
     }
 }
 
-@inline(__always) func le32(_ v: UInt32) -> [UInt8] {
-    [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8), UInt8(truncatingIfNeeded: v >> 16), UInt8(truncatingIfNeeded: v >> 24)]
-}
-
-@inline(__always) func le16(_ v: UInt16) -> [UInt8] {
-    [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8)]
-}
-
-@inline(__always) func readLE32<C: Collection<UInt8>>(_ c: C, _ offset: Int) -> UInt32 {
-    let s = c.index(c.startIndex, offsetBy: offset)
-    var v: UInt32 = 0
-    var i = s
-    for k in 0 ..< 4 { v |= UInt32(c[i]) << (8 * UInt32(k)); i = c.index(after: i) }
-    return v
-}
-
-@inline(__always) func readLE16<C: Collection<UInt8>>(_ c: C, _ offset: Int) -> UInt16 {
-    let s = c.index(c.startIndex, offsetBy: offset)
-    return UInt16(c[s]) | UInt16(c[c.index(after: s)]) << 8
-}

@@ -1,3 +1,5 @@
+import MeshCompanion
+
 // Payload layouts (version 1) of every payload type, decoded from and encoded to bytes.
 // Variable parts are copied into small arrays; the packet itself stays a zero-copy view.
 

@@ -476,8 +476,8 @@ extension ServerStats {
     public var encoded: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(56)
-        func u16(_ v: UInt16) { out += [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8)] }
-        func u32(_ v: UInt32) { for s in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(s)))) } }
+        func u16(_ v: UInt16) { out.putU16(v) }
+        func u32(_ v: UInt32) { out.putU32(v) }
         u16(batteryMillivolts); u16(txQueueLength); u16(UInt16(bitPattern: noiseFloor)); u16(UInt16(bitPattern: lastRSSI))
         u32(packetsReceived); u32(packetsSent); u32(airTimeSeconds); u32(uptimeSeconds)
         u32(sentFlood); u32(sentDirect); u32(receivedFlood); u32(receivedDirect)

@@ -1,4 +1,5 @@
 import MeshSession
+import MeshOps
 
 // The local API's messages: one JSON object per line, in both directions.
 //

@@ -3,6 +3,7 @@ import MeshCompanion
 import MeshLink
 import MeshSession
 import MeshStore
+import MeshOps
 
 /// The daemon's answers to local API requests, and the frame tunnel the command line uses for
 /// everything else.

@@ -1,5 +1,6 @@
 import Glibc
 import MeshSession
+import MeshOps
 
 /// Command-line operations for API clients (`Request.apiOps`): each runs in a short-lived worker
 /// (`pocketmesh daemon op-exec`) that takes the request line on stdin, talks to the radio through

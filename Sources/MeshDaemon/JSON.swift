@@ -1,4 +1,5 @@
 import MeshSession
+import MeshOps
 // A small JSON value, parser and writer for the local API's newline-delimited messages.
 //
 // Hand-written rather than Codable: requests are tiny, the parser must reject bad input with a
@@ -30,7 +31,7 @@ public enum JSON: Equatable, Sendable {
     }
 
     /// A result of the operation layer (`Value`) as the API sends it.
-    public init(_ v: MeshSession.Value) {
+    public init(_ v: MeshOps.Value) {
         switch v {
         case .null: self = .null
         case .bool(let b): self = .bool(b)
@@ -43,7 +44,7 @@ public enum JSON: Equatable, Sendable {
     }
 
     /// The same as an operation-layer `Value` (integers stay integers).
-    public var value: MeshSession.Value {
+    public var value: MeshOps.Value {
         switch self {
         case .null: return .null
         case .bool(let b): return .bool(b)
@@ -51,7 +52,7 @@ public enum JSON: Equatable, Sendable {
         case .double(let d): return .double(d)
         case .string(let s): return .string(s)
         case .array(let a): return .array(a.map(\.value))
-        case .object(let f): return .object(f.map { MeshSession.Value.Field($0.0, $0.1.value) })
+        case .object(let f): return .object(f.map { MeshOps.Value.Field($0.0, $0.1.value) })
         }
     }
 

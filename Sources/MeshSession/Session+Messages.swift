@@ -29,7 +29,7 @@ extension Session {
 
     func sendFinished(ticket t: Ticket, _ reply: Reply, frame b: UnsafeRawBufferPointer?, now: UInt64) {
         guard let i = messages.firstIndex(where: { $0.ticket == t }) else { return }
-        guard case .frame = reply, let b, b.count >= 10 else {
+        guard case .frame = reply, let b, case .sent(let sent)? = try? CompanionFrame.decode(b) else {
             let m = messages.remove(at: i)
             switch reply {
             case .error(let e): emit(.delivery(m.ticket, .refused(e)))
@@ -40,9 +40,7 @@ extension Session {
             startWaitingMessages(now: now)
             return
         }
-        let flood = b[1] != 0
-        let tag = readU32(b, 2)
-        let est = readU32(b, 6)
+        let flood = sent.isFlood, tag = sent.tag, est = sent.estimatedTimeoutMs
         let wait = config.ackWait(estimatedTimeout: est)
         messages[i].flood = flood
         while messages[i].tags.count < messages[i].attempt { messages[i].tags.append(0) }

@@ -72,7 +72,7 @@ extension Session {
             if commandRequest?.ticket == t { commandRequest = nil }
             traces.removeAll { $0.ticket == t }
         }
-        guard case .frame = reply, let b, b.count >= 10 else {
+        guard case .frame = reply, let b, case .sent(let sent)? = try? CompanionFrame.decode(b) else {
             drop()
             switch reply {
             case .error(let e): emit(.request(t, .refused(e)))
@@ -82,8 +82,7 @@ extension Session {
             }
             return
         }
-        let tag = readU32(b, 2)
-        let est = readU32(b, 6)
+        let tag = sent.tag, est = sent.estimatedTimeoutMs
         var wait: UInt64
         if config.requestTimeoutFixed || est == 0 {
             wait = config.requestTimeout

@@ -79,12 +79,12 @@ extension Session {
         case .contacts:
             switch code {
             case Resp.contactsStart where b.count >= 5:
-                listing = ContactListing(records: [], total: readU32(b, 1), lastmod: 0)
+                listing = ContactListing(records: [], total: b.u32(1), lastmod: 0)
                 inFlightDeadline = now &+ c.timeout
             case Resp.contact where b.count >= 148:
                 if listing == nil { listing = ContactListing(records: [], total: 0, lastmod: 0) }
                 listing!.records.append(Array(b[0..<148]))
-                let lm = readU32(b, 144)
+                let lm = b.u32(144)  // ContactRecord.lastModified, read without decoding the rest
                 if lm > listing!.lastmod { listing!.lastmod = lm }
                 if lm > contactsLastmod { contactsLastmod = lm }
                 inFlightDeadline = now &+ c.timeout

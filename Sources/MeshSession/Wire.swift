@@ -1,23 +1,5 @@
-// Little helpers the session uses to read the few fields it routes on.
-// Full frame layouts live in MeshCompanion; the session only peeks at codes, tags and prefixes.
-
-@inline(__always)
-func readU32(_ b: UnsafeRawBufferPointer, _ o: Int) -> UInt32 {
-    UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24
-}
-
-@inline(__always)
-func readU32(_ b: [UInt8], _ o: Int) -> UInt32 {
-    UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24
-}
-
-@inline(__always)
-func appendU32(_ out: inout [UInt8], _ v: UInt32) {
-    out.append(UInt8(truncatingIfNeeded: v))
-    out.append(UInt8(truncatingIfNeeded: v >> 8))
-    out.append(UInt8(truncatingIfNeeded: v >> 16))
-    out.append(UInt8(truncatingIfNeeded: v >> 24))
-}
+// Little helpers the session routes with. Frame layouts and the byte order live in MeshCompanion;
+// the session only peeks at codes, tags and prefixes.
 
 /// True when `b[offset..<offset+n]` equals the first `n` bytes of `key`.
 @inline(__always)

@@ -1,5 +1,6 @@
 import Testing
 import Crypto
+import MeshCompanion
 @testable import MeshAir
 
 /// Every vector of reference section 4.11.

@@ -1,6 +1,7 @@
 import Testing
 @testable import MeshDaemon
 import MeshSession
+import MeshOps
 
 @Suite struct JSONTests {
     @Test func roundTrip() throws {

@@ -1,6 +1,7 @@
 import Glibc
 import MeshCompanion
 import Testing
+@testable import MeshOps
 @testable import MeshSession
 
 /// The executor against a scripted radio: what it asks the radio and how it reads the answers.
@@ -169,12 +170,12 @@ import Testing
         #expect(f[34] == 0x01, "flags")
         #expect(Array(f[35..<38]) == [2, 0x5F, 0x33], "path")
         #expect(String(decoding: f[100..<132].prefix { $0 != 0 }, as: UTF8.self) == "rpt-new")
-        #expect(readU32(f, 132) == 1_650_000_000, "last advert")
-        #expect(Int32(bitPattern: readU32(f, 136)) == 52_370_000 && Int32(bitPattern: readU32(f, 140)) == -4_890_000, "location")
+        #expect(readLE32(f, 132) == 1_650_000_000, "last advert")
+        #expect(Int32(bitPattern: readLE32(f, 136)) == 52_370_000 && Int32(bitPattern: readLE32(f, 140)) == -4_890_000, "location")
         // What the user gives replaces it: an empty path floods, a type is set.
         _ = try exec.execute(.contactAdd(publicKey: Hex.encode(keyA), name: "rpt", type: 3, path: ""))
         let g = try #require(adds().last)
-        #expect(g[33] == 3 && g[34] == 0x01 && g[35] == 0xFF && readU32(g, 132) == 1_650_000_000)
+        #expect(g[33] == 3 && g[34] == 0x01 && g[35] == 0xFF && readLE32(g, 132) == 1_650_000_000)
     }
 
     @Test func aNewContactHasNoAdvertTimeFromThisHost() throws {
@@ -186,7 +187,7 @@ import Testing
         #expect(Array(f[1..<33]) == keyB)
         #expect(f[33] == 1 && f[34] == 0)
         #expect(Array(f[35..<38]) == [2, 0xA1, 0xB2])
-        #expect(readU32(f, 132) == 0, "last_advert ahead of the node's clock makes the radio drop its adverts as replays")
-        #expect(readU32(f, 136) == 0 && readU32(f, 140) == 0)
+        #expect(readLE32(f, 132) == 0, "last_advert ahead of the node's clock makes the radio drop its adverts as replays")
+        #expect(readLE32(f, 136) == 0 && readLE32(f, 140) == 0)
     }
 }

@@ -2,6 +2,7 @@ import Glibc
 import MeshCompanion
 import MeshLink
 import Testing
+@testable import MeshOps
 @testable import MeshSession
 
 /// The real-I/O driver over a socketpair: a tiny scripted radio answers on the other end, inside

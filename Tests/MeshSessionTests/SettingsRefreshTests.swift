@@ -1,5 +1,6 @@
 import MeshCompanion
 import Testing
+@testable import MeshOps
 @testable import MeshSession
 
 /// A setting changed through the session (by this shell or a frame forwarded for someone else) is

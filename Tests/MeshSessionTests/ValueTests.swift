@@ -1,4 +1,5 @@
 import Testing
+@testable import MeshOps
 @testable import MeshSession
 
 @Suite struct ValueTests {

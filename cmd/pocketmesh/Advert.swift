@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Advert: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "advert", abstract: "Send this radio's advert (zero-hop, or flood).")

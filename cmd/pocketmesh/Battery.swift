@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Battery: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "battery", abstract: "Battery voltage and storage use.")

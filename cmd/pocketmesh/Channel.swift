@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Channel: ParsableCommand {
     static let configuration = CommandConfiguration(

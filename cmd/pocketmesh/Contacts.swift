@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Contacts: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Info: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "info", abstract: "Show the radio's identity, radio settings and firmware.")

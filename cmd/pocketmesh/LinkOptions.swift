@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 /// Which radio and how to reach it: shared by every command that talks to a radio and the daemon.
 struct RadioLinkOptions: ParsableArguments {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import MeshCompanion
 import MeshSession
+import MeshOps
 
 struct Listen: ParsableCommand {
     static let configuration = CommandConfiguration(

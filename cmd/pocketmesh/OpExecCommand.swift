@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import MeshDaemon
 import MeshSession
+import MeshOps
 
 /// Runs one command-line operation for a client of the daemon's API (internal): the request line
 /// on stdin, the result as one JSON line on stdout. The daemon starts it for every API op of

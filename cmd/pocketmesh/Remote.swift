@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Login: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "login", abstract: "Log in to a repeater or room server.")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import MeshLink
 import MeshSession
+import MeshOps
 
 /// `pocketmesh scan`: which radios could this machine talk to?
 struct Scan: ParsableCommand {

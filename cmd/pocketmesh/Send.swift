@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Send: RadioCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Sign: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "sign", abstract: "Sign data (hex) with the radio's private key.")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Sync: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "sync", abstract: "Fetch and print the messages waiting in the radio.")

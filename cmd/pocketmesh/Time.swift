@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshOps
 
 struct Time: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "time", abstract: "Read or set the radio's clock.",

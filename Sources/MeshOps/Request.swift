@@ -1,3 +1,5 @@
+import MeshSession
+
 /// One thing a person or script asks of a radio. Plain data (Codable), so the command line can
 /// run it directly against a radio or hand it to a daemon that owns the radio.
 /// Contacts are named by name or hex key prefix; channels by index or name.

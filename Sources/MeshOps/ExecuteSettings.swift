@@ -1,5 +1,6 @@
 import MeshAir
 import MeshCompanion
+import MeshSession
 
 /// Device information, settings and statistics of the radio itself.
 extension Executor {

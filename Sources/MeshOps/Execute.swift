@@ -1,6 +1,7 @@
 import Glibc
 import MeshAir
 import MeshCompanion
+import MeshSession
 
 /// A contact, owned, as the command line shows it.
 public struct ContactSummary: Sendable, Equatable {
@@ -377,15 +378,10 @@ public final class Executor {
             return Outcome(try neighbours(of: try resolve(who)))
         case .acl(let who):
             let c = try resolve(who)
-            let o = try radio.request(.binary(publicKey: c.publicKey, data: [0x05, 0x00]))
+            let o = try radio.request(.binary(publicKey: c.publicKey, data: RemoteRequestData.accessList()))
             let f = try requestReply(o, what: "the ACL of \(c.name)", timeoutHint: "log in as admin first")
-            var entries: [Value] = []
-            var i = 6
-            while i + 7 <= f.count {
-                entries.append(.object([.init("prefix", .hex(f[i..<(i + 6)])), .init("permissions", .int(f[i + 6]))]))
-                i += 7
-            }
-            return Outcome(.array(entries))
+            let entries = AccessListEntry.list(frame: f) ?? []
+            return Outcome(.array(entries.map { .object([.init("prefix", .hex($0.prefix)), .init("permissions", .int($0.permissions))]) }))
         case .command(let who, let text):
             return try command(text, to: try resolve(who))
         case .trace(let pathText):

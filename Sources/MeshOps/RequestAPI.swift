@@ -1,3 +1,5 @@
+import MeshSession
+
 /// The local API's name for each operation of the command line: its command path joined with
 /// "_" (`contacts remove` is `contacts_remove`), with its arguments as named fields named after the
 /// command's own (`{"op":"contacts_remove","name":"alice"}`). One table, used by the daemon to

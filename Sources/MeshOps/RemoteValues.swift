@@ -1,4 +1,5 @@
 import MeshCompanion
+import MeshSession
 
 /// Replies of remote nodes (repeaters, room servers, sensors) as printed values.
 extension Executor {
@@ -67,31 +68,11 @@ extension Executor {
     /// Key prefix length asked of a repeater's neighbour table (as contact messages name senders).
     static let neighbourPrefixLength = 6
 
-    /// REQ_TYPE_GET_NEIGHBOURS (0x06), request version 0: count, offset u16, order (0: newest
-    /// first), key prefix length, then 4 random bytes that make each request packet unique.
-    static func neighboursRequest(offset: Int, count: UInt8 = 255) -> [UInt8] {
+    /// REQ_TYPE_GET_NEIGHBOURS with a fresh nonce (each request packet unique).
+    static func neighboursRequest(offset: Int) -> [UInt8] {
         var rng = SystemRandomNumberGenerator()
-        let nonce = UInt32.random(in: 0...UInt32.max, using: &rng)
-        return [0x06, 0x00, count, UInt8(truncatingIfNeeded: offset), UInt8(truncatingIfNeeded: offset >> 8), 0x00,
-                UInt8(neighbourPrefixLength)] + (0..<4).map { UInt8(truncatingIfNeeded: nonce >> (8 * $0)) }
-    }
-
-    /// One page of a neighbour table: the BINARY_RESPONSE push (code, reserved, tag u32), then
-    /// total u16, count u16, and count × (prefix, heard_secs_ago u32, snr×4 i8).
-    static func neighboursPage(_ f: [UInt8], prefixLength: Int = neighbourPrefixLength)
-        -> (total: Int, entries: [(prefix: [UInt8], secondsAgo: UInt32, snrQuarterDb: Int8)])? {
-        let d = Array(f.dropFirst(6))
-        guard d.count >= 4 else { return nil }
-        let total = Int(d[0]) | Int(d[1]) << 8
-        let count = Int(d[2]) | Int(d[3]) << 8
-        let size = prefixLength + 5
-        guard d.count >= 4 + count * size else { return nil }
-        var entries: [(prefix: [UInt8], secondsAgo: UInt32, snrQuarterDb: Int8)] = []
-        for i in 0..<count {
-            let o = 4 + i * size
-            entries.append((Array(d[o..<(o + prefixLength)]), readU32(d, o + prefixLength), Int8(bitPattern: d[o + prefixLength + 4])))
-        }
-        return (total, entries)
+        return RemoteRequestData.neighbours(offset: offset, prefixLength: neighbourPrefixLength,
+                                        nonce: UInt32.random(in: 0...UInt32.max, using: &rng))
     }
 
     /// A repeater's whole neighbour table, page by page (a page carries at most 130 bytes of entries).
@@ -103,7 +84,7 @@ extension Executor {
         repeat {
             let o = try radio.request(.binary(publicKey: c.publicKey, data: Executor.neighboursRequest(offset: list.count)))
             let f = try requestReply(o, what: "the neighbours of \(c.name)", timeoutHint: "log in first (`pocketmesh login`)")
-            guard let page = Executor.neighboursPage(f) else {
+            guard let page = NeighbourPage(frame: f, prefixLength: Executor.neighbourPrefixLength) else {
                 throw .link("\(c.name) sent a malformed neighbour table: try again.")
             }
             total = page.total
@@ -121,17 +102,9 @@ extension Executor {
     }
 
     func traceValue(_ f: [UInt8]) -> Value {
-        guard f.count >= 12 else { return .object([.init("raw", .hex(f))]) }
-        let n = Int(f[2]), flags = f[3]
-        let hashes = Array(f.dropFirst(12).prefix(n))
-        let snrCount = n >> Int(flags & 3)
-        let snrs = Array(f.dropFirst(12 + n).prefix(snrCount))
-        var hops: [Value] = []
-        for (i, s) in snrs.enumerated() {
-            hops.append(.object([.init("hash", .hex(hashes[min(i, max(0, hashes.count - 1))...].prefix(1 << Int(flags & 3)))),
-                                 .init("snr", .double(Double(Int8(bitPattern: s)) / 4))]))
-        }
-        let final: Value = f.count > 12 + n + snrCount ? .double(Double(Int8(bitPattern: f[12 + n + snrCount])) / 4) : .null
-        return .object([.init("tag", .int(readU32(f, 4))), .init("hops", .array(hops)), .init("final_snr", final)])
+        guard let t = TraceResult(frame: f) else { return .object([.init("raw", .hex(f))]) }
+        let hops: [Value] = t.hops.map { .object([.init("hash", .hex($0.hash)), .init("snr", .double(Double($0.snrQuarterDb) / 4))]) }
+        return .object([.init("tag", .int(t.tag)), .init("hops", .array(hops)),
+                        .init("final_snr", .double(Double(t.finalSNRQuarterDb) / 4))])
     }
 }

@@ -1,4 +1,5 @@
 import MeshCompanion
+import MeshSession
 
 /// What `info` reports about a radio, from its SELF_INFO and DEVICE_INFO frames: one definition
 /// for the command line's `info --json` and the daemon's `info` op.

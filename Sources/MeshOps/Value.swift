@@ -1,4 +1,5 @@
 import MeshCompanion
+import MeshSession
 /// A result as plain data: what a request against a radio returns, printable as text or JSON and
 /// Codable, so a daemon can carry it over its socket unchanged.
 public indirect enum Value: Sendable, Equatable, Codable {

@@ -35,6 +35,10 @@ public struct ContactRecord {
     public var outPathLength: PathLength { PathLength(rawValue: bytes[35]) }
     /// The valid path bytes (hops × hash size).
     public var outPath: UnsafeRawBufferPointer { bytes.slice(36, outPathLength.isValid ? outPathLength.byteCount : 0) }
+    /// The whole 64-byte out-path field as the radio keeps it (bytes past the path included).
+    public var outPathField: UnsafeRawBufferPointer { bytes.slice(36, 64) }
+    /// The whole 32-byte name field (bytes past the NUL included).
+    public var nameField: UnsafeRawBufferPointer { bytes.slice(100, 32) }
     /// Name bytes up to the NUL.
     public var nameBytes: UnsafeRawBufferPointer { bytes.cField(100, 32) }
     /// Name (allocates only for long names).

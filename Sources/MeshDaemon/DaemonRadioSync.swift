@@ -133,9 +133,8 @@ extension Daemon {
             return
         }
         if let idx = channelTickets.removeValue(forKey: t) {
-            if case .frame(let f) = r, f.count >= 50 {
-                let name = String(decoding: f[2..<34].prefix(while: { $0 != 0 }), as: UTF8.self)
-                channelsFound.append(StoredChannel(index: idx, name: name, secret: Array(f[34..<50])))
+            if case .frame(let f) = r, let c = try? StoredChannel(frame: f) {
+                channelsFound.append(StoredChannel(index: idx, name: c.name, secret: c.secret))
             }
             if channelTickets.isEmpty {
                 do { try store?.saveChannels(channelsFound) } catch { log("store: saving channels failed: \(error)") }

@@ -1,4 +1,5 @@
 import Glibc
+import MeshCompanion
 
 /// A contact as the radio describes it (the 148-byte contact record, §2.6), plus local fields.
 public struct StoredContact: Equatable, Sendable {
@@ -28,17 +29,31 @@ public struct StoredContact: Equatable, Sendable {
         self.lastModified = lastModified; self.removed = removed; self.updatedAt = updatedAt
     }
 
-    /// From a 148-byte contact frame (code byte first: 0x03 CONTACT, 0x8A NEW_ADVERT).
+    /// From a contact frame (code byte first: CONTACT or NEW_ADVERT), decoded by MeshCompanion.
     public init(frame p: UnsafeRawBufferPointer) throws {
-        guard p.count >= 148 else { throw StoreError.invalidArgument("contact record of \(p.count) bytes (148 expected)") }
-        publicKey = p.bytes(1, 32)
-        type = p[33]; flags = p[34]; outPathLength = p[35]
-        outPath = p.bytes(36, 64)
-        nameBytes = p.bytes(100, 32)
-        lastAdvert = p.u32(132)
-        latitude = Int32(bitPattern: p.u32(136))
-        longitude = Int32(bitPattern: p.u32(140))
-        lastModified = p.u32(144)
+        let record: ContactRecord
+        switch try? CompanionFrame.decode(p) {
+        case .contact(let r)?, .newAdvert(let r)?: record = r
+        default: throw StoreError.invalidArgument("not a contact frame of 148 bytes (\(p.count) bytes)")
+        }
+        guard let modified = record.lastModified else {
+            throw StoreError.invalidArgument("contact record of \(p.count) bytes (148 expected)")
+        }
+        self.init(record, lastModified: modified)
+    }
+
+    /// From a decoded contact record.
+    public init(_ r: ContactRecord, lastModified: UInt32) {
+        publicKey = r.publicKey.bytes
+        type = r.type.rawValue
+        flags = r.flags
+        outPathLength = r.outPathLength.rawValue
+        outPath = Array(r.outPathField)
+        nameBytes = Array(r.nameField)
+        lastAdvert = r.lastAdvertTimestamp
+        latitude = r.latitude
+        longitude = r.longitude
+        self.lastModified = lastModified
         removed = false
         updatedAt = 0
     }
@@ -175,10 +190,21 @@ public struct StoredChannel: Equatable, Sendable {
         self.name = String(decoding: untilNul(Array(name.utf8.prefix(31))), as: UTF8.self)
         self.secret = Array((secret + [UInt8](repeating: 0, count: 16)).prefix(16))
     }
-    /// From a CHANNEL_INFO frame (0x12): code, idx, name[32] (bytes after the NUL are garbage), secret16.
+    /// From a CHANNEL_INFO frame, decoded by MeshCompanion (bytes after the name's NUL are garbage).
     public init(frame p: UnsafeRawBufferPointer) throws {
-        guard p.count >= 50 else { throw StoreError.invalidArgument("channel info of \(p.count) bytes (50 expected)") }
-        self.init(index: p[1], name: String(decoding: untilNul(p.bytes(2, 32)), as: UTF8.self), secret: p.bytes(34, 16))
+        guard case .channelInfo(let c)? = try? CompanionFrame.decode(p) else {
+            throw StoreError.invalidArgument("not a channel info frame of 50 bytes (\(p.count) bytes)")
+        }
+        self.init(c)
+    }
+
+    public init(frame: [UInt8]) throws {
+        self = try frame.withUnsafeBytes { try StoredChannel(frame: $0) }
+    }
+
+    /// From a decoded CHANNEL_INFO.
+    public init(_ c: ChannelInfo) {
+        self.init(index: c.index, name: c.name, secret: Array(c.secret))
     }
     public var isEmpty: Bool { name.isEmpty && secret.allSatisfy { $0 == 0 } }
 }

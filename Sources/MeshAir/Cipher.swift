@@ -1,3 +1,4 @@
+import MeshCompanion
 import Crypto
 import CryptoExtras
 

@@ -1,35 +1,28 @@
+import MeshCompanion
 import Crypto
 
-/// A 32-byte Ed25519 public key. Its first 1, 2 or 3 bytes are the node's "hash" in paths and
-/// datagram headers.
-public struct PublicKey: Hashable, Sendable, CustomStringConvertible {
-    public let bytes: [UInt8]
-
+/// The public key is MeshCompanion's `PublicKey` (one type for frames, packets, the store and the
+/// simulator); on air its first 1, 2 or 3 bytes are the node's "hash" in paths and datagram headers.
+extension PublicKey {
     /// Checks only the length (any 32 bytes can appear on air).
-    public init<C: Collection<UInt8>>(_ bytes: C) throws(AirError) {
-        guard bytes.count == AirLimits.publicKeySize else { throw .invalidKey }
-        self.bytes = Array(bytes)
-    }
-
-    /// From hex text.
-    public init(hex: String) throws(AirError) {
-        guard let b = AirHex.decode(hex) else { throw .invalidKey }
-        try self.init(b)
+    public init<C: Collection<UInt8>>(air bytes: C) throws(AirError) {
+        guard bytes.count == AirLimits.publicKeySize, let k = PublicKey(bytes) else { throw .invalidKey }
+        self = k
     }
 
     /// The 1-byte node hash used by datagrams (`dest_hash`, `src_hash`).
-    public var hashByte: UInt8 { bytes[0] }
+    public var hashByte: UInt8 { self[0] }
 
-    /// The first `count` bytes (path hashes use 1...3, contact prefixes 6).
-    public func prefix(_ count: Int) -> ArraySlice<UInt8> { bytes.prefix(count) }
+    /// The first `count` bytes as an array (path hashes use 1...3).
+    public func leadingBytes(_ count: Int) -> [UInt8] { Array(bytes.prefix(count)) }
 
     /// Whether `hash` equals the first `hash.count` bytes of this key.
     public func matches<C: Collection<UInt8>>(hash: C) -> Bool {
-        hash.count <= bytes.count && zip(hash, bytes).allSatisfy { $0 == $1 }
+        hash.count <= PublicKey.size && withUnsafeBytes { k in zip(hash, k).allSatisfy { $0 == $1 } }
     }
 
     /// Starts with 0x00 or 0xFF, which the firmware never uses for its own identity.
-    public var hasReservedPrefix: Bool { bytes[0] == 0x00 || bytes[0] == 0xFF }
+    public var hasReservedPrefix: Bool { self[0] == 0x00 || self[0] == 0xFF }
 
     /// Verifies an Ed25519 signature with swift-crypto.
     public func isValidSignature<S: Collection<UInt8>, M: Collection<UInt8>>(_ signature: S, for message: M) -> Bool {
@@ -37,9 +30,6 @@ public struct PublicKey: Hashable, Sendable, CustomStringConvertible {
               let key = try? Curve25519.Signing.PublicKey(rawRepresentation: bytes) else { return false }
         return key.isValidSignature(Array(signature), for: Array(message))
     }
-
-    public var hex: String { AirHex.encode(bytes) }
-    public var description: String { hex }
 }
 
 /// This node's Ed25519 identity, in the firmware's terms (`LocalIdentity`).
@@ -59,7 +49,7 @@ public struct LocalIdentity {
         guard seed.count == 32 else { throw .invalidKey }
         let seedBytes = Array(seed)
         guard let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: seedBytes) else { throw .invalidKey }
-        let pub = try PublicKey(key.publicKey.rawRepresentation)
+        let pub = try PublicKey(air: key.publicKey.rawRepresentation)
         guard !pub.hasReservedPrefix else { throw .reservedKeyPrefix }
         var expanded = Array(SHA512.hash(data: seedBytes))
         expanded[0] &= 248
@@ -78,7 +68,7 @@ public struct LocalIdentity {
         let bytes = Array(expanded)
         let scalar = UInt256(littleEndian: bytes[0 ..< 32])
         guard scalar != .zero else { throw .invalidKey }
-        let pub = try PublicKey(Edwards25519.encode(Edwards25519.multiplyBase(scalar)))
+        let pub = try PublicKey(air: Edwards25519.encode(Edwards25519.multiplyBase(scalar)))
         guard !pub.hasReservedPrefix else { throw .reservedKeyPrefix }
         publicKey = pub
         privateKey = bytes

@@ -1,3 +1,5 @@
+import MeshCompanion
+
 /// Sizes fixed by the firmware (`src/MeshCore.h`).
 public enum AirLimits {
     /// Largest raw on-air packet (`MAX_TRANS_UNIT`).
@@ -82,33 +84,24 @@ public struct PacketHeader: Equatable, Sendable {
     public var byte: UInt8 { version << 6 | payloadType.rawValue << 2 | routeType.rawValue }
 }
 
-/// The encoded path_len byte: bits 0-5 hop (hash) count, bits 6-7 hash size - 1.
-public struct PathLength: Equatable, Hashable, Sendable {
-    /// Bytes per hop hash: 1, 2 or 3.
-    public let hashSize: Int
-    /// Number of hashes in the path: 0...63.
-    public let hopCount: Int
-
+/// The path length byte is MeshCompanion's `PathLength` (one type for frames and packets); on
+/// air it is validated as the firmware's `Packet::isValidPathLen` does.
+extension PathLength {
     /// Decodes a path_len byte. Hash-size bits 0b11 and more than 64 path bytes are rejected.
     public init(encoded: UInt8) throws(AirError) {
-        let sizeBits = Int(encoded >> 6)
-        if sizeBits == 3 { throw .reservedHashSize }
-        hashSize = sizeBits + 1
-        hopCount = Int(encoded & 0x3F)
-        if hopCount * hashSize > AirLimits.maxPathSize { throw .invalidPath }
+        let p = PathLength(rawValue: encoded)
+        if p.rawValue >> 6 == 3 { throw .reservedHashSize }
+        if p.hopCount * p.hashSize > AirLimits.maxPathSize { throw .invalidPath }
+        self = p
     }
 
     public init(hashSize: Int, hopCount: Int) throws(AirError) {
-        guard (1...3).contains(hashSize), (0...AirLimits.maxHopCount).contains(hopCount),
-              hashSize * hopCount <= AirLimits.maxPathSize else { throw .invalidPath }
-        self.hashSize = hashSize
-        self.hopCount = hopCount
+        guard let p = PathLength(hopCount: hopCount, hashSize: hashSize) else { throw .invalidPath }
+        self = p
     }
 
     /// The wire byte.
-    public var encoded: UInt8 { UInt8(hashSize - 1) << 6 | UInt8(hopCount) }
-    /// Path bytes that follow on the wire.
-    public var byteCount: Int { hashSize * hopCount }
+    public var encoded: UInt8 { rawValue }
     /// Whether one more hop of this hash size still fits.
     public var canAppendHop: Bool { hopCount < AirLimits.maxHopCount && (hopCount + 1) * hashSize <= AirLimits.maxPathSize }
 }

@@ -109,7 +109,7 @@ public struct AnonRequest: Hashable, Sendable {
         let b = Array(payload)
         guard b.count > 1 + 32 + AirLimits.macSize else { throw .truncated }
         destHash = b[0]
-        sender = try PublicKey(b[1 ..< 33])
+        sender = try PublicKey(air: b[1 ..< 33])
         macAndCiphertext = Array(b[33...])
     }
 
@@ -346,7 +346,7 @@ public struct Advert: Hashable, Sendable {
     public init<C: Collection<UInt8>>(payload: C) throws(AirError) {
         let b = Array(payload)
         guard b.count >= 100 else { throw .truncated }
-        publicKey = try PublicKey(b[0 ..< 32])
+        publicKey = try PublicKey(air: b[0 ..< 32])
         timestamp = readLE32(b, 32)
         signature = Array(b[36 ..< 100])
         appData = Array(b[100...])

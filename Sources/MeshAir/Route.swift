@@ -1,3 +1,5 @@
+import MeshCompanion
+
 /// How a new packet leaves the node (`Mesh::sendFlood`, `sendDirect`, `sendZeroHop`).
 public enum Route: Hashable, Sendable {
     /// FLOOD with an empty path; relays append hashes of `hashSize` bytes (1...3).

@@ -1,11 +1,7 @@
 import MeshCompanion
 
-/// `txt_type` in the flags byte of a TXT_MSG plaintext (`TxtDataHelpers.h`).
-public enum TextType: UInt8, Sendable, CaseIterable {
-    case plain = 0
-    case cliData = 1
-    case signedPlain = 2
-}
+// `txt_type` in the flags byte of a TXT_MSG plaintext (`TxtDataHelpers.h`) is MeshCompanion's
+// `TextType`, the same value the companion frames carry.
 
 /// TXT_MSG plaintext: `ts u32, (txt_type<<2 | attempt&3), [author_pfx4 if signed], text, [00, attempt if attempt > 3]`.
 public struct TextMessage: Hashable, Sendable {
@@ -53,7 +49,7 @@ public struct TextMessage: Hashable, Sendable {
         if end + 1 < b.count, b[end + 1] > 3 { attempt = b[end + 1] }
     }
 
-    public var type: TextType? { TextType(rawValue: txtType) }
+    public var type: TextType { TextType(rawValue: txtType) }
     public var flagsByte: UInt8 { txtType << 2 | attempt & 3 }
     /// The text as a string (invalid UTF-8 repaired).
     public var string: String { String(decoding: text, as: UTF8.self) }

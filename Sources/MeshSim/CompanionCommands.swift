@@ -159,7 +159,7 @@ extension CompanionNode {
         case let .sendTelemetryRequest(k):
             guard let k else {
                 let lpp = sensors.lpp(permissions: 0xFF)
-                if let f = try? PushFrame.telemetryResponse(publicKey.frameKey.prefix(6), lpp: lpp) { emit(f) }
+                if let f = try? PushFrame.telemetryResponse(publicKey.prefix(6), lpp: lpp) { emit(f) }
                 return
             }
             guard let c = anyContact(key: k) else { return err(.notFound) }
@@ -177,7 +177,7 @@ extension CompanionNode {
         case let .getAdvertPath(k):
             let pfx = Array(k.bytes.prefix(7))
             guard let e = advertPaths.last(where: { Array($0.key.bytes.prefix(7)) == pfx }),
-                  let f = try? ResponseFrame.advertPath(receivedTimestamp: e.receivedAt, pathLength: FramePathLength(rawValue: e.pathLength), path: e.path)
+                  let f = try? ResponseFrame.advertPath(receivedTimestamp: e.receivedAt, pathLength: PathLength(rawValue: e.pathLength), path: e.path)
             else { return err(.notFound) }
             emit(f)
         case let .sendBinaryRequest(k):
@@ -190,7 +190,7 @@ extension CompanionNode {
             factoryReset()
             reboot()
         case let .sendPathDiscoveryRequest(k):
-            guard let c = anyContact(key: k), let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
+            guard let c = anyContact(key: k), let ak = Optional(k), let s = secret(for: ak) else { return err(.notFound) }
             let tag = uniqueTime()
             var pt: [UInt8] = []; put32(tag, &pt); pt += [0x03, ~UInt8(0x01), 0, 0, 0] + rng.bytes(4)
             pending = Pending(kind: .pathDiscovery, key: c.publicKey, tag: tag)
@@ -251,7 +251,7 @@ extension CompanionNode {
     func emitSelfInfo() {
         let rp = MeshCompanion.RadioParams(frequencyKHz: radio.params.freqKHz, bandwidthHz: radio.params.bwHz,
                                           spreadingFactor: radio.params.sf, codingRate: radio.params.cr)
-        if let f = try? ResponseFrame.selfInfo(txPowerDbm: radio.params.txPowerDbm, maxTxPowerDbm: maxTxPower, publicKey: publicKey.frameKey,
+        if let f = try? ResponseFrame.selfInfo(txPowerDbm: radio.params.txPowerDbm, maxTxPowerDbm: maxTxPower, publicKey: publicKey,
                                                latitude: advertLatitude, longitude: advertLongitude, multiAcks: multiAcks,
                                                advertLocationPolicy: advertLocationPolicy, telemetryModes: TelemetryModes(packed: telemetryModes),
                                                manualAddContacts: manualAddContacts, radio: rp, name: name) { emit(f) }
@@ -301,25 +301,25 @@ extension CompanionNode {
     }
 
     func sendText(type txtType: UInt8, attempt: UInt8, timestamp ts0: UInt32, prefix: KeyPrefix, text: [UInt8]) {
-        guard txtType == 0 || txtType == 1 else { return err(.unsupportedCommand) }
+        guard txtType == TextType.plain.rawValue || txtType == TextType.cliData.rawValue else { return err(.unsupportedCommand) }
         guard let i = contacts.firstIndex(where: { $0.publicKey.prefix(6) == prefix }) else { return err(.notFound) }
         let c = contacts[i]
-        guard text.count <= (attempt > 3 ? 158 : 160), let ak = c.publicKey.airKey, let s = secret(for: ak) else { return err(.tableFull) }
-        let ts = txtType == 1 ? uniqueTime() : ts0
+        guard text.count <= (attempt > 3 ? 158 : 160), let ak = Optional(c.publicKey), let s = secret(for: ak) else { return err(.tableFull) }
+        let ts = txtType == TextType.cliData.rawValue ? uniqueTime() : ts0
         var pt: [UInt8] = []
         put32(ts, &pt)
         pt.append(txtType << 2 | attempt & 3)
         pt += text
         if attempt > 3 { pt += [0, attempt] }
         let payload = datagram(to: ak, secret: s, plaintext: pt)
-        let ack = txtType == 0 ? TextAck.code(timestamp: ts, txtType: 0, attempt: attempt & 3, text: text, sender: publicKey).value : 0
+        let ack = txtType == TextType.plain.rawValue ? TextAck.code(timestamp: ts, txtType: TextType.plain.rawValue, attempt: attempt & 3, text: text, sender: publicKey).value : 0
         guard let (flood, est) = sendToContact(c, type: .txtMsg, payload: payload) else { return err(.tableFull) }
-        if txtType == 0 { expectAck(ack, from: c.publicKey) }
+        if txtType == TextType.plain.rawValue { expectAck(ack, from: c.publicKey) }
         emit(ResponseFrame.sent(SentInfo(isFlood: flood, tag: ack, estimatedTimeoutMs: est)))
     }
 
     func sendChannelText(type txtType: UInt8, index idx: Int, timestamp ts: UInt32, message msg: [UInt8]) {
-        guard txtType == 0 else { return err(.unsupportedCommand) }
+        guard txtType == TextType.plain.rawValue else { return err(.unsupportedCommand) }
         guard idx < channels.count else { return err(.notFound) }
         let text = utf8Cut(Array(name.utf8) + Array(": ".utf8) + msg, max: 160)
         var pt: [UInt8] = []
@@ -329,7 +329,7 @@ extension CompanionNode {
         sendFlood(.grpTxt, payload: payload, scope: effectiveScope()) ? ok() : err(.notFound)
     }
 
-    func channelData(index idx: Int, pathLength: FramePathLength, path: [UInt8], dataType: UInt16, data: [UInt8]) {
+    func channelData(index idx: Int, pathLength: PathLength, path: [UInt8], dataType: UInt16, data: [UInt8]) {
         guard idx < channels.count else { return err(.notFound) }
         guard pathLength.isUnknown || pathLength.isValid, dataType != 0 else { return err(.illegalArgument) }
         guard data.count <= CompanionLimits.maxChannelDataLength else { return err(.tableFull) }
@@ -343,14 +343,14 @@ extension CompanionNode {
     }
 
     func sendRequest(to c: Contact, plaintext: [UInt8], kind: RequestKind, tag: UInt32) {
-        guard let ak = c.publicKey.airKey, let s = secret(for: ak) else { return err(.notFound) }
+        guard let ak = Optional(c.publicKey), let s = secret(for: ak) else { return err(.notFound) }
         pending = Pending(kind: kind, key: c.publicKey, tag: tag)
         guard let (flood, est) = sendToContact(c, type: .req, payload: datagram(to: ak, secret: s, plaintext: plaintext)) else { return err(.tableFull) }
         emit(ResponseFrame.sent(SentInfo(isFlood: flood, tag: tag, estimatedTimeoutMs: est)))
     }
 
-    func login(key k: FrameKey, password pw: [UInt8]) {
-        guard let c = anyContact(key: k), let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
+    func login(key k: PublicKey, password pw: [UInt8]) {
+        guard let c = anyContact(key: k), let ak = Optional(k), let s = secret(for: ak) else { return err(.notFound) }
         var pt: [UInt8] = []
         put32(uniqueTime(), &pt)
         if c.type.rawValue == 3 { put32(0, &pt) } // room: sync_since
@@ -361,14 +361,14 @@ extension CompanionNode {
         emit(ResponseFrame.sent(SentInfo(isFlood: flood, tag: get32(k.bytes, 0), estimatedTimeoutMs: est)))
     }
 
-    func anonRequest(key k: FrameKey, data: [UInt8]) {
-        guard let ak = k.airKey, let s = secret(for: ak) else { return err(.notFound) }
+    func anonRequest(key k: PublicKey, data: [UInt8]) {
+        guard let ak = Optional(k), let s = secret(for: ak) else { return err(.notFound) }
         guard data.count <= CompanionLimits.maxAnonRequestData else { return err(.tableFull) }
         var c = anyContact(key: k)
         if c == nil {
             // v13: a transient contact, zero-hop direct.
             var t = Contact(publicKey: k, type: ContactType(rawValue: 0), name: "")
-            try? t.setOutPath(FramePathLength(rawValue: 0), [UInt8]())
+            try? t.setOutPath(PathLength(rawValue: 0), [UInt8]())
             if transients.count >= 8 { transients.removeFirst() }
             transients.append(t); c = t
         }

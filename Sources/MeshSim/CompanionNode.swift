@@ -53,19 +53,19 @@ public final class CompanionNode: MeshNode {
     public internal(set) var channels: [ChannelSlot]
     public internal(set) var queue: OfflineQueue
     public internal(set) var appTargetVersion: UInt8 = 0
-    struct ExpectedAck { var code: UInt32; var sentAt: UInt64; var contact: FrameKey? = nil }
+    struct ExpectedAck { var code: UInt32; var sentAt: UInt64; var contact: PublicKey? = nil }
     var expectedAcks: [ExpectedAck] = []
     var nextAckSlot = 0
     enum RequestKind { case login, status, telemetry, binary, anon, pathDiscovery }
-    struct Pending { var kind: RequestKind; var key: FrameKey; var tag: UInt32 }
+    struct Pending { var kind: RequestKind; var key: PublicKey; var tag: UInt32 }
     var pending: Pending?
     var iterating = false
     var iterationToken: UInt64 = 0
     var signBuffer: [UInt8]? = nil
     var lastUniqueTime: UInt32 = 0
-    struct AdvertPathEntry { var key: FrameKey; var receivedAt: UInt32; var pathLength: UInt8; var path: [UInt8] }
+    struct AdvertPathEntry { var key: PublicKey; var receivedAt: UInt32; var pathLength: UInt8; var path: [UInt8] }
     var advertPaths: [AdvertPathEntry] = []
-    var advertPackets: [FrameKey: [UInt8]] = [:]
+    var advertPackets: [PublicKey: [UInt8]] = [:]
 
     public static let maxSignLength = 8192
 
@@ -94,18 +94,18 @@ public final class CompanionNode: MeshNode {
 
     // MARK: contacts
 
-    public func contact(key: FrameKey) -> Contact? { contacts.first { $0.publicKey == key } }
+    public func contact(key: PublicKey) -> Contact? { contacts.first { $0.publicKey == key } }
 
     func contactIndex(prefix: [UInt8]) -> Int? {
         contacts.firstIndex { c in c.publicKey.withUnsafeBytes { k in prefix.indices.allSatisfy { k[$0] == prefix[$0] } } }
     }
 
-    func anyContact(key: FrameKey) -> Contact? { contact(key: key) ?? transients.first { $0.publicKey == key } }
+    func anyContact(key: PublicKey) -> Contact? { contact(key: key) ?? transients.first { $0.publicKey == key } }
 
-    override public func candidatePeers(srcHash: UInt8) -> [AirKey] {
-        var out: [AirKey] = []
-        for c in contacts where c.publicKey[0] == srcHash { if let k = c.publicKey.airKey { out.append(k) } }
-        for c in transients where c.publicKey[0] == srcHash { if let k = c.publicKey.airKey { out.append(k) } }
+    override public func candidatePeers(srcHash: UInt8) -> [PublicKey] {
+        var out: [PublicKey] = []
+        for c in contacts where c.publicKey[0] == srcHash { if let k = Optional(c.publicKey) { out.append(k) } }
+        for c in transients where c.publicKey[0] == srcHash { if let k = Optional(c.publicKey) { out.append(k) } }
         return out
     }
 
@@ -118,7 +118,7 @@ public final class CompanionNode: MeshNode {
         return out
     }
 
-    func updateContact(_ key: FrameKey, _ body: (inout Contact) -> Void) {
+    func updateContact(_ key: PublicKey, _ body: (inout Contact) -> Void) {
         if let i = contacts.firstIndex(where: { $0.publicKey == key }) { body(&contacts[i]) }
         else if let i = transients.firstIndex(where: { $0.publicKey == key }) { body(&transients[i]) }
     }
@@ -146,7 +146,7 @@ public final class CompanionNode: MeshNode {
 
     override public func onAdvert(_ advert: Advert, data: AdvertData, arrival: Arrival) {
         guard !data.nameBytes.isEmpty else { return } // BaseChatMesh drops adverts with no name
-        let key = advert.publicKey.frameKey
+        let key = advert.publicKey
         let now = epochNow
         let type = ContactType(rawValue: data.type.rawValue)
         let name = String(decoding: utf8Cut(data.nameBytes, max: 31), as: UTF8.self)
@@ -205,8 +205,8 @@ public final class CompanionNode: MeshNode {
         }
     }
 
-    override public func onPeerData(_ type: PayloadType, from: AirKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival) {
-        let key = from.frameKey
+    override public func onPeerData(_ type: PayloadType, from: PublicKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival) {
+        let key = from
         guard let sender = anyContact(key: key) else { return }
         switch type {
         case .txtMsg:
@@ -217,28 +217,28 @@ public final class CompanionNode: MeshNode {
             var attempt = flags & 3
             var body = Array(pt[5...])
             var author: [UInt8]? = nil
-            if txtType == 2 {
+            if txtType == TextType.signedPlain.rawValue {
                 guard body.count >= 4 else { return }
                 author = Array(body[0 ..< 4]); body = Array(body[4...])
             }
             let text = Array(body.prefix { $0 != 0 })
             if body.count > text.count + 1, attempt == 3, body[text.count + 1] > 3 { attempt = body[text.count + 1] }
-            if txtType == 0 || txtType == 2 {
+            if txtType == TextType.plain.rawValue || txtType == TextType.signedPlain.rawValue {
                 let ack: [UInt8]
-                if txtType == 0 {
-                    ack = TextAck.code(timestamp: ts, txtType: 0, attempt: flags & 3, text: text, sender: from).bytes
+                if txtType == TextType.plain.rawValue {
+                    ack = TextAck.code(timestamp: ts, txtType: TextType.plain.rawValue, attempt: flags & 3, text: text, sender: from).bytes
                         + [attempt > 3 ? attempt : 0, UInt8(truncatingIfNeeded: rng.next())]
                 } else {
                     ack = TextAck.signedCode(timestamp: ts, attempt: flags & 3, authorPrefix: author ?? [], text: text, receiver: publicKey).bytes
                 }
                 sendAck(ack, to: from, secret: secret, arrival: arrival, contact: sender)
-            } else if txtType != 1 {
+            } else if txtType != TextType.cliData.rawValue {
                 return
             }
-            let pathLen = FramePathLength(rawValue: arrival.isFlood ? arrival.packet.pathLength.encoded : 0xFF)
+            let pathLen = PathLength(rawValue: arrival.isFlood ? arrival.packet.pathLength.encoded : 0xFF)
             let authorPrefix = author.flatMap { KeyPrefix($0) }
             if let f = try? ResponseFrame.contactMessage(v3: appTargetVersion >= 3, snrQuarterDb: snrQ(arrival.snr), senderPrefix: key.prefix(6),
-                                                         pathLength: pathLen, textType: MeshCompanion.TextType(rawValue: txtType),
+                                                         pathLength: pathLen, textType: TextType(rawValue: txtType),
                                                          senderTimestamp: ts, authorPrefix: authorPrefix, text: text) {
                 queueMessage(f)
             }
@@ -254,7 +254,7 @@ public final class CompanionNode: MeshNode {
 
     /// Acknowledges a received text: flood arrivals get a PATH carrying the ACK, direct ones an ACK
     /// along our stored path to the sender (or flood), optionally preceded by multi-ACKs.
-    func sendAck(_ ack: [UInt8], to peer: AirKey, secret: SharedSecret, arrival: Arrival, contact: Contact) {
+    func sendAck(_ ack: [UInt8], to peer: PublicKey, secret: SharedSecret, arrival: Arrival, contact: Contact) {
         if arrival.isFlood {
             reply(to: peer, secret: secret, arrival: arrival, type: .ack, body: ack, outPath: nil, delay: 200)
             return
@@ -274,22 +274,22 @@ public final class CompanionNode: MeshNode {
         push(PushFrame.messageWaiting())
     }
 
-    override public func onPeerPath(from: AirKey, secret: SharedSecret, path: [UInt8], pathLength: AirPathLength,
+    override public func onPeerPath(from: PublicKey, secret: SharedSecret, path: [UInt8], pathLength: PathLength,
                                     extraType: UInt8, extra: [UInt8], arrival: Arrival) -> Bool {
-        let key = from.frameKey
+        let key = from
         guard anyContact(key: key) != nil else { return false }
         // A path discovery answer is reported, not stored.
         if extraType == PayloadType.response.rawValue, extra.count >= 4, let p = pending, p.kind == .pathDiscovery,
            p.key == key, get32(extra, 0) == p.tag {
             pending = nil
-            if let f = try? PushFrame.pathDiscoveryResponse(key.prefix(6), outPathLength: FramePathLength(rawValue: pathLength.encoded), outPath: path,
-                                                            inPathLength: FramePathLength(rawValue: arrival.packet.pathLength.encoded), inPath: arrival.packet.path) {
+            if let f = try? PushFrame.pathDiscoveryResponse(key.prefix(6), outPathLength: PathLength(rawValue: pathLength.encoded), outPath: path,
+                                                            inPathLength: PathLength(rawValue: arrival.packet.pathLength.encoded), inPath: arrival.packet.path) {
                 push(f)
             }
             return false
         }
         updateContact(key) { c in
-            try? c.setOutPath(FramePathLength(rawValue: pathLength.encoded), path)
+            try? c.setOutPath(PathLength(rawValue: pathLength.encoded), path)
             c.lastModified = epochNow
         }
         push(PushFrame.pathUpdated(key))
@@ -311,8 +311,8 @@ public final class CompanionNode: MeshNode {
 
     /// `handleReturnPathRetry`: the contact still floods to us although we have a path to it, so it
     /// may have missed our return path; send it again, direct, 3 s later.
-    func retryReturnPath(to key: FrameKey, arrival: Arrival) {
-        guard let c = contact(key: key), !c.outPathLength.isUnknown, let ak = key.airKey, let s = secret(for: ak) else { return }
+    func retryReturnPath(to key: PublicKey, arrival: Arrival) {
+        guard let c = contact(key: key), !c.outPathLength.isUnknown, let ak = Optional(key), let s = secret(for: ak) else { return }
         let p = pathReturnPayload(to: ak, secret: s, path: arrival.packet.path, pathLength: arrival.packet.pathLength, extraType: nil, extra: [])
         sendDirect(.path, payload: p, path: c.outPath, hashSize: c.outPathLength.hashSize, delay: 3000)
     }
@@ -324,13 +324,13 @@ public final class CompanionNode: MeshNode {
         return true
     }
 
-    func expectAck(_ code: UInt32, from contact: FrameKey? = nil) {
+    func expectAck(_ code: UInt32, from contact: PublicKey? = nil) {
         if expectedAcks.count >= 8 { expectedAcks.removeFirst() } // 8-entry circular table
         expectedAcks.append(ExpectedAck(code: code, sentAt: now, contact: contact))
     }
 
     /// Response bodies: `tag u32` echo + data (login replies carry the server clock instead).
-    func handleResponse(from key: FrameKey, body: [UInt8], arrival: Arrival, viaPath: [UInt8]?) {
+    func handleResponse(from key: PublicKey, body: [UInt8], arrival: Arrival, viaPath: [UInt8]?) {
         guard let p = pending, body.count >= 4 else { return }
         let tag = get32(body, 0)
         let prefix = key.prefix(6)
@@ -372,7 +372,7 @@ public final class CompanionNode: MeshNode {
     }
 
     /// Requests to a companion: only telemetry (and path discovery, which is a telemetry request).
-    func handleRequest(from: AirKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival, contact: Contact) {
+    func handleRequest(from: PublicKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival, contact: Contact) {
         guard pt.count >= 5, pt[4] == 0x03 else { return }
         let tag = get32(pt, 0)
         // Each telemetry mode (base, location, environment: 2 bits each) allows all (2), or the
@@ -395,7 +395,7 @@ public final class CompanionNode: MeshNode {
 
     override public func onGroup(_ type: PayloadType, channel: ChannelSecret, plaintext pt: [UInt8], arrival: Arrival) {
         guard let idx = channels.firstIndex(where: { !$0.name.isEmpty && $0.secret == Array(channel.key.prefix(16)) }) else { return }
-        let pathLen = FramePathLength(rawValue: arrival.isFlood ? arrival.packet.pathLength.encoded : 0xFF)
+        let pathLen = PathLength(rawValue: arrival.isFlood ? arrival.packet.pathLength.encoded : 0xFF)
         if type == .grpTxt {
             guard pt.count >= 5, pt[4] >> 2 == 0 else { return }
             let text = Array(pt[5...].prefix { $0 != 0 })
@@ -419,7 +419,7 @@ public final class CompanionNode: MeshNode {
 
     override public func onControl(_ payload: [UInt8], arrival: Arrival) {
         if let f = try? PushFrame.controlData(snrQuarterDb: snrQ(arrival.snr), rssi: Int8(clamping: arrival.rssi),
-                                              pathLength: FramePathLength(rawValue: arrival.packet.pathLength.encoded), payload: payload) { push(f) }
+                                              pathLength: PathLength(rawValue: arrival.packet.pathLength.encoded), payload: payload) { push(f) }
     }
 
     override public func onRawCustom(_ payload: [UInt8], arrival: Arrival) {

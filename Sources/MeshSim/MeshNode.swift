@@ -1,3 +1,4 @@
+import MeshCompanion
 import MeshAir
 
 /// Little-endian helpers for plaintext layouts that are the simulator's own business (stats

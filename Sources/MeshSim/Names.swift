@@ -1,20 +1,6 @@
 import MeshAir
 import MeshCompanion
 
-// MeshAir and MeshCompanion both name some types after the protocol (public key, path length);
-// inside the simulator these say which side a value belongs to.
-public typealias AirKey = MeshAir.PublicKey
-public typealias FrameKey = MeshCompanion.PublicKey
-public typealias AirPathLength = MeshAir.PathLength
-public typealias FramePathLength = MeshCompanion.PathLength
-
-extension MeshAir.PublicKey {
-    var frameKey: FrameKey { FrameKey(bytes)! }
-}
-
-extension MeshCompanion.PublicKey {
-    var airKey: AirKey? { try? AirKey(bytes) }
-}
 
 /// The longest prefix of `bytes` of at most `max` bytes ending on a UTF-8 boundary.
 func utf8Cut(_ bytes: [UInt8], max n: Int) -> [UInt8] {

@@ -28,7 +28,7 @@ struct RateLimiter {
 /// anonymous requests for its regions, owner and clock.
 public final class RepeaterNode: ServerNode {
     /// A repeater heard by its zero-hop advert (or a discovery response): RTC time heard, SNR×4.
-    struct Neighbour { var key: AirKey; var heardAt: UInt32; var snr: Int8 }
+    struct Neighbour { var key: PublicKey; var heardAt: UInt32; var snr: Int8 }
     var neighbours: [Neighbour] = []
     static let maxNeighbours = 50
     var discoverLimiter = RateLimiter(maximum: 4, seconds: 120)
@@ -59,13 +59,13 @@ public final class RepeaterNode: ServerNode {
     /// type 1–3 with `reply path_len, path` — answered only when it came direct, at most 4 in 3
     /// minutes, with `timestamp u32` (echoed as a tag), the clock u32, then the region names that
     /// allow floods / `name\nowner info` / a feature byte (0x80: not repeating).
-    override public func onAnonRequest(from: AirKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival) {
+    override public func onAnonRequest(from: PublicKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival) {
         guard pt.count >= 5 else { return }
         let kind = pt[4]
         if kind == 0 || kind >= 0x20 { return super.onAnonRequest(from: from, secret: secret, plaintext: pt, arrival: arrival) }
         guard let request = AnonRequest(rawValue: kind), !arrival.isFlood else { return }
         guard anonLimiter.allow(epochNow) else { return }
-        guard pt.count >= 6, let pl = try? AirPathLength(encoded: pt[5]), pt.count >= 6 + pl.byteCount else { return }
+        guard pt.count >= 6, let pl = try? PathLength(encoded: pt[5]), pt.count >= 6 + pl.byteCount else { return }
         let replyPath = (path: Array(pt[6 ..< 6 + pl.byteCount]), hashSize: pl.hashSize)
         var body = Array(pt[0 ..< 4])
         put32(epochNow, &body)
@@ -122,7 +122,7 @@ public final class RepeaterNode: ServerNode {
 
     // MARK: neighbours
 
-    func putNeighbour(_ key: AirKey, snr: Double) {
+    func putNeighbour(_ key: PublicKey, snr: Double) {
         let entry = Neighbour(key: key, heardAt: epochNow, snr: Int8(clamping: Int(snr * 4)))
         if let i = neighbours.firstIndex(where: { $0.key == key }) { neighbours[i] = entry; return }
         if neighbours.count >= Self.maxNeighbours, let oldest = neighbours.indices.min(by: { neighbours[$0].heardAt < neighbours[$1].heardAt }) {
@@ -175,7 +175,7 @@ public final class RepeaterNode: ServerNode {
         case let .discoverResponse(nodeType, _, tag, key):
             guard nodeType.rawValue & 0x0F == AdvertType.repeater.rawValue, key.count >= 32 else { return }
             guard let p = pendingDiscover, now < p.until else { pendingDiscover = nil; return }
-            guard tag == p.tag, let k = try? AirKey(key.prefix(32)), k != publicKey else { return }
+            guard tag == p.tag, let k = PublicKey(key.prefix(32)), k != publicKey else { return }
             putNeighbour(k, snr: arrival.snr)
         default:
             break

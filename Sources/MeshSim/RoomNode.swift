@@ -5,7 +5,7 @@ import MeshCompanion
 /// pushed to each logged-in member as signed text (txt_type 2, author prefix), one at a time,
 /// advancing the member's `sync_since` only when the member ACKs.
 public final class RoomNode: ServerNode {
-    public struct Post { public var author: AirKey; public var timestamp: UInt32; public var text: [UInt8] }
+    public struct Post { public var author: PublicKey; public var timestamp: UInt32; public var text: [UInt8] }
     public internal(set) var posts: [Post] = []
     public static let maxPosts = 32
     var posted = 0
@@ -33,7 +33,7 @@ public final class RoomNode: ServerNode {
     override var pushCount: Int { pushed }
 
     /// Adds a post as if `author` wrote it (also what a member's TXT_MSG does).
-    public func addPost(author: AirKey, text: [UInt8]) {
+    public func addPost(author: PublicKey, text: [UInt8]) {
         posts.append(Post(author: author, timestamp: uniqueTime(), text: utf8Cut(text, max: 150)))
         if posts.count > Self.maxPosts { posts.removeFirst() ; for i in clients.indices { clients[i].pushing = nil } }
         posted += 1
@@ -41,7 +41,7 @@ public final class RoomNode: ServerNode {
     }
 
     override public func onText(from client: Int, timestamp: UInt32, txtType: UInt8, text: [UInt8], secret: SharedSecret, arrival: Arrival) {
-        guard txtType == 0, clients[client].permissions & 3 >= 2 else { return }
+        guard txtType == TextType.plain.rawValue, clients[client].permissions & 3 >= 2 else { return }
         addPost(author: clients[client].key, text: text)
     }
 

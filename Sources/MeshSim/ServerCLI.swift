@@ -137,7 +137,7 @@ extension ServerNode {
             clients.remove(at: i)
             return "OK"
         }
-        guard key.count == 32, let k = try? AirKey(key) else { return "Err - invalid params" }
+        guard key.count == 32, let k = PublicKey(key) else { return "Err - invalid params" }
         let i = putClient(k)
         clients[i].permissions = perms
         return "OK"

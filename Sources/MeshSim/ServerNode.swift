@@ -3,7 +3,7 @@ import MeshCompanion
 
 /// A client in a server's access control list.
 public struct ServerClient {
-    public var key: AirKey
+    public var key: PublicKey
     /// Low two bits: 3 admin, 2 read/write (room member), 1 read-only, 0 guest.
     public var permissions: UInt8
     var lastTimestamp: UInt32 = 0
@@ -187,15 +187,15 @@ open class ServerNode: MeshNode {
 
     // MARK: ACL
 
-    func clientIndex(_ key: AirKey) -> Int? { clients.firstIndex { $0.key == key } }
+    func clientIndex(_ key: PublicKey) -> Int? { clients.firstIndex { $0.key == key } }
 
-    override open func candidatePeers(srcHash: UInt8) -> [AirKey] {
+    override open func candidatePeers(srcHash: UInt8) -> [PublicKey] {
         clients.filter { $0.key.hashByte == srcHash }.map(\.key)
     }
 
     /// The client's index, adding it (without permissions) when new; a full table loses the client
     /// idle longest.
-    func putClient(_ key: AirKey) -> Int {
+    func putClient(_ key: PublicKey) -> Int {
         if let i = clientIndex(key) { return i }
         if clients.count >= Self.maxClients, let oldest = clients.indices.min(by: { clients[$0].lastActivity < clients[$1].lastActivity }) {
             clients.remove(at: oldest)
@@ -205,7 +205,7 @@ open class ServerNode: MeshNode {
     }
 
     /// ANON_REQ: `timestamp u32` then a login (rooms: `sync_since u32`, then the password).
-    override open func onAnonRequest(from: AirKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival) {
+    override open func onAnonRequest(from: PublicKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival) {
         let at = role == .room ? 8 : 4
         guard pt.count >= at else { return }
         let password = Array(pt[at...].prefix { $0 != 0 })
@@ -220,7 +220,7 @@ open class ServerNode: MeshNode {
     /// `allow.read.only` any other password guest), so a blank guest password lets anyone in as a
     /// guest with a blank password. A wrong password or a replayed timestamp gets no reply. Returns
     /// the reply body: `server time u32, 0 (OK), 0, is_admin, permissions, random u32, level`.
-    func login(from: AirKey, timestamp ts: UInt32, password pw: [UInt8], syncSince: UInt32, isFlood: Bool) -> [UInt8]? {
+    func login(from: PublicKey, timestamp ts: UInt32, password pw: [UInt8], syncSince: UInt32, isFlood: Bool) -> [UInt8]? {
         var index = pw.isEmpty ? clientIndex(from) : nil
         if index == nil {
             let perms: UInt8
@@ -249,7 +249,7 @@ open class ServerNode: MeshNode {
 
     /// A RESPONSE to an anonymous request (`chooseReplyRoute`): a flood request gets a flood PATH
     /// carrying it, then the reply path the request supplied, the client's known path, or a flood.
-    func replyAnon(to key: AirKey, secret: SharedSecret, arrival: Arrival, body: [UInt8], suppliedPath: (path: [UInt8], hashSize: Int)?) {
+    func replyAnon(to key: PublicKey, secret: SharedSecret, arrival: Arrival, body: [UInt8], suppliedPath: (path: [UInt8], hashSize: Int)?) {
         if !arrival.isFlood, let p = suppliedPath {
             sendDirect(.response, payload: datagram(to: key, secret: secret, plaintext: body), path: p.path, hashSize: p.hashSize, delay: 300)
             return
@@ -258,13 +258,13 @@ open class ServerNode: MeshNode {
     }
 
     /// Sends a RESPONSE: as PATH+RESPONSE flood when the request came flood, else direct/flood.
-    func respond(to key: AirKey, secret: SharedSecret, arrival: Arrival, body: [UInt8], delay: UInt64 = 300) {
+    func respond(to key: PublicKey, secret: SharedSecret, arrival: Arrival, body: [UInt8], delay: UInt64 = 300) {
         let c = clientIndex(key).map { clients[$0] }
         let out = c?.outPath.map { (path: $0, hashSize: c!.outHashSize) }
         reply(to: key, secret: secret, arrival: arrival, type: .response, body: body, outPath: out, delay: delay)
     }
 
-    override open func onPeerPath(from: AirKey, secret: SharedSecret, path: [UInt8], pathLength: AirPathLength,
+    override open func onPeerPath(from: PublicKey, secret: SharedSecret, path: [UInt8], pathLength: PathLength,
                                   extraType: UInt8, extra: [UInt8], arrival: Arrival) -> Bool {
         guard let i = clientIndex(from) else { return false }
         clients[i].outPath = path
@@ -274,7 +274,7 @@ open class ServerNode: MeshNode {
         return true
     }
 
-    override open func onPeerData(_ type: PayloadType, from: AirKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival) {
+    override open func onPeerData(_ type: PayloadType, from: PublicKey, secret: SharedSecret, plaintext pt: [UInt8], arrival: Arrival) {
         guard let i = clientIndex(from) else { return }
         switch type {
         case .req:
@@ -294,17 +294,17 @@ open class ServerNode: MeshNode {
             let flags = pt[4]
             let txtType = flags >> 2
             let text = Array(pt[5...].prefix { $0 != 0 })
-            if role == .repeater || txtType == 1 {
+            if role == .repeater || txtType == TextType.cliData.rawValue {
                 // A CLI command: admins only, plain or CLI text, not replayed; a retry is ACKed again
                 // but not run again.
                 guard clients[i].isAdmin, txtType <= 1, ts >= clients[i].lastTimestamp else { return }
                 let isRetry = ts == clients[i].lastTimestamp
                 clients[i].lastTimestamp = ts
-                if txtType == 0 { sendTextAck(to: i, timestamp: ts, flags: flags, text: text, secret: secret, arrival: arrival) }
+                if txtType == TextType.plain.rawValue { sendTextAck(to: i, timestamp: ts, flags: flags, text: text, secret: secret, arrival: arrival) }
                 runCommand(from: i, timestamp: ts, text: isRetry ? nil : text, secret: secret, arrival: arrival)
                 return
             }
-            if txtType == 0 { sendTextAck(to: i, timestamp: ts, flags: flags, text: text, secret: secret, arrival: arrival) }
+            if txtType == TextType.plain.rawValue { sendTextAck(to: i, timestamp: ts, flags: flags, text: text, secret: secret, arrival: arrival) }
             onText(from: i, timestamp: ts, txtType: txtType, text: text, secret: secret, arrival: arrival)
         default:
             break
@@ -313,7 +313,7 @@ open class ServerNode: MeshNode {
 
     func sendTextAck(to i: Int, timestamp ts: UInt32, flags: UInt8, text: [UInt8], secret: SharedSecret, arrival: Arrival) {
         let c = clients[i]
-        let ack = TextAck.code(timestamp: ts, txtType: 0, attempt: flags & 3, text: text, sender: c.key).bytes
+        let ack = TextAck.code(timestamp: ts, txtType: TextType.plain.rawValue, attempt: flags & 3, text: text, sender: c.key).bytes
         reply(to: c.key, secret: secret, arrival: arrival, type: .ack, body: ack,
               outPath: c.outPath.map { (path: $0, hashSize: c.outHashSize) }, delay: 200)
     }

@@ -1,3 +1,4 @@
+import MeshCompanion
 import Testing
 import Crypto
 @testable import MeshAir
@@ -72,7 +73,8 @@ import Crypto
     @Test func badKeyLengths() {
         #expect(throws: AirError.invalidKey) { try LocalIdentity(seed: [1, 2, 3]) }
         #expect(throws: AirError.invalidKey) { try LocalIdentity(privateKey: [UInt8](repeating: 1, count: 32)) }
-        #expect(throws: AirError.invalidKey) { try PublicKey([1, 2]) }
+        #expect(throws: AirError.invalidKey) { try PublicKey(air: [1, 2]) }
+        #expect(PublicKey([1, 2]) == nil)
         #expect(throws: AirError.invalidKey) { try SharedSecret([1, 2]) }
     }
 }

@@ -1,3 +1,4 @@
+import MeshCompanion
 import Testing
 @testable import MeshSession
 

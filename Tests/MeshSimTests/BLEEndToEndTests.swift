@@ -250,7 +250,7 @@ final class BLERadioBench {
         #expect(contacts.records.contains { Array($0[1..<33]) == w.companions[1].publicKey.bytes })
 
         // Unsolicited pushes: bob's DM arrives, MSG_WAITING is notified, the session drains it.
-        _ = bob.call(try CommandFrame.sendTextMessage(to: w.companions[0].publicKey.frameKey, text: "ping", timestamp: w.companions[1].epochNow))
+        _ = bob.call(try CommandFrame.sendTextMessage(to: w.companions[0].publicKey, text: "ping", timestamp: w.companions[1].epochNow))
         #expect(bench.run(limit: 30_000) { bench.events.contains { if case .message(let m) = $0 { return m.textString == "ping" }; return false } })
         #expect(bench.events.contains { if case .push(let f) = $0 { return f.code == 0x83 }; return false })
         #expect(!String(bench.trace).contains("WW"))

@@ -65,7 +65,7 @@ func channelReaches(_ w: SimWorld, _ a: FrameApp, _ b: FrameApp, scope: FloodSco
         let bKey = w.companions[1].publicKey
         #expect(a.contact(bKey) != nil)
         a.frames.removeAll()
-        _ = a.call(try CommandFrame.sendTextMessage(to: bKey.frameKey, text: "scoped", timestamp: w.companions[0].epochNow))
+        _ = a.call(try CommandFrame.sendTextMessage(to: bKey, text: "scoped", timestamp: w.companions[0].epochNow))
         #expect(w.mesh.run(until: { a.count(0x82) > 0 }, limit: 30_000))
     }
 

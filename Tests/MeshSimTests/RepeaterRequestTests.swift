@@ -13,9 +13,9 @@ func pair(_ configure: ((inout SimWorld.Options) -> Void)? = nil, repeater: Node
 }
 
 /// Sends an anonymous request and returns the BINARY_RESPONSE data (after the echoed tag), or nil.
-func anonRequest(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ data: [UInt8], limit: UInt64 = 20_000) throws -> [UInt8]? {
+func anonRequest(_ app: FrameApp, _ w: SimWorld, _ key: PublicKey, _ data: [UInt8], limit: UInt64 = 20_000) throws -> [UInt8]? {
     app.frames.removeAll()
-    let sent = app.call(try CommandFrame.sendAnonRequest(key.frameKey, data: data))
+    let sent = app.call(try CommandFrame.sendAnonRequest(key, data: data))
     #expect(sent?.first == 0x06)
     guard w.mesh.run(until: { app.count(0x8C) > 0 }, limit: limit), let f = app.take(0x8C) else { return nil }
     var d = Array(f[6...])
@@ -24,17 +24,17 @@ func anonRequest(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ data: [UInt8],
 }
 
 /// Sets the contact's path to zero-hop direct (what meshcore_py does before an anonymous request).
-func setZeroHop(_ app: FrameApp, _ key: AirKey) throws {
+func setZeroHop(_ app: FrameApp, _ key: PublicKey) throws {
     var c = try #require(app.contact(key))
-    try c.setOutPath(FramePathLength(rawValue: 0), [UInt8]())
+    try c.setOutPath(PathLength(rawValue: 0), [UInt8]())
     #expect(app.call(try CommandFrame.addUpdateContact(c))?.first == 0x00)
 }
 
 /// Logs in (the server must be a contact: its boot advert is waited for).
-func loginFrame(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ pw: String) throws -> [UInt8]? {
+func loginFrame(_ app: FrameApp, _ w: SimWorld, _ key: PublicKey, _ pw: String) throws -> [UInt8]? {
     if app.contact(key) == nil { w.mesh.run(for: 10_000) }
     app.frames.removeAll()
-    #expect(app.call(try CommandFrame.sendLogin(key.frameKey, password: pw))?.first == 0x06)
+    #expect(app.call(try CommandFrame.sendLogin(key, password: pw))?.first == 0x06)
     w.mesh.run(until: { app.count(0x85) + app.count(0x86) > 0 }, limit: 30_000)
     return app.take(0x85)
 }
@@ -132,7 +132,7 @@ func loginFrame(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ pw: String) thr
         let i = r.clients.firstIndex { $0.key == w.companions[0].publicKey }!
         r.clients[i].lastTimestamp = .max - 1 // as if a later request had been seen
         a.frames.removeAll()
-        _ = a.call(CommandFrame.sendStatusRequest(r.publicKey.frameKey))
+        _ = a.call(CommandFrame.sendStatusRequest(r.publicKey))
         #expect(!w.mesh.run(until: { a.count(0x87) > 0 }, limit: 15_000))
     }
 
@@ -143,7 +143,7 @@ func loginFrame(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ pw: String) thr
         #expect(try loginFrame(a, w, room.publicKey, "password") != nil)
         for req: [UInt8] in [[0x06, 0, 10, 0, 0, 0, 4], [0x07]] {
             a.frames.removeAll()
-            _ = a.call(try CommandFrame.sendBinaryRequest(room.publicKey.frameKey, data: req))
+            _ = a.call(try CommandFrame.sendBinaryRequest(room.publicKey, data: req))
             #expect(!w.mesh.run(until: { a.count(0x8C) > 0 }, limit: 15_000))
         }
         #expect(room.command("neighbors") == "not supported")

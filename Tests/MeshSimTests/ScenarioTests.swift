@@ -27,7 +27,7 @@ final class FrameApp {
         send(f)
         return frames.first { $0.first! < 0x80 }
     }
-    func contact(_ key: AirKey) -> Contact? { node.contact(key: key.frameKey) }
+    func contact(_ key: PublicKey) -> Contact? { node.contact(key: key) }
 }
 
 func line(_ companions: Int = 2, repeaters: Int, seed: UInt64 = 1, configure: ((inout SimWorld.Options) -> Void)? = nil) throws -> SimWorld {
@@ -53,7 +53,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         #expect(a.contact(bKey)!.outPathLength.isUnknown)
 
         // First DM floods.
-        let sent = a.call(try CommandFrame.sendTextMessage(to: bKey.frameKey, text: "hello", timestamp: w.companions[0].epochNow))!
+        let sent = a.call(try CommandFrame.sendTextMessage(to: bKey, text: "hello", timestamp: w.companions[0].epochNow))!
         #expect(sent.first == 0x06 && sent[1] == 1)
         let tag = Array(sent[2 ..< 6])
         #expect(w.mesh.run(until: { a.count(0x82) > 0 }, limit: 60_000))
@@ -72,7 +72,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
 
         // Second DM goes direct and is confirmed.
         a.frames.removeAll()
-        let sent2 = a.call(try CommandFrame.sendTextMessage(to: bKey.frameKey, text: "direct", timestamp: w.companions[0].epochNow + 1))!
+        let sent2 = a.call(try CommandFrame.sendTextMessage(to: bKey, text: "direct", timestamp: w.companions[0].epochNow + 1))!
         #expect(sent2.first == 0x06 && sent2[1] == 0)
         #expect(w.mesh.run(until: { a.count(0x82) > 0 }, limit: 60_000))
         #expect(a.count(0x81) == 0)
@@ -104,7 +104,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let dest = w.companions[1].publicKey.bytes
         let t1 = try s.sendText(to: dest, text: "first", timestamp: node.epochNow, now: w.mesh.now); pump()
         w.mesh.run(until: { collect(); return events.contains(.delivery(t1, .acked(attempt: 0, roundTrip: 0))) || events.contains { if case .delivery(t1, .acked) = $0 { return true }; return false } }, limit: 60_000)
-        let path = node.contact(key: w.companions[1].publicKey.frameKey)!.outPath
+        let path = node.contact(key: w.companions[1].publicKey)!.outPath
         #expect(path.count == 3)
         // Break the middle hop of the learned path.
         let mid = w.repeaters.first { $0.publicKey.hashByte == path[1] }!
@@ -118,7 +118,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         #expect(deliveries.contains { if case .retrying(_, true) = $0 { return true }; return false })
         #expect(deliveries.contains { if case .acked = $0 { return true }; return false })
         // The flood found the other branch, and the path was relearned around the broken hop.
-        let newPath = node.contact(key: w.companions[1].publicKey.frameKey)!.outPath
+        let newPath = node.contact(key: w.companions[1].publicKey)!.outPath
         #expect(newPath.count == 3 && newPath[1] != path[1])
     }
 
@@ -126,7 +126,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let w = try line(repeaters: 0) { $0.companion.offlineQueueSize = 3 }
         let a = FrameApp(w.companions[0]), b = FrameApp(w.companions[1])
         exchangeAdverts(w, [a, b])
-        let bKey = w.companions[1].publicKey.frameKey
+        let bKey = w.companions[1].publicKey
         // One channel message, then four DMs: the channel item is evicted first, then the newest DM dropped.
         _ = a.call(try CommandFrame.sendChannelTextMessage(channel: 0, text: "chan", timestamp: 100))
         w.mesh.run(for: 5_000)
@@ -146,7 +146,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let a = FrameApp(w.companions[0]), b = FrameApp(w.companions[1])
         _ = b.call(CommandFrame.deviceQuery(appTargetVersion: 3))
         exchangeAdverts(w, [a, b])
-        _ = a.call(try CommandFrame.sendTextMessage(to: w.companions[1].publicKey.frameKey, text: "lost", timestamp: 500))
+        _ = a.call(try CommandFrame.sendTextMessage(to: w.companions[1].publicKey, text: "lost", timestamp: 500))
         w.mesh.run(for: 20_000)
         #expect(w.companions[1].queue.count == 1)
         b.send(CommandFrame.reboot())
@@ -177,11 +177,11 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         #expect(w.repeaters[0].publicKey.hashByte == w.repeaters[1].publicKey.hashByte)
         let a = FrameApp(w.companions[0]), b = FrameApp(w.companions[1])
         exchangeAdverts(w, [a, b])
-        _ = a.call(try CommandFrame.sendTextMessage(to: w.companions[1].publicKey.frameKey, text: "one", timestamp: 10))
+        _ = a.call(try CommandFrame.sendTextMessage(to: w.companions[1].publicKey, text: "one", timestamp: 10))
         #expect(w.mesh.run(until: { a.count(0x82) > 0 }, limit: 60_000))
         w.mesh.run(for: 5_000)
         let beforeA = w.repeaters[0].radio.sentDirect, beforeB = w.repeaters[1].radio.sentDirect
-        let sent = a.call(try CommandFrame.sendTextMessage(to: w.companions[1].publicKey.frameKey, text: "two", timestamp: 11))!
+        let sent = a.call(try CommandFrame.sendTextMessage(to: w.companions[1].publicKey, text: "two", timestamp: 11))!
         #expect(sent[1] == 0) // direct, path = [hash]
         #expect(w.mesh.run(until: { a.count(0x82) > 1 }, limit: 60_000))
         // Both repeaters believed they were the next hop and relayed the direct packet.
@@ -196,7 +196,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
             w.mesh.onTransmit = { _, b in lines.append(hexLine(b)) }
             let apps = w.companions.map(FrameApp.init)
             exchangeAdverts(w, apps)
-            _ = apps[0].call(try CommandFrame.sendTextMessage(to: w.companions[2].publicKey.frameKey, text: "x", timestamp: 1))
+            _ = apps[0].call(try CommandFrame.sendTextMessage(to: w.companions[2].publicKey, text: "x", timestamp: 1))
             _ = apps[1].call(try CommandFrame.sendChannelTextMessage(channel: 0, text: "y", timestamp: 2))
             w.mesh.run(for: 600_000)
             return lines
@@ -277,7 +277,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         w.mesh.run(for: 1_000)
         exchangeAdverts(w, [apps[3]])
         #expect(apps[0].count(0x8F) == 1)
-        #expect(w.companions[0].contact(key: w.companions[3].publicKey.frameKey) != nil)
+        #expect(w.companions[0].contact(key: w.companions[3].publicKey) != nil)
     }
 
     @Test func manualModeSendsNewAdvert() throws {
@@ -308,9 +308,9 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         return (w, a, b)
     }
 
-    func login(_ app: FrameApp, _ w: SimWorld, _ key: AirKey, _ pw: String) throws -> [UInt8]? {
+    func login(_ app: FrameApp, _ w: SimWorld, _ key: PublicKey, _ pw: String) throws -> [UInt8]? {
         app.frames.removeAll()
-        #expect(app.call(try CommandFrame.sendLogin(key.frameKey, password: pw))?.first == 0x06)
+        #expect(app.call(try CommandFrame.sendLogin(key, password: pw))?.first == 0x06)
         w.mesh.run(until: { app.count(0x85) + app.count(0x86) > 0 }, limit: 30_000)
         return app.take(0x85)
     }
@@ -322,19 +322,19 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let ok = try login(a, w, r.publicKey, "password")
         #expect(ok != nil && ok![1] == 1) // admin
         a.frames.removeAll()
-        _ = a.call(CommandFrame.sendStatusRequest(r.publicKey.frameKey))
+        _ = a.call(CommandFrame.sendStatusRequest(r.publicKey))
         #expect(w.mesh.run(until: { a.count(0x87) > 0 }, limit: 30_000))
         let st = a.take(0x87)!
         #expect(st.count == 8 + 56)
         // Admin CLI over txt_type 1: the reply is a CLI_DATA text.
-        _ = a.call(try CommandFrame.sendTextMessage(to: r.publicKey.frameKey, text: "get name", timestamp: 1, type: .cliData))
+        _ = a.call(try CommandFrame.sendTextMessage(to: r.publicKey, text: "get name", timestamp: 1, type: .cliData))
         #expect(w.mesh.run(until: { a.count(0x83) > 0 }, limit: 30_000))
         let m = a.call(CommandFrame.syncNextMessage())!
         #expect(m.first == 0x07 && m[8] == 1 && String(decoding: m[13...], as: UTF8.self) == "> rpt1")
         // Neighbours (binary request 0x06): r1 heard r0's zero-hop adverts.
         w.mesh.run(for: 130_000)
         a.frames.removeAll()
-        _ = a.call(try CommandFrame.sendBinaryRequest(r.publicKey.frameKey, data: [0x06, 0, 10, 0, 0, 0, 4]))
+        _ = a.call(try CommandFrame.sendBinaryRequest(r.publicKey, data: [0x06, 0, 10, 0, 0, 0, 4]))
         #expect(w.mesh.run(until: { a.count(0x8C) > 0 }, limit: 30_000))
         let nb = a.take(0x8C)!
         #expect(nb[6] == 1 && Array(nb[10 ..< 14]) == Array(w.repeaters[0].publicKey.bytes.prefix(4)))
@@ -346,7 +346,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         #expect(try login(b, w, room.publicKey, "hello") != nil)
         #expect(try login(a, w, room.publicKey, "hello") != nil)
         a.frames.removeAll(); b.frames.removeAll()
-        _ = a.call(try CommandFrame.sendTextMessage(to: room.publicKey.frameKey, text: "first post", timestamp: 5))
+        _ = a.call(try CommandFrame.sendTextMessage(to: room.publicKey, text: "first post", timestamp: 5))
         #expect(w.mesh.run(until: { b.count(0x83) > 0 }, limit: 60_000))
         let m = b.call(CommandFrame.syncNextMessage())!
         // Signed text (txt_type 2) carrying alice's prefix, from the room.
@@ -374,7 +374,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
         let (w, a, b) = try world()
         _ = b.call(try CommandFrame.setOtherParams(manualAddContacts: 0, telemetryModes: TelemetryModes(base: 2), advertLocationPolicy: 0, multiAcks: 0))
         a.frames.removeAll()
-        let sent = a.call(CommandFrame.sendPathDiscoveryRequest(w.companions[1].publicKey.frameKey))!
+        let sent = a.call(CommandFrame.sendPathDiscoveryRequest(w.companions[1].publicKey))!
         #expect(sent.first == 0x06 && sent[1] == 1)
         #expect(w.mesh.run(until: { a.count(0x8D) > 0 }, limit: 30_000))
         let p = a.take(0x8D)!

@@ -223,7 +223,7 @@ import Testing
         var seen: [String] = []
         r.onCommand = { c, _ in seen.append(c) }
         a.frames.removeAll()
-        _ = a.call(try CommandFrame.sendTextMessage(to: r.publicKey.frameKey, text: "get repeat", timestamp: 1, type: .cliData))
+        _ = a.call(try CommandFrame.sendTextMessage(to: r.publicKey, text: "get repeat", timestamp: 1, type: .cliData))
         #expect(w.mesh.run(until: { a.count(0x83) > 0 }, limit: 30_000))
         let m = a.call(CommandFrame.syncNextMessage())!
         #expect(m.first == 0x07 && String(decoding: m[13...], as: UTF8.self) == "> on")

@@ -25,9 +25,9 @@ import Testing
         return try SimWorld(topology: try Topology.decode(json: Array(json.utf8)))
     }
 
-    func request(_ app: FrameApp, _ w: SimWorld, _ key: AirKey) throws -> [LPPRecord]? {
+    func request(_ app: FrameApp, _ w: SimWorld, _ key: PublicKey) throws -> [LPPRecord]? {
         app.frames.removeAll()
-        _ = app.call(CommandFrame.sendTelemetryRequest(key.frameKey))
+        _ = app.call(CommandFrame.sendTelemetryRequest(key))
         guard w.mesh.run(until: { app.count(0x8B) > 0 }, limit: 30_000), let f = app.take(0x8B) else { return nil }
         return try records(Array(f[8...]))
     }

@@ -225,6 +225,25 @@ public final class FrameDecoder {
         try receive(bytes, body)
     }
 
+    /// Zero-copy receive: `read` fills the ring's free space directly (a `read(2)` into it) and
+    /// returns how many bytes it wrote (0: nothing more to read); then `body` gets each complete
+    /// frame, in place. Returns what `read` returned. Errors of `read` are its caller's to carry
+    /// out of the closure (the decoder keeps what was read before).
+    @discardableResult
+    public func receive(now: UInt64, reading read: (UnsafeMutableRawBufferPointer) -> Int,
+                        _ body: (UnsafeRawBufferPointer) -> Void) -> Int {
+        let stale = waitingSince.map { now >= $0 &+ stallTimeoutMS } ?? false
+        clock = now
+        if stale, used > 0, byte(0) == marker {
+            skipStrayMarker()
+            drain(body)
+        }
+        if freeCount == 0 { drain(body) }
+        let n = write(read)
+        if n > 0 { drain(body) }
+        return n
+    }
+
     /// Appends all of `bytes`, calling `body` with each complete frame as it becomes available.
     public func receive(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
         var rest = bytes

@@ -110,19 +110,20 @@ extension Daemon {
             if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 var any = false
                 for _ in 0..<16 {
-                    let n = try readChunk(l)
-                    if n == 0 { break }
-                    any = true
-                    readBuffer.withUnsafeBytes { raw in
-                        if l.framing == .datagram {  // BLE: one whole frame per read
-                            received(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now)
-                        } else {
-                            deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now) { frame in
-                                received(frame, now: now)
-                            }
-                        }
+                    let n: Int
+                    if l.framing == .datagram {  // BLE: one whole frame per read
+                        n = try readChunk(l)
+                        if n > 0 { readBuffer.withUnsafeBytes { raw in received(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now) } }
+                    } else {  // serial, TCP: read straight into the deframer's ring
+                        var failure: LinkError? = nil
+                        n = deframer.feed(now: now, reading: { room in
+                            do throws(LinkError) { return try l.read(into: room) } catch { failure = error; return 0 }
+                        }) { frame in received(frame, now: now) }
+                        if let failure { throw failure }
                     }
                     if link == nil { return }
+                    if n == 0 { break }
+                    any = true
                 }
                 if !any && revents & Int16(POLLHUP | POLLERR) != 0 { throw l.hangupError() }
             }

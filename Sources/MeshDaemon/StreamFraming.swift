@@ -32,6 +32,14 @@ public struct StreamDeframer {
         decoder.receive(bytes, now: now, frame)
     }
 
+    /// Zero-copy: `read` writes straight into the decoder's ring and returns its count (0: nothing
+    /// more); each complete payload then goes to `frame` (valid only during the call).
+    @discardableResult
+    public mutating func feed(now: UInt64, reading read: (UnsafeMutableRawBufferPointer) -> Int,
+                              _ frame: (UnsafeRawBufferPointer) -> Void) -> Int {
+        decoder.receive(now: now, reading: read, frame)
+    }
+
     /// A framed copy of `payload` with `marker`.
     public static func frame(_ payload: [UInt8], marker: UInt8) -> [UInt8] {
         var out: [UInt8] = [marker, UInt8(payload.count & 0xFF), UInt8(payload.count >> 8)]

@@ -111,21 +111,31 @@ public final class PollLoop {
     public func attach(_ link: ByteLink, readBufferSize: Int = 4096,
                        onReceive: @escaping (UnsafeRawBufferPointer) -> Void,
                        onError: @escaping (LinkError) -> Void) {
-        let fd = link.fd
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, readBufferSize), alignment: 8)
         let owner = BufferOwner(buffer)
+        attach(link, reading: { l throws(LinkError) in
+            let n = try l.read(into: owner.buffer)
+            if n > 0 { onReceive(UnsafeRawBufferPointer(rebasing: owner.buffer[0..<n])) }
+            return n
+        }, onError: onError)
+    }
+
+    /// Like `attach(_:readBufferSize:onReceive:onError:)`, but `read` does the reading (at most 16
+    /// times per wake-up, until it returns 0): a stream link's bytes can go straight into a frame
+    /// decoder's ring (`FrameDecoder.receive(now:reading:_:)`), with no buffer in between.
+    public func attach(_ link: ByteLink, reading read: @escaping (ByteLink) throws(LinkError) -> Int,
+                       onError: @escaping (LinkError) -> Void) {
+        let fd = link.fd
         let handler: Handler = { [unowned self] events in
-            _ = owner
             let token = self.registrations[fd]?.token
             do throws(LinkError) {
                 if events.contains(.writable) { try link.flush() }
                 if events.contains(.readable) {
                     // Bounded: at most 16 reads per wake-up, so one busy link cannot starve the rest.
                     for _ in 0..<16 {
-                        let n = try link.read(into: owner.buffer)
+                        let n = try read(link)
+                        if self.registrations[fd]?.token != token { return }  // detached while reading
                         if n == 0 { break }
-                        onReceive(UnsafeRawBufferPointer(rebasing: owner.buffer[0..<n]))
-                        if self.registrations[fd]?.token != token { return }  // detached by onReceive
                     }
                 } else if !events.isDisjoint(with: [.hangup, .error, .invalid, .peerClosedWrite]) {
                     throw link.hangupError()

@@ -71,14 +71,18 @@ public final class Radio {
         self.link = link
         self.loop = loop
         self.session = Session(config: config)
-        loop.attach(link, readBufferSize: 4096, onReceive: { [unowned self] chunk in
-            self.received(chunk)
-        }, onError: { [unowned self] error in
+        let onError: (LinkError) -> Void = { [unowned self] error in
             self.linkError = error
             self.session.close()
             self.pump()
             self.loop.stop()
-        })
+        }
+        if link.framing == .datagram {
+            loop.attach(link, readBufferSize: 4096, onReceive: { [unowned self] chunk in self.received(chunk) }, onError: onError)
+        } else {
+            // Stream links read straight into the frame decoder's ring: no copy before decoding.
+            loop.attach(link, reading: { [unowned self] l throws(LinkError) in try self.readFrames(l) }, onError: onError)
+        }
     }
 
     deinit {
@@ -88,6 +92,21 @@ public final class Radio {
     }
 
     public var now: UInt64 { loop.now }
+
+    /// One read of a stream link into the decoder's ring, then each complete frame to the session.
+    func readFrames(_ l: ByteLink) throws(LinkError) -> Int {
+        var failure: LinkError? = nil
+        let now = loop.now
+        let n = decoder.receive(now: now, reading: { room in
+            do throws(LinkError) { return try l.read(into: room) } catch { failure = error; return 0 }
+        }) { frame in session.receive(frame: frame, now: now) }
+        if let failure { throw failure }
+        if n > 0 {
+            pump()
+            loop.stop()  // a frame can end a wait without an event (NO_MORE_MESSAGES ends a drain)
+        }
+        return n
+    }
 
     func received(_ chunk: UnsafeRawBufferPointer) {
         if link.framing == .datagram {

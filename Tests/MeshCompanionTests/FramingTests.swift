@@ -123,4 +123,54 @@ import Testing
         stream.withUnsafeBytes { d.receive($0) { _ in n += 1 } }
         #expect(n == 1000)
     }
+
+    /// The read-into-the-ring path: a "link" that hands out its bytes in reads of any size,
+    /// straight into the ring (wrapping around it many times), gives the same frames as appending.
+    @Test(arguments: [1, 3, 7, 64, 500, 4096])
+    func readsStraightIntoTheRing(readSize: Int) throws {
+        var wire: [UInt8] = []
+        var expected: [[UInt8]] = []
+        for i in 0..<300 {
+            // A response code first (never the marker byte, as on a real radio), then any bytes.
+            let payload = [UInt8(i % 0x30)] + (0..<(i % 176)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }
+            expected.append(payload)
+            wire += try FrameEncoder.encode(payload, marker: .fromRadio)
+        }
+        let d = FrameDecoder(side: .client)
+        var got: [[UInt8]] = []
+        var offset = 0
+        var reads = 0
+        while offset < wire.count {
+            let n = d.receive(now: 0, reading: { room in
+                let k = min(room.count, readSize, wire.count - offset)
+                wire.withUnsafeBytes { src in room.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[offset ..< offset + k])) }
+                offset += k
+                return k
+            }) { got.append(Array($0)) }
+            reads += 1
+            #expect(n > 0 || offset == wire.count, "the ring always has room after its frames are taken")
+            if reads > 1_000_000 { break }
+        }
+        #expect(got.count == expected.count)
+        #expect(got.elementsEqual(expected), "same frames, in order")
+        #expect(d.bufferedCount == 0 && d.garbageBytes == 0)
+    }
+
+    /// A header whose body stalls is skipped as stray when a later read comes in, as on the
+    /// copying path.
+    @Test func readPathSkipsAStalledHeader() throws {
+        let d = FrameDecoder(side: .client)
+        var got: [[UInt8]] = []
+        let stray: [UInt8] = [0x3E, 0x05, 0x00]
+        let frame = try FrameEncoder.encode([0x00], marker: .fromRadio)
+        func feed(_ bytes: [UInt8], at t: UInt64) {
+            d.receive(now: t, reading: { room in
+                bytes.withUnsafeBytes { room.copyMemory(from: $0) }
+                return bytes.count
+            }) { got.append(Array($0)) }
+        }
+        feed(stray, at: 0)
+        feed(frame, at: 5_000)
+        #expect(got == [[0x00]])
+    }
 }

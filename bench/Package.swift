@@ -23,6 +23,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MeshCompanion", package: rootIdentity),
+                .product(name: "MeshSession", package: rootIdentity),
             ],
             path: "Benchmarks/FrameDecode",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

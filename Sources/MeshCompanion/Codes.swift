@@ -102,6 +102,9 @@ public enum ResponseCode: UInt8, Sendable, CaseIterable {
 
 /// Push codes (radio → app, 0x80 and above): unsolicited, may arrive between any two frames.
 public enum PushCode: UInt8, Sendable, CaseIterable {
+    /// Whether a frame code is a push (the high bit set), known to this version or not.
+    @inlinable public static func isPush(_ code: UInt8) -> Bool { code & 0x80 != 0 }
+
     case advert = 0x80
     case pathUpdated = 0x81
     case sendConfirmed = 0x82

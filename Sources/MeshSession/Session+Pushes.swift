@@ -5,62 +5,63 @@ import MeshCompanion
 extension Session {
     // MARK: pushes
 
-    /// A push: decoded once; what answers a request of this session goes to it, the rest is
-    /// handed out as a `.push`.
+    /// A push, routed on MeshCompanion's zero-copy view: what answers a request of this session
+    /// goes to it (owned only then), an ACK for one of its sends completes it, LOG_RX_DATA nobody
+    /// asked for is dropped (none of these allocates), and the rest is handed out as an owned `.push`.
     func handlePush(_ code: UInt8, _ b: UnsafeRawBufferPointer, now: UInt64) {
-        let push = Push(b)
-        switch push.kind {
-        case .sendConfirmed(let c):
+        let view = try? CompanionFrame.decode(b)
+        switch view {
+        case .sendConfirmed(let c)?:
             if confirm(ack: c.ack, roundTrip: c.roundTripMs, now: now) { return }
-        case .messageWaiting:
+        case .messageWaiting?:
             // A repeater's CLI reply is a queued contact message: fetch it even when the shell
             // does not drain on its own (one-shot commands).
             if config.drainOnWaiting || commandRequest != nil, state == .ready || state == .handshaking { drain(now: now) }
-        case .loginSuccess(let l):
-            if matchSlot(prefix: l.prefix, push, where: { if case .login = $0 { return true }; return false }) { return }
-        case .loginFail(let p):
-            if matchSlot(prefix: p, push, where: { if case .login = $0 { return true }; return false }) { return }
-        case .status(let p, _):
-            if matchSlot(prefix: p, push, where: { if case .status = $0 { return true }; return false }) { return }
-        case .telemetry(let p, _):
-            if matchSlot(prefix: p, push, where: { if case .telemetry = $0 { return true }; return false }) { return }
+        case .loginSuccess(let l)?:
+            if matchSlot(prefix: l.prefix, b, where: { if case .login = $0 { return true }; return false }) { return }
+        case .loginFail(let p)?:
+            if matchSlot(prefix: p, b, where: { if case .login = $0 { return true }; return false }) { return }
+        case .statusResponse(let r)?:
+            if matchSlot(prefix: r.prefix, b, where: { if case .status = $0 { return true }; return false }) { return }
+        case .telemetryResponse(let t)?:
+            if matchSlot(prefix: t.prefix, b, where: { if case .telemetry = $0 { return true }; return false }) { return }
             // Self telemetry (SEND_TELEMETRY_REQ with len 4) answers with this push code.
             if let c = inFlight, case .codes(let set) = c.expect, set.contains(code) {
-                finishInFlight(.frame(push.frame), frame: b, now: now)
+                finishInFlight(.frame(Array(b)), frame: b, now: now)
                 return
             }
-        case .pathDiscovery(let p, _, _, _, _):
-            if matchSlot(prefix: p, push, where: { if case .pathDiscovery = $0 { return true }; return false }) { return }
-        case .binary(let tag, _):
-            if let r = slotRequest, case .awaiting = r.state, r.tag == tag {
-                switch r.request {
+        case .pathDiscoveryResponse(let p)?:
+            if matchSlot(prefix: p.prefix, b, where: { if case .pathDiscovery = $0 { return true }; return false }) { return }
+        case .binaryResponse(let r)?:
+            if let s = slotRequest, case .awaiting = s.state, s.tag == r.tag {
+                switch s.request {
                 case .binary, .anon:
                     slotRequest = nil
-                    emit(.request(r.ticket, .reply(push.frame)))
+                    emit(.request(s.ticket, .reply(Array(b))))
                     return
                 default: break
                 }
             }
-        case .trace(let tag, _, _, _, _, _):
-            if let i = traces.firstIndex(where: { $0.tag == tag }) {
+        case .traceData(let t)?:
+            if let i = traces.firstIndex(where: { $0.tag == t.tag }) {
                 let r = traces.remove(at: i)
-                emit(.request(r.ticket, .reply(push.frame)))
+                emit(.request(r.ticket, .reply(Array(b))))
                 return
             }
-        case .logRxData:
+        case .logRxData?:
             if !config.forwardLogRx { return }
         default:
             break
         }
-        emit(.push(push))
+        emit(.push(Push(b)))
     }
 
     /// The radio's one pending request, if it is of `kind` and for a key starting with `prefix`,
-    /// takes `push` as its answer.
-    func matchSlot(prefix: KeyPrefix, _ push: Push, where kind: (RemoteRequest) -> Bool) -> Bool {
+    /// takes the push `b` as its answer.
+    func matchSlot(prefix: KeyPrefix, _ b: UnsafeRawBufferPointer, where kind: (RemoteRequest) -> Bool) -> Bool {
         guard let r = slotRequest, kind(r.request), r.request.publicKey.starts(with: prefix.bytes) else { return false }
         slotRequest = nil
-        emit(.request(r.ticket, .reply(push.frame)))
+        emit(.request(r.ticket, .reply(Array(b))))
         return true
     }
 

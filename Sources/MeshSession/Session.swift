@@ -229,7 +229,7 @@ public final class Session {
     /// Feeds one decoded frame payload (code byte first). The bytes are only borrowed.
     public func receive(frame b: UnsafeRawBufferPointer, now: UInt64) {
         guard let code = b.first, state != .closed else { return }
-        if code >= 0x80 {
+        if PushCode.isPush(code) {
             handlePush(code, b, now: now)
         } else {
             handleResponse(code, b, now: now)

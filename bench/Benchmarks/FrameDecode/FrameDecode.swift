@@ -3,6 +3,7 @@
 import Benchmark
 import Foundation
 import MeshCompanion
+import MeshSession
 
 struct Mix {
     let labels: [String]
@@ -83,6 +84,55 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
         blackHole(sum)
+    }
+
+    // The session itself: `Session.receive` on a session past its handshake, with its events
+    // taken. LOG_RX_DATA nobody asked for and an ACK for one of its own sends are frames it only
+    // routes; the mix shows what the frames it hands out (owned events) cost.
+    func readySession(forwardLogRx: Bool) -> Session {
+        var c = SessionConfig()
+        c.drainOnStart = false
+        c.forwardLogRx = forwardLogRx
+        let s = Session(config: c)
+        s.start(now: 0)
+        while s.nextFrame() != nil {}
+        let device = HexCodec.decode("0d0d3228000000003134204175672032303236005465737420426f61726400000000000000000000000000000000000000000000000000000000000076312e31372e31000000000000000000000000000000")!
+        let me = HexCodec.decode("05011416a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf000000000000000000000000f2440d0024f400000805")! + Array("bench".utf8)
+        s.receive(frame: device, now: 1)
+        s.receive(frame: me, now: 2)
+        while s.nextFrame() != nil {}
+        while s.nextEvent() != nil {}
+        precondition(s.state == .ready, "the session did not finish its handshake")
+        return s
+    }
+
+    Benchmark("Session.receive LOG_RX_DATA not asked for (routed only), per frame") { benchmark in
+        let s = readySession(forwardLogRx: false)
+        var n = 0
+        mix.payloads[5].withUnsafeBytes { frame in
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                s.receive(frame: frame, now: 3)
+                while s.nextEvent() != nil { n += 1 }
+            }
+            benchmark.stopMeasurement()
+        }
+        blackHole(n)
+    }
+
+    Benchmark("Session.receive mix (handed out as owned events), per frame") { benchmark in
+        let s = readySession(forwardLogRx: true)
+        var n = 0
+        var i = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            mix.payloads[i].withUnsafeBytes { s.receive(frame: $0, now: 3) }
+            while s.nextEvent() != nil { n += 1 }
+            while s.nextFrame() != nil { n += 1 }
+            i = i == 5 ? 0 : i + 1
+        }
+        benchmark.stopMeasurement()
+        blackHole(n)
     }
 
     // Decode + dispatch alone, per frame type.

@@ -14,7 +14,9 @@ import Testing
     /// Ticks the runner with real child processes until `done()`; virtual time advances 10 ms a round.
     /// Bounded by `rounds` when given, and always by 60 s of real time (child processes start slowly
     /// on a loaded machine, so a round count alone is not a fair limit).
-    func drive(_ r: HookRunner, now: inout UInt64, rounds: Int? = nil, until done: () -> Bool) {
+    /// Ticks `r` every millisecond of real time until `done`, moving its clock `step` virtual ms per
+    /// tick (10 by default: virtual time runs ahead of the real processes; 1 keeps pace with them).
+    func drive(_ r: HookRunner, now: inout UInt64, rounds: Int? = nil, step: UInt64 = 10, until done: () -> Bool) {
         func seconds() -> Double {
             var ts = timespec()
             clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -25,7 +27,7 @@ import Testing
         while !done(), round < (rounds ?? Int.max), seconds() < deadline {
             _ = r.tick(now: now)
             usleep(1000)
-            now += 10
+            now += step
             round += 1
         }
         _ = r.tick(now: now)
@@ -133,10 +135,15 @@ import Testing
         // The shell and its sleep both ignore SIGTERM (an ignored signal stays ignored across exec).
         try StateFile.write(script, "#!/bin/sh\ntrap '' TERM\necho $$ >> \(pids)\nsleep 30\n", mode: 0o700)
         var config = HookRunner.Config(argv: [script], dir: dir + "/hooks", wrapper: wrapper)
-        config.timeoutMS = 300
+        // The wrapper ends each run itself after 1.5 s of real time. The runner's clock keeps pace
+        // with real time here (step 1), so its own SIGTERM never beats a wrapper that is still
+        // starting under load (which would end that attempt before the hook ran); retries never
+        // give up, however slow the machine.
+        config.timeoutMS = 1_500
         config.killGraceMS = 300
         config.retryBaseMS = 100
         config.retryMaxMS = 100
+        config.maxAttempts = 1_000
         let r = try HookRunner(config: config)
         let store = messages(1)
         r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
@@ -150,7 +157,7 @@ import Testing
             }
         }
         defer { for p in readFile(pids).split(separator: "\n").compactMap({ Int32($0) }) { kill(p, SIGKILL) } }
-        drive(r, now: &now) {
+        drive(r, now: &now, step: 1) {
             alivePeak = max(alivePeak, alive().count)
             return readFile(pids).split(separator: "\n").count >= 3
         }

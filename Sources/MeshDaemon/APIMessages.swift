@@ -12,28 +12,17 @@ import MeshOps
 /// so a command routed through the daemon exits exactly as it would on a directly opened link.
 public typealias DaemonErrorCode = ErrorKind
 
-public struct DaemonError: Error, Equatable, Sendable, CustomStringConvertible {
-    public var code: DaemonErrorCode
-    public var message: String
-    public init(_ code: DaemonErrorCode, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-    /// A failure of the command line's operations, as the API reports it.
-    public init(_ e: ClientError) {
-        self.init(e.kind, e.description)
-    }
-    public var exitCode: Int32 { code.exitCode }
-    public var description: String { message }
+/// The daemon's errors are the project's one error type.
+public typealias DaemonError = ClientError
 
+extension ClientError {
     public var json: JSON {
-        .obj(("code", .string(code.rawValue)), ("exit", .int(Int64(code.exitCode))), ("message", .string(message)))
+        .obj(("code", .string(kind.rawValue)), ("exit", .int(Int64(kind.exitCode))), ("message", .string(message)))
     }
 
     public init?(json: JSON) {
         guard let c = json["code"]?.string else { return nil }
-        self.code = DaemonErrorCode(rawValue: c) ?? .internal
-        self.message = json["message"]?.string ?? c
+        self.init(ErrorKind(rawValue: c) ?? .internal, json["message"]?.string ?? c)
     }
 }
 

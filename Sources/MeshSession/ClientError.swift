@@ -1,6 +1,6 @@
 /// What kind of failure, by the name the daemon's API reports and the exit code the command line
 /// returns: the one exit-code table of the project (README, "Exit codes").
-public enum ErrorKind: String, Sendable, CaseIterable {
+public enum ErrorKind: String, Sendable, CaseIterable, Codable {
     /// Bad input: arguments, a malformed API request, a value out of range.
     case usage
     /// An API request line over the limit.
@@ -36,41 +36,40 @@ public enum ErrorKind: String, Sendable, CaseIterable {
     }
 }
 
-/// Why a request against a radio failed, grouped the way the command line reports it.
-/// Every message is one sentence that says what to do.
-public enum ClientError: Error, Equatable, CustomStringConvertible, Sendable, Codable {
+/// The project's one error type: why a request failed, as a kind from the one exit-code table
+/// (`ErrorKind`) and one sentence that says what to do. The command line exits with
+/// `exitCode`; the daemon's API reports `kind.rawValue`, `exitCode` and `message` (its
+/// `DaemonError` is this type), so a command routed through the daemon fails exactly as it would
+/// on a directly opened link.
+public struct ClientError: Error, Equatable, CustomStringConvertible, Sendable, Codable {
+    public var kind: ErrorKind
+    public var message: String
+    /// The radio's error code, when the radio refused.
+    public var radioCode: UInt8?
+
+    public init(_ kind: ErrorKind, _ message: String, radioCode: UInt8? = nil) {
+        self.kind = kind
+        self.message = message
+        self.radioCode = radioCode
+    }
+
     /// Bad input that the user typed (exit 2).
-    case usage(String)
+    public static func usage(_ m: String) -> ClientError { ClientError(.usage, m) }
     /// The link could not be opened, or was lost (exit 3).
-    case link(String)
+    public static func link(_ m: String) -> ClientError { ClientError(.link, m) }
     /// No response, no ACK, no reply in time (exit 4).
-    case timeout(String)
+    public static func timeout(_ m: String) -> ClientError { ClientError(.timeout, m) }
     /// The radio refused: its error code is part of the message (exit 5).
-    case refused(String, code: UInt8)
+    public static func refused(_ m: String, code: UInt8) -> ClientError { ClientError(.refused, m, radioCode: code) }
     /// Unknown contact or channel (exit 6).
-    case notFound(String)
+    public static func notFound(_ m: String) -> ClientError { ClientError(.notFound, m) }
     /// Interrupted by SIGINT/SIGTERM.
-    case interrupted
+    public static let interrupted = ClientError(.interrupted, "interrupted.")
 
-    public var kind: ErrorKind {
-        switch self {
-        case .usage: return .usage
-        case .link: return .link
-        case .timeout: return .timeout
-        case .refused: return .refused
-        case .notFound: return .notFound
-        case .interrupted: return .interrupted
-        }
-    }
-
+    /// The kind under the name the daemon's API has always used for it.
+    public var code: ErrorKind { kind }
     public var exitCode: Int32 { kind.exitCode }
-
-    public var description: String {
-        switch self {
-        case .usage(let m), .link(let m), .timeout(let m), .refused(let m, _), .notFound(let m): return m
-        case .interrupted: return "interrupted."
-        }
-    }
+    public var description: String { message }
 
     /// Names a radio error code the way the firmware does.
     public static func radioErrorName(_ code: UInt8) -> String {

@@ -31,7 +31,7 @@ struct OpExecCommand: ParsableCommand {
             outcome = Outcome(.null, error: error)
         }
         var fields: [(String, JSON)] = [("ok", .bool(outcome.error == nil)), ("value", JSON(outcome.value))]
-        if let e = outcome.error { fields.append(("error", DaemonError(e).json)) }
+        if let e = outcome.error { fields.append(("error", e.json)) }
         emitLine(JSON.object(fields).text)
     }
 

@@ -56,7 +56,7 @@ public struct PublicKey: Hashable, Sendable, Comparable, CustomStringConvertible
 }
 
 /// The leading 1–8 bytes of a public key (6 in messages and commands, 4 for room authors).
-public struct KeyPrefix: Hashable, Sendable, CustomStringConvertible {
+public struct KeyPrefix: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Bytes in memory order (byte 0 is the least significant byte); unused high bytes are zero.
     @usableFromInline var raw: UInt64
     /// Number of bytes (1...8).
@@ -77,6 +77,23 @@ public struct KeyPrefix: Hashable, Sendable, CustomStringConvertible {
         for b in bytes { v |= UInt64(b) << (8 * i); i += 1 }
         raw = v
         count = bytes.count
+    }
+
+    /// The first `count` (1...8) bytes of `bytes` (a prefix or a whole key); shorter input is
+    /// zero-padded. The store names senders and threads by 6 bytes this way.
+    public init(padding bytes: some Collection<UInt8>, count: Int = 6) {
+        let n = max(1, min(8, count))
+        var v: UInt64 = 0
+        var i: UInt64 = 0
+        for b in bytes.prefix(n) { v |= UInt64(b) << (8 * i); i += 1 }
+        raw = v
+        self.count = n
+    }
+
+    /// Ordered as their hex text is (byte by byte, then the shorter first).
+    public static func < (a: KeyPrefix, b: KeyPrefix) -> Bool {
+        for i in 0..<min(a.count, b.count) where a[i] != b[i] { return a[i] < b[i] }
+        return a.count < b.count
     }
 
     /// A prefix from 2...16 hex digits; nil otherwise.

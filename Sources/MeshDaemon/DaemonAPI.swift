@@ -357,7 +357,7 @@ extension Daemon {
             case .sendTextMessage(let m) where m.textType == .plain:
                 guard case .frame(let reply) = r, let sent = Self.sentInfo(reply) else { return }
                 if m.attempt == 0 {
-                    let rec = StoredMessage(kind: .direct, direction: .outgoing, peer: MeshStore.KeyPrefix(m.recipientPrefix.bytes),
+                    let rec = StoredMessage(kind: .direct, direction: .outgoing, peer: KeyPrefix(sixOf: m.recipientPrefix.bytes),
                                             senderTimestamp: m.timestamp, receivedAt: wall, status: .sent, attempts: 1,
                                             ackTag: sent.tag, text: Array(m.textBytes))
                     if let res = try? store.append(rec) {

@@ -85,7 +85,7 @@ public enum MessageJSON {
             let room = m.textType == 2
             var author: UInt32 = 0
             if room { for b in m.authorPrefix.prefix(4) { author = author << 8 | UInt32(b) } }
-            return StoredMessage(kind: room ? .room : .direct, direction: .incoming, peer: KeyPrefix(m.senderPrefix),
+            return StoredMessage(kind: room ? .room : .direct, direction: .incoming, peer: KeyPrefix(sixOf: m.senderPrefix),
                                  author: author, senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType,
                                  pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
         case .channel:

@@ -93,10 +93,10 @@ public struct TunnelQueue {
         let path = PathLength(rawValue: m.pathLength)
         switch m.kind {
         case .direct, .room:
-            guard let sender = MeshCompanion.KeyPrefix(m.peer.bytes) else { return nil }
-            var author: MeshCompanion.KeyPrefix? = nil
+            guard let sender = KeyPrefix(m.peer.bytes) else { return nil }
+            var author: KeyPrefix? = nil
             if m.textType == TextType.signedPlain.rawValue {
-                author = MeshCompanion.KeyPrefix([UInt8(truncatingIfNeeded: m.author >> 24), UInt8(truncatingIfNeeded: m.author >> 16),
+                author = KeyPrefix([UInt8(truncatingIfNeeded: m.author >> 24), UInt8(truncatingIfNeeded: m.author >> 16),
                                                   UInt8(truncatingIfNeeded: m.author >> 8), UInt8(truncatingIfNeeded: m.author)])
             }
             return try? ResponseFrame.contactMessage(snrQuarterDb: m.snr, senderPrefix: sender, pathLength: path,

@@ -78,7 +78,7 @@ public struct StoredContact: Equatable, Sendable {
     }
 
     public var name: String { String(decoding: untilNul(nameBytes), as: UTF8.self) }
-    public var prefix: KeyPrefix { KeyPrefix(publicKey) }
+    public var prefix: KeyPrefix { KeyPrefix(sixOf: publicKey) }
     public var publicKeyHex: String { hexString(publicKey) }
 }
 

@@ -1,24 +1,24 @@
+import MeshCompanion
 // Plain value types for stored messages, conversations and their keys.
 
-/// The first 6 bytes of a public key (how the companion protocol names a message's sender),
-/// packed big-endian into the low 48 bits so that ordering follows the hex text.
-public struct KeyPrefix: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public var raw: UInt64
-
-    public init(raw: UInt64) { self.raw = raw & 0xFFFF_FFFF_FFFF }
-
-    /// From the first 6 bytes of `bytes` (a prefix or a whole 32-byte key); shorter input is zero-padded.
-    public init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+/// The store names a message's sender, and a direct or room thread, by the first 6 bytes of a
+/// public key: MeshCompanion's `KeyPrefix` of 6 bytes, packed big-endian into 48 bits inside a
+/// `ThreadKey` so that thread order follows the hex text.
+extension KeyPrefix {
+    /// The 6 bytes as a big-endian 48-bit number.
+    public var packed: UInt64 {
         var v: UInt64 = 0
-        var n = 0
-        for b in bytes.prefix(6) { v = v << 8 | UInt64(b); n += 1 }
-        v <<= UInt64(8 * (6 - n))
-        raw = v
+        for i in 0..<6 { v = v << 8 | UInt64(i < count ? self[i] : 0) }
+        return v
     }
 
-    public var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: raw >> UInt64(8 * (5 - $0))) } }
-    public var description: String { hexString(bytes) }
-    public static func < (a: KeyPrefix, b: KeyPrefix) -> Bool { a.raw < b.raw }
+    /// From 6 bytes packed big-endian (`packed`).
+    public init(packed: UInt64) {
+        self.init(padding: (0..<6).map { UInt8(truncatingIfNeeded: packed >> UInt64(8 * (5 - $0))) })
+    }
+
+    /// The first 6 bytes of `bytes` (a prefix or a whole 32-byte key); shorter input is zero-padded.
+    public init(sixOf bytes: some Collection<UInt8>) { self.init(padding: bytes, count: 6) }
 }
 
 /// What a message belongs to.
@@ -58,13 +58,13 @@ public struct ThreadKey: Hashable, Comparable, Sendable, CustomStringConvertible
     public var raw: UInt64
 
     public init(raw: UInt64) { self.raw = raw }
-    public static func direct(_ peer: KeyPrefix) -> ThreadKey { ThreadKey(raw: UInt64(MessageKind.direct.rawValue) << 56 | peer.raw) }
+    public static func direct(_ peer: KeyPrefix) -> ThreadKey { ThreadKey(raw: UInt64(MessageKind.direct.rawValue) << 56 | peer.packed) }
     public static func channel(_ index: UInt8) -> ThreadKey { ThreadKey(raw: UInt64(MessageKind.channel.rawValue) << 56 | UInt64(index)) }
-    public static func room(_ server: KeyPrefix) -> ThreadKey { ThreadKey(raw: UInt64(MessageKind.room.rawValue) << 56 | server.raw) }
+    public static func room(_ server: KeyPrefix) -> ThreadKey { ThreadKey(raw: UInt64(MessageKind.room.rawValue) << 56 | server.packed) }
 
     public var kind: MessageKind? { MessageKind(rawValue: UInt8(raw >> 56)) }
     /// The contact or room key prefix (zero for channels).
-    public var peer: KeyPrefix { kind == .channel ? KeyPrefix(raw: 0) : KeyPrefix(raw: raw) }
+    public var peer: KeyPrefix { kind == .channel ? KeyPrefix(packed: 0) : KeyPrefix(packed: raw) }
     /// The channel index (zero for direct and room threads).
     public var channelIndex: UInt8 { kind == .channel ? UInt8(truncatingIfNeeded: raw) : 0 }
 
@@ -112,7 +112,7 @@ public struct StoredMessage: Equatable, Sendable {
     /// The text as received: raw bytes, not necessarily UTF-8.
     public var text: [UInt8]
 
-    public init(id: UInt64 = 0, kind: MessageKind, direction: Direction, peer: KeyPrefix = KeyPrefix(raw: 0),
+    public init(id: UInt64 = 0, kind: MessageKind, direction: Direction, peer: KeyPrefix = KeyPrefix(packed: 0),
                 channelIndex: UInt8 = 0, author: UInt32 = 0, senderTimestamp: UInt32, receivedAt: UInt32,
                 textType: UInt8 = 0, pathLength: UInt8 = 0xFF, snr: Int8 = 0, status: DeliveryStatus? = nil,
                 attempts: UInt8 = 0, roundTripMs: UInt32 = 0, ackTag: UInt32 = 0, dataType: UInt16 = 0, text: [UInt8]) {
@@ -136,7 +136,7 @@ public struct StoredMessage: Equatable, Sendable {
     /// A channel datagram (stored with text type 0x80 | …), not a text.
     public var isDatagram: Bool { kind == .channel && textType & 0x80 != 0 }
 
-    public init(id: UInt64 = 0, kind: MessageKind, direction: Direction, peer: KeyPrefix = KeyPrefix(raw: 0),
+    public init(id: UInt64 = 0, kind: MessageKind, direction: Direction, peer: KeyPrefix = KeyPrefix(packed: 0),
                 channelIndex: UInt8 = 0, senderTimestamp: UInt32, receivedAt: UInt32, text: String) {
         self.init(id: id, kind: kind, direction: direction, peer: peer, channelIndex: channelIndex,
                   senderTimestamp: senderTimestamp, receivedAt: receivedAt, text: Array(text.utf8))

@@ -88,7 +88,7 @@ extension RadioStore {
         case .none: break
         }
         if q.count >= 12, q.count <= 64, let bytes = bytesFromHex(q.count % 2 == 0 ? q : String(q.dropLast())) {
-            return .direct(KeyPrefix(bytes))
+            return .direct(KeyPrefix(sixOf: bytes))
         }
         throw StoreError.unknownThread(query)
     }

@@ -1,3 +1,4 @@
+import MeshCompanion
 import Glibc
 
 /// How to open a store.

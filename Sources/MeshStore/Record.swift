@@ -1,3 +1,5 @@
+import MeshCompanion
+
 // Framing of log records: magic, payload length, CRC, payload.
 //
 //     0  u32 magic 0x524D_FEFF (bytes FF FE 4D 52; 0xFF never occurs in UTF-8 text)
@@ -107,7 +109,7 @@ enum Payload {
         let dataType = kind == .channel ? UInt16(p[13]) | UInt16(p[14]) << 8 : 0
         return StoredMessage(
             id: p.u64(4), kind: kind, direction: dir,
-            peer: kind == .channel ? KeyPrefix(raw: 0) : KeyPrefix(peerBytes),
+            peer: kind == .channel ? KeyPrefix(packed: 0) : KeyPrefix(sixOf: peerBytes),
             channelIndex: kind == .channel ? p[12] : 0,
             author: p.u32(18), senderTimestamp: p.u32(22), receivedAt: p.u32(26), textType: p[3],
             pathLength: p[30], snr: Int8(bitPattern: p[31]), status: status, attempts: p[33],
@@ -121,8 +123,8 @@ enum Payload {
         let thread: ThreadKey
         switch kind {
         case .channel: thread = .channel(p[12])
-        case .direct: thread = .direct(KeyPrefix(UnsafeRawBufferPointer(rebasing: p[12..<18])))
-        case .room: thread = .room(KeyPrefix(UnsafeRawBufferPointer(rebasing: p[12..<18])))
+        case .direct: thread = .direct(KeyPrefix(sixOf: UnsafeRawBufferPointer(rebasing: p[12..<18])))
+        case .room: thread = .room(KeyPrefix(sixOf: UnsafeRawBufferPointer(rebasing: p[12..<18])))
         }
         return (p.u64(4), thread, dir == .outgoing)
     }

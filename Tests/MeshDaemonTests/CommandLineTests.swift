@@ -1,3 +1,4 @@
+import MeshCompanion
 import Glibc
 import MeshStore
 import Testing
@@ -30,7 +31,7 @@ import Testing
         let dir = temporaryDirectory("pm-cli")
         defer { removeTree(dir) }
         let key = [UInt8](repeating: 0x5A, count: 32)
-        let peer = MeshStore.KeyPrefix([0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6])
+        let peer = KeyPrefix(sixOf: [0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6])
         let s = try RadioStore(publicKey: key, stateDir: dir)
         for i in 0..<5 {
             try s.append(StoredMessage(kind: .direct, direction: .incoming, peer: peer, senderTimestamp: UInt32(1_700_000_000 + i),

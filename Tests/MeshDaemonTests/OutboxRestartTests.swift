@@ -92,7 +92,7 @@ final class OutboxLife {
     func enqueue(_ text: String, to peer: CompanionNode) throws -> UInt64 {
         let key = peer.publicKey.bytes
         if store.contact(publicKey: key) == nil { try store.saveContacts([StoredContact(publicKey: key, name: peer.name)]) }
-        let m = StoredMessage(kind: .direct, direction: .outgoing, peer: KeyPrefix(Array(key[0..<6])),
+        let m = StoredMessage(kind: .direct, direction: .outgoing, peer: KeyPrefix(sixOf: key[0..<6]),
                               senderTimestamp: wall, receivedAt: wall, text: Array(text.utf8))
         return try store.enqueue(m, now: wall).messageId
     }

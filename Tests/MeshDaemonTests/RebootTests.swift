@@ -306,7 +306,7 @@ func drive(_ d: Daemon, _ r: RadioPort, limitMS: UInt64 = 15_000, until done: ()
         let again = r.codes(r.connections.count - 1)
         for code: UInt8 in [0x16, 0x01, 0x06, 0x04, 0x1F, 0x0A] { #expect(again.contains(code), "no 0x\(String(code, radix: 16)) in \(again)") }
         #expect(clockSet.count >= 2 && abs(clockSet.last!) <= 2, "the radio clock was not set again: \(clockSet)")
-        #expect(d.store?.contact(prefix: KeyPrefix(b.publicKey.bytes.prefix(6))) != nil)
+        #expect(d.store?.contact(prefix: KeyPrefix(sixOf: b.publicKey.bytes)) != nil)
         #expect(log.contains { $0.hasPrefix("link: lost") })
         #expect(log.filter { $0.hasPrefix("radio: handshake done") }.count >= 2)
         #expect(log.contains { $0.hasPrefix("link: connecting") && $0.hasSuffix("(attempt 2)") })

@@ -73,7 +73,7 @@ import Testing
     }
 
     @Test func framesAreTheRadiosV3Frames() throws {
-        let peer = MeshStore.KeyPrefix([0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6])
+        let peer = KeyPrefix(sixOf: [0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6])
         let direct = StoredMessage(kind: .direct, direction: .incoming, peer: peer, senderTimestamp: 1_700_000_000,
                                    receivedAt: 1_700_000_005, pathLength: 2, snr: -7, text: Array("hello".utf8))
         let room = StoredMessage(kind: .room, direction: .incoming, peer: peer, author: 0x0102_0304, senderTimestamp: 1_700_000_001,
@@ -107,7 +107,7 @@ import Testing
     @Test func overAStoreTheCursorSurvivesReopening() throws {
         let dir = temporaryDirectory("pm-tq")
         defer { removeTree(dir) }
-        let peer = MeshStore.KeyPrefix([1, 2, 3, 4, 5, 6])
+        let peer = KeyPrefix(sixOf: [1, 2, 3, 4, 5, 6])
         func incoming(_ t: UInt32) -> StoredMessage {
             StoredMessage(kind: .direct, direction: .incoming, peer: peer, senderTimestamp: t, receivedAt: t, text: "m\(t)")
         }

@@ -1,3 +1,4 @@
+import MeshCompanion
 import Testing
 @testable import MeshStore
 
@@ -76,7 +77,7 @@ import Testing
 
     @Test func keysAndThreads() {
         #expect(alice.description == "a1a2a3a4a5a6")
-        #expect(KeyPrefix([UInt8](repeating: 0xAB, count: 32)).description == "abababababab")
+        #expect(KeyPrefix(sixOf: [UInt8](repeating: 0xAB, count: 32)).description == "abababababab")
         #expect(ThreadKey.channel(3).channelIndex == 3)
         #expect(ThreadKey.direct(alice).peer == alice)
         #expect(ThreadKey.room(bob).kind == .room)

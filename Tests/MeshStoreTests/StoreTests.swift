@@ -1,3 +1,4 @@
+import MeshCompanion
 import Glibc
 import Testing
 @testable import MeshStore
@@ -302,7 +303,7 @@ import Testing
         #expect(s.recovery.damage.count == 1)
         #expect(s.contact(publicKey: cs[3].publicKey)?.name == "renamed")
         #expect(s.contact(publicKey: cs[4].publicKey)?.removed == true)
-        #expect(s.contact(prefix: KeyPrefix(cs[7].publicKey))?.name == "node 7")
+        #expect(s.contact(prefix: KeyPrefix(sixOf: cs[7].publicKey))?.name == "node 7")
         #expect(try s.contactsWatermark() == 0) // damage means a full contact sync
         // The damaged slot is reused.
         try s.saveContacts([StoredContact(publicKey: [UInt8](repeating: 0xEE, count: 32), name: "new")])
@@ -358,8 +359,8 @@ import Testing
         defer { s.close() }
         try s.saveContacts([StoredContact(publicKey: [0x10] + [UInt8](repeating: 1, count: 31), name: "Ann"),
                             StoredContact(publicKey: [0x20] + [UInt8](repeating: 2, count: 31), name: "ann")])
-        #expect(try s.resolveThread("Ann") == .direct(KeyPrefix([0x10] + [UInt8](repeating: 1, count: 5))))
+        #expect(try s.resolveThread("Ann") == .direct(KeyPrefix(sixOf: [0x10] + [UInt8](repeating: 1, count: 5))))
         #expect(throws: StoreError.ambiguousThread("ANN", count: 2)) { try s.resolveThread("ANN") }
-        #expect(try s.resolveThread("2002") == .direct(KeyPrefix([0x20] + [UInt8](repeating: 2, count: 5))))
+        #expect(try s.resolveThread("2002") == .direct(KeyPrefix(sixOf: [0x20] + [UInt8](repeating: 2, count: 5))))
     }
 }

@@ -1,3 +1,4 @@
+import MeshCompanion
 import Glibc
 @testable import MeshStore
 
@@ -51,8 +52,8 @@ func fileMode(_ path: String) -> UInt32 {
 
 func truncateFile(_ path: String, _ n: Int) { _ = truncate(path, off_t(n)) }
 
-let alice = KeyPrefix([0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6])
-let bob = KeyPrefix([0xB0, 0xB1, 0xB2, 0xB3, 0xB4, 0xB5])
+let alice = KeyPrefix(sixOf: [0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6])
+let bob = KeyPrefix(sixOf: [0xB0, 0xB1, 0xB2, 0xB3, 0xB4, 0xB5])
 
 func incoming(_ text: String, from peer: KeyPrefix = alice, ts: UInt32 = 1_700_000_000, at: UInt32 = 1_700_000_100) -> StoredMessage {
     StoredMessage(kind: .direct, direction: .incoming, peer: peer, senderTimestamp: ts, receivedAt: at, text: text)

@@ -315,7 +315,7 @@ extension Daemon {
     /// A repeater's CLI reply to a command a tunnel client sent goes to that client only: it is the
     /// command's answer, not a message to store, hook or sync later. True when it was handed over.
     func routedToTunnel(_ m: ReceivedMessage) -> Bool {
-        guard m.kind == .contact, m.textType == 1,
+        guard m.kind == .contact, m.textType == .cliData,
               let f = TunnelQueue.frame(for: MessageJSON.stored(m, receivedAt: 0)),
               let client = tunnelQueue.routeCLIReply(from: m.senderPrefix, frame: f) else { return false }
         api.sendFrame(PushFrame.messageWaiting().bytes, to: client)

@@ -82,15 +82,15 @@ public enum MessageJSON {
     public static func stored(_ m: ReceivedMessage, receivedAt: UInt32) -> StoredMessage {
         switch m.kind {
         case .contact:
-            let room = m.textType == 2
+            let room = m.textType == .signedPlain
             var author: UInt32 = 0
             if room { for b in m.authorPrefix.prefix(4) { author = author << 8 | UInt32(b) } }
             return StoredMessage(kind: room ? .room : .direct, direction: .incoming, peer: KeyPrefix(sixOf: m.senderPrefix),
-                                 author: author, senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType,
+                                 author: author, senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType.rawValue,
                                  pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
         case .channel:
             return StoredMessage(kind: .channel, direction: .incoming, channelIndex: m.channelIndex,
-                                 senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType,
+                                 senderTimestamp: m.timestamp, receivedAt: receivedAt, textType: m.textType.rawValue,
                                  pathLength: m.pathLength, snr: m.snrQuarterDb ?? 0, text: m.text)
         case .channelData:
             return .channelDatagram(channelIndex: m.channelIndex, dataType: m.dataType, receivedAt: receivedAt,

@@ -76,7 +76,7 @@ public func messageValue(_ m: ReceivedMessage, contacts: [ContactSummary] = []) 
     var fields: [Value.Field] = []
     switch m.kind {
     case .contact:
-        fields.append(.init("type", .string(m.textType == 1 ? "cli" : m.textType == 2 ? "room" : "direct")))
+        fields.append(.init("type", .string(m.textType == .cliData ? "cli" : m.textType == .signedPlain ? "room" : "direct")))
         fields.append(.init("from", .hex(m.senderPrefix)))
         if let c = contacts.first(where: { Array($0.publicKey.prefix(6)) == m.senderPrefix }) {
             fields.append(.init("name", .string(c.name)))
@@ -513,7 +513,7 @@ public final class Executor {
     func lateCommandReply(from c: ContactSummary) throws(ClientError) -> String? {
         try radio.drain()
         guard let i = collected.firstIndex(where: {
-            $0.kind == .contact && $0.textType == 1 && !$0.senderPrefix.isEmpty && c.publicKey.starts(with: $0.senderPrefix)
+            $0.kind == .contact && $0.textType == .cliData && !$0.senderPrefix.isEmpty && c.publicKey.starts(with: $0.senderPrefix)
         }) else { return nil }
         return collected.remove(at: i).textString
     }

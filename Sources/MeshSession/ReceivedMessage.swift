@@ -20,8 +20,8 @@ public struct ReceivedMessage: Sendable, Equatable {
     public var channelIndex: UInt8
     /// Encoded path length; 0xFF means it came direct.
     public var pathLength: UInt8
-    /// 0 plain, 1 CLI data, 2 signed (room post).
-    public var textType: UInt8
+    /// Plain, CLI data, or signed (a room post).
+    public var textType: TextType
     /// The sender's timestamp (its clock, epoch seconds). 0 for channel datagrams.
     public var timestamp: UInt32
     /// SNR × 4, only in V3 frames.
@@ -56,7 +56,7 @@ public struct ReceivedMessage: Sendable, Equatable {
             snrQuarterDb = m.snrQuarterDb
             senderPrefix = m.senderPrefix.bytes
             pathLength = m.pathLength.rawValue
-            textType = m.textType.rawValue
+            textType = m.textType
             timestamp = m.senderTimestamp
             authorPrefix = m.authorPrefix?.bytes ?? []
             text = Array(m.textBytes)
@@ -65,7 +65,7 @@ public struct ReceivedMessage: Sendable, Equatable {
             snrQuarterDb = m.snrQuarterDb
             channelIndex = m.channelIndex
             pathLength = m.pathLength.rawValue
-            textType = m.textType.rawValue
+            textType = m.textType
             timestamp = m.timestamp
             text = Array(m.textBytes)
         case .channelData(let d):
@@ -74,7 +74,7 @@ public struct ReceivedMessage: Sendable, Equatable {
             channelIndex = d.channelIndex
             pathLength = d.pathLength.rawValue
             dataType = d.dataType
-            textType = 0
+            textType = .plain
             timestamp = 0
             text = Array(d.data)
         default:

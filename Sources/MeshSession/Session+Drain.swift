@@ -35,7 +35,7 @@ extension Session {
     /// Hands a drained message out; returns true when it went out as a `.message` for the shell to keep.
     @discardableResult
     func deliver(message m: ReceivedMessage, frame f: [UInt8]) -> Bool {
-        if m.kind == .contact, m.textType == 1, let r = commandRequest,
+        if m.kind == .contact, m.textType == .cliData, let r = commandRequest,
            r.request.publicKey.count >= 6, Array(r.request.publicKey[0..<6]) == m.senderPrefix {
             commandRequest = nil
             emit(.request(r.ticket, .reply(f)))

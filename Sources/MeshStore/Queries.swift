@@ -65,7 +65,7 @@ extension RadioStore {
         let bare = lower.hasPrefix("#") ? String(lower.dropFirst()) : lower
         var threads: [ThreadKey] = [], names: [String] = [], keys: [[UInt8]] = []
         for c in contacts where !c.name.isEmpty {
-            threads.append(c.type == 3 ? .room(c.prefix) : .direct(c.prefix))
+            threads.append(c.type == ContactType.room.rawValue ? .room(c.prefix) : .direct(c.prefix))
             names.append(c.name)
             keys.append(c.publicKey)
         }
@@ -112,7 +112,7 @@ extension RadioStore {
             } else if m.kind == .channel, let (who, body) = splitSender(m.text) {
                 sender = who
                 text = body
-            } else if m.kind == .room && m.textType == 2 {
+            } else if m.kind == .room && m.textType == TextType.signedPlain.rawValue {
                 var a: [UInt8] = []
                 a.putU32(m.author)
                 sender = contacts.first(where: { $0.publicKey.starts(with: a) })?.name ?? hexString(a)

@@ -251,7 +251,7 @@ final class Harness {
         #expect(msgs[3].kind == .channel && msgs[3].channelIndex == 3 && msgs[3].hops == 2 && msgs[3].snrQuarterDb == -12
                 && msgs[3].timestamp == 1_700_000_004 && msgs[3].textString == "amy: hey")
         #expect(msgs[4].kind == .channelData && msgs[4].dataType == 0xFF00 && msgs[4].text == [0xDE, 0xAD, 0xBE])
-        #expect(msgs[5].textType == 2 && msgs[5].authorPrefix == [1, 2, 3, 4] && msgs[5].textString == "post")
+        #expect(msgs[5].textType == .signedPlain && msgs[5].authorPrefix == [1, 2, 3, 4] && msgs[5].textString == "post")
     }
 
     @Test func waitingDuringDrainDrainsAgain() {

@@ -97,7 +97,7 @@ final class SessionApp {
         let o = try app.request(.command(publicKey: key, text: "ver", timestamp: w.mesh.epochNow))
         guard case .reply(let f)? = o else { Issue.record("no reply to the CLI command: \(String(describing: o))"); return }
         let m = try ReceivedMessage(frame: f)
-        #expect(m.textType == 1)
+        #expect(m.textType == .cliData)
         #expect(!m.text.isEmpty)
         _ = w.mesh.run(until: { !app.session.isBusy }, limit: 30_000)
         #expect(app.messages.isEmpty, "the reply also came out as a message")

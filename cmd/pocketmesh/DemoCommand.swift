@@ -236,7 +236,7 @@ final class DemoRig {
                 say("   \(app.name) reads on channel \(m.channelIndex) (\(via)): \"\(m.textString)\"", at: at)
             default:
                 let from = names[Array(m.senderPrefix.prefix(1))] ?? "?"
-                if m.textType == 2 {
+                if m.textType == .signedPlain {
                     let author = names[Array(m.authorPrefix.prefix(1))] ?? "?"
                     say("   \(app.name) reads from \(from), posted by \(author) (\(via)): \"\(m.textString)\"", at: at)
                 } else {

@@ -83,7 +83,7 @@ extension Executor {
     }
 
     func parseDouble(_ s: String, _ what: String) throws(ClientError) -> Double {
-        guard let v = Double(s) else { throw .usage("\(what) must be a number, not \"\(s)\".") }
+        guard let v = Double(s), v.isFinite else { throw .usage("\(what) must be a finite number, not \"\(s)\".") }
         return v
     }
 
@@ -139,7 +139,10 @@ extension Executor {
             guard v.count == 4 || v.count == 5 else { throw .usage("usage: pocketmesh set radio FREQ_MHZ BW_KHZ SF CR [REPEAT].") }
             let freq = try parseDouble(v[0], "the frequency (MHz)"), bw = try parseDouble(v[1], "the bandwidth (kHz)")
             let sf = try parseInt(v[2], "the spreading factor"), cr = try parseInt(v[3], "the coding rate")
-            guard sf >= 0, sf < 256, cr >= 0, cr < 256, freq > 0, bw > 0 else { throw .usage("the radio parameters are out of range.") }
+            // The firmware's own limits (CMD_SET_RADIO_PARAMS): 300–2500 MHz, 7–500 kHz, SF 5–12, CR 5–8.
+            guard (300...2500).contains(freq), (7...500).contains(bw), (5...12).contains(sf), (5...8).contains(cr) else {
+                throw .usage("the radio parameters are out of range: frequency 300–2500 MHz, bandwidth 7–500 kHz, spreading factor 5–12, coding rate 5–8.")
+            }
             let p = RadioParams(frequencyKHz: UInt32((freq * 1000).rounded()), bandwidthHz: UInt32((bw * 1000).rounded()),
                                 spreadingFactor: UInt8(sf), codingRate: UInt8(cr))
             let repeatOn: Bool? = v.count == 5 ? try parseBool(v[4], "repeat") : nil

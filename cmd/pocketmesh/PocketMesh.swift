@@ -50,7 +50,8 @@ struct PocketMesh: ParsableCommand {
 enum Main {
     static func main() {
         do {
-            var command = try PocketMesh.parseAsRoot(linkOptionsFirst(Array(CommandLine.arguments.dropFirst())))
+            var command = try PocketMesh.parseAsRoot(normalizedArguments(Array(CommandLine.arguments.dropFirst())))
+            try checkNumbers(command)
             try command.run()
             exit(0)
         } catch let e as ClientError {
@@ -92,42 +93,4 @@ func emitLine(_ s: String) {
 /// with control characters shown as visible escapes (`terminalSafe`). JSON goes to `emitLine`.
 func emitHuman(_ s: String) {
     emitLine(terminalSafe(s))
-}
-
-/// Lets the link options come before the command (`pocketmesh --tcp host info`) by moving them
-/// behind the (sub)command path, where every command declares them.
-func linkOptionsFirst(_ args: [String]) -> [String] {
-    let valued: Swift.Set<String> = ["-s", "--serial", "--baud", "-t", "--tcp", "--ble", "--ble-min-mtu", "--timeout"]
-    let flags: Swift.Set<String> = ["-j", "--json"]
-    var lead: [String] = []
-    var i = 0
-    while i < args.count {
-        let a = args[i]
-        let name = a.split(separator: "=", maxSplits: 1).first.map(String.init) ?? a
-        if valued.contains(a), i + 1 < args.count {
-            lead += [a, args[i + 1]]
-            i += 2
-        } else if a.contains(Character("=")), valued.contains(name) || flags.contains(name) {
-            lead.append(a)
-            i += 1
-        } else if flags.contains(a) {
-            lead.append(a)
-            i += 1
-        } else {
-            break
-        }
-    }
-    if lead.isEmpty { return args }
-    var rest = Array(args[i...])
-    var command: ParsableCommand.Type = PocketMesh.self
-    var j = 0
-    while j < rest.count,
-          let sub = command.configuration.subcommands.first(where: {
-              $0._commandName == rest[j] || $0.configuration.aliases.contains(rest[j])
-          }) {
-        command = sub
-        j += 1
-    }
-    rest.insert(contentsOf: lead, at: j)
-    return rest
 }

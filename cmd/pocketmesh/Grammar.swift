@@ -1,0 +1,131 @@
+import ArgumentParser
+import MeshSession
+
+// One grammar for every command: its options may come before or after its name (and between the
+// words of its path), and a value that starts with "-" is a value where the command takes one
+// (`set coords 45.42 -75.70`, `channel send '#status' "-3 C outside"`).
+//
+// The arguments are put in the one order ArgumentParser reads without guessing: the command path,
+// then every option the command declares (with its value, taken as it is, even when it starts
+// with "-"), then "--" and the positional values. Which options a command has, and which take a
+// value, is read from the command's own help, so a new option needs nothing here.
+
+/// Options that take a value wherever they appear before the command path is known (they mean
+/// the same in every command that has them).
+private let valuedEverywhere: Swift.Set<String> = [
+    "-s", "--serial", "--baud", "-t", "--tcp", "--ble", "--ble-min-mtu", "--timeout", "--radio", "--state-dir",
+]
+
+/// The options of `command`: name → whether it takes a value, read from its help.
+func declaredOptions(of command: ParsableCommand.Type) -> [String: Bool] {
+    var out: [String: Bool] = ["-h": false, "--help": false]
+    let help = PocketMesh.helpMessage(for: command, includeHidden: true, columns: 10_000)
+    var inOptions = false
+    for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
+        if line.hasSuffix(":"), !line.hasPrefix(" ") { inOptions = line == "OPTIONS:"; continue }
+        guard inOptions, line.hasPrefix("  "), !line.hasPrefix("   ") else { continue }
+        // "  -s, --serial <path>   text", "  --flood/--no-flood   text", "  -j, --json   text"
+        var head = line.dropFirst(2)
+        var k = head.startIndex
+        while k < head.endIndex {  // the names end at the first double space
+            let n = head.index(after: k)
+            if head[k] == " ", n < head.endIndex, head[n] == " " { head = head[..<k]; break }
+            k = n
+        }
+        let takesValue = head.contains("<")
+        for part in head.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "/" }) where part.hasPrefix("-") {
+            out[String(part)] = takesValue
+        }
+    }
+    return out
+}
+
+private func subcommand(of command: ParsableCommand.Type, named word: String) -> ParsableCommand.Type? {
+    command.configuration.subcommands.first { $0._commandName == word || $0.configuration.aliases.contains(word) }
+}
+
+/// True for a token that can only be meant as an option: `--name` or a one-letter `-x`. Anything
+/// else that starts with "-" (`-75.70`, `-0`, `-3 C outside`, `-hello`) is a value.
+private func looksLikeOption(_ t: String) -> Bool {
+    if t.contains(" ") { return false }
+    if t.hasPrefix("--") { return t.count > 2 && t.dropFirst(2).first?.isLetter == true }
+    return t.count == 2 && t.dropFirst().first?.isLetter == true
+}
+
+/// The arguments in the order ArgumentParser reads: path, options, "--", values.
+func normalizedArguments(_ args: [String]) -> [String] {
+    var command: ParsableCommand.Type = PocketMesh.self
+    var path: [String] = []
+    var rest: [String] = []
+    var i = 0
+    // The command path: its words, with any options found between them set aside.
+    while i < args.count {
+        let a = args[i]
+        if a == "--" { break }
+        if a.hasPrefix("-"), looksLikeOption(a) {
+            rest.append(a)
+            if valuedEverywhere.contains(a), i + 1 < args.count { rest.append(args[i + 1]); i += 1 }
+            i += 1
+            continue
+        }
+        guard let sub = subcommand(of: command, named: a) else { break }
+        command = sub
+        path.append(a)
+        i += 1
+    }
+    rest += args[i...]
+    if let d = command.configuration.defaultSubcommand, !rest.isEmpty {
+        // A group run with options or values only: they are its default subcommand's.
+        command = d
+        path.append(d._commandName)
+    }
+    // Internal commands that pass their arguments on (hook-exec) keep them as they are.
+    if !command.configuration.shouldDisplay { return path + rest }
+    let options = declaredOptions(of: command)
+    var leading: [String] = []
+    var values: [String] = []
+    var j = 0
+    while j < rest.count {
+        let t = rest[j]
+        if t == "--" {
+            values += rest[(j + 1)...]
+            break
+        }
+        let name = t.hasPrefix("--") ? String(t.split(separator: "=", maxSplits: 1)[0]) : t
+        if let takesValue = options[name] {
+            leading.append(t)
+            if takesValue, !t.contains("="), j + 1 < rest.count {
+                leading.append(rest[j + 1])
+                j += 1
+            }
+        } else if t.hasPrefix("-"), looksLikeOption(t) {
+            leading.append(t)  // not an option of this command: ArgumentParser says so
+        } else {
+            values.append(t)
+        }
+        j += 1
+    }
+    return path + leading + (values.contains { $0.hasPrefix("-") } ? ["--"] : []) + values
+}
+
+/// Every number option of a parsed command is finite and no larger than a billion: `inf`, `nan`
+/// and `1e300` are usage errors, not crashes where a duration becomes whole milliseconds. Walks the
+/// command's options (and option groups) once after parsing.
+func checkNumbers(_ command: Any) throws(ClientError) {
+    func bad(_ d: Double) -> Bool { !d.isFinite || abs(d) > 1e9 }
+    func walk(_ value: Any, depth: Int) throws(ClientError) {
+        if depth > 6 { return }
+        var number: Double? = nil
+        if let o = value as? Option<Double> { number = o.wrappedValue }
+        else if let o = value as? Option<Double?> { number = o.wrappedValue }
+        else if let a = value as? Argument<Double> { number = a.wrappedValue }
+        if let d = number {
+            if bad(d) { throw .usage("\(d) is not a usable number here: give a finite number no larger than 1000000000.") }
+            return
+        }
+        for child in Mirror(reflecting: value).children {
+            try walk(child.value, depth: depth + 1)
+        }
+    }
+    try walk(command, depth: 0)
+}

@@ -9,13 +9,14 @@
 #   store     store records, the index file, contacts/channels/outbox/state files (MeshStore)
 #   json      API request lines: JSONParser and DaemonRequest.parse (MeshDaemon)
 #   topology  simulator topology files (MeshSim)
+#   config    the config file: the TOML reader and the config model (MeshOps)
 # The module under test is built with -sanitize=fuzzer,address; the modules it imports come from
 # the package's debug build (.build/debug, built here if missing) and are linked uninstrumented.
 set -uo pipefail
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology)
+[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/fuzz/out"
 deps="$root/.build/debug"
@@ -102,6 +103,8 @@ for t in "${targets[@]}"; do
                   MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \
                   MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+        config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \
+                  MeshSession MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         *) echo "unknown fuzz target $t" >&2; failed+=("$t"); continue ;;
     esac || { failed+=("$t"); continue; }
     corpus="$out/corpus-$t"

@@ -1,4 +1,6 @@
+import Glibc
 import ArgumentParser
+import MeshOps
 import MeshSession
 
 // One grammar for every command: its options may come before or after its name (and between the
@@ -53,7 +55,7 @@ private func looksLikeOption(_ t: String) -> Bool {
 }
 
 /// The arguments in the order ArgumentParser reads: path, options, "--", values.
-func normalizedArguments(_ args: [String]) -> [String] {
+func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
     var command: ParsableCommand.Type = PocketMesh.self
     var path: [String] = []
     var rest: [String] = []
@@ -82,6 +84,7 @@ func normalizedArguments(_ args: [String]) -> [String] {
     // Internal commands that pass their arguments on (hook-exec) keep them as they are.
     if !command.configuration.shouldDisplay { return path + rest }
     let options = declaredOptions(of: command)
+    rest = try withConfiguredRadio(rest, options: options, daemon: command == DaemonCommand.self)
     var leading: [String] = []
     var values: [String] = []
     var j = 0
@@ -128,4 +131,69 @@ func checkNumbers(_ command: Any) throws(ClientError) {
         }
     }
     try walk(command, depth: 0)
+}
+
+/// Fills in the radio from the config file when the command line names none: `--radio NAME`,
+/// else `POCKETMESH_RADIO`, else the file's `default_radio` (the command line wins over the
+/// environment, which wins over the file). For the daemon, the radio's daemon settings are added
+/// too, each unless the command line has it.
+func withConfiguredRadio(_ rest: [String], options: [String: Bool], daemon: Bool) throws(ClientError) -> [String] {
+    guard options["--tcp"] != nil else { return rest }
+    let links: Swift.Set<String> = ["-s", "--serial", "-t", "--tcp", "--ble"]
+    func name(_ t: String) -> String { t.hasPrefix("--") ? String(t.split(separator: "=", maxSplits: 1)[0]) : t }
+    var given = Swift.Set<String>()
+    var radioFlag: (index: Int, count: Int, value: String)? = nil
+    var j = 0
+    while j < rest.count {
+        let t = rest[j]
+        if t == "--" { break }
+        let n = name(t)
+        if n == "--radio" {
+            if t.contains("=") { radioFlag = (j, 1, String(t.split(separator: "=", maxSplits: 1)[1])) }
+            else if j + 1 < rest.count { radioFlag = (j, 2, rest[j + 1]); j += 1 }
+        } else if t.hasPrefix("-"), options[n] != nil {
+            given.insert(n == "-s" ? "--serial" : n == "-t" ? "--tcp" : n == "-j" ? "--json" : n)
+            if options[n] == true, !t.contains("="), j + 1 < rest.count { j += 1 }
+        }
+        j += 1
+    }
+    let hasLink = !given.isDisjoint(with: links)
+    if hasLink && radioFlag == nil { return rest }
+    let path = Config.defaultPath()
+    var out = rest
+    let chosen: Config.Radio
+    let config = try Config.load(path)
+    if let flag = radioFlag {
+        guard let r = config?.radio(flag.value) else {
+            if options["--radio"] != nil { return rest }  // a stored radio's key prefix (chats, history)
+            throw .usage("no radio named \"\(flag.value)\" in \(path): add a [radio.\(flag.value)] table, or give --tcp, --serial or --ble.")
+        }
+        out.removeSubrange(flag.index ..< flag.index + flag.count)
+        if hasLink { return out }
+        chosen = r
+    } else if let env = getenv("POCKETMESH_RADIO"), env[0] != 0 {
+        let n = String(cString: env)
+        guard let r = config?.radio(n) else {
+            throw .usage("POCKETMESH_RADIO=\(n) names no radio in \(path): add a [radio.\(n)] table, or unset it.")
+        }
+        chosen = r
+    } else if let config, let d = config.defaultRadio, let r = config.radio(d) {
+        chosen = r
+    } else {
+        return rest
+    }
+    var inject: [String] = []
+    var k = 0
+    let linkArgs = chosen.linkArguments
+    while k + 1 < linkArgs.count {
+        let (o, v) = (linkArgs[k], linkArgs[k + 1])
+        if options[o] != nil, !given.contains(o) { inject += [o, v] }
+        k += 2
+    }
+    if daemon {
+        inject += try Config.daemonArguments(chosen, declared: options, given: given, path: path)
+    } else {  // a mistake in the daemon's settings is reported by every command that reads the radio
+        _ = try Config.daemonArguments(chosen, declared: declaredOptions(of: DaemonCommand.self), given: [], path: path)
+    }
+    return inject + out
 }

@@ -40,6 +40,7 @@ struct PocketMesh: ParsableCommand {
             FactoryReset.self,
             Raw.self,
             DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
+            ConfigCommand.self,
             DemoCommand.self,
             SimCommand.self, SimBenchCommand.self,
         ]

@@ -1,0 +1,193 @@
+import Glibc
+import MeshSession
+
+/// The config file, `$XDG_CONFIG_HOME/pocketmesh/config.toml` (default `~/.config/…`): named
+/// radios, the default one, and each radio's daemon settings.
+///
+///     default_radio = "home"
+///     [radio.home]
+///     tcp = "127.0.0.1:5001"          # or serial = "/dev/serial/by-id/…" (and baud), or ble = "…"
+///     timeout = 10                    # optional: seconds per response
+///     [radio.home.daemon]             # the daemon's long options, by name (see `pocketmesh daemon --help`)
+///     on-message = "/usr/local/bin/notify-me"
+///     [daemon]                        # daemon options for every radio (a radio's own win)
+///
+/// Precedence: the command line, then `POCKETMESH_RADIO`, then `default_radio`.
+public struct Config: Sendable {
+    public struct Radio: Sendable, Equatable {
+        public var name: String
+        public var tcp: String?
+        public var serial: String?
+        public var baud: Int64?
+        public var ble: String?
+        public var bleMinMtu: Int64?
+        public var timeout: Double?
+        /// Daemon options: (name as in `--name`, value, line).
+        public var daemon: [(String, TOMLValue, Int)]
+
+        public static func == (a: Radio, b: Radio) -> Bool {
+            a.name == b.name && a.tcp == b.tcp && a.serial == b.serial && a.baud == b.baud && a.ble == b.ble
+                && a.bleMinMtu == b.bleMinMtu && a.timeout == b.timeout && a.daemon.map(\.0) == b.daemon.map(\.0)
+        }
+
+        /// The link options of the command line for this radio.
+        public var linkArguments: [String] {
+            var out: [String] = []
+            if let tcp { out += ["--tcp", tcp] }
+            if let serial { out += ["--serial", serial] }
+            if let baud { out += ["--baud", String(baud)] }
+            if let ble { out += ["--ble", ble] }
+            if let bleMinMtu { out += ["--ble-min-mtu", String(bleMinMtu)] }
+            if let timeout { out += ["--timeout", String(timeout)] }
+            return out
+        }
+    }
+
+    public var path: String
+    public var defaultRadio: String?
+    /// In file order.
+    public var radios: [Radio]
+
+    public func radio(_ name: String) -> Radio? { radios.first { $0.name == name } }
+
+    /// Where the file is: `$XDG_CONFIG_HOME/pocketmesh/config.toml`, else `$HOME/.config/…`.
+    public static func defaultPath() -> String {
+        if let x = getenv("POCKETMESH_CONFIG"), x[0] != 0 { return String(cString: x) }
+        if let x = getenv("XDG_CONFIG_HOME"), x[0] != 0 { return String(cString: x) + "/pocketmesh/config.toml" }
+        let home = getenv("HOME").map { String(cString: $0) } ?? ""
+        return home + "/.config/pocketmesh/config.toml"
+    }
+
+    /// Reads the file at `path`; nil when there is none. Errors name the file and the line.
+    public static func load(_ path: String = defaultPath()) throws(ClientError) -> Config? {
+        guard let text = readText(path) else { return nil }
+        do {
+            return try Config(parsing: text, path: path)
+        } catch {
+            throw .usage("\(path) \(error.description); see `pocketmesh config check`.")
+        }
+    }
+
+    static func readText(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 1 << 20 {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += buf[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    public init(parsing text: String, path: String) throws(TOMLError) {
+        self.path = path
+        let doc = try TOML.parse(text)
+        radios = []
+        var shared: [(String, TOMLValue, Int)] = []
+        for key in doc.keys {
+            let line = doc.lines[key] ?? 1
+            switch key {
+            case "default_radio":
+                guard let s = doc[key]?.string, !s.isEmpty else { throw TOMLError(line: line, message: "default_radio must be a radio's name in quotes") }
+                defaultRadio = s
+            case "radio":
+                guard let t = doc[key]?.table else { throw TOMLError(line: line, message: "radio must be a table: [radio.NAME]") }
+                for name in t.keys {
+                    guard let r = t[name]?.table else { throw TOMLError(line: t.lines[name] ?? line, message: "radio.\(name) must be a table") }
+                    radios.append(try Config.radio(name, r, line: t.lines[name] ?? line))
+                }
+            case "daemon":
+                guard let t = doc[key]?.table else { throw TOMLError(line: line, message: "daemon must be a table: [daemon]") }
+                shared = Config.options(t)
+            default:
+                throw TOMLError(line: line, message: "unknown setting \"\(key)\": use default_radio, [radio.NAME] or [daemon]")
+            }
+        }
+        for i in radios.indices {
+            let own = Set(radios[i].daemon.map(\.0))
+            radios[i].daemon = shared.filter { !own.contains($0.0) } + radios[i].daemon
+        }
+        if let d = defaultRadio, radio(d) == nil {
+            throw TOMLError(line: doc.lines["default_radio"] ?? 1, message: "default_radio \"\(d)\" is not a [radio.\(d)] in this file")
+        }
+    }
+
+    static func options(_ t: TOMLTable) -> [(String, TOMLValue, Int)] {
+        t.keys.map { ($0.replacing("_", with: "-"), t[$0]!, t.lines[$0] ?? 1) }
+    }
+
+    static func radio(_ name: String, _ t: TOMLTable, line: Int) throws(TOMLError) -> Radio {
+        var r = Radio(name: name, daemon: [])
+        for key in t.keys {
+            let l = t.lines[key] ?? line
+            let v = t[key]!
+            func string() throws(TOMLError) -> String {
+                guard let s = v.string, !s.isEmpty else { throw TOMLError(line: l, message: "\(key) must be a string in quotes") }
+                return s
+            }
+            func integer(_ range: ClosedRange<Int64>) throws(TOMLError) -> Int64 {
+                guard case .integer(let n) = v, range.contains(n) else {
+                    throw TOMLError(line: l, message: "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+                }
+                return n
+            }
+            switch key.replacing("-", with: "_") {
+            case "tcp": r.tcp = try string()
+            case "serial": r.serial = try string()
+            case "ble": r.ble = try string()
+            case "baud": r.baud = try integer(1...10_000_000)
+            case "ble_min_mtu": r.bleMinMtu = try integer(23...517)
+            case "timeout":
+                switch v {
+                case .integer(let n) where n > 0 && n <= 86_400: r.timeout = Double(n)
+                case .float(let d) where d > 0 && d <= 86_400: r.timeout = d
+                default: throw TOMLError(line: l, message: "timeout must be a number of seconds from 0 to 86400")
+                }
+            case "daemon":
+                guard let d = v.table else { throw TOMLError(line: l, message: "daemon must be a table: [radio.\(name).daemon]") }
+                r.daemon = options(d)
+            default:
+                throw TOMLError(line: l, message: "unknown setting \"\(key)\" of radio \(name): use tcp, serial, baud, ble, ble_min_mtu, timeout or [radio.\(name).daemon]")
+            }
+        }
+        let links = [r.tcp, r.serial, r.ble].compactMap { $0 }.count
+        guard links == 1 else { throw TOMLError(line: line, message: "radio \(name) needs exactly one of tcp, serial and ble") }
+        return r
+    }
+
+    /// The daemon's options for `radio`, as arguments, checked against what the daemon declares
+    /// (name → takes a value). Options in `given` (the command line's) are left out: they win.
+    public static func daemonArguments(_ radio: Radio, declared: [String: Bool], given: Set<String>, path: String) throws(ClientError) -> [String] {
+        var out: [String] = []
+        for (name, value, line) in radio.daemon {
+            let option = "--" + name
+            guard let takesValue = declared[option] else {
+                throw .usage("\(path) line \(line): the daemon has no option \(option) (see `pocketmesh daemon --help`).")
+            }
+            if given.contains(option) { continue }
+            func scalar(_ v: TOMLValue) throws(ClientError) -> String {
+                switch v {
+                case .string(let s): return s
+                case .integer(let n): return String(n)
+                case .float(let d): return String(d)
+                default: throw .usage("\(path) line \(line): \(name) takes a string or a number.")
+                }
+            }
+            if !takesValue {
+                guard case .bool(let on) = value else { throw .usage("\(path) line \(line): \(name) is a flag: true or false.") }
+                if on { out.append(option) }
+                continue
+            }
+            if case .array(let items) = value {
+                for item in items { out += [option, try scalar(item)] }
+            } else {
+                out += [option, try scalar(value)]
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,78 @@
+import ArgumentParser
+import MeshOps
+import MeshSession
+
+/// `pocketmesh config path|show|check`: where the config file is, what it says, whether it is right.
+struct ConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "Show or check the config file (named radios, the default radio, daemon settings).",
+        discussion: """
+            The file is $XDG_CONFIG_HOME/pocketmesh/config.toml (~/.config/pocketmesh/config.toml; \
+            POCKETMESH_CONFIG names another). A command without --serial, --tcp or --ble uses \
+            --radio NAME, else POCKETMESH_RADIO, else default_radio; `pocketmesh daemon --radio NAME` \
+            also takes the radio's daemon settings.
+            """,
+        subcommands: [Path.self, Show.self, Check.self])
+
+    struct Path: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "path", abstract: "Print where the config file is (it may not exist).")
+        func run() { emitLine(Config.defaultPath()) }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Print the radios and settings the config file gives.")
+        @Flag(name: [.customShort("j"), .long], help: "JSON output.") var json = false
+        func run() throws {
+            let c = try ConfigCommand.loadChecked()
+            var radios: [Value] = []
+            for r in c.radios {
+                var fields: [Value.Field] = [.init("name", .string(r.name)), .init("default", .bool(r.name == c.defaultRadio))]
+                if let v = r.tcp { fields.append(.init("tcp", .string(v))) }
+                if let v = r.serial { fields.append(.init("serial", .string(v))) }
+                if let v = r.baud { fields.append(.init("baud", .int(v))) }
+                if let v = r.ble { fields.append(.init("ble", .string(v))) }
+                if let v = r.bleMinMtu { fields.append(.init("ble_min_mtu", .int(v))) }
+                if let v = r.timeout { fields.append(.init("timeout", .double(v))) }
+                let daemon = r.daemon.map { (name, value, _) -> Value.Field in
+                    // Never print a secret that was written into the file itself.
+                    let secret = name.contains("password") && !name.hasSuffix("-file") || name.contains("secret") || name.contains("token")
+                    return .init(name, secret ? .string("(hidden)") : ConfigCommand.value(value))
+                }
+                if !daemon.isEmpty { fields.append(.init("daemon", .object(daemon))) }
+                radios.append(.object(fields))
+            }
+            let v: Value = .object([.init("path", .string(c.path)), .init("default_radio", c.defaultRadio.map { .string($0) } ?? .null),
+                                    .init("radios", .array(radios))])
+            if json { emitLine(v.json) } else { emitHuman(v.text()) }
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "check", abstract: "Check the config file; errors name the line.")
+        func run() throws {
+            let c = try ConfigCommand.loadChecked()
+            emitLine("\(c.path): ok (\(c.radios.count) radio(s)\(c.defaultRadio.map { ", default \($0)" } ?? ""))")
+        }
+    }
+
+    /// The file, read and checked (daemon settings against the daemon's options); exit 6 without one.
+    static func loadChecked() throws(ClientError) -> Config {
+        let path = Config.defaultPath()
+        guard let c = try Config.load(path) else { throw .notFound("there is no config file at \(path).") }
+        let declared = declaredOptions(of: DaemonCommand.self)
+        for r in c.radios { _ = try Config.daemonArguments(r, declared: declared, given: [], path: path) }
+        return c
+    }
+
+    static func value(_ v: TOMLValue) -> Value {
+        switch v {
+        case .string(let s): return .string(s)
+        case .integer(let n): return .int(n)
+        case .float(let d): return .double(d)
+        case .bool(let b): return .bool(b)
+        case .array(let a): return .array(a.map(value))
+        case .table(let t): return .object(t.keys.map { .init($0, value(t[$0]!)) })
+        }
+    }
+}

@@ -41,7 +41,8 @@ extension Daemon {
         let now = monotonicNow()
         switch req.op {
         case .ping:
-            return DaemonResponse(id: req.id, ok: [("pid", .int(Int64(getpid()))), ("state", .string(phase.rawValue))])
+            return DaemonResponse(id: req.id, ok: [("pid", .int(Int64(getpid()))), ("version", .string(PocketMeshVersion.string)),
+                                                         ("state", .string(phase.rawValue))])
 
         case .status:
             var f: [(String, JSON)] = [("state", .string(phase.rawValue)), ("link", .string(config.link)),

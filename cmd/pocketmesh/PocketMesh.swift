@@ -12,6 +12,7 @@ struct PocketMesh: ParsableCommand {
             4 timeout (no response, no ACK), 5 the radio refused (its error code is named), 6 not found \
             (unknown contact or channel; `scan` found no radio).
             """,
+        version: PocketMeshVersion.string,
         subcommands: [
             Info.self,
             Scan.self,

@@ -124,3 +124,34 @@ def test_bad_numbers_in_settings_change_nothing(sim):
         code, out, err = pm(sim, "set", "radio", *values)
         assert code == 2 and err.startswith("pocketmesh: "), (values, code, err)
     assert pm(sim, "--json", "get", "radio") == before
+
+
+def test_contacts_as_geojson():
+    s = Sim(nodes=3)
+    try:
+        def at(node, *args):
+            return run("-t", f"127.0.0.1:{s.port(node)}", "--timeout", "10", *args, timeout=60)
+        assert at("sim1", "set", "coords", "45.5", "-73.6")[0] == 0
+        assert at("sim1", "set", "advert-loc-policy", "1")[0] == 0  # share the position in adverts
+        assert at("sim1", "advert", "--flood")[0] == 0
+        assert at("sim2", "advert", "--flood")[0] == 0  # no position: left out of the map
+        import time
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            code, out, err = at("sim0", "contacts", "--json")
+            names = {c["name"] for c in json.loads(out)} if code == 0 else set()
+            if {"sim1", "sim2"} <= names:
+                break
+            time.sleep(0.5)
+        code, out, err = at("sim0", "contacts", "--geojson")
+        assert code == 0, err
+        fc = json.loads(out)
+        assert fc["type"] == "FeatureCollection"
+        assert [f["properties"]["name"] for f in fc["features"]] == ["sim1"]
+        f = fc["features"][0]
+        assert f["geometry"] == {"type": "Point", "coordinates": [-73.6, 45.5]}
+        p = f["properties"]
+        assert p["type"] == "chat" and p["key_prefix"] == s.nodes["sim1"]["pubkey"][:12]
+        assert p["last_heard"] > 0 and p["last_heard_utc"].endswith("Z") and "path_length" in p
+    finally:
+        s.stop()

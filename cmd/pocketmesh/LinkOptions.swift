@@ -98,7 +98,10 @@ protocol RadioCommand: ParsableCommand {
 extension RadioCommand {
     func text(_ value: Value) -> String { value.text() }
 
-    func run() throws {
+    func run() throws { try runRadioCommand() }
+
+    /// Runs `request()` and prints its result (`--json`: the value itself).
+    func runRadioCommand() throws {
         let req = try request()
         try req.validate()
         let radio = try link.connect(drain: false)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import MeshCompanion
 import MeshSession
 import MeshOps
 
@@ -40,9 +41,18 @@ struct Channel: ParsableCommand {
     struct SendChannel: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "send", abstract: "Send a text to a channel (no ACK).")
         @OptionGroup var link: LinkOptions
+        @Flag(help: "Send a text longer than one message as numbered parts, \"(1/3) …\", cut at spaces.")
+        var split = false
         @Argument(help: "Slot index or channel name.") var channel: String
         @Argument(help: "The text.") var text: [String]
         func request() throws(ClientError) -> Request { .channelSend(channel, text: joined(text)) }
+        func run() throws {
+            guard split else { return try runRadioCommand() }
+            // On air the radio sends "NAME: text" in at most 160 bytes: leave room for this radio's name.
+            try runSplit(link: link, text: joined(text),
+                         limit: { r in max(20, CompanionLimits.maxTextLength - (r.session.radioSelf?.name.utf8.count ?? 31) - 2) },
+                         request: { .channelSend(channel, text: $0) }, render: text(_:))
+        }
         func text(_ v: Value) -> String { "sent to channel \(v["index"]?.intValue ?? v["channel"]?.intValue ?? 0) (\(v["name"]?.stringValue ?? ""))" }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import MeshSession
+import MeshCompanion
 import MeshOps
 
 struct Send: RadioCommand {
@@ -10,9 +11,17 @@ struct Send: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Flag(name: .customLong("no-wait"), help: "Return once the radio took the message; do not wait for the ACK.")
     var noWait = false
+    @Flag(help: "Send a text longer than one message (160 bytes) as numbered parts, \"(1/3) …\", cut at spaces.")
+    var split = false
     @Argument(help: "Contact name or hex key prefix.") var to: String
-    @Argument(help: "The text (at most 160 bytes).") var text: [String]
+    @Argument(help: "The text (at most 160 bytes, or any length with --split).") var text: [String]
     func request() throws(ClientError) -> Request { .send(to: to, text: joined(text), wait: !noWait) }
+    func run() throws {
+        guard split else { return try runRadioCommand() }
+        // 158: the limit of a text resent with attempt > 3, so every retry of a part fits.
+        try runSplit(link: link, text: joined(text), limit: { _ in CompanionLimits.maxTextLengthHighAttempt },
+                     request: { .send(to: to, text: $0, wait: !noWait) }, render: text(_:))
+    }
     func text(_ v: Value) -> String {
         let name = v["to"]?.stringValue ?? to
         let attempts = v["attempts"]?.intValue ?? 1

@@ -7,7 +7,7 @@ struct Channel: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "channel",
         abstract: "List, set, remove and send to channels.",
-        subcommands: [List.self, SetChannel.self, Remove.self, SendChannel.self],
+        subcommands: [List.self, SetChannel.self, Remove.self, SendChannel.self, Rekey.self],
         defaultSubcommand: List.self)
 
     struct List: RadioCommand {

@@ -1,0 +1,88 @@
+import ArgumentParser
+import MeshCompanion
+import MeshOps
+import MeshSession
+
+/// `channel rekey NAME --members A,B,…`: a new random secret for a channel, set on the radio, and
+/// sent to each member as the channel's link by direct message; reports who acknowledged.
+struct Rekey: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rekey",
+        abstract: "Give a channel a new random secret and send it to its members by direct message.",
+        discussion: """
+            Every member is checked first (an unknown one changes nothing, exit 6). Then the slot gets \
+            the new secret and each member gets meshcore://channel/add?name=…&secret=… with the usual \
+            retries. Exit 4 when a member did not acknowledge (the channel has the new secret anyway: \
+            send them the link again with `pocketmesh send`).
+            """)
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Slot index or channel name.") var channel: String
+    @Option(help: "Who gets the new secret: contact names or key prefixes, comma-separated.") var members: String
+
+    func run() throws {
+        let names = members.split(separator: ",").map { $0.trimmingCharacters() }.filter { !$0.isEmpty }
+        guard !names.isEmpty else { throw ClientError.usage("give --members A,B,… (at least one contact).") }
+        let radio = try link.connect(drain: false)
+        let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
+        let c = try executor.resolveChannel(channel)
+        let people = try names.map { n throws(ClientError) in try executor.resolve(n) }
+        var rng = SystemRandomNumberGenerator()  // getrandom(2): the kernel's CSPRNG
+        let secret = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let set = try executor.execute(.channelSet(index: Int(c.index), name: c.name, secret: HexCodec.encode(secret), hashtag: false))
+        if let e = set.error { throw e }
+        let uri = ChannelLink.uri(name: c.name, secret: secret)
+        var results: [Value] = []
+        var missing: [String] = []
+        for p in people {
+            let o: Outcome
+            do throws(ClientError) { o = try executor.execute(.send(to: HexCodec.encode(p.publicKey.prefix(6)), text: uri, wait: true)) } catch {
+                o = Outcome(.null, error: error)
+            }
+            let acked = o.error == nil && o.value["status"]?.stringValue == "acked"
+            if !acked { missing.append(p.name) }
+            results.append(.object([.init("name", .string(p.name)), .init("acked", .bool(acked)),
+                                    .init("attempts", o.value["attempts"] ?? .null)]))
+            if !link.json { emitHuman("\(p.name): \(acked ? "acked" : "no ACK (\(o.error?.message ?? "not acknowledged"))")") }
+        }
+        if link.json {
+            emitLine(Value.object([.init("channel", .int(c.index)), .init("name", .string(c.name)), .init("uri", .string(uri)),
+                                   .init("members", .array(results))]).json)
+        } else {
+            emitHuman("channel \(c.index) (\(c.name)) has a new secret: \(uri)")
+        }
+        if !missing.isEmpty {
+            throw ClientError.timeout("\(missing.joined(separator: ", ")) did not acknowledge the new secret: send the link again with `pocketmesh send NAME '\(uri)'`.")
+        }
+    }
+}
+
+/// Channel links as the phone apps share them: `meshcore://channel/add?name=<url-encoded>&secret=<hex>`.
+enum ChannelLink {
+    static func uri(name: String, secret: [UInt8]) -> String {
+        "meshcore://channel/add?name=\(percentEncoded(name))&secret=\(HexCodec.encode(secret))"
+    }
+
+    /// RFC 3986: everything but the unreserved characters as %XX of its UTF-8 bytes.
+    static func percentEncoded(_ s: String) -> String {
+        var out = ""
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            default:
+                out += "%" + HexCodec.encode([b]).uppercased()
+            }
+        }
+        return out
+    }
+}
+
+extension Substring {
+    func trimmingCharacters() -> String {
+        var s = self
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -167,10 +167,14 @@ public final class Radio {
         if any || linkError != nil { loop.stop() }
     }
 
+    /// Called each time the loop wakes while a command waits (progress displays read the session).
+    public var onProgress: (() -> Void)? = nil
+
     /// Spins the loop until `done()` or the monotonic `deadline`; false when the deadline passed.
     @discardableResult
     public func run(until deadline: UInt64? = nil, _ done: () -> Bool) throws(ClientError) -> Bool {
         while !done() {
+            onProgress?()
             if let e = linkError { throw .link(Radio.sentence(e.description)) }
             switch loop.run(until: deadline) {
             case .stopped: continue

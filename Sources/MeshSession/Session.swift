@@ -88,6 +88,8 @@ public final class Session {
     var inFlight: Command? = nil
     var inFlightDeadline: UInt64 = 0
     var listing: ContactListing? = nil
+    /// A contacts listing under way: records received so far and the radio's total.
+    public var contactsProgress: (received: Int, total: Int)? { listing.map { ($0.records.count, Int($0.total)) } }
     var outbox: [[UInt8]] = []
     var events: [SessionEvent] = []
     var eventHead = 0

@@ -92,3 +92,33 @@ def test_a_text_that_fits_is_sent_as_it_is(sim):
     assert [r["part"] for r in json.loads(out)] == [1]
     msgs = received(sim, "sim1", 1, lambda m: m.get("type") == "direct")
     assert [m["text"] for m in msgs][-1] == "short one"
+
+
+def test_progress_on_a_terminal_only(sim):
+    import secrets
+    for i in range(60):
+        code, out, err = at(sim, "sim1", "contacts", "add", secrets.token_hex(32), f"many{i}")
+        assert code == 0, err
+    import pty
+    # stderr on a terminal: the listing's progress, rewritten in place and cleared at the end.
+    master, slave = pty.openpty()
+    p = subprocess.Popen([str(BIN), "-t", f"127.0.0.1:{sim.port('sim1')}", "contacts"], stdout=subprocess.PIPE,
+                         stderr=slave, env=ENV)
+    os.close(slave)
+    out, _ = p.communicate(timeout=60)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert p.returncode == 0
+    assert b"\r\x1b[Kcontacts " in seen and seen.endswith(b"\r\x1b[K"), seen[-200:]
+    assert b"many59" in out and b"contacts " not in out  # the listing itself is untouched
+    # In a pipe, and with --json: nothing but the result.
+    code, out, err = at(sim, "sim1", "contacts")
+    assert code == 0 and err == ""

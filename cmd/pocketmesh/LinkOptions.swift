@@ -106,8 +106,12 @@ extension RadioCommand {
         try req.validate()
         let radio = try link.connect(drain: false)
         let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
-        radio.onEvent = { e in if case .message(let m) = e { executor.collect(m) } }
-        let outcome = try executor.execute(req)
+        let progress = Progress(radio: radio, json: link.json)
+        radio.onEvent = { e in if case .message(let m) = e { executor.collect(m); progress?.message() } }
+        radio.onProgress = progress.map { p in { p.update() } }
+        let outcome: Outcome
+        do { outcome = try executor.execute(req) } catch { progress?.finish(); throw error }
+        progress?.finish()
         if link.json {
             emitLine(outcome.value.json)
         } else {

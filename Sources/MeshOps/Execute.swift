@@ -243,6 +243,13 @@ public final class Executor {
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.importContact(advertPacket: bytes) }
             _ = try call(frame, expecting: .ok, what: "importing the contact")
             return Outcome(ok("contact imported"))
+        case .contactFavourite(let who, let on): return try contactFavourite(who, on: on)
+        case .contactURI(let who): return try contactURI(who)
+        case .contactImportLink(let text): return try importLink(text)
+        case .channelURI(let which): return try channelURI(which)
+        case .channelImport(let text): return try channelImport(text)
+        case .channelAdd(let name, let secret): return try channelAdd(name, secret: secret)
+        case .timeSet(let epoch): return try timeSet(epoch)
         case .contactPath(let who):
             let c = try resolve(who)
             var fields: [Value.Field] = [

@@ -17,6 +17,12 @@ public enum Request: Sendable, Equatable, Codable {
     case contactExport(String?)
     /// Imports a contact from an exported advert (hex).
     case contactImport(String)
+    /// Marks a contact a favourite (protected from auto-add overwrites) or not.
+    case contactFavourite(String, on: Bool)
+    /// A contact's share links (`meshcore://` card and `contact/add` link).
+    case contactURI(String)
+    /// Imports a `meshcore://` link (a card or `contact/add`) or an advert as hex.
+    case contactImportLink(String)
     case contactPath(String)
     case contactDiscoverPath(String)
     case send(to: String, text: String, wait: Bool)
@@ -24,11 +30,18 @@ public enum Request: Sendable, Equatable, Codable {
     /// Sets a channel slot: the secret is 32 hex digits, or derived from the name for hashtag channels.
     case channelSet(index: Int, name: String, secret: String?, hashtag: Bool)
     case channelRemove(String)
+    /// A channel's `meshcore://channel/add` link.
+    case channelURI(String)
+    /// A channel link into the slot with its name, else the first free one.
+    case channelImport(String)
+    /// The first free slot (or the slot with this name); a #name without secret is a hashtag channel.
+    case channelAdd(name: String, secret: String?)
     case channelSend(String, text: String)
     case sync
     case advert(flood: Bool)
     case timeGet
     case timeSync
+    case timeSet(UInt32)
     /// A device setting by name (nil: all of them).
     case get(String?)
     case set(String, [String])

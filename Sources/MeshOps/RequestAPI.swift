@@ -10,8 +10,9 @@ extension Request {
     public static let apiOps: Set<String> = [
         "contacts_show", "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_share",
         "contacts_export", "contacts_import", "contacts_path", "contacts_discover_path",
-        "channel_list", "channel_set", "channel_remove",
-        "time_get", "time_sync", "get", "set", "battery", "stats",
+        "contacts_favourite", "contacts_uri",
+        "channel_list", "channel_set", "channel_remove", "channel_uri", "channel_import", "channel_add",
+        "time_get", "time_sync", "time_set", "get", "set", "battery", "stats",
         "login", "logout", "status", "telemetry", "neighbours", "acl", "cmd", "trace", "sign",
         "key_export", "key_import", "reboot", "factory_reset", "raw",
     ]
@@ -44,7 +45,18 @@ extension Request {
         case "contacts_reset_path": self = .contactResetPath(try string("name"))
         case "contacts_share": self = .contactShare(try string("name"))
         case "contacts_export": self = .contactExport(try optional("name"))
-        case "contacts_import": self = .contactImport(try string("advert"))
+        case "contacts_import":
+            if let uri = try optional("uri") { self = .contactImportLink(uri) } else { self = .contactImportLink(try string("advert")) }
+        case "contacts_favourite":
+            guard case .bool(let on)? = f["on"] else { throw .usage("\(op): \"on\" must be true or false.") }
+            self = .contactFavourite(try string("name"), on: on)
+        case "contacts_uri": self = .contactURI(try string("name"))
+        case "channel_uri": self = .channelURI(try string("channel"))
+        case "channel_import": self = .channelImport(try string("uri"))
+        case "channel_add": self = .channelAdd(name: try string("name"), secret: try optional("secret"))
+        case "time_set":
+            guard let e = f["epoch"]?.intValue, let epoch = UInt32(exactly: e) else { throw .usage("\(op): \"epoch\" must be a whole number of seconds.") }
+            self = .timeSet(epoch)
         case "contacts_path": self = .contactPath(try string("name"))
         case "contacts_discover_path": self = .contactDiscoverPath(try string("name"))
         case "channel_list": self = .channels

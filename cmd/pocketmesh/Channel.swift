@@ -7,7 +7,7 @@ struct Channel: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "channel",
         abstract: "List, set, remove and send to channels.",
-        subcommands: [List.self, SetChannel.self, Remove.self, SendChannel.self, Rekey.self],
+        subcommands: [List.self, SetChannel.self, Add.self, Remove.self, SendChannel.self, URI.self, Import.self, Rekey.self],
         defaultSubcommand: List.self)
 
     struct List: RadioCommand {
@@ -29,6 +29,36 @@ struct Channel: ParsableCommand {
         @Option(help: "Secret, 32 hex digits.") var secret: String?
         @Flag(help: "Hashtag channel: key = SHA-256(\"#name\")[0..16].") var hashtag = false
         func request() throws(ClientError) -> Request { .channelSet(index: index, name: name, secret: secret, hashtag: hashtag) }
+    }
+
+    struct Add: RadioCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Add a channel in the first free slot (a #name is a hashtag channel; otherwise give --secret).")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Channel name.") var name: String
+        @Option(help: "Secret, 32 hex digits.") var secret: String?
+        func request() throws(ClientError) -> Request {
+            guard secret != nil || name.hasPrefix("#") else { throw .usage("give --secret HEX, or a #name for a hashtag channel.") }
+            return .channelAdd(name: name, secret: secret)
+        }
+        func text(_ v: Value) -> String { "channel \(v["index"]?.intValue ?? 0): \(v["name"]?.stringValue ?? name)" }
+    }
+
+    struct URI: RadioCommand {
+        static let configuration = CommandConfiguration(commandName: "uri", abstract: "Print a channel's link: meshcore://channel/add?name=…&secret=….")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Slot index or channel name.") var channel: String
+        func request() throws(ClientError) -> Request { .channelURI(channel) }
+        func text(_ v: Value) -> String { v["uri"]?.stringValue ?? "" }
+    }
+
+    struct Import: RadioCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import", abstract: "Add a channel from its meshcore://channel/add link (into the slot with its name, else the first free one).")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "meshcore://channel/add?name=…&secret=….") var uri: String
+        func request() throws(ClientError) -> Request { .channelImport(uri) }
+        func text(_ v: Value) -> String { "channel \(v["index"]?.intValue ?? 0): \(v["name"]?.stringValue ?? "")" }
     }
 
     struct Remove: RadioCommand {

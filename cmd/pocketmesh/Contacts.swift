@@ -7,7 +7,7 @@ struct Contacts: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "contacts",
         abstract: "List and manage contacts.",
-        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, Share.self, Export.self, Import.self,
+        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, Share.self, Export.self, Import.self, Favourite.self, URI.self,
                       Path.self, DiscoverPath.self],
         defaultSubcommand: List.self)
 
@@ -87,10 +87,36 @@ struct Contacts: ParsableCommand {
     }
 
     struct Import: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "import", abstract: "Import a contact from an exported advert (hex).")
+        static let configuration = CommandConfiguration(
+            commandName: "import", abstract: "Import a contact from a meshcore:// link (a card or contact/add) or an exported advert (hex).")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "The advert as hex.") var advert: String
-        func request() throws(ClientError) -> Request { .contactImport(advert) }
+        @Argument(help: "meshcore://HEX, meshcore://contact/add?name=…&public_key=…&type=…, or the advert as hex.") var advert: String
+        func request() throws(ClientError) -> Request { .contactImportLink(advert) }
+    }
+
+    struct Favourite: RadioCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "favourite", abstract: "Mark a contact a favourite (kept when the radio's table is full and auto-add overwrites), or not.",
+            aliases: ["favorite"])
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument(help: "on or off.") var state: String
+        func request() throws(ClientError) -> Request {
+            switch state.lowercased() {
+            case "on", "yes", "true", "1": return .contactFavourite(contact, on: true)
+            case "off", "no", "false", "0": return .contactFavourite(contact, on: false)
+            default: throw .usage("say on or off, not \"\(state)\".")
+            }
+        }
+        func text(_ v: Value) -> String { "\(v["name"]?.stringValue ?? contact) is \(v["favourite"] == .bool(true) ? "a favourite" : "not a favourite")" }
+    }
+
+    struct URI: RadioCommand {
+        static let configuration = CommandConfiguration(commandName: "uri", abstract: "Print a contact's share links (meshcore://), as the phone apps make them.")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        func request() throws(ClientError) -> Request { .contactURI(contact) }
+        func text(_ v: Value) -> String { "\(v["uri"]?.stringValue ?? "")\n\(v["contact_uri"]?.stringValue ?? "")" }
     }
 
     struct Path: RadioCommand {

@@ -30,7 +30,7 @@ struct Rekey: ParsableCommand {
         let secret = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
         let set = try executor.execute(.channelSet(index: Int(c.index), name: c.name, secret: HexCodec.encode(secret), hashtag: false))
         if let e = set.error { throw e }
-        let uri = ChannelLink.uri(name: c.name, secret: secret)
+        let uri = MeshLinkURI.channel(name: c.name, secret: secret).text
         var results: [Value] = []
         var missing: [String] = []
         for p in people {
@@ -53,28 +53,6 @@ struct Rekey: ParsableCommand {
         if !missing.isEmpty {
             throw ClientError.timeout("\(missing.joined(separator: ", ")) did not acknowledge the new secret: send the link again with `pocketmesh send NAME '\(uri)'`.")
         }
-    }
-}
-
-/// Channel links as the phone apps share them: `meshcore://channel/add?name=<url-encoded>&secret=<hex>`.
-enum ChannelLink {
-    static func uri(name: String, secret: [UInt8]) -> String {
-        "meshcore://channel/add?name=\(percentEncoded(name))&secret=\(HexCodec.encode(secret))"
-    }
-
-    /// RFC 3986: everything but the unreserved characters as %XX of its UTF-8 bytes.
-    static func percentEncoded(_ s: String) -> String {
-        var out = ""
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(b))
-            default:
-                out += "%" + HexCodec.encode([b]).uppercased()
-            }
-        }
-        return out
     }
 }
 

@@ -43,6 +43,8 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case hooksFailed = "hooks_failed"  // -> {"failed":[{"id","attempts","reason","retrying","message"}...]}
     case hooksRetry = "hooks_retry"    // id: run a given-up message's hook again
     case hooksDrop = "hooks_drop"      // id: forget a given-up message (its hook does not run again)
+    case contactsPending = "contacts_pending"         // -> {"result":[...]}: adverts of nodes that are not contacts
+    case contactsAddPending = "contacts_add_pending"  // prefix: add one as a contact with its advert's data
     case subscribe     // -> {"subscribed":true}, then event lines
     case tunnel        // -> {"tunnel":true,...}; then the connection carries companion frames (see APIServer)
     /// Any operation of the command line (`Request.apiOps`, e.g. `contacts_remove`, `set`, `login`):

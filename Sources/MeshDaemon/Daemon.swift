@@ -115,6 +115,8 @@ public final class Daemon {
     let outbox: OutboxSender
     var sendWaiters: [UInt64: [(APIServer.ClientID, Int64)]] = [:]
     var replyTickets: [Ticket: (client: APIServer.ClientID, id: Int64, what: String, record: StoredMessage?)] = [:]
+    /// After an OK to a `replyTickets` command: what else to do, and the fields of the answer.
+    var replyAfterOK: [Ticket: () -> [(String, JSON)]] = [:]
     var tunnelTickets: [Ticket: (client: APIServer.ClientID, frame: [UInt8])] = [:]
     /// The radio's message queue as tunnel clients see it: answered from the store (TunnelQueue.swift).
     var tunnelQueue = TunnelQueue(cursor: 0)

@@ -74,6 +74,33 @@ extension Daemon {
             let list = store.contacts.filter { !$0.removed }.map(MessageJSON.contact)
             return DaemonResponse(id: req.id, ok: [("contacts", .array(list))])
 
+        case .contactsPending:
+            let store = try requireStore()
+            return DaemonResponse(id: req.id, ok: [("result", .array(pendingList(store).map(MessageJSON.pending)))])
+
+        case .contactsAddPending:
+            let store = try requireStore()
+            let s = try requireSession("add a contact")
+            let want = try req.string("prefix")
+            let c = try pendingMatch(want, in: pendingList(store))
+            // ADD_UPDATE_CONTACT with the advert's own data: type, name, location, advert time, path.
+            guard let contact = CompanionFrame.owned(c.frame(), { if case .contact(let r) = $0 { return r.contact }; return nil }),
+                  let frame = try? CommandFrame.addUpdateContact(contact, includeLastModified: false).bytes else {
+                throw DaemonError(.internal, "the pending advert of \(c.name) cannot be encoded as a contact.")
+            }
+            let t: Ticket
+            do { t = try s.submit(frame: frame, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), now: now) } catch {
+                throw DaemonError(.busy, "contacts_add_pending: \(error)")
+            }
+            replyTickets[t] = (client, req.id, "adding \(c.name)", nil)
+            replyAfterOK[t] = { [unowned self] in
+                try? self.store?.dropPending(publicKey: c.publicKey)
+                if self.contactsResyncAt == nil { self.contactsResyncAt = monotonicNow() }
+                return [("status", .string("ok")), ("name", .string(c.name)), ("public_key", .string(c.publicKeyHex))]
+            }
+            pump(now: now)
+            return nil
+
         case .channels:
             let store = try requireStore()
             let list = store.channels.filter { !$0.name.isEmpty }.map(MessageJSON.channel)
@@ -392,5 +419,28 @@ extension Daemon {
         let id = tunnelAckTags[i].id
         tunnelAckTags.removeAll { $0.id == id }
         try? store.setDelivery(id: id, DeliveryUpdate(status: .acked, ackTag: tag), at: UInt32(truncatingIfNeeded: time(nil)))
+    }
+}
+
+extension Daemon {
+    /// Pending adverts of nodes that are still not contacts.
+    func pendingList(_ store: RadioStore) -> [StoredContact] {
+        store.pending.filter { p in store.contact(publicKey: p.publicKey).map { $0.removed } ?? true }
+    }
+
+    /// The one pending advert whose key starts with `want` (hex) or whose name is `want`.
+    func pendingMatch(_ want: String, in list: [StoredContact]) throws(DaemonError) -> StoredContact {
+        let hex = want.lowercased()
+        let isHex = !hex.isEmpty && hex.count <= 64 && hex.allSatisfy { $0.isHexDigit }
+        var found = list.filter { isHex && $0.publicKeyHex.hasPrefix(hex) }
+        if found.isEmpty { found = list.filter { $0.name == want } }
+        if found.isEmpty { found = list.filter { $0.name.lowercased() == want.lowercased() } }
+        guard !found.isEmpty else {
+            throw DaemonError(.notFound, "no pending advert matches \"\(want)\": `pocketmesh contacts pending` lists them.")
+        }
+        guard found.count == 1 else {
+            throw DaemonError(.usage, "\(found.count) pending adverts match \"\(want)\": give more of the key.")
+        }
+        return found[0]
     }
 }

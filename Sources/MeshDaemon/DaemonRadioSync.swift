@@ -153,9 +153,10 @@ extension Daemon {
             return
         }
         if let w = replyTickets.removeValue(forKey: t) {
+            let after = replyAfterOK.removeValue(forKey: t)
             switch r {
             case .ok, .frame:
-                var fields: [(String, JSON)] = []
+                var fields: [(String, JSON)] = after?() ?? []
                 if var rec = w.record, let store {
                     rec.status = .sent
                     if let res = try? store.append(rec), let m = try? store.message(id: res.id) {
@@ -181,6 +182,13 @@ extension Daemon {
         // the daemon drains the radio itself and tells them once each message is stored (`save`).
         if p.kind != .messageWaiting {
             for c in api.tunnelClients { api.sendFrame(p.frame, to: c) }
+        }
+        if case .newAdvert = p.kind, let store, var c = try? StoredContact(frame: p.frame),
+           store.contact(publicKey: c.publicKey).map({ $0.removed }) ?? true {
+            // A node that is not a contact advertised (the radio's manual-add mode): keep it for
+            // `contacts pending` / `contacts add-pending`.
+            c.updatedAt = UInt32(truncatingIfNeeded: time(nil))
+            do { try store.savePending(c) } catch { log("store: saving a pending advert failed: \(error)") }
         }
         switch p.kind {
         case .advert, .newAdvert, .contactDeleted:

@@ -73,6 +73,13 @@ public enum MessageJSON {
         return JSON(summary.value)
     }
 
+    /// A pending advert: the contact's fields, and when this host heard it (`heard`, epoch seconds).
+    public static func pending(_ c: StoredContact) -> JSON {
+        guard case .object(var pairs) = contact(c) else { return contact(c) }
+        pairs.append(("heard", .int(Int64(c.updatedAt))))
+        return .object(pairs)
+    }
+
     /// A channel without its secret (secrets never leave the store through the API or logs).
     public static func channel(_ ch: StoredChannel) -> JSON {
         .obj(("index", .int(Int64(ch.index))), ("name", .string(ch.name)))

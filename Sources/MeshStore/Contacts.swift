@@ -177,6 +177,16 @@ final class ContactFile {
         }
     }
 
+    /// Frees the slot of `publicKey` (a zeroed record), then one fsync.
+    func free(publicKey: [UInt8]) throws {
+        guard !readOnly else { throw StoreError.readOnly }
+        guard let slot = slotByKey[publicKey] else { return }
+        try files.write(fd, path, [UInt8](repeating: 0, count: Self.recordSize), at: UInt64(slot * Self.recordSize))
+        try files.sync(fd, path)
+        slots[slot] = nil
+        slotByKey[publicKey] = nil
+    }
+
     func close() { if fd >= 0 { files.ops.close(fd); fd = -1 } }
 }
 

@@ -70,6 +70,8 @@ public final class RadioStore {
     let lock: RadioLock?
     let log: MessageLog
     let contactFile: ContactFile
+    /// Adverts of nodes that are not contacts (manual add), newest kept: `pending`.
+    let pendingFile: ContactFile
     let channelFile: ChannelFile
     let outboxFile: OutboxFile
     var readMarkers: [ThreadKey: UInt64] = [:]
@@ -95,6 +97,7 @@ public final class RadioStore {
             log = try MessageLog(files: files, dir: directory, readOnly: readOnly, capBytes: options.logCapBytes,
                                  dedupWindow: options.dedupWindow, checkpointMin: options.checkpointEvery)
             contactFile = try ContactFile(files: files, path: directory + "/contacts", readOnly: readOnly)
+            pendingFile = try ContactFile(files: files, path: directory + "/pending", readOnly: readOnly)
             channelFile = try ChannelFile(files: files, path: directory + "/channels", readOnly: readOnly)
             outboxFile = try OutboxFile(files: files, path: directory + "/outbox", readOnly: readOnly)
             if !readOnly {
@@ -142,6 +145,7 @@ public final class RadioStore {
         if !readOnly { try? writeIdMark(log.nextId) }
         log.close()
         contactFile.close()
+        pendingFile.close()
         channelFile.close()
         outboxFile.close()
         lock?.release()
@@ -348,6 +352,31 @@ public final class RadioStore {
         try checkOpen()
         try contactFile.upsert(cs)
         rebuildContactIndex()
+    }
+
+    /// How many pending adverts are kept (the oldest goes first).
+    public static let pendingLimit = 256
+
+    /// Adverts heard from nodes that are not contacts (the radio's manual-add mode), newest first;
+    /// `updatedAt` is when this host heard the advert.
+    public var pending: [StoredContact] {
+        pendingFile.contacts.filter { !$0.removed }.sorted { ($0.updatedAt, $0.lastAdvert) > ($1.updatedAt, $1.lastAdvert) }
+    }
+
+    /// Keeps an advert of a node that is not a contact (replacing an older one of the same node).
+    public func savePending(_ c: StoredContact) throws {
+        try checkOpen()
+        try pendingFile.upsert([c])
+        let live = pending
+        if live.count > Self.pendingLimit {
+            for old in live[Self.pendingLimit...] { try pendingFile.free(publicKey: old.publicKey) }
+        }
+    }
+
+    /// Forgets a pending advert (added as a contact, or dismissed).
+    public func dropPending(publicKey: [UInt8]) throws {
+        try checkOpen()
+        try pendingFile.free(publicKey: publicKey)
     }
 
     /// Keeps the record (its history keeps a name) but flags it removed.

@@ -16,7 +16,8 @@ import Testing
     }
 
     @Test func contactLinks() throws {
-        let k = try #require(MeshCompanion.PublicKey(hex: key))
+        let parsed: MeshCompanion.PublicKey? = MeshCompanion.PublicKey(hex: key)
+        let k = try #require(parsed)
         #expect(try MeshLinkURI.parse("meshcore://contact/add?name=Bob&public_key=\(key)&type=2") == .contact(name: "Bob", publicKey: k, type: 2))
         #expect(try MeshLinkURI.parse("  MESHCORE://contact/add?public_key=\(key)&name=Bob  ") == .contact(name: "Bob", publicKey: k, type: 1))
         let advert = [UInt8](repeating: 7, count: 120)

@@ -7,7 +7,7 @@ struct Contacts: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "contacts",
         abstract: "List and manage contacts.",
-        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, Share.self, Export.self, Import.self, Favourite.self, URI.self,
+        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, Share.self, Export.self, Import.self, Favourite.self, URI.self, Pending.self, AddPending.self,
                       Path.self, DiscoverPath.self],
         defaultSubcommand: List.self)
 

@@ -1,0 +1,50 @@
+import ArgumentParser
+import MeshDaemon
+
+/// `contacts pending` and `contacts add-pending PREFIX`: adverts of nodes that are not contacts
+/// (with `set manual-add on` the radio only reports them). The daemon keeps them as they come
+/// (its store's `pending`, the newest 256), so these ask the running daemon of the radio.
+struct Pending: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pending",
+        abstract: "List the adverts of nodes that are not contacts (with manual-add on), as the daemon heard them.",
+        discussion: "Needs the radio's daemon (`pocketmesh daemon`): it collects them while nobody looks.")
+    @OptionGroup var daemon: DaemonSelection
+
+    func run() throws {
+        try daemon.run { () throws(DaemonError) in
+            let r = try daemon.client().call(.contactsPending)
+            guard case .success(let fields) = r.result, case .array(let list)? = fields.first(where: { $0.0 == "result" })?.1 else { return }
+            if daemon.json { emitLine(JSON.array(list).text); return }
+            if list.isEmpty { emitHuman("no pending adverts (with `set manual-add on`, adverts of new nodes wait here)."); return }
+            for c in list {
+                let key = c["public_key"]?.string ?? ""
+                let hops = c["path_length"]?.int.map { $0 < 0 ? "flood" : "\($0) hops" } ?? "-"
+                func number(_ k: String) -> Double {
+                    switch c[k] { case .double(let d)?: return d; case .int(let i)?: return Double(i); default: return 0 }
+                }
+                let lat = number("latitude"), lon = number("longitude")
+                let place = lat == 0 && lon == 0 ? "" : "  \(lat),\(lon)"
+                let heard = c["heard"]?.int.map { Contacts.isoTime($0) } ?? ""
+                emitHuman("\(key.prefix(12))  \(pad(c["type"]?.string ?? "", 8)) \(pad(hops, 8)) \(heard)  \(c["name"]?.string ?? "")\(place)")
+            }
+        }
+    }
+}
+
+struct AddPending: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add-pending",
+        abstract: "Add a pending node as a contact, with its advert's data (type, name, location, advert time, path).")
+    @Argument(help: "Hex key prefix or name, from `contacts pending`.") var prefix: String
+    @OptionGroup var daemon: DaemonSelection
+
+    func run() throws {
+        try daemon.run { () throws(DaemonError) in
+            let r = try daemon.client().call(.contactsAddPending, [("prefix", .string(prefix))])
+            guard case .success(let fields) = r.result else { return }
+            let name = fields.first(where: { $0.0 == "name" })?.1.string ?? prefix
+            if daemon.json { emitLine(JSON.object(fields).text) } else { emitHuman("added \(name)") }
+        }
+    }
+}

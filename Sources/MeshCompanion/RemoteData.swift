@@ -130,3 +130,45 @@ public struct TraceResult: Hashable, Sendable {
         self = v
     }
 }
+
+/// Anonymous requests a repeater answers without a login (SEND_ANON_REQ), on a direct route only.
+public enum AnonRequestType: UInt8, Sendable, CaseIterable {
+    /// The region names it lets floods through for.
+    case regions = 1
+    /// Its name and owner information.
+    case owner = 2
+    /// Its clock and a feature byte (0x80: not repeating).
+    case basic = 3
+}
+
+extension RemoteRequestData {
+    /// SEND_ANON_REQ data: the request type, then the path the reply should take (path length
+    /// byte and hashes; zero hops: the repeater answers zero-hop).
+    public static func anon(_ type: AnonRequestType, replyPathLength: PathLength, replyPath: [UInt8]) -> [UInt8] {
+        [type.rawValue, replyPathLength.rawValue] + replyPath.prefix(replyPathLength.byteCount)
+    }
+}
+
+/// A repeater's answer to an anonymous request (BINARY_RESPONSE data): its clock, then the body.
+public struct AnonReply: Hashable, Sendable {
+    public var clock: UInt32
+    public var body: [UInt8]
+
+    public init?(data d: UnsafeRawBufferPointer) {
+        guard d.count >= 4 else { return nil }
+        clock = d.u32(0)
+        body = Array(d.tail(4))
+    }
+
+    /// Decodes a whole BINARY_RESPONSE frame (code byte first); nil for anything else.
+    public init?(frame: [UInt8]) {
+        guard let r = CompanionFrame.owned(frame, { f -> AnonReply? in
+            if case .binaryResponse(let b) = f { return AnonReply(data: b.data) }
+            return nil
+        }) else { return nil }
+        self = r
+    }
+
+    /// The body as text (UTF-8 up to the first NUL).
+    public var text: String { String(decoding: body.prefix { $0 != 0 }, as: UTF8.self) }
+}

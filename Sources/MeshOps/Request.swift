@@ -50,6 +50,10 @@ public enum Request: Sendable, Equatable, Codable {
     case login(String, password: String)
     case logout(String)
     case status(String)
+    /// A repeater's regions, owner or clock (anonymous requests, no login).
+    case regions(String)
+    case owner(String)
+    case clock(String)
     /// Telemetry of a remote node (nil: the radio itself).
     case telemetry(String?)
     case neighbours(String)

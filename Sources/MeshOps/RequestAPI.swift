@@ -13,7 +13,7 @@ extension Request {
         "contacts_favourite", "contacts_uri",
         "channel_list", "channel_set", "channel_remove", "channel_uri", "channel_import", "channel_add",
         "time_get", "time_sync", "time_set", "get", "set", "battery", "stats",
-        "login", "logout", "status", "telemetry", "neighbours", "acl", "cmd", "trace", "sign",
+        "login", "logout", "status", "regions", "owner", "clock", "telemetry", "neighbours", "acl", "cmd", "trace", "sign",
         "key_export", "key_import", "reboot", "factory_reset", "raw",
     ]
 
@@ -91,6 +91,9 @@ extension Request {
         case "login": self = .login(try string("name"), password: try string("password"))
         case "logout": self = .logout(try string("name"))
         case "status": self = .status(try string("name"))
+        case "regions": self = .regions(try string("name"))
+        case "owner": self = .owner(try string("name"))
+        case "clock": self = .clock(try string("name"))
         case "telemetry": self = .telemetry(try optional("name"))
         case "neighbours": self = .neighbours(try string("name"))
         case "acl": self = .acl(try string("name"))

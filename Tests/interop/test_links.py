@@ -119,15 +119,7 @@ def test_through_a_daemon_api(sim, tmp_path):
     d = Daemon(str(tmp_path), sim.port("sim2"), hook=False)
     try:
         def api(req):
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(60)
-            s.connect(d.sock)
-            s.sendall((json.dumps(req) + "\n").encode())
-            buf = b""
-            while not buf.endswith(b"\n"):
-                buf += s.recv(65536)
-            s.close()
-            return json.loads(buf)
+            return d.call(req, timeout=60)
         uri = js(sim, "sim0", "channel", "uri", "#hiking")["uri"] if "#hiking" in at(sim, "sim0", "channel", "list")[1] else None
         r = api({"id": 1, "op": "channel_add", "name": "#daemon"})
         assert r["ok"], r

@@ -24,6 +24,34 @@ struct Status: RadioCommand {
     func request() throws(ClientError) -> Request { .status(node) }
 }
 
+struct Regions: RadioCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "regions", abstract: "Ask a repeater which regions it lets floods through for (anonymous request, no login; direct route only).")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Repeater name or hex key prefix.") var node: String
+    func request() throws(ClientError) -> Request { .regions(node) }
+    func text(_ v: Value) -> String {
+        guard case .array(let names)? = v["regions"] else { return v.text() }
+        return names.isEmpty ? "no regions" : names.compactMap(\.stringValue).joined(separator: "\n")
+    }
+}
+
+struct Owner: RadioCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "owner", abstract: "Ask a repeater for its name and owner information (anonymous request, no login; direct route only).")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Repeater name or hex key prefix.") var node: String
+    func request() throws(ClientError) -> Request { .owner(node) }
+}
+
+struct Clock: RadioCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clock", abstract: "Ask a repeater for its clock (anonymous request, no login; direct route only).")
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "Repeater name or hex key prefix.") var node: String
+    func request() throws(ClientError) -> Request { .clock(node) }
+}
+
 struct Telemetry: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "telemetry", abstract: "Telemetry of a node (without a node: of this radio).")
     @OptionGroup var link: LinkOptions

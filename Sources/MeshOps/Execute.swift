@@ -250,6 +250,7 @@ public final class Executor {
         case .channelImport(let text): return try channelImport(text)
         case .channelAdd(let name, let secret): return try channelAdd(name, secret: secret)
         case .timeSet(let epoch): return try timeSet(epoch)
+        case .scope(let name): return try scope(name)
         case .regions(let who): return try anonymous(who, .regions)
         case .owner(let who): return try anonymous(who, .owner)
         case .clock(let who): return try anonymous(who, .basic)

@@ -180,4 +180,25 @@ extension Executor {
         _ = try check(r, what: "setting the time")
         return Outcome(.object([.init("status", .string("ok")), .init("epoch", .int(epoch))]))
     }
+
+    /// SET_FLOOD_SCOPE_KEY: floods sent on this connection carry the region's transport codes
+    /// ("#north": key = SHA-256("#north")[0..16]), none at all ("none"), or the radio's default.
+    func scope(_ name: String) throws(ClientError) -> Outcome {
+        let override: FloodScopeOverride
+        let shown: String
+        switch name.lowercased() {
+        case "none", "unscoped": override = .unscoped; shown = "none"
+        case "default", "clear": override = .clear; shown = "default"
+        default:
+            let bare = name.hasPrefix("#") ? String(name.dropFirst()) : name
+            guard !bare.isEmpty, bare.utf8.count <= 30, !bare.contains(" ") else {
+                throw .usage("give a region as #name (no spaces, at most 30 bytes), none, or default.")
+            }
+            override = .key(RegionKey(name: "#" + bare).key)
+            shown = "#" + bare
+        }
+        let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setFloodScopeKey(override) }
+        _ = try call(frame, expecting: .ok, what: "the flood scope")
+        return Outcome(.object([.init("status", .string("ok")), .init("scope", .string(shown))]))
+    }
 }

@@ -42,6 +42,8 @@ public enum Request: Sendable, Equatable, Codable {
     case timeGet
     case timeSync
     case timeSet(UInt32)
+    /// The flood scope of this connection: "#region", "none" (unscoped) or "default".
+    case scope(String)
     /// A device setting by name (nil: all of them).
     case get(String?)
     case set(String, [String])

@@ -12,7 +12,7 @@ extension Request {
         "contacts_export", "contacts_import", "contacts_path", "contacts_discover_path",
         "contacts_favourite", "contacts_uri",
         "channel_list", "channel_set", "channel_remove", "channel_uri", "channel_import", "channel_add",
-        "time_get", "time_sync", "time_set", "get", "set", "battery", "stats",
+        "time_get", "time_sync", "time_set", "scope", "get", "set", "battery", "stats",
         "login", "logout", "status", "regions", "owner", "clock", "telemetry", "neighbours", "acl", "cmd", "trace", "sign",
         "key_export", "key_import", "reboot", "factory_reset", "raw",
     ]
@@ -92,6 +92,7 @@ extension Request {
         case "logout": self = .logout(try string("name"))
         case "status": self = .status(try string("name"))
         case "regions": self = .regions(try string("name"))
+        case "scope": self = .scope(try string("scope"))
         case "owner": self = .owner(try string("name"))
         case "clock": self = .clock(try string("name"))
         case "telemetry": self = .telemetry(try optional("name"))

@@ -75,3 +75,12 @@ def test_through_a_daemon(sim, tmp_path):
         assert r["ok"] and {"north", "south"} <= set(r["regions"]), r
     finally:
         d.stop()
+
+
+def test_scope(sim):
+    for name, shown in (("#north", "#north"), ("north", "#north"), ("none", "none"), ("default", "default")):
+        code, out, err = at(sim, "--json", "scope", name)
+        assert code == 0 and json.loads(out)["scope"] == shown, err
+    for bad in ("#", "two words", "#" + "x" * 40):
+        code, out, err = at(sim, "scope", bad)
+        assert code == 2 and err.count("\n") == 1, (bad, err)

@@ -30,7 +30,7 @@ struct PocketMesh: ParsableCommand {
             Login.self,
             Logout.self,
             Status.self,
-            Regions.self, Owner.self, Clock.self,
+            Regions.self, Owner.self, Clock.self, Scope.self,
             Telemetry.self,
             Neighbours.self,
             ACL.self,

@@ -24,6 +24,20 @@ struct Status: RadioCommand {
     func request() throws(ClientError) -> Request { .status(node) }
 }
 
+struct Scope: RadioCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scope",
+        abstract: "Scope this connection's floods to a region (#name), to none, or back to the radio's default.",
+        discussion: """
+            The scope lasts as long as the connection to the radio: use it through a daemon (it holds \
+            the connection, so the daemon's and every client's floods are scoped until it reconnects), \
+            or `set flood-scope` for the radio's persistent default.
+            """)
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "#region, none, or default.") var scope: String
+    func request() throws(ClientError) -> Request { .scope(scope) }
+}
+
 struct Regions: RadioCommand {
     static let configuration = CommandConfiguration(
         commandName: "regions", abstract: "Ask a repeater which regions it lets floods through for (anonymous request, no login; direct route only).")

@@ -84,3 +84,31 @@ def test_scope(sim):
     for bad in ("#", "two words", "#" + "x" * 40):
         code, out, err = at(sim, "scope", bad)
         assert code == 2 and err.count("\n") == 1, (bad, err)
+
+
+def test_saved_passwords(sim, tmp_path):
+    env = dict(ENV, XDG_STATE_HOME=str(tmp_path))
+
+    def run(*args):
+        cp = subprocess.run([str(BIN), "-t", f"127.0.0.1:{sim.port('sim0')}", "--timeout", "10", *args],
+                            capture_output=True, text=True, timeout=60, env=env)
+        assert "s3cret-pw" not in cp.stdout + cp.stderr  # never printed
+        return cp.returncode, cp.stdout, cp.stderr
+
+    at(sim, "contacts", "add", sim.r1, "r1", "--type", "repeater")
+    # A wrong password is not saved.
+    code, out, err = run("login", "r1", "-p", "wrong")
+    assert code != 0
+    f = tmp_path / "pocketmesh" / "passwords"
+    assert not f.exists() or sim.r1 not in f.read_text()
+    code, out, err = run("--json", "login", "r1", "-p", "password")
+    assert code == 0, err
+    assert json.loads(out)["saved_password"] is False
+    assert oct(f.stat().st_mode & 0o777) == "0o600" and sim.r1 in f.read_text() and "password" not in f.read_text()
+    code, out, err = run("--json", "login", "r1")  # the saved one
+    assert code == 0 and json.loads(out)["saved_password"] is True, err
+    code, out, err = run("logout", "r1", "--forget")
+    assert code == 0, err
+    assert sim.r1 not in f.read_text()
+    code, out, err = run("--json", "login", "r1", "--forget")
+    assert code == 0 and json.loads(out)["forgotten"] is False

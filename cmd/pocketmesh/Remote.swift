@@ -1,20 +1,66 @@
+import MeshCompanion
 import ArgumentParser
 import MeshSession
 import MeshOps
 
 struct Login: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "login", abstract: "Log in to a repeater or room server.")
+    static let configuration = CommandConfiguration(
+        commandName: "login", abstract: "Log in to a repeater or room server.",
+        discussion: """
+            A password that worked is saved (0600, by the node's key, never printed) and used when -p is \
+            not given; --no-save keeps it out, --forget removes it.
+            """)
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
-    @Option(name: [.customShort("p"), .long], help: "Password (empty: guest or known member).") var password: String = ""
-    func request() throws(ClientError) -> Request { .login(node, password: password) }
+    @Option(name: [.customShort("p"), .long], help: "Password (empty: guest or known member; not given: the saved one, else empty).")
+    var password: String?
+    @Flag(help: "Do not save the password.") var noSave = false
+    @Flag(help: "Remove the saved password of this node (and do not log in).") var forget = false
+    func request() throws(ClientError) -> Request { .login(node, password: password ?? "") }
+
+    func run() throws {
+        let radio = try link.connect(drain: false)
+        let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
+        let c = try executor.resolve(node)
+        let key = HexCodec.encode(c.publicKey)
+        if forget {
+            let had = try SavedPasswords.forget(key: key)
+            if link.json {
+                emitLine(Value.object([.init("name", .string(c.name)), .init("forgotten", .bool(had))]).json)
+            } else {
+                emitHuman(had ? "forgot the saved password of \(c.name)" : "no password of \(c.name) was saved")
+            }
+            return
+        }
+        let saved = password == nil ? SavedPasswords.load()[key] : nil
+        let outcome = try executor.execute(.login(key, password: password ?? saved ?? ""))
+        var value = outcome.value
+        if case .object(var fields) = value {
+            fields.append(.init("saved_password", .bool(saved != nil)))
+            value = .object(fields)
+        }
+        if outcome.error == nil, let p = password, !p.isEmpty, !noSave { try SavedPasswords.save(key: key, password: p) }
+        if link.json { emitLine(value.json) } else { emitHuman(text(outcome.value)) }
+        if let e = outcome.error { throw e }
+    }
 }
 
 struct Logout: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "logout", abstract: "Log out of a repeater or room server.")
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
+    @Flag(help: "Also remove the node's saved password.") var forget = false
     func request() throws(ClientError) -> Request { .logout(node) }
+
+    func run() throws {
+        let radio = try link.connect(drain: false)
+        let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
+        let c = try executor.resolve(node)
+        let outcome = try executor.execute(.logout(HexCodec.encode(c.publicKey)))
+        if forget { try SavedPasswords.forget(key: HexCodec.encode(c.publicKey)) }
+        if link.json { emitLine(outcome.value.json) } else { emitHuman(text(outcome.value)) }
+        if let e = outcome.error { throw e }
+    }
 }
 
 struct Status: RadioCommand {

@@ -303,13 +303,24 @@ public final class Executor {
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setChannel(c.index, name: "", secret: [UInt8](repeating: 0, count: 16)) }
             _ = try call(frame, expecting: .ok, what: "removing channel \(c.index)")
             return Outcome(ok("channel \(c.index) removed"))
-        case .channelSend(let which, let text):
+        case .channelSend(let which, let text, let waitMs):
             let c = try resolveChannel(which)
+            let timestamp = wallClockEpoch()
             let frame = try encode { () throws(CompanionEncodeError) in
-                try CommandFrame.sendChannelTextMessage(channel: c.index, text: text, timestamp: wallClockEpoch())
+                try CommandFrame.sendChannelTextMessage(channel: c.index, text: text, timestamp: timestamp)
             }
-            _ = try call(frame, expecting: .ok, what: "sending to channel \(c.index)")
-            return Outcome(.object([.init("status", .string("sent")), .init("channel", .int(c.index)), .init("name", .string(c.name))]))
+            let listening = waitMs > 0 ? startHearingRepeats(of: c, text: text, timestamp: timestamp) : nil
+            do { _ = try call(frame, expecting: .ok, what: "sending to channel \(c.index)") } catch {
+                listening?.stop()
+                throw error
+            }
+            var fields: [Value.Field] = [.init("status", .string("sent")), .init("channel", .int(c.index)), .init("name", .string(c.name))]
+            if let listening {
+                let heard = try listening.finish(waitMs: waitMs)
+                fields.append(.init("heard_repeats", .int(heard.count)))
+                fields.append(.init("repeats", .array(heard)))
+            }
+            return Outcome(.object(fields))
         case .sync:
             try radio.drain()
             let cs = (try? contacts()) ?? []

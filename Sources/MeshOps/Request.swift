@@ -36,7 +36,8 @@ public enum Request: Sendable, Equatable, Codable {
     case channelImport(String)
     /// The first free slot (or the slot with this name); a #name without secret is a hashtag channel.
     case channelAdd(name: String, secret: String?)
-    case channelSend(String, text: String)
+    /// `repeatsWaitMs` > 0: listen that long for repeaters re-sending it (heard repeats).
+    case channelSend(String, text: String, repeatsWaitMs: Int = 0)
     case sync
     case advert(flood: Bool)
     case timeGet
@@ -84,7 +85,7 @@ extension Request {
     /// Checks what can be checked without a radio (so that nothing is sent for bad input).
     public func validate() throws(ClientError) {
         switch self {
-        case .send(_, let text, _), .channelSend(_, let text):
+        case .send(_, let text, _), .channelSend(_, let text, _):
             if text.isEmpty { throw .usage("the message text is empty: give the text to send.") }
         default:
             break

@@ -49,7 +49,7 @@ extension Session {
                 return
             }
         case .logRxData?:
-            if !config.forwardLogRx { return }
+            if !forwardsLogRx { return }
         default:
             break
         }

@@ -49,6 +49,9 @@ public final class Session {
     }
 
     public let config: SessionConfig
+    /// LOG_RX_DATA pushes are handed out (from `config.forwardLogRx`; a command may turn it on
+    /// while it listens for echoes of its own packet).
+    public lazy var forwardsLogRx: Bool = config.forwardLogRx
     public internal(set) var state: State = .idle
     /// The last DEVICE_INFO and SELF_INFO frames (read again after a command changes a setting).
     public internal(set) var deviceInfo: [UInt8]? = nil { didSet { radioDevice = deviceInfo.flatMap(RadioDevice.init(frame:)) } }

@@ -112,3 +112,26 @@ def test_saved_passwords(sim, tmp_path):
     assert sim.r1 not in f.read_text()
     code, out, err = run("--json", "login", "r1", "--forget")
     assert code == 0 and json.loads(out)["forgotten"] is False
+
+
+def test_heard_repeats_of_a_channel_send(tmp_path):
+    topo = tmp_path / "t.json"
+    topo.write_text(json.dumps({
+        "nodes": [{"name": "sim0", "role": "companion"}, {"name": "r1", "role": "repeater"},
+                  {"name": "r2", "role": "repeater"}, {"name": "sim1", "role": "companion"}],
+        "links": [{"a": "sim0", "b": "r1", "snr": 8}, {"a": "sim0", "b": "r2", "snr": 6},
+                  {"a": "r1", "b": "sim1", "snr": 8}],
+    }))
+    s = Sim("--topology", str(topo), nodes=2)
+    try:
+        code, out, err = at(s, "--json", "channel", "send", "0", "anyone there?")
+        assert code == 0, err
+        r = json.loads(out)
+        # Both repeaters next to sim0 send it on; each is heard once (a one-hop path each).
+        assert r["heard_repeats"] == 2, r
+        assert sorted(len(x["path"]) for x in r["repeats"]) == [2, 2]
+        code, out, err = at(s, "--json", "channel", "send", "0", "quick", "--repeats-wait", "0")
+        assert code == 0 and "heard_repeats" not in json.loads(out)
+        assert at(s, "channel", "send", "0", "x", "--repeats-wait", "99")[0] == 2
+    finally:
+        s.stop()

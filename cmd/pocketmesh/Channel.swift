@@ -73,16 +73,25 @@ struct Channel: ParsableCommand {
         @OptionGroup var link: LinkOptions
         @Flag(help: "Send a text longer than one message as numbered parts, \"(1/3) …\", cut at spaces.")
         var split = false
+        @Option(help: ArgumentHelp("How long to listen for repeaters re-sending the message (heard repeats); 0: do not.", valueName: "seconds"))
+        var repeatsWait: Double = 2
         @Argument(help: "Slot index or channel name.") var channel: String
         @Argument(help: "The text.") var text: [String]
-        func request() throws(ClientError) -> Request { .channelSend(channel, text: joined(text)) }
+        func request() throws(ClientError) -> Request { .channelSend(channel, text: joined(text), repeatsWaitMs: try waitMs()) }
+        func waitMs() throws(ClientError) -> Int {
+            guard repeatsWait >= 0, repeatsWait <= 60 else { throw .usage("--repeats-wait must be between 0 and 60 seconds.") }
+            return Int(repeatsWait * 1000)
+        }
         func run() throws {
             guard split else { return try runRadioCommand() }
             // On air the radio sends "NAME: text" in at most 160 bytes: leave room for this radio's name.
             try runSplit(link: link, text: joined(text),
                          limit: { r in max(20, CompanionLimits.maxTextLength - (r.session.radioSelf?.name.utf8.count ?? 31) - 2) },
-                         request: { .channelSend(channel, text: $0) }, render: text(_:))
+                         request: { .channelSend(channel, text: $0, repeatsWaitMs: (try? waitMs()) ?? 0) }, render: text(_:))
         }
-        func text(_ v: Value) -> String { "sent to channel \(v["index"]?.intValue ?? v["channel"]?.intValue ?? 0) (\(v["name"]?.stringValue ?? ""))" }
+        func text(_ v: Value) -> String {
+            let heard = v["heard_repeats"]?.intValue.map { ", heard \($0) repeat\($0 == 1 ? "" : "s")" } ?? ""
+            return "sent to channel \(v["index"]?.intValue ?? v["channel"]?.intValue ?? 0) (\(v["name"]?.stringValue ?? ""))\(heard)"
+        }
     }
 }

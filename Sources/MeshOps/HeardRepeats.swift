@@ -1,0 +1,57 @@
+import MeshAir
+import MeshCompanion
+import MeshSession
+
+/// Heard repeats: after a channel send, the radio's LOG_RX_DATA pushes carry every copy of the
+/// packet that repeaters send on. The packet is known in advance (the channel text is encrypted
+/// deterministically from the channel's secret, the timestamp and "NAME: text"), so each echo is
+/// recognised by its payload. Each echo heard is one repeat (a repeater sends a flood on once;
+/// two repeaters may share a 1-byte path hash, so echoes are not merged by path).
+final class RepeatListener {
+    let radio: Radio
+    let payload: [UInt8]
+    var heard: [Value] = []
+    let previous: (SessionEvent) -> Void
+    var wasForwarding = false
+
+    init(radio: Radio, payload: [UInt8]) {
+        self.radio = radio
+        self.payload = payload
+        previous = radio.onEvent
+        wasForwarding = radio.session.forwardsLogRx
+        radio.session.forwardsLogRx = true
+        radio.onEvent = { [unowned self] e in
+            self.previous(e)
+            guard case .push(let p) = e, case .logRxData(let snr, let rssi, let bytes) = p.kind,
+                  let packet = try? Packet(bytes: bytes), packet.payload == self.payload else { return }
+            let path = packet.path
+            guard !path.isEmpty else { return }
+            self.heard.append(.object([.init("path", .hex(path)), .init("hops", .int(packet.pathLength.hopCount)),
+                                       .init("snr", .double(Double(snr) / 4)), .init("rssi", .int(rssi))]))
+        }
+    }
+
+    func stop() {
+        radio.onEvent = previous
+        radio.session.forwardsLogRx = wasForwarding
+    }
+
+    /// Waits `waitMs` for echoes, then stops listening; the repeats heard.
+    func finish(waitMs: Int) throws(ClientError) -> [Value] {
+        defer { stop() }
+        try radio.run(until: radio.now + UInt64(waitMs)) { false }
+        return heard
+    }
+}
+
+extension Executor {
+    /// Starts listening for echoes of the channel text about to be sent; nil if the packet cannot
+    /// be predicted (no name or secret).
+    func startHearingRepeats(of c: ChannelSummary, text: String, timestamp: UInt32) -> RepeatListener? {
+        guard let name = radio.session.radioSelf?.name, let secret = try? ChannelSecret(c.secret),
+              let packet = try? Packet.groupText(GroupText(timestamp: timestamp, senderName: name, message: text), channel: secret) else {
+            return nil
+        }
+        return RepeatListener(radio: radio, payload: packet.payload)
+    }
+}

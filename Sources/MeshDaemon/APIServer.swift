@@ -53,6 +53,8 @@ public final class APIServer {
         var output: [UInt8] = []
         var outputStart = 0
         var subscribed = false
+        /// Asked for LOG_RX_DATA events too (`subscribe` with `"log_rx": true`).
+        var logRx = false
         var readClosed = false
         var pending = 0
         var tunnel: StreamDeframer? = nil
@@ -164,12 +166,12 @@ public final class APIServer {
         closeIfDone(id, c)
     }
 
-    /// Sends an event to every subscriber.
-    public func publish(_ event: JSON) {
+    /// Sends an event to every subscriber (`logRx`: only to those that asked for LOG_RX_DATA).
+    public func publish(_ event: JSON, logRx: Bool = false) {
         var line: [UInt8] = []
         event.write(into: &line)
         line.append(0x0A)
-        for (id, c) in clients where c.subscribed {
+        for (id, c) in clients where c.subscribed && (!logRx || c.logRx) {
             if c.unsent + line.count > limits.maxSubscriberBacklog {
                 drop(id, reason: "subscriber fell \(c.unsent) bytes behind (limit \(limits.maxSubscriberBacklog)); disconnected")
                 continue
@@ -301,6 +303,7 @@ public final class APIServer {
             }
             if req.op == .subscribe {
                 c.subscribed = true
+                c.logRx = req.args["log_rx"]?.bool == true
                 enqueue(DaemonResponse(id: req.id, ok: [("subscribed", .bool(true))]).json, to: id, c)
                 return
             }

@@ -183,6 +183,9 @@ extension Daemon {
         if p.kind != .messageWaiting {
             for c in api.tunnelClients { api.sendFrame(p.frame, to: c) }
         }
+        if let e = PushJSON.event(p) {
+            if case .logRxData = p.kind { api.publish(e, logRx: true) } else { api.publish(e) }
+        }
         if case .newAdvert = p.kind, let store, var c = try? StoredContact(frame: p.frame),
            store.contact(publicKey: c.publicKey).map({ $0.removed }) ?? true {
             // A node that is not a contact advertised (the radio's manual-add mode): keep it for

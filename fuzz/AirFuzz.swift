@@ -5,6 +5,7 @@
 // format is exact the decoded value encodes back to the same bytes, and otherwise decoding what was
 // encoded gives the same value again.
 
+import MeshCompanion
 import Glibc
 
 func fuzzCheck(_ ok: Bool, _ what: StaticString, line: UInt = #line) {
@@ -12,7 +13,7 @@ func fuzzCheck(_ ok: Bool, _ what: StaticString, line: UInt = #line) {
 }
 
 var fuzzSink = 0
-let fuzzKey = try! PublicKey(hex: "1ec77175b0918ed206f9ae04ec136d6d5d4315bb26305427f645b492e9350c10")
+let fuzzKey = PublicKey(hex: "1ec77175b0918ed206f9ae04ec136d6d5d4315bb26305427f645b492e9350c10")!
 let fuzzChannel = ChannelSecret.publicChannel
 
 /// Decodes `payload` as every payload type and checks the round trips.

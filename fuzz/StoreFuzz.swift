@@ -12,8 +12,8 @@
 // queries; after a read-write open (which repairs) and a clean close, reopening gives the same
 // messages, plus one appended.
 
-import Glibc
 import MeshCompanion
+import Glibc
 
 func fuzzCheck(_ ok: Bool, _ what: StaticString, line: UInt = #line) {
     if !ok { fatalError("invariant failed: \(what)", line: line) }
@@ -234,7 +234,7 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMu
     func seed(_ name: String, checkpointEvery: Int, capBytes: UInt64, count: Int) {
         let ops = MemoryFileOps()
         let store = try! RadioStore(directory: fuzzDir, options: StoreOptions(logCapBytes: capBytes, checkpointEvery: checkpointEvery, fileOps: ops))
-        let alice = KeyPrefix([1, 2, 3, 4, 5, 6])
+        let alice = KeyPrefix(sixOf: [1, 2, 3, 4, 5, 6])
         for k in 0 ..< count {
             let ts = UInt32(1_700_000_000 + k)
             _ = try! store.append(StoredMessage(kind: .direct, direction: .incoming, peer: alice, senderTimestamp: ts,

@@ -182,6 +182,7 @@ extension Daemon {
         // the daemon drains the radio itself and tells them once each message is stored (`save`).
         if p.kind != .messageWaiting {
             for c in api.tunnelClients { api.sendFrame(p.frame, to: c) }
+            hubPush(p)
         }
         if case .newAdvert = p.kind, let store, var c = try? StoredContact(frame: p.frame),
            store.contact(publicKey: c.publicKey).map({ $0.removed }) ?? true {

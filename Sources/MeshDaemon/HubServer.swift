@@ -253,7 +253,7 @@ public final class HubServer {
             chunk.withUnsafeBytes { raw in
                 c.deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frames.append(Array($0)) }
             }
-            if c.deframer.skippedBytes > 0 {
+            if c.deframer.skippedBytes > 0 || c.deframer.oversizedFrames > 0 {
                 drop(id, reason: "sent \(c.deframer.skippedBytes) byte(s) outside companion frames (or an oversized frame); disconnected")
                 return
             }

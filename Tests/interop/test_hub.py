@@ -241,3 +241,27 @@ def test_faults_garbage_half_frames_flood_and_a_client_that_never_reads(hub):
     assert read_frame(good)[0] == 0x09
     for s in (good, h, stuck):
         s.close()
+
+
+def test_send_confirmed_goes_to_the_sender_only(hub):
+    sim, d, port = hub
+    assert pm("--tcp", f"127.0.0.1:{sim.port('sim1')}", "advert", "--flood").returncode == 0
+    # The contact added from the advert is what every hub client sees.
+    wait_for(lambda: "sim1" in pm("--tcp", f"127.0.0.1:{port}", "contacts").stdout, timeout=30)
+    assert pm("--tcp", f"127.0.0.1:{port}", "advert", "--flood").returncode == 0
+    wait_for(lambda: "sim0" in pm("--tcp", f"127.0.0.1:{sim.port('sim1')}", "contacts").stdout, timeout=30)
+    watcher = raw_client(port, b"watcher")
+    r = pm("--tcp", f"127.0.0.1:{port}", "send", "sim1", "hello through the hub", timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr  # the ACK reached the sender
+    watcher.settimeout(1)
+    frames = []
+    try:
+        while True:
+            f = read_frame(watcher, timeout=1)
+            if f is None:
+                break
+            frames.append(f)
+    except (socket.timeout, TimeoutError):
+        pass
+    assert not any(f[0] == 0x82 for f in frames), frames  # no SEND_CONFIRMED for someone else's send
+    watcher.close()

@@ -265,3 +265,21 @@ def test_send_confirmed_goes_to_the_sender_only(hub):
         pass
     assert not any(f[0] == 0x82 for f in frames), frames  # no SEND_CONFIRMED for someone else's send
     watcher.close()
+
+
+def test_radio_lost_clients_carry_on(hub):
+    """With the radio gone, a request gets ERR (bad state; not retried) and the clients stay
+    connected: the handshake is still answered from the daemon's last view of the radio."""
+    sim, d, port = hub
+    a = raw_client(port, b"a")
+    b = raw_client(port, b"b")
+    sim.stop()
+    wait_for(lambda: "link" in open(d.tmp / "daemon.log").read().split("synced", 1)[-1], timeout=20)
+    time.sleep(1)
+    a.sendall(frame(b"\x05"))
+    f = read_frame(a, timeout=15)
+    assert f is not None and f[0] == 0x01, f
+    b.sendall(frame(bytes([0x16, 3])))
+    assert read_frame(b)[0] == 0x0D
+    a.close()
+    b.close()

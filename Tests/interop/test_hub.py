@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from test_daemon_faults import BIN, Daemon, tmpdir_short, wait_for  # noqa: F401
+from test_daemon_faults import BIN, Daemon, Mesh, start_sender, tmpdir_short, wait_for  # noqa: F401
 from test_sim_clients import CLI, PY, Sim, free_port_base
 
 pytestmark = pytest.mark.skipif(not BIN.exists(), reason="pocketmesh binary not built")
@@ -283,3 +283,28 @@ def test_radio_lost_clients_carry_on(hub):
     assert read_frame(b)[0] == 0x0D
     a.close()
     b.close()
+
+
+def test_openhop_peer_radio_every_client_every_message(tmpdir_short):
+    """The same with the openhop-core companion peer as the daemon's radio."""
+    m = Mesh()
+    port = free_port_base(1)
+    d = Daemon(tmpdir_short, m.base, hook=False, extra=("--companion-listen", f"127.0.0.1:{port}"))
+    try:
+        d.wait_ready()
+        clients = [raw_client(port, name) for name in (b"one", b"two", b"two")]
+        for c in clients:
+            drain(c)
+        sender = start_sender(tmpdir_short, m.base + 1, 5, 0.3, "peer")
+        sender.wait(60)
+        got = [[] for _ in clients]
+        for c, acc in zip(clients, got):
+            wait_for(lambda: len(texts(drain_keep(c, acc))) >= 5, timeout=30)
+        for acc in got:
+            assert texts(acc) == [f"peer-{i}" for i in range(5)]
+        assert py_fetch_sub(port) == [f"peer-{i}" for i in range(5)]
+        for c in clients:
+            c.close()
+    finally:
+        d.stop()
+        m.close()

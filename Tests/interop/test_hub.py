@@ -31,7 +31,7 @@ def hub(tmpdir_short):
                extra=("--companion-listen", f"127.0.0.1:{port}", "--companion-listen", f"127.0.0.1:{port + 1},read-only",
                       "--companion-max-clients", "6"))
     try:
-        d.wait_ready()
+        d.wait_ready(timeout=60)
         yield sim, d, port
     finally:
         d.stop()
@@ -291,7 +291,7 @@ def test_openhop_peer_radio_every_client_every_message(tmpdir_short):
     port = free_port_base(1)
     d = Daemon(tmpdir_short, m.base, hook=False, extra=("--companion-listen", f"127.0.0.1:{port}"))
     try:
-        d.wait_ready()
+        d.wait_ready(timeout=60)
         clients = [raw_client(port, name) for name in (b"one", b"two", b"two")]
         for c in clients:
             drain(c)

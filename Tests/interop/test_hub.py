@@ -308,3 +308,11 @@ def test_openhop_peer_radio_every_client_every_message(tmpdir_short):
     finally:
         d.stop()
         m.close()
+
+
+def test_bad_listener_options_are_usage_errors(tmpdir_short):
+    for bad in (["--companion-listen", "127.0.0.1:5000,writable"], ["--companion-listen", "localhost"],
+                ["--companion-listen", "127.0.0.1:5000,allow=everything"], ["--companion-max-clients", "0"]):
+        r = pm("daemon", "--tcp", "127.0.0.1:1", "--state-dir", str(tmpdir_short), "--socket", str(tmpdir_short) + "/x.sock", *bad, timeout=20)
+        assert r.returncode == 2, (bad, r.stderr)
+        assert r.stderr.count("\n") == 1, r.stderr

@@ -46,6 +46,9 @@ public final class Daemon {
         public var outboxRetryBaseS: UInt32 = 30
         public var environment: [String: String] = [:]
         public var storeOptions = StoreOptions()
+        /// `--companion-listen`: the companion hub's TCP listeners (none: no hub).
+        public var companionListeners: [HubListener] = []
+        public var companionMaxClients = 8
         public init(link: String) { self.link = link }
     }
 
@@ -124,6 +127,10 @@ public final class Daemon {
     var operations: [Int32: OperationRun] = [:]
     /// ACK tags of direct messages sent through a tunnel, to mark them acked in the store.
     var tunnelAckTags: [(tag: UInt32, id: UInt64)] = []
+    /// The companion hub (DaemonHub.swift), its clients' sessions, and whose send each ACK code confirms.
+    var hub: HubServer? = nil
+    var hubSessions: [Int: HubSession] = [:]
+    var hubAckOwners: [(ack: UInt32, client: Int)] = []
 
     public init(config: Config) throws {
         self.config = config
@@ -159,8 +166,17 @@ public final class Daemon {
             return .success([("radio", .string(self.radioKeyHex ?? ""))])
         }
         api.onTunnelFrame = { [unowned self] client, frame in self.tunnelFrame(client, frame) }
+        if !config.companionListeners.isEmpty {
+            let h = try HubServer(listeners: config.companionListeners)
+            h.maxClients = config.companionMaxClients
+            h.log = { [unowned self] in self.log($0) }
+            h.onFrame = { [unowned self] client, frame in self.hubFrame(client, frame) }
+            h.onDisconnect = { [unowned self] client in self.hubGone(client) }
+            hub = h
+        }
         try DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: socket, name: config.name))
         log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
+        for l in config.companionListeners { log("hub: companion protocol on \(l.address)" + (l.readOnly ? " (read-only)" : "")) }
         try openKnownStore()
     }
 
@@ -186,6 +202,7 @@ public final class Daemon {
             }
             if let h = hotplug { fds.append(pollfd(fd: h.fd, events: Int16(POLLIN), revents: 0)) }
             api.pollDescriptors(into: &fds)
+            hub?.pollDescriptors(into: &fds)
             operationDescriptors(into: &fds)
             let wait: Int32 = deadline.map { $0 > now ? Int32(clamping: $0 - now) : 0 } ?? 60_000
             let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
@@ -199,7 +216,7 @@ public final class Daemon {
                     hotplugReady(now: monotonicNow())
                 } else if operations[p.fd] != nil {
                     operationReady(p.fd)
-                } else {
+                } else if hub?.handle(p, now: monotonicNow()) != true {
                     api.handle(p)
                 }
                 if stopping { break }
@@ -309,6 +326,7 @@ public final class Daemon {
         }
         if let h = hooks { soon(h.tick(now: now)) }
         soon(api.tick(now: now))
+        if let h = hub { soon(h.tick(now: now)) }
         if !operations.isEmpty { soon(operationTimers(now: now)) }
         soon(notify.tick(now: now))
         return next
@@ -329,6 +347,7 @@ public final class Daemon {
         store?.close()
         store = nil
         DaemonRegistry.remove(socket: api.path)
+        hub?.shutdown()
         api.shutdown()
     }
 }

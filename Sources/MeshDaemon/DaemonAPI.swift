@@ -353,16 +353,26 @@ extension Daemon {
     func tunnelReply(_ client: APIServer.ClientID, frame: [UInt8], _ r: Reply) {
         recordTunnelSend(frame, r)
         guard client >= 0 else { return }
+        if HubServer.isHubClient(client) {
+            tunnelReplyFrames(frame, r) { hub?.send($0, to: client) }
+            hubAnswered(client, frame: frame, r)
+            return
+        }
+        tunnelReplyFrames(frame, r) { api.sendFrame($0, to: client) }
+    }
+
+    /// The frames that answer a forwarded command, as the radio sent them.
+    func tunnelReplyFrames(_ frame: [UInt8], _ r: Reply, _ out: ([UInt8]) -> Void) {
         let code = frame.first ?? 0
         switch r {
-        case .ok: api.sendFrame(ResponseFrame.ok().bytes, to: client)
-        case .frame(let f): api.sendFrame(f, to: client)
-        case .error(let e): api.sendFrame(ResponseFrame.error(rawCode: e).bytes, to: client)
-        case .disabled: api.sendFrame(ResponseFrame.disabled().bytes, to: client)
+        case .ok: out(ResponseFrame.ok().bytes)
+        case .frame(let f): out(f)
+        case .error(let e): out(ResponseFrame.error(rawCode: e).bytes)
+        case .disabled: out(ResponseFrame.disabled().bytes)
         case .contacts(let listing):
-            api.sendFrame(ResponseFrame.contactsStart(count: listing.total).bytes, to: client)
-            for rec in listing.records { api.sendFrame(rec, to: client) }
-            api.sendFrame(ResponseFrame.endOfContacts(lastModified: listing.lastmod).bytes, to: client)
+            out(ResponseFrame.contactsStart(count: listing.total).bytes)
+            for rec in listing.records { out(rec) }
+            out(ResponseFrame.endOfContacts(lastModified: listing.lastmod).bytes)
             if code == CommandCode.getContacts.rawValue, let store {
                 // The listing is fresh: keep the store's copy current too.
                 let cs = listing.records.compactMap { try? StoredContact(frame: $0) }

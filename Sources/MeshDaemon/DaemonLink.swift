@@ -97,6 +97,7 @@ extension Daemon {
             api.reply(DaemonResponse(id: r.id, error: DaemonError(.link, "the link to the radio was lost during \(r.what); try again.")), to: r.client)
         }
         replyTickets.removeAll()
+        hubLinkLost()
         tunnelTickets.removeAll()
         api.publish(.obj(("event", "link"), ("state", "down"), ("reason", .string(reason))))
         scheduleReconnect(now: monotonicNow())

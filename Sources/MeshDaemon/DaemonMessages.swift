@@ -50,6 +50,7 @@ extension Daemon {
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
     func notifyTunnels() {
         for c in api.tunnelClients { api.sendFrame(PushFrame.messageWaiting().bytes, to: c) }
+        hubMessageWaiting()
     }
 
     func hold(_ rec: StoredMessage) {

@@ -182,6 +182,7 @@ extension Daemon {
         // the daemon drains the radio itself and tells them once each message is stored (`save`).
         if p.kind != .messageWaiting {
             for c in api.tunnelClients { api.sendFrame(p.frame, to: c) }
+            hubPush(p)
         }
         if let e = PushJSON.event(p) {
             if case .logRxData = p.kind { api.publish(e, logRx: true) } else { api.publish(e) }

@@ -11,6 +11,8 @@ public struct StreamDeframer {
     private let decoder: FrameDecoder
     /// Bytes skipped outside frames (including the headers of frames rejected as too long).
     public var skippedBytes: Int { Int(decoder.garbageBytes) }
+    /// Headers seen with a length over the companion maximum.
+    public var oversizedFrames: Int { Int(decoder.oversizedFrames) }
 
     public init(marker: UInt8) {
         self.marker = marker

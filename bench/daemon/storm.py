@@ -6,6 +6,11 @@ Starts a two-node openhop-core companion peer on loopback (third_party_mesh.py),
 messages per minute from node 1 for SECONDS, and samples the daemon's RSS from /proc.
 
     bench/daemon/storm.py --bin dist/pocketmesh --rate 1000 --seconds 120 [--as-limit 33554432] [--hook]
+    bench/daemon/storm.py ... --hub-clients 8 [--latency 200]
+
+With --hub-clients N the daemon also serves the companion hub and N raw companion clients drain
+every message through it (each must get every message once); --latency K then times K
+GET_DEVICE_TIME round trips through the hub (node 0) and K straight to node 1, after the storm.
 """
 import argparse
 import asyncio
@@ -18,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import statistics
+import struct
 import time
 from pathlib import Path
 
@@ -81,6 +88,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=120)
     ap.add_argument("--as-limit", type=int, default=0, help="prlimit --as for the daemon (bytes)")
     ap.add_argument("--hook", action="store_true", help="also run an --on-message hook for every message")
+    ap.add_argument("--hub-clients", type=int, default=0, help="companion hub clients draining every message")
+    ap.add_argument("--latency", type=int, default=0, help="round trips timed through the hub and direct")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="pmbench-")
@@ -97,6 +106,9 @@ def main():
         Path(f"{tmp}/hook.sh").write_text("#!/bin/sh\ncat >/dev/null\n")
         os.chmod(f"{tmp}/hook.sh", 0o755)
         cmd += ["--on-message", f"{tmp}/hook.sh"]
+    a.hub_port = free_base() if a.hub_clients else 0
+    if a.hub_clients:
+        cmd += ["--companion-listen", f"127.0.0.1:{a.hub_port}", "--companion-max-clients", str(a.hub_clients)]
     if a.as_limit:
         cmd = ["prlimit", f"--as={a.as_limit}", "--"] + cmd
     log = open(f"{tmp}/daemon.log", "w")
@@ -130,12 +142,28 @@ def run(a, d, sock, base, tmp):
                 samples.append(v)
             time.sleep(0.5)
     threading.Thread(target=sample, daemon=True).start()
+    hub = [HubClient(a.hub_port, f"bench{i}") for i in range(a.hub_clients)]
+    for h in hub:
+        threading.Thread(target=h.run, daemon=True).start()
     rss_idle = status_kb(d.pid, "VmRSS")
     t0 = time.time()
     sent = asyncio.run(storm(base + 1, a.rate, a.seconds))
     time.sleep(3)
     call(sock, {"id": 2, "op": "sync"})
     time.sleep(3)
+    for h in hub:
+        h.wake()
+    time.sleep(3)
+    latency = {}
+    if a.latency and hub:
+        hs = hub[0].sock_for_rtt()
+        via = [rtt(hs, b"\x05") for _ in range(a.latency)]
+        direct_sock = open_direct(base + 1)
+        direct = [rtt(direct_sock, b"\x05") for _ in range(a.latency)]
+        latency = {"hub_median_ms": round(statistics.median(via) * 1000, 3),
+                   "direct_median_ms": round(statistics.median(direct) * 1000, 3),
+                   "ratio": round(statistics.median(via) / statistics.median(direct), 3),
+                   "added_ms": round((statistics.median(via) - statistics.median(direct)) * 1000, 3)}
     st = call(sock, {"id": 3, "op": "status"})
     stop.set()
     hwm = status_kb(d.pid, "VmHWM")
@@ -146,8 +174,102 @@ def run(a, d, sock, base, tmp):
         "as_limit": a.as_limit, "hook": a.hook, "alive_at_end": alive,
         "rss_idle_kb": rss_idle, "rss_max_sampled_kb": max(samples) if samples else None, "vm_hwm_kb": hwm,
         "vm_peak_kb": vsz, "hook_cursor": st.get("hook_cursor"),
+        "hub_clients_got": [len(h.texts) for h in hub], "hub_clients_unique": [len(set(h.texts)) for h in hub],
+        **latency,
     }
     print(json.dumps(result))
+
+
+def frame(p):
+    return b"<" + struct.pack("<H", len(p)) + p
+
+
+def read_frame(s):
+    hdr = b""
+    while len(hdr) < 3:
+        c = s.recv(3 - len(hdr))
+        if not c:
+            return None
+        hdr += c
+    n = struct.unpack("<H", hdr[1:3])[0]
+    body = b""
+    while len(body) < n:
+        c = s.recv(n - len(body))
+        if not c:
+            return None
+        body += c
+    return body
+
+
+def rtt(s, cmd):
+    t = time.perf_counter()
+    s.sendall(frame(cmd))
+    while True:
+        f = read_frame(s)
+        if f is None or f[0] < 0x80:
+            return time.perf_counter() - t
+
+
+def open_direct(port):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(frame(b"\x16\x03"))
+    read_frame(s)
+    s.sendall(frame(b"\x01\x03" + b"\x00" * 6 + b"bench-direct"))
+    read_frame(s)
+    return s
+
+
+class HubClient:
+    """A raw companion client of the hub: drains on MSG_WAITING, keeps what it got."""
+
+    def __init__(self, port, app):
+        self.port, self.app, self.texts = port, app.encode(), []
+        self.lock = threading.Lock()
+        self.s = None
+        self.idle = threading.Event()
+
+    def run(self):
+        self.s = socket.create_connection(("127.0.0.1", self.port))
+        with self.lock:
+            self.s.sendall(frame(b"\x16\x03"))
+            read_frame(self.s)
+            self.s.sendall(frame(b"\x01\x03" + b"\x00" * 6 + self.app))
+            read_frame(self.s)
+        while True:
+            with self.lock:
+                self.idle.clear()
+                self.s.settimeout(0.5)
+                try:
+                    f = read_frame(self.s)
+                except (socket.timeout, TimeoutError):
+                    f = b""
+                if f is None:
+                    return
+                if f == b"\x83" or f == b"":
+                    self.drain()
+            self.idle.set()
+            time.sleep(0.01)
+
+    def drain(self):
+        self.s.settimeout(10)
+        while True:
+            self.s.sendall(frame(b"\x0a"))
+            while True:
+                f = read_frame(self.s)
+                if f[0] < 0x80:
+                    break
+            if f[0] == 0x0A:
+                return
+            if b"storm-" in f:
+                self.texts.append(f.split(b"storm-", 1)[1].decode())
+
+    def wake(self):
+        self.idle.wait(5)
+
+    def sock_for_rtt(self):
+        self.lock.acquire()  # the drain loop stops for the timing
+        self.s.settimeout(10)
+        return self.s
 
 
 if __name__ == "__main__":

@@ -56,6 +56,12 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds to wait for each radio response.", valueName: "seconds"))
     var timeout: Double = 5
 
+    @Option(help: ArgumentHelp("Serve the companion protocol (WiFi framing) to apps on this address; repeatable. Options after commas: read-only, allow=NAME+NAME (factory-reset, export-key, import-key, radio-params, reboot).", valueName: "host:port[,opts]"))
+    var companionListen: [String] = []
+
+    @Option(help: ArgumentHelp("Companion hub clients connected at once.", valueName: "n"))
+    var companionMaxClients: Int = 8
+
     // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
     func check() throws {
         if [radio.serial, radio.tcp, radio.ble].compactMap({ $0 }).count != 1 {
@@ -63,6 +69,10 @@ struct DaemonCommand: ParsableCommand {
         }
         if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
         if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
+        if companionMaxClients < 1 || companionMaxClients > 256 { throw ValidationError("--companion-max-clients must be 1 to 256.") }
+        for l in companionListen {
+            do { _ = try HubListener(parsing: l) } catch { throw ValidationError(error.message) }
+        }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
@@ -96,6 +106,8 @@ struct DaemonCommand: ParsableCommand {
         config.hookMaxAttempts = hookAttempts
         config.drainIntervalMS = UInt64(drainInterval * 1000)
         config.commandTimeoutMS = UInt64(timeout * 1000)
+        config.companionListeners = companionListen.compactMap { try? HubListener(parsing: $0) }
+        config.companionMaxClients = companionMaxClients
         if let cmd = onMessage {
             config.hook = Spawn.splitCommand(cmd)
             config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]

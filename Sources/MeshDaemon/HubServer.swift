@@ -1,0 +1,295 @@
+import Glibc
+import MeshCompanion
+import MeshLink
+
+/// One `--companion-listen` listener: where, and what its clients may do.
+///
+/// Syntax: `HOST:PORT[,read-only][,allow=NAME+NAME...]` (IPv6 as `[::1]:5000`). `read-only`
+/// clients may only read (queries, the message queue); `allow=` opens dangerous commands, which
+/// are denied to every hub client otherwise: `factory-reset`, `export-key`, `import-key`,
+/// `radio-params` (radio and tuning parameters, TX power) and `reboot`.
+public struct HubListener: Equatable, Sendable {
+    public var address: TCPAddress
+    public var readOnly = false
+    public var allowed: Set<String> = []
+
+    public static let dangerousNames = ["factory-reset", "export-key", "import-key", "radio-params", "reboot"]
+
+    public init(parsing text: String) throws(DaemonError) {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        do { address = try TCPAddress(parsing: parts[0]) } catch {
+            throw DaemonError(.usage, "--companion-listen \(text): \(error).")
+        }
+        guard parts[0].contains(":") else { throw DaemonError(.usage, "--companion-listen \(text): give HOST:PORT.") }
+        for p in parts.dropFirst() {
+            if p == "read-only" { readOnly = true; continue }
+            if p.hasPrefix("allow=") {
+                for name in p.dropFirst(6).split(separator: "+").map(String.init) {
+                    guard Self.dangerousNames.contains(name) else {
+                        throw DaemonError(.usage, "--companion-listen \(text): unknown command \"\(name)\" in allow= (one of \(Self.dangerousNames.joined(separator: ", "))).")
+                    }
+                    allowed.insert(name)
+                }
+                continue
+            }
+            throw DaemonError(.usage, "--companion-listen \(text): unknown option \"\(p)\" (read-only or allow=NAME+NAME).")
+        }
+    }
+
+    /// The dangerous command a frame code is, by its allow= name; nil for any other command.
+    public static func dangerous(_ code: UInt8) -> String? {
+        switch CommandCode(rawValue: code) {
+        case .factoryReset: return "factory-reset"
+        case .exportPrivateKey: return "export-key"
+        case .importPrivateKey: return "import-key"
+        case .setRadioParams, .setTuningParams, .setRadioTxPower: return "radio-params"
+        case .reboot: return "reboot"
+        default: return nil
+        }
+    }
+
+    /// Commands a read-only client may send: they change nothing on the radio or the mesh.
+    public static func readsOnly(_ code: UInt8) -> Bool {
+        switch CommandCode(rawValue: code) {
+        case .appStart, .deviceQuery, .getContacts, .getDeviceTime, .syncNextMessage, .getBatteryAndStorage,
+             .getContactByKey, .getChannel, .getCustomVars, .getAdvertPath, .getTuningParams, .getStats,
+             .getAutoAddConfig, .getAllowedRepeatFrequencies, .getDefaultFloodScope, .hasConnection, .exportContact:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Why a client of this listener may not send `code`, or nil when it may.
+    public func refusal(_ code: UInt8) -> String? {
+        if let d = Self.dangerous(code), !allowed.contains(d) { return "\(d) is not allowed on this listener (allow=\(d) opens it)" }
+        if readOnly && !Self.readsOnly(code) { return "the listener is read-only" }
+        return nil
+    }
+}
+
+/// The companion hub's TCP side: listening sockets, and connections speaking the WiFi firmware's
+/// framing ('<' + u16 LE length + frame from the app, '>' + length + frame back).
+///
+/// Non-blocking, driven by the daemon's poll loop like `APIServer`. Bounds:
+/// - at most `maxClients` connections; one more is accepted and closed at once (nothing is evicted);
+/// - a client whose unread output exceeds `maxOutput` bytes is disconnected (overflow policy: drop
+///   the client, never block the radio or the other clients);
+/// - a client that sends nothing for `idleTimeoutMS` is disconnected (apps poll; meshcore_py and
+///   the official app send a command at least every few minutes);
+/// - a frame longer than the companion maximum, or bytes outside frames, close that client only.
+public final class HubServer {
+    public typealias ClientID = Int
+    /// Hub client ids start here, so they never collide with the API server's.
+    public static let firstID = 1 << 30
+
+    public var maxClients = 8
+    public var maxOutput = 256 * 1024
+    public var idleTimeoutMS: UInt64 = 15 * 60_000
+    public var log: (String) -> Void = { _ in }
+    public var onFrame: (ClientID, UnsafeRawBufferPointer) -> Void = { _, _ in }
+    public var onDisconnect: (ClientID) -> Void = { _ in }
+
+    final class Client {
+        let fd: Int32
+        let listener: Int
+        var deframer = StreamDeframer(marker: UInt8(ascii: "<"))
+        var output: [UInt8] = []
+        var outputStart = 0
+        var lastHeard: UInt64
+        init(fd: Int32, listener: Int, now: UInt64) { self.fd = fd; self.listener = listener; lastHeard = now }
+        var unsent: Int { output.count - outputStart }
+    }
+
+    public let listeners: [HubListener]
+    private var listenFDs: [Int32] = []
+    private var clients: [ClientID: Client] = [:]
+    private var byFD: [Int32: ClientID] = [:]
+    private var nextID = HubServer.firstID
+    public private(set) var refusedCount = 0
+
+    public var clientIDs: [ClientID] { Array(clients.keys) }
+    public var clientCount: Int { clients.count }
+
+    public static func isHubClient(_ id: Int) -> Bool { id >= firstID }
+
+    public init(listeners: [HubListener]) throws(DaemonError) {
+        self.listeners = listeners
+        for l in listeners {
+            do { listenFDs.append(try Self.listen(l.address)) } catch {
+                for fd in listenFDs { close(fd) }
+                throw DaemonError(.usage, "--companion-listen \(l.address): \(error).")
+            }
+        }
+    }
+
+    deinit { shutdown() }
+
+    public func shutdown() {
+        for id in Array(clients.keys) { drop(id, reason: nil) }
+        for fd in listenFDs { close(fd) }
+        listenFDs = []
+    }
+
+    /// The listener a client came in on.
+    public func listener(of id: ClientID) -> HubListener? { clients[id].map { listeners[$0.listener] } }
+
+    /// A TCP listening socket (non-blocking, close-on-exec, SO_REUSEADDR; IPv6 sockets IPv6 only).
+    static func listen(_ a: TCPAddress) throws(SystemError) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = SocketType.stream
+        var res: UnsafeMutablePointer<addrinfo>? = nil
+        let rc = getaddrinfo(a.host, String(a.port), &hints, &res)
+        guard rc == 0, let ai = res else { throw SystemError("getaddrinfo", a.description + " (give a numeric IPv4 or IPv6 address)", errno: EINVAL) }
+        defer { freeaddrinfo(res) }
+        let fd = socket(ai.pointee.ai_family, SocketType.stream | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+        if fd < 0 { throw SystemError("socket", a.description) }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if ai.pointee.ai_family == AF_INET6 { _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        if bind(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 {
+            let e = SystemError("bind", a.description)
+            close(fd)
+            throw e
+        }
+        if Glibc.listen(fd, 64) != 0 {
+            let e = SystemError("listen", a.description)
+            close(fd)
+            throw e
+        }
+        return fd
+    }
+
+    // MARK: poll integration
+
+    public func pollDescriptors(into fds: inout [pollfd]) {
+        for fd in listenFDs { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+        for c in clients.values {
+            fds.append(pollfd(fd: c.fd, events: Int16(POLLIN) | (c.unsent > 0 ? Int16(POLLOUT) : 0), revents: 0))
+        }
+    }
+
+    /// Handles one poll result; false if the descriptor is not the hub's.
+    public func handle(_ p: pollfd, now: UInt64) -> Bool {
+        if let i = listenFDs.firstIndex(of: p.fd) {
+            acceptAll(i, now: now)
+            return true
+        }
+        guard let id = byFD[p.fd], let c = clients[id] else { return false }
+        if p.revents & Int16(POLLOUT) != 0 { flush(id, c) }
+        guard clients[id] != nil else { return true }
+        if p.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readFrom(id, c, now: now) }
+        return true
+    }
+
+    /// Closes idle clients; returns when it next needs to be called.
+    public func tick(now: UInt64) -> UInt64? {
+        var next: UInt64? = nil
+        for (id, c) in clients {
+            let due = c.lastHeard + idleTimeoutMS
+            if now >= due { drop(id, reason: "idle for \((now - c.lastHeard) / 1000) s; disconnected") } else { next = min(next ?? due, due) }
+        }
+        return next
+    }
+
+    /// Sends one frame ('>' + length + payload) to a client.
+    public func send(_ payload: [UInt8], to id: ClientID) {
+        guard let c = clients[id] else { return }
+        c.output.append(contentsOf: StreamDeframer.frame(payload, marker: UInt8(ascii: ">")))
+        if c.unsent > maxOutput {
+            drop(id, reason: "\(c.unsent) unread bytes (limit \(maxOutput)); disconnected")
+            return
+        }
+        flush(id, c)
+    }
+
+    /// Closes a client (a malformed frame, a policy decision).
+    public func disconnect(_ id: ClientID, reason: String) { drop(id, reason: reason) }
+
+    // MARK: internals
+
+    private func acceptAll(_ listener: Int, now: UInt64) {
+        while true {
+            let fd = accept(listenFDs[listener], nil, nil)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            UnixSocket.setNonBlocking(fd)
+            if clients.count >= maxClients {
+                close(fd)
+                refusedCount += 1
+                // One line per 100 refusals: a flood of connections cannot flood the log.
+                if refusedCount % 100 == 1 { log("hub: refused a client: \(maxClients) connected (\(refusedCount) refused so far)") }
+                continue
+            }
+            let id = nextID
+            nextID += 1
+            clients[id] = Client(fd: fd, listener: listener, now: now)
+            byFD[fd] = id
+            log("hub: client \(id - Self.firstID + 1) connected on \(listeners[listener].address)")
+        }
+    }
+
+    private func readFrom(_ id: ClientID, _ c: Client, now: UInt64) {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while clients[id] != nil {
+            let n = chunk.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                drop(id, reason: nil)
+                return
+            }
+            if n == 0 {
+                drop(id, reason: nil)
+                return
+            }
+            c.lastHeard = now
+            var frames: [[UInt8]] = []
+            chunk.withUnsafeBytes { raw in
+                c.deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frames.append(Array($0)) }
+            }
+            if c.deframer.skippedBytes > 0 || c.deframer.oversizedFrames > 0 {
+                drop(id, reason: "sent \(c.deframer.skippedBytes) byte(s) outside companion frames (or an oversized frame); disconnected")
+                return
+            }
+            for f in frames {
+                guard clients[id] != nil else { return }
+                f.withUnsafeBytes { onFrame(id, $0) }
+            }
+            if n < chunk.count { return }
+        }
+    }
+
+    private func flush(_ id: ClientID, _ c: Client) {
+        while c.unsent > 0 {
+            let n = c.output.withUnsafeBytes { raw in Glibc.send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                drop(id, reason: nil)
+                return
+            }
+            c.outputStart += n
+        }
+        if c.unsent == 0 {
+            c.output.removeAll(keepingCapacity: c.output.capacity <= 4096)
+            c.outputStart = 0
+        } else if c.outputStart > 16 * 1024 {
+            c.output.removeFirst(c.outputStart)
+            c.outputStart = 0
+        }
+    }
+
+    private func drop(_ id: ClientID, reason: String?) {
+        guard let c = clients.removeValue(forKey: id) else { return }
+        byFD[c.fd] = nil
+        close(c.fd)
+        log("hub: client \(id - Self.firstID + 1) " + (reason ?? "disconnected"))
+        onDisconnect(id)
+    }
+}

@@ -176,7 +176,7 @@ public final class Daemon {
         }
         try DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: socket, name: config.name))
         log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
-        for l in config.companionListeners { log("hub: companion protocol on \(l.address)" + (l.readOnly ? " (read-only)" : "")) }
+        for l in config.companionListeners { log("hub: companion protocol\(l.webSocket ? " over WebSocket" : "") on \(l.address)" + (l.readOnly ? " (read-only)" : "")) }
         try openKnownStore()
     }
 

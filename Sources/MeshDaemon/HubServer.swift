@@ -11,9 +11,16 @@ import MeshLink
 public struct HubListener: Equatable, Sendable {
     public var address: TCPAddress
     public var readOnly = false
+    /// `--companion-ws`: the companion protocol over WebSocket, one binary message per frame.
+    public var webSocket = false
     public var allowed: Set<String> = []
 
     public static let dangerousNames = ["factory-reset", "export-key", "import-key", "radio-params", "reboot"]
+
+    public init(parsing text: String, webSocket: Bool) throws(DaemonError) {
+        try self.init(parsing: text)
+        self.webSocket = webSocket
+    }
 
     public init(parsing text: String) throws(DaemonError) {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
@@ -94,6 +101,9 @@ public final class HubServer {
         let fd: Int32
         let listener: Int
         var deframer = StreamDeframer(marker: UInt8(ascii: "<"))
+        /// WebSocket listeners: the connection's WebSocket state.
+        var ws: WebSocketServer? = nil
+        var closing = false
         var output: [UInt8] = []
         var outputStart = 0
         var lastHeard: UInt64
@@ -197,7 +207,9 @@ public final class HubServer {
     /// Sends one frame ('>' + length + payload) to a client.
     public func send(_ payload: [UInt8], to id: ClientID) {
         guard let c = clients[id] else { return }
-        c.output.append(contentsOf: StreamDeframer.frame(payload, marker: UInt8(ascii: ">")))
+        let framed = StreamDeframer.frame(payload, marker: UInt8(ascii: ">"))
+        // Over WebSocket, one binary message carries one frame, header included.
+        c.output.append(contentsOf: c.ws == nil ? framed : WebSocketServer.frame(framed))
         if c.unsent > maxOutput {
             drop(id, reason: "\(c.unsent) unread bytes (limit \(maxOutput)); disconnected")
             return
@@ -228,7 +240,9 @@ public final class HubServer {
             }
             let id = nextID
             nextID += 1
-            clients[id] = Client(fd: fd, listener: listener, now: now)
+            let client = Client(fd: fd, listener: listener, now: now)
+            if listeners[listener].webSocket { client.ws = WebSocketServer() }
+            clients[id] = client
             byFD[fd] = id
             log("hub: client \(id - Self.firstID + 1) connected on \(listeners[listener].address)")
         }
@@ -250,8 +264,36 @@ public final class HubServer {
             }
             c.lastHeard = now
             var frames: [[UInt8]] = []
-            chunk.withUnsafeBytes { raw in
-                c.deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frames.append(Array($0)) }
+            if c.ws != nil {
+                var events: [WebSocketServer.Event] = []
+                chunk.withUnsafeBytes { raw in events = c.ws!.receive(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+                for e in events {
+                    switch e {
+                    case .write(let bytes):
+                        c.output.append(contentsOf: bytes)
+                        flush(id, c)
+                    case .message(let m):
+                        // A frame with its '<' header, or the bare payload.
+                        var f = m[...]
+                        if f.count >= 3, f.first == UInt8(ascii: "<"), Int(f[f.startIndex + 1]) | Int(f[f.startIndex + 2]) << 8 == f.count - 3 {
+                            f = f.dropFirst(3)
+                        }
+                        guard (1...CompanionLimits.maxFrameSize).contains(f.count) else {
+                            drop(id, reason: "sent a WebSocket message of \(m.count) bytes, not a companion frame; disconnected")
+                            return
+                        }
+                        frames.append(Array(f))
+                    case .close(let why):
+                        guard clients[id] != nil else { return }
+                        flush(id, c)
+                        drop(id, reason: "WebSocket: \(why)")
+                        return
+                    }
+                }
+            } else {
+                chunk.withUnsafeBytes { raw in
+                    c.deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frames.append(Array($0)) }
+                }
             }
             if c.deframer.skippedBytes > 0 || c.deframer.oversizedFrames > 0 {
                 drop(id, reason: "sent \(c.deframer.skippedBytes) byte(s) outside companion frames (or an oversized frame); disconnected")

@@ -59,6 +59,9 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Serve the companion protocol (WiFi framing) to apps on this address; repeatable. Options after commas: read-only, allow=NAME+NAME (factory-reset, export-key, import-key, radio-params, reboot).", valueName: "host:port[,opts]"))
     var companionListen: [String] = []
 
+    @Option(help: ArgumentHelp("Serve the companion protocol over WebSocket on this address (one binary message per frame, '<'/'>' header included), for browser apps; repeatable; the same options as --companion-listen.", valueName: "host:port[,opts]"))
+    var companionWs: [String] = []
+
     @Option(help: ArgumentHelp("Companion hub clients connected at once.", valueName: "n"))
     var companionMaxClients: Int = 8
 
@@ -70,7 +73,7 @@ struct DaemonCommand: ParsableCommand {
         if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
         if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
         if companionMaxClients < 1 || companionMaxClients > 256 { throw ValidationError("--companion-max-clients must be 1 to 256.") }
-        for l in companionListen {
+        for l in companionListen + companionWs {
             do { _ = try HubListener(parsing: l) } catch { throw ValidationError(error.message) }
         }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
@@ -107,6 +110,7 @@ struct DaemonCommand: ParsableCommand {
         config.drainIntervalMS = UInt64(drainInterval * 1000)
         config.commandTimeoutMS = UInt64(timeout * 1000)
         config.companionListeners = companionListen.compactMap { try? HubListener(parsing: $0) }
+            + companionWs.compactMap { try? HubListener(parsing: $0, webSocket: true) }
         config.companionMaxClients = companionMaxClients
         if let cmd = onMessage {
             config.hook = Spawn.splitCommand(cmd)

@@ -1,0 +1,58 @@
+import Testing
+@testable import MeshDaemon
+
+@Suite struct WebSocketTests {
+    func feed(_ ws: inout WebSocketServer, _ bytes: [UInt8]) -> [WebSocketServer.Event] {
+        bytes.withUnsafeBytes { ws.receive($0) }
+    }
+
+    @Test func theRFCHandshakeVector() {
+        // RFC 6455 section 1.3.
+        #expect(WebSocketServer.accept(key: "dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        #expect(WebSocketServer.base64(Array("f".utf8)) == "Zg==" && WebSocketServer.base64(Array("fo".utf8)) == "Zm8=")
+    }
+
+    @Test func upgradeThenMaskedMessagesPingAndClose() {
+        var ws = WebSocketServer()
+        let request = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        // The RFC's masked "Hello" (section 5.7), in the same read as the request's end.
+        let hello: [UInt8] = [0x82, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58]
+        let events = feed(&ws, Array(request.utf8) + hello)
+        guard case .write(let answer) = events.first else { Issue.record("no answer"); return }
+        #expect(String(decoding: answer, as: UTF8.self).contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="))
+        #expect(events.dropFirst().first == .message(Array("Hello".utf8)))
+        // A fragmented message, split across reads at every byte.
+        let part1: [UInt8] = [0x02, 0x83, 1, 2, 3, 4] + [0x48 ^ 1, 0x65 ^ 2, 0x6c ^ 3]
+        let part2: [UInt8] = [0x80, 0x82, 0, 0, 0, 0, 0x6c, 0x6f]
+        var got: [WebSocketServer.Event] = []
+        for b in part1 + part2 { got += feed(&ws, [b]) }
+        #expect(got == [.message(Array("Hello".utf8))])
+        // A ping is answered with a pong carrying the same bytes.
+        #expect(feed(&ws, [0x89, 0x81, 0, 0, 0, 0, 7]) == [.write([0x8A, 0x01, 7])])
+        // A close frame is echoed, then the connection is over.
+        let close = feed(&ws, [0x88, 0x82, 0, 0, 0, 0, 0x03, 0xE8])
+        #expect(close.first == .write([0x88, 0x02, 0x03, 0xE8]))
+        if case .close = close.last {} else { Issue.record("not closed") }
+    }
+
+    @Test(arguments: [
+        [UInt8](arrayLiteral: 0x82, 0x05, 1, 2, 3, 4, 5),                      // not masked
+        [UInt8](arrayLiteral: 0x81, 0x81, 0, 0, 0, 0, 0x41),                   // text
+        [UInt8](arrayLiteral: 0xC2, 0x81, 0, 0, 0, 0, 1),                      // reserved bit
+        [UInt8](arrayLiteral: 0x82, 0xFE, 0x10, 0x00, 0, 0, 0, 0),             // 4096 bytes: over the limit
+    ])
+    func protocolErrorsClose(frame: [UInt8]) {
+        var ws = WebSocketServer()
+        _ = feed(&ws, Array("GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n".utf8))
+        let events = feed(&ws, frame)
+        if case .close = events.last {} else { Issue.record("not closed: \(events)") }
+    }
+
+    @Test func notAnUpgradeIsA400() {
+        var ws = WebSocketServer()
+        let events = feed(&ws, Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        guard case .write(let answer) = events.first else { Issue.record("no answer"); return }
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+    }
+}

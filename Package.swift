@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "MeshOps", targets: ["MeshOps"]),
         .library(name: "MeshSim", targets: ["MeshSim"]),
         .library(name: "MeshStore", targets: ["MeshStore"]),
+        .library(name: "MeshTerminal", targets: ["MeshTerminal"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -45,6 +46,8 @@ let package = Package(
         .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession"]),
         // Flat-file persistence.
         .target(name: "MeshStore", dependencies: ["MeshCompanion"]),
+        // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).
+        .target(name: "MeshTerminal"),
         // Simulated radios and the air between them.
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"]),
         // The long-running service.
@@ -53,7 +56,7 @@ let package = Package(
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
-                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon",
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cmd/pocketmesh"
@@ -63,6 +66,7 @@ let package = Package(
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
         .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshSim"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
+        .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim"]),
     ],

@@ -167,6 +167,26 @@ public final class Radio {
         if any || linkError != nil { loop.stop() }
     }
 
+    /// Called for each handled signal while `run` waits: true goes on waiting (e.g. a window resize),
+    /// false (or no handler) ends the wait with `.interrupted`.
+    public var onSignal: ((Int32) -> Bool)? = nil
+
+    /// Submits through the session without waiting (sends, requests): what becomes of it arrives
+    /// at `onEvent` (`.delivery`, `.request`, `.reply` with the ticket); `forget` the ticket then.
+    public func submit<T>(_ body: (Session, UInt64) throws(Session.SubmitError) -> T) throws(ClientError) -> T {
+        let r: T
+        do { r = try body(session, loop.now) } catch { throw Radio.submitError(error) }
+        pump()
+        return r
+    }
+
+    /// Drops what the driver kept of a ticket submitted with `submit`.
+    public func forget(_ t: Ticket) {
+        replies[t] = nil
+        deliveries[t] = nil
+        requests[t] = nil
+    }
+
     /// Called each time the loop wakes while a command waits (progress displays read the session).
     public var onProgress: (() -> Void)? = nil
 
@@ -179,7 +199,9 @@ public final class Radio {
             switch loop.run(until: deadline) {
             case .stopped: continue
             case .deadline: return done()
-            case .signal: throw .interrupted
+            case .signal(let n):
+                if let go = onSignal, go(n) { continue }
+                throw .interrupted
             case .idle: throw .link("the link to the radio closed: check the connection and try again.")
             }
         }

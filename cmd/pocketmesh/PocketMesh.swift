@@ -41,7 +41,7 @@ struct PocketMesh: ParsableCommand {
             Reboot.self,
             FactoryReset.self,
             Raw.self,
-            DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
+            ChatCommand.self, DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
             ConfigCommand.self,
             DemoCommand.self,
             SimCommand.self, SimBenchCommand.self,

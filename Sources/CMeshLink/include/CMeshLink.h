@@ -35,4 +35,13 @@ int cml_msg_dontwait(void);
 int cml_sock_cloexec(void);
 int cml_sock_nonblock(void);
 
+/// Puts the terminal on `fd` in raw mode (no echo, no line buffering, no signals from keys) and
+/// makes sure it is put back, with `leave` (at most 63 bytes, e.g. leaving the alternate screen)
+/// written first, on cml_terminal_restore(), at exit() and on a fatal signal (which then goes on
+/// to its default action). Returns 0 or -1 with errno set.
+int cml_terminal_raw(int fd, const char *leave);
+
+/// Puts the terminal back as cml_terminal_raw found it (once; later calls do nothing).
+void cml_terminal_restore(void);
+
 #endif

@@ -1,0 +1,62 @@
+import ArgumentParser
+import CMeshLink
+import Glibc
+import MeshSession
+
+/// `pocketmesh chat [NAME|CHANNEL]`: the interactive terminal chat.
+struct ChatCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "chat",
+        abstract: "Chat interactively in the terminal (conversations, delivery states, repeater commands).",
+        discussion: """
+            Opens NAME (a contact, room, repeater or channel) or the most recent conversation. \
+            Type to send; /to NAME switches (Tab completes names), /list shows the conversations, \
+            /login, /logout, /status and /cmd talk to repeaters and rooms, /help lists the commands; \
+            Page Up/Down scroll back; Ctrl-D, Ctrl-C or /quit leave. Works directly or through a \
+            running daemon, and reconnects when the radio or the daemon comes back.
+            """)
+    @OptionGroup var link: LinkOptions
+    @Argument(help: "The conversation to open: a contact, room or channel name, or a key prefix.")
+    var name: String?
+    @Option(help: ArgumentHelp("State folder for the message history (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
+    var stateDir: String?
+
+    func run() throws {
+        guard isatty(0) == 1, isatty(1) == 1 else {
+            throw ClientError.usage("chat needs a terminal (stdin and stdout are not one): use send, channel send and listen in scripts.")
+        }
+        let app = try ChatApp(target: link.target(), timeout: link.timeoutMilliseconds, stateDir: stateDir, open: name)
+        try app.run()
+    }
+}
+
+/// The controlling terminal in raw mode on the alternate screen, put back on every way out.
+enum ChatTerminal {
+    static let enter = "\u{1B}[?1049h\u{1B}[H\u{1B}[2J"
+    static let leave = "\u{1B}[?25h\u{1B}[?1049l"
+
+    static func start() throws(ClientError) {
+        guard cml_terminal_raw(0, leave) == 0 else {
+            throw .usage("cannot set up the terminal: \(String(cString: strerror(errno))).")
+        }
+        write(enter)
+    }
+
+    static func stop() { cml_terminal_restore() }
+
+    static func size() -> (rows: Int, cols: Int) {
+        var w = winsize()
+        if ioctl(1, UInt(TIOCGWINSZ), &w) == 0, w.ws_row > 0, w.ws_col > 0 { return (Int(w.ws_row), Int(w.ws_col)) }
+        return (24, 80)
+    }
+
+    static func write(_ s: String) {
+        var bytes = Array(s.utf8)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(1, $0.baseAddress! + off, $0.count - off) }
+            if n < 0 { if errno == EINTR || errno == EAGAIN { continue }; return }
+            off += n
+        }
+    }
+}

@@ -212,6 +212,7 @@ public final class Executor {
         case .contacts:
             return Outcome(.array(try contacts(refresh: true).map(\.value)))
         case .contactShow(let who):
+            if who.count == 64, Hex.decode(who) != nil, (try? resolve(who)) == nil { return try contactByKey(who) }
             return Outcome(try resolve(who).value)
         case .contactAdd(let keyHex, let name, let type, let pathHex):
             guard let key = MeshCompanion.PublicKey(hex: keyHex) else { throw .usage("a public key must be 64 hex digits.") }
@@ -251,6 +252,17 @@ public final class Executor {
         case .channelAdd(let name, let secret): return try channelAdd(name, secret: secret)
         case .timeSet(let epoch): return try timeSet(epoch)
         case .scope(let name): return try scope(name)
+        case .discover(let ms, let types): return try discover(waitMs: ms, types: types)
+        case .contactSetPath(let who, let path): return try contactSetPath(who, hex: path)
+        case .contactPermissions(let who, let grant): return try contactPermissions(who, grant)
+        case .contactByKey(let hex): return try contactByKey(hex)
+        case .hasConnection(let who): return try hasConnection(who)
+        case .binaryRequest(let who, let hex): return try binaryRequest(who, hex: hex)
+        case .mma(let who, let from, let to): return try mma(who, from: from, to: to)
+        case .channelData(let which, let type, let hex): return try channelData(which, dataType: type, hex: hex)
+        case .rawData(let path, let hex): return try rawData(path: path, hex: hex)
+        case .rawPacket(let hex, let priority): return try rawPacket(hex: hex, priority: priority)
+        case .localCommand(let text): return try localCommand(text)
         case .regions(let who): return try anonymous(who, .regions)
         case .owner(let who): return try anonymous(who, .owner)
         case .clock(let who): return try anonymous(who, .basic)

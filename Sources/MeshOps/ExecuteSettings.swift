@@ -17,7 +17,7 @@ extension Executor {
 
     public static let settingNames = ["name", "coords", "radio", "tx", "tuning", "manual-add", "telemetry", "advert-loc-policy",
                                       "multi-acks", "pin", "auto-add", "path-hash-mode", "flood-scope", "custom",
-                                      "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat"]
+                                      "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat", "repeat-freqs"]
 
     func getSetting(_ key: String?) throws(ClientError) -> Value {
         guard let key else {
@@ -77,6 +77,7 @@ extension Executor {
         case "max-contacts": return one(optional(d?.maxContacts) { .int($0) })
         case "max-channels": return one(optional(d?.maxChannels) { .int($0) })
         case "client-repeat": return one(optional(d?.clientRepeat) { .bool($0) })
+        case "repeat-freqs": return one(try repeatFrequencies())
         default:
             throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")
         }
@@ -212,7 +213,10 @@ extension Executor {
             try needs(v, 2, "custom NAME VALUE")
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setCustomVar(name: v[0], value: v[1]) }
             _ = try call(frame, expecting: .ok, what: "the custom variable")
-        case "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat":
+        case "client-repeat":
+            try needs(v, 1, "client-repeat on|off")
+            try setClientRepeat(try parseBool(v[0], "client repeat"))
+        case "public-key", "firmware", "model", "max-contacts", "max-channels", "repeat-freqs":
             throw .usage("\(key) is read-only: use `pocketmesh get \(key)`.")
         default:
             throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")

@@ -71,6 +71,24 @@ public enum Request: Sendable, Equatable, Codable {
     case reboot
     case factoryReset
     case raw(String)
+    /// Nearby nodes answering a zero-hop DISCOVER_REQ within `waitMs` (`types`: bit per advert type).
+    case discover(waitMs: Int, types: UInt8)
+    /// A contact's path by hand (hex hop hashes; "" zero hops).
+    case contactSetPath(String, path: String)
+    /// Telemetry permissions of a contact: "base,location,environment", "all" or "none".
+    case contactPermissions(String, grant: String)
+    /// GET_CONTACT_BY_KEY (a whole key in hex).
+    case contactByKey(String)
+    case hasConnection(String)
+    /// SEND_BINARY_REQ: the request as hex, its type byte first.
+    case binaryRequest(String, hex: String)
+    /// Min/max/avg telemetry over a window, in seconds ago.
+    case mma(String, from: UInt32, to: UInt32)
+    case channelData(String, dataType: UInt16, hex: String)
+    case rawData(path: String, hex: String)
+    case rawPacket(String, priority: UInt8)
+    /// RUN_CLI_COMMAND (companion protocol 14 and later).
+    case localCommand(String)
 }
 
 /// What a request produced: the value to print and, when it did not fully succeed, why

@@ -15,6 +15,8 @@ extension Request {
         "time_get", "time_sync", "time_set", "scope", "get", "set", "battery", "stats",
         "login", "logout", "status", "regions", "owner", "clock", "telemetry", "neighbours", "acl", "cmd", "trace", "sign",
         "key_export", "key_import", "reboot", "factory_reset", "raw",
+        "discover", "contacts_set_path", "contacts_permissions", "contacts_connected", "request", "mma", "channel_data",
+        "raw_data", "raw_packet", "cli",
     ]
 
     /// The request an API op names, from the request's fields.
@@ -110,6 +112,33 @@ extension Request {
             }
             self = .factoryReset
         case "raw": self = .raw(try string("hex"))
+        case "discover":
+            let seconds = f["for"]?.doubleValue ?? 8
+            guard seconds > 0, seconds <= 600 else { throw .usage("discover: \"for\" must be 0 to 600 seconds.") }
+            guard let types = DiscoverTypes.filter(try optional("type") ?? "all") else {
+                throw .usage("discover: \"type\" takes repeater, room, chat, sensor or all (comma-separated).")
+            }
+            self = .discover(waitMs: Int(seconds * 1000), types: types)
+        case "contacts_set_path": self = .contactSetPath(try string("name"), path: try string("path"))
+        case "contacts_permissions": self = .contactPermissions(try string("name"), grant: try string("grant"))
+        case "contacts_connected": self = .hasConnection(try string("name"))
+        case "request": self = .binaryRequest(try string("name"), hex: try string("data"))
+        case "mma":
+            func secs(_ k: String, _ d: UInt32) throws(ClientError) -> UInt32 {
+                guard let v = f[k], v != .null else { return d }
+                guard let i = v.intValue, let u = UInt32(exactly: i) else { throw .usage("mma: \"\(k)\" must be whole seconds ago.") }
+                return u
+            }
+            self = .mma(try string("name"), from: try secs("from", 3600), to: try secs("to", 0))
+        case "channel_data":
+            guard let t = f["data_type"]?.intValue, let type = UInt16(exactly: t) else { throw .usage("channel_data: \"data_type\" must be 1 to 65535.") }
+            self = .channelData(try string("channel"), dataType: type, hex: try string("data"))
+        case "raw_data": self = .rawData(path: try string("path"), hex: try string("data"))
+        case "raw_packet":
+            let p = f["priority"]?.intValue ?? 0
+            guard let pr = UInt8(exactly: p) else { throw .usage("raw_packet: \"priority\" must be 0 to 255.") }
+            self = .rawPacket(try string("packet"), priority: pr)
+        case "cli": self = .localCommand(try string("command"))
         default:
             throw .usage("unknown operation \"\(op)\".")
         }

@@ -30,6 +30,14 @@ public indirect enum Value: Sendable, Equatable, Codable {
 
     public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
     public var intValue: Int64? { if case .integer(let i) = self { return i }; return nil }
+    /// A number, whole or not.
+    public var doubleValue: Double? {
+        switch self {
+        case .integer(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
 
     // MARK: JSON
 

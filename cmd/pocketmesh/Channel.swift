@@ -7,7 +7,7 @@ struct Channel: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "channel",
         abstract: "List, set, remove and send to channels.",
-        subcommands: [List.self, SetChannel.self, Add.self, Remove.self, SendChannel.self, URI.self, Import.self, Rekey.self],
+        subcommands: [List.self, SetChannel.self, Add.self, Remove.self, SendChannel.self, URI.self, Import.self, Rekey.self, DataCommand.self],
         defaultSubcommand: List.self)
 
     struct List: RadioCommand {

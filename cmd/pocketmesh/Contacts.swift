@@ -8,7 +8,7 @@ struct Contacts: ParsableCommand {
         commandName: "contacts",
         abstract: "List and manage contacts.",
         subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, Share.self, Export.self, Import.self, Favourite.self, URI.self, Pending.self, AddPending.self,
-                      Path.self, DiscoverPath.self],
+                      Path.self, DiscoverPath.self, SetPath.self, Permissions.self, Connected.self],
         defaultSubcommand: List.self)
 
     struct List: RadioCommand {
@@ -41,7 +41,7 @@ struct Contacts: ParsableCommand {
     struct Show: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one contact.")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument(help: "Contact name or hex key prefix (a whole 64-digit key also finds contacts the list leaves out).") var contact: String
         func request() throws(ClientError) -> Request { .contactShow(contact) }
     }
 

@@ -73,7 +73,7 @@ struct LinkOptions: ParsableArguments {
         throw .usage("no radio given: use --serial PATH, --tcp HOST[:PORT] or --ble ADDRESS.")
     }
 
-    /// Opens the link and runs the handshake.
+    /// Opens the link and runs the handshake (with the command's session settings, e.g. `send --ack-timeout`).
     func connect(drain: Bool = false) throws(ClientError) -> Radio {
         let t = try target()
         let link = try t.openDirectOrThroughDaemon(timeoutMilliseconds: Int(timeoutMilliseconds))
@@ -81,11 +81,16 @@ struct LinkOptions: ParsableArguments {
         config.commandTimeout = timeoutMilliseconds
         config.drainOnStart = drain
         config.drainOnWaiting = drain
+        config.ackTimeout = ackTimeoutOverride
         let radio = Radio(link: link, config: config)
         try radio.connect(timeoutMilliseconds: timeoutMilliseconds)
         return radio
     }
 }
+
+/// A fixed per-attempt ACK wait (ms) for this command (`send --ack-timeout`), instead of the radio's
+/// estimate × 1.2.
+nonisolated(unsafe) var ackTimeoutOverride: UInt64? = nil
 
 /// A command that runs one `Request` against the radio and prints the result.
 protocol RadioCommand: ParsableCommand {

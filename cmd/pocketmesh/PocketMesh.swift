@@ -40,7 +40,8 @@ struct PocketMesh: ParsableCommand {
             Key.self,
             Reboot.self,
             FactoryReset.self,
-            Raw.self,
+            Raw.self, RawData.self, RawPacket.self,
+            Discover.self, BinaryRequestCommand.self, MMA.self, LocalCLI.self,
             ChatCommand.self, DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
             ConfigCommand.self,
             DemoCommand.self,
@@ -68,7 +69,12 @@ enum Main {
                 print(message)
                 exit(0)
             }
-            writeError(message.isEmpty ? "pocketmesh: \(error)" : message)
+            // One sentence (the usage summary is one `--help` away).
+            var line = PocketMesh.message(for: error).split(separator: "\n").first.map(String.init) ?? ""
+            if line.hasPrefix("Error: ") { line.removeFirst(7) }
+            if line.isEmpty { line = message.isEmpty ? "\(error)" : message }
+            if let last = line.last, !".?!".contains(last) { line += "." }
+            writeError("pocketmesh: \(line) See --help.")
             exit(2)
         }
     }

@@ -13,10 +13,16 @@ struct Send: RadioCommand {
     var noWait = false
     @Flag(help: "Send a text longer than one message (160 bytes) as numbered parts, \"(1/3) …\", cut at spaces.")
     var split = false
+    @Option(help: ArgumentHelp("Seconds to wait for each attempt's ACK (default: the radio's estimate for the path × 1.2).", valueName: "seconds"))
+    var ackTimeout: Double?
     @Argument(help: "Contact name or hex key prefix.") var to: String
     @Argument(help: "The text (at most 160 bytes, or any length with --split).") var text: [String]
     func request() throws(ClientError) -> Request { .send(to: to, text: joined(text), wait: !noWait) }
+    func validate() throws {
+        if let t = ackTimeout, !(t >= 0.5 && t <= 600) { throw ValidationError("--ack-timeout must be between 0.5 and 600 seconds.") }
+    }
     func run() throws {
+        ackTimeoutOverride = ackTimeout.map { UInt64($0 * 1000) }
         guard split else { return try runRadioCommand() }
         // 158: the limit of a text resent with attempt > 3, so every retry of a part fits.
         try runSplit(link: link, text: joined(text), limit: { _ in CompanionLimits.maxTextLengthHighAttempt },

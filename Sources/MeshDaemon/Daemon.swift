@@ -49,6 +49,10 @@ public final class Daemon {
         /// `--companion-listen`: the companion hub's TCP listeners (none: no hub).
         public var companionListeners: [HubListener] = []
         public var companionMaxClients = 8
+        /// `--low-battery MV`: a `low_battery` event when the radio's battery reads below this
+        /// (checked every `batteryCheckMS`); `battery_ok` once it is 50 mV above it again.
+        public var lowBatteryMV: Int? = nil
+        public var batteryCheckMS: UInt64 = 300_000
         public init(link: String) { self.link = link }
     }
 
@@ -104,6 +108,12 @@ public final class Daemon {
     var channelsFound: [StoredChannel] = []
     var nextDrainAt: UInt64 = 0
     var keepaliveTicket: Ticket? = nil
+    var batteryTicket: Ticket? = nil
+    var batteryCheckAt: UInt64 = 0
+    var batteryLow = false
+    /// The last SET_FLOOD_SCOPE_KEY a client set (`scope`): the radio forgets it with the
+    /// connection, so it is sent again after each reconnect.
+    var floodScopeFrame: [UInt8]? = nil
     var pendingLinkLoss: String? = nil
     var isShutDown = false
     /// Damaged records found while reading the store that have been logged.
@@ -310,6 +320,7 @@ public final class Daemon {
                     pump(now: now)
                 }
                 soon(nextDrainAt)
+                if config.lowBatteryMV != nil { soon(checkBattery(s, now: now)) }
                 if let at = contactsResyncAt {
                     if now >= at, contactsTicket == nil {
                         contactsResyncAt = nil

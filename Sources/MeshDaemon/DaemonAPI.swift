@@ -405,6 +405,9 @@ extension Daemon {
                 } else if let i = tunnelAckTags.lastIndex(where: { ts in (try? store.message(id: ts.id))??.senderTimestamp == m.timestamp }) {
                     tunnelAckTags.append((sent.tag, tunnelAckTags[i].id))
                 }
+            case .setFloodScopeKey:
+                guard case .ok = r else { return }
+                floodScopeFrame = frame
             case .sendChannelTextMessage(let m) where m.textType == .plain:
                 guard case .ok = r else { return }
                 let rec = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: m.channelIndex, senderTimestamp: m.timestamp,

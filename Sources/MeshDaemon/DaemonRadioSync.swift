@@ -75,6 +75,8 @@ extension Daemon {
         nextDrainAt = now + config.drainIntervalMS
         syncContacts(now: now)
         syncChannels(now: now)
+        reapplyFloodScope(now: now)
+        batteryCheckAt = now
         api.publish(.obj(("event", "link"), ("state", "up"), ("radio", .string(key))))
     }
 
@@ -142,6 +144,10 @@ extension Daemon {
                 syncDone(now: now)
             }
             return
+        }
+        if t == batteryTicket {
+            batteryTicket = nil
+            batteryReply(r)
         }
         if t == keepaliveTicket {
             keepaliveTicket = nil

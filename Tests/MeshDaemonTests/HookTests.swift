@@ -398,3 +398,15 @@ import Testing
         #expect(UnixSocket.address("@abstract")?.1 == socklen_t(2 + 9))
     }
 }
+
+@Suite struct BatteryEventTests {
+    @Test func lowThenOkWithoutFlapping() {
+        var low = false
+        #expect(Daemon.batteryEvent(mv: 3700, limit: 3600, low: &low) == nil)
+        #expect(Daemon.batteryEvent(mv: 3590, limit: 3600, low: &low) == "low_battery")
+        #expect(Daemon.batteryEvent(mv: 3580, limit: 3600, low: &low) == "low_battery")  // each reading while low
+        #expect(Daemon.batteryEvent(mv: 3620, limit: 3600, low: &low) == nil)     // above, but within 50 mV
+        #expect(Daemon.batteryEvent(mv: 3650, limit: 3600, low: &low) == "battery_ok")
+        #expect(Daemon.batteryEvent(mv: 3640, limit: 3600, low: &low) == nil)
+    }
+}

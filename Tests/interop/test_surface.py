@@ -178,3 +178,31 @@ def test_through_a_daemon(sim, tmp_path):
         assert not r["ok"], r
     finally:
         d.stop()
+
+
+def test_low_battery_event_and_scope_kept_across_reconnects(sim, tmp_path):
+    from test_events import events, subscriber
+    # The simulated battery reads 4150 mV: below a 4200 mV threshold.
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=("--low-battery", "4200", "--battery-every", "1"))
+    try:
+        s = subscriber(d)
+        got = [e for e in events(s, 6) if e["event"] in ("low_battery", "battery_ok")]
+        # Each reading while it stays low (every second here), never battery_ok.
+        assert got and all(e == {"event": "low_battery", "battery_mv": 4150, "threshold_mv": 4200} for e in got), got
+        # A scope set through the daemon is set again after the daemon reconnects to the radio.
+        env = dict(ENV, XDG_RUNTIME_DIR=str(tmp_path))
+        env.pop("POCKETMESH_NO_DAEMON")
+        r = d.call({"id": 2, "op": "scope", "scope": "#north"}, timeout=30)
+        assert r["ok"], r
+        d.proc.send_signal(__import__("signal").SIGHUP)
+        deadline = time.time() + 20
+        log = ""
+        while time.time() < deadline and "flood scope set again" not in log:
+            time.sleep(0.3)
+            log = (tmp_path / "daemon.log").read_text()
+        assert "flood scope set again" in log, log
+    finally:
+        d.stop()
+    for bad in (["--low-battery", "0"], ["--low-battery", "x"], ["--battery-every", "0"]):
+        cp = subprocess.run([str(BIN), "daemon", "-t", "127.0.0.1:1", *bad], capture_output=True, text=True, timeout=20)
+        assert cp.returncode == 2 and cp.stderr.count("\n") == 1, (bad, cp.stderr)

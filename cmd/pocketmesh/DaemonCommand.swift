@@ -65,6 +65,12 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Companion hub clients connected at once.", valueName: "n"))
     var companionMaxClients: Int = 8
 
+    @Option(help: ArgumentHelp("Publish a low_battery event (API subscribers) when the radio's battery reads below this many millivolts, and battery_ok when it is 50 mV above again.", valueName: "mv"))
+    var lowBattery: Int?
+
+    @Option(help: ArgumentHelp("Seconds between battery readings for --low-battery.", valueName: "seconds"))
+    var batteryEvery: Double = 300
+
     // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
     func check() throws {
         if [radio.serial, radio.tcp, radio.ble].compactMap({ $0 }).count != 1 {
@@ -76,6 +82,8 @@ struct DaemonCommand: ParsableCommand {
         for l in companionListen + companionWs {
             do { _ = try HubListener(parsing: l) } catch { throw ValidationError(error.message) }
         }
+        if let mv = lowBattery, !(1...20_000).contains(mv) { throw ValidationError("--low-battery must be 1 to 20000 millivolts.") }
+        if !(batteryEvery >= 1 && batteryEvery <= 86_400) { throw ValidationError("--battery-every must be 1 to 86400 seconds.") }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
@@ -106,6 +114,8 @@ struct DaemonCommand: ParsableCommand {
         config.environment = env
         config.hookConcurrency = hookConcurrency
         config.hookTimeoutMS = UInt64(hookTimeout * 1000)
+        config.lowBatteryMV = lowBattery
+        config.batteryCheckMS = UInt64(batteryEvery * 1000)
         config.hookMaxAttempts = hookAttempts
         config.drainIntervalMS = UInt64(drainInterval * 1000)
         config.commandTimeoutMS = UInt64(timeout * 1000)

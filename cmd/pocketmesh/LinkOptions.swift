@@ -107,24 +107,30 @@ extension RadioCommand {
 
     /// Runs `request()` and prints its result (`--json`: the value itself).
     func runRadioCommand() throws {
-        let req = try request()
-        try req.validate()
-        let radio = try link.connect(drain: false)
-        let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
-        let progress = Progress(radio: radio, json: link.json)
-        radio.onEvent = { e in if case .message(let m) = e { executor.collect(m); progress?.message() } }
-        radio.onProgress = progress.map { p in { p.update() } }
-        let outcome: Outcome
-        do { outcome = try executor.execute(req) } catch { progress?.finish(); throw error }
-        progress?.finish()
-        if link.json {
-            emitLine(outcome.value.json)
-        } else {
-            let out = text(outcome.value)
-            if !out.isEmpty { emitHuman(out) }
-        }
-        if let e = outcome.error { throw e }
+        try runRequest(try request(), link: link, render: { self.text($0) })
     }
+}
+
+/// The body of every `RadioCommand`, once: not specialised per command (which cost 2 KB of binary
+/// for each of the sixty commands).
+@inline(never)
+func runRequest(_ req: Request, link: LinkOptions, render: (Value) -> String) throws {
+    try req.validate()
+    let radio = try link.connect(drain: false)
+    let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
+    let progress = Progress(radio: radio, json: link.json)
+    radio.onEvent = { e in if case .message(let m) = e { executor.collect(m); progress?.message() } }
+    radio.onProgress = progress.map { p in { p.update() } }
+    let outcome: Outcome
+    do { outcome = try executor.execute(req) } catch { progress?.finish(); throw error }
+    progress?.finish()
+    if link.json {
+        emitLine(outcome.value.json)
+    } else {
+        let out = render(outcome.value)
+        if !out.isEmpty { emitHuman(out) }
+    }
+    if let e = outcome.error { throw e }
 }
 
 /// Joins remaining words into one text.

@@ -1,0 +1,48 @@
+import MeshCompanion
+import MeshSession
+
+// The battery watch (`--low-battery`) and the flood scope kept across reconnects.
+
+extension Daemon {
+    /// Asks for the battery when due; the next time to look.
+    func checkBattery(_ s: Session, now: UInt64) -> UInt64 {
+        if now >= batteryCheckAt, batteryTicket == nil {
+            batteryCheckAt = now + config.batteryCheckMS
+            batteryTicket = try? s.submit(frame: CommandFrame.getBatteryAndStorage().bytes,
+                                          expecting: .codes(CodeSet(ResponseCode.batteryAndStorage.rawValue)), now: now)
+            pump(now: now)
+        }
+        return batteryCheckAt
+    }
+
+    func batteryReply(_ r: Reply) {
+        guard let limit = config.lowBatteryMV, case .frame(let f) = r,
+              let mv = CompanionFrame.owned(f, { frame -> Int? in
+                  if case .batteryAndStorage(let b) = frame { return Int(b.millivolts) }
+                  return nil
+              }) else { return }
+        let wasLow = batteryLow
+        if let event = Daemon.batteryEvent(mv: mv, limit: limit, low: &batteryLow) {
+            if wasLow != batteryLow { log("battery: \(mv) mV, " + (batteryLow ? "below the \(limit) mV threshold" : "back above the \(limit) mV threshold")) }
+            api.publish(.obj(("event", .string(event)), ("battery_mv", .int(Int64(mv))), ("threshold_mv", .int(Int64(limit)))))
+        }
+    }
+
+    /// The event a reading makes, if any: `low_battery` for each reading below the threshold (a
+    /// subscriber that connects later hears it at the next reading), `battery_ok` once when it is
+    /// 50 mV above the threshold again (so a reading hovering at the line does not flap); nil otherwise.
+    static func batteryEvent(mv: Int, limit: Int, low: inout Bool) -> String? {
+        if mv < limit { low = true; return "low_battery" }
+        if low && mv >= limit + 50 { low = false; return "battery_ok" }
+        return nil
+    }
+
+    /// Sends the flood scope a client set again (after a reconnect the radio has none).
+    func reapplyFloodScope(now: UInt64) {
+        guard let f = floodScopeFrame, let s = session else { return }
+        if (try? s.submit(frame: f, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), now: now)) != nil {
+            log("radio: flood scope set again (it lasts one connection)")
+            pump(now: now)
+        }
+    }
+}

@@ -103,8 +103,11 @@ public struct DaemonRequest: Sendable {
             return .failure(ParseFailure(id, DaemonError(.usage, "request has no \"op\" string")))
         }
         // `status` with a node's name is the command line's `status NAME`, not the daemon's status.
-        let native = opName == "status" && value["name"] != nil ? nil : DaemonOp(rawValue: opName)
-        guard let op = native ?? (Request.apiOps.contains(opName) ? .operation : nil), op != .operation || opName != "operation" else {
+        // `channel_send` with `repeats_wait` listens for repeaters sending it on: the command line's
+        // `channel send --repeats-wait`, run by the operation worker.
+        let asCommand = (opName == "status" && value["name"] != nil) || (opName == "channel_send" && value["repeats_wait"] != nil)
+        let native = asCommand ? nil : DaemonOp(rawValue: opName)
+        guard let op = native ?? (Request.apiOps.contains(opName) || asCommand ? .operation : nil), op != .operation || opName != "operation" else {
             let known = (DaemonOp.allCases.filter { $0 != .operation }.map(\.rawValue) + Request.apiOps.sorted()).joined(separator: ", ")
             return .failure(ParseFailure(id, DaemonError(.unsupported, "unknown op \"\(opName)\" (known: \(known))")))
         }

@@ -9,21 +9,26 @@ import MeshSession
 /// two repeaters may share a 1-byte path hash, so echoes are not merged by path).
 final class RepeatListener {
     let radio: Radio
-    let payload: [UInt8]
+    /// Whether a heard packet is a repeat of what was sent.
+    let matches: (Packet) -> Bool
     var heard: [Value] = []
     let previous: (SessionEvent) -> Void
     var wasForwarding = false
 
-    init(radio: Radio, payload: [UInt8]) {
+    convenience init(radio: Radio, payload: [UInt8]) {
+        self.init(radio: radio) { $0.payload == payload }
+    }
+
+    init(radio: Radio, matches: @escaping (Packet) -> Bool) {
         self.radio = radio
-        self.payload = payload
+        self.matches = matches
         previous = radio.onEvent
         wasForwarding = radio.session.forwardsLogRx
         radio.session.forwardsLogRx = true
         radio.onEvent = { [unowned self] e in
             self.previous(e)
             guard case .push(let p) = e, case .logRxData(let snr, let rssi, let bytes) = p.kind,
-                  let packet = try? Packet(bytes: bytes), packet.payload == self.payload else { return }
+                  let packet = try? Packet(bytes: bytes), self.matches(packet) else { return }
             let path = packet.path
             guard !path.isEmpty else { return }
             self.heard.append(.object([.init("path", .hex(path)), .init("hops", .int(packet.pathLength.hopCount)),
@@ -45,6 +50,22 @@ final class RepeatListener {
 }
 
 extension Executor {
+    /// Starts listening for repeats of a direct message to `recipient` sent by flood. Its payload
+    /// cannot be predicted (it is encrypted with the shared secret, which only the radio has), so an
+    /// echo is a TXT_MSG with the recipient's and this radio's 1-byte hashes: the first one heard
+    /// fixes the payload, and the echoes of that attempt count (another node's message with the
+    /// same two hashes in the same seconds would be needed to miscount).
+    func startHearingFloodRepeats(to recipient: [UInt8]) -> RepeatListener? {
+        guard let me = radio.session.radioSelf?.publicKey.bytes.first, let dest = recipient.first else { return nil }
+        var locked: [UInt8]? = nil
+        return RepeatListener(radio: radio) { p in
+            let body = p.payload
+            guard p.header.payloadType == .txtMsg, body.count > 4, body[0] == dest, body[1] == me else { return false }
+            if locked == nil { locked = body }
+            return body == locked
+        }
+    }
+
     /// Starts listening for echoes of the channel text about to be sent; nil if the packet cannot
     /// be predicted (no name or secret).
     func startHearingRepeats(of c: ChannelSummary, text: String, timestamp: UInt32) -> RepeatListener? {

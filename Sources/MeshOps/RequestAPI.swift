@@ -139,6 +139,10 @@ extension Request {
             guard let pr = UInt8(exactly: p) else { throw .usage("raw_packet: \"priority\" must be 0 to 255.") }
             self = .rawPacket(try string("packet"), priority: pr)
         case "cli": self = .localCommand(try string("command"))
+        case "channel_send":  // with repeats_wait (seconds); plain channel_send is the daemon's own
+            let wait = f["repeats_wait"]?.doubleValue ?? 2
+            guard wait >= 0, wait <= 30 else { throw .usage("channel_send: \"repeats_wait\" must be 0 to 30 seconds.") }
+            self = .channelSend(try string("channel"), text: try string("text"), repeatsWaitMs: Int(wait * 1000))
         default:
             throw .usage("unknown operation \"\(op)\".")
         }

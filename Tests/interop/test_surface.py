@@ -154,6 +154,18 @@ def test_raw_sends_cli_and_repeat_settings(sim):
     assert at(sim, "set", "client-repeat", "maybe")[0] == 2
 
 
+def test_heard_repeats_of_a_flooded_direct_message(sim):
+    assert at(sim, "contacts", "reset-path", "sim1")[0] == 0
+    r = js(sim, "send", "sim1", "find me by flood")
+    # rpt0 sends the flood on; sim0 hears that once.
+    assert r["status"] == "acked" and r["flood"] is True and r["heard_repeats"] == 1, r
+    r = js(sim, "send", "sim1", "now direct")
+    assert r["flood"] is False and "heard_repeats" not in r, r
+    code, out, err = at(sim, "contacts", "reset-path", "sim1")
+    code, out, err = at(sim, "send", "sim1", "flood in words")
+    assert code == 0 and "flooded, heard 1 repeat;" in out, out
+
+
 def test_ack_timeout(sim):
     r = js(sim, "send", "sim1", "quick ack", "--ack-timeout", "20")
     assert r["status"] == "acked"
@@ -175,6 +187,13 @@ def test_through_a_daemon(sim, tmp_path):
         r = d.call({"id": 5, "op": "cli", "command": "ver"}, timeout=30)
         assert not r["ok"] and "protocol 14" in r["error"]["message"], r
         r = d.call({"id": 6, "op": "contacts_set_path", "name": "sim1", "path": "zz"}, timeout=30)
+        assert not r["ok"], r
+        # channel_send with repeats_wait: the heard repeats, as `channel send` reports them.
+        r = d.call({"id": 7, "op": "channel_send", "channel": 0, "text": "anyone?", "repeats_wait": 3}, timeout=60)
+        assert r["ok"] and r["heard_repeats"] == 1 and r["repeats"][0]["hops"] == 1, r
+        r = d.call({"id": 8, "op": "channel_send", "channel": 0, "text": "plain"}, timeout=30)
+        assert r["ok"] and "heard_repeats" not in r, r
+        r = d.call({"id": 9, "op": "channel_send", "channel": 0, "text": "x", "repeats_wait": 99}, timeout=30)
         assert not r["ok"], r
     finally:
         d.stop()

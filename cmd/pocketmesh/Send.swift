@@ -28,13 +28,18 @@ struct Send: RadioCommand {
         try runSplit(link: link, text: joined(text), limit: { _ in CompanionLimits.maxTextLengthHighAttempt },
                      request: { .send(to: to, text: $0, wait: !noWait) }, render: text(_:))
     }
+    /// "heard 2 repeats; " for a flooded message.
+    func heard(_ v: Value) -> String {
+        guard let n = v["heard_repeats"]?.intValue else { return "" }
+        return "flooded, heard \(n) repeat\(n == 1 ? "" : "s"); "
+    }
     func text(_ v: Value) -> String {
         let name = v["to"]?.stringValue ?? to
         let attempts = v["attempts"]?.intValue ?? 1
         switch v["status"]?.stringValue {
-        case "acked": return "acked by \(name) after \(attempts) attempt\(attempts == 1 ? "" : "s") (round trip \(v["round_trip_ms"]?.intValue ?? 0) ms)"
+        case "acked": return heard(v) + "acked by \(name) after \(attempts) attempt\(attempts == 1 ? "" : "s") (round trip \(v["round_trip_ms"]?.intValue ?? 0) ms)"
         case "sent": return "sent to \(name) (\(v["flood"] == .bool(true) ? "flood" : "direct"))"
-        default: return "not acknowledged by \(name) after \(attempts) attempts"
+        default: return heard(v) + "not acknowledged by \(name) after \(attempts) attempts"
         }
     }
 }

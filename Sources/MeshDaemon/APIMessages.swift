@@ -45,6 +45,7 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case hooksDrop = "hooks_drop"      // id: forget a given-up message (its hook does not run again)
     case contactsPending = "contacts_pending"         // -> {"result":[...]}: adverts of nodes that are not contacts
     case contactsAddPending = "contacts_add_pending"  // prefix: add one as a contact with its advert's data
+    case contactsFlushPending = "contacts_flush_pending"  // forget every pending advert -> {"dropped": N}
     case subscribe     // -> {"subscribed":true}, then event lines
     case tunnel        // -> {"tunnel":true,...}; then the connection carries companion frames (see APIServer)
     /// Any operation of the command line (`Request.apiOps`, e.g. `contacts_remove`, `set`, `login`):

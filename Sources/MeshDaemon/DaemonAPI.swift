@@ -78,6 +78,12 @@ extension Daemon {
             let store = try requireStore()
             return DaemonResponse(id: req.id, ok: [("result", .array(pendingList(store).map(MessageJSON.pending)))])
 
+        case .contactsFlushPending:
+            let store = try requireStore()
+            let all = pendingList(store)
+            do { for c in all { try store.dropPending(publicKey: c.publicKey) } } catch { throw storeError(error) }
+            return DaemonResponse(id: req.id, ok: [("dropped", .int(Int64(all.count)))])
+
         case .contactsAddPending:
             let store = try requireStore()
             let s = try requireSession("add a contact")

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not BIN.exists(), reason=f"needs {BIN} (swift bu
 
 
 def test_pending_adverts_through_the_daemon(tmp_path):
-    sim = Sim(nodes=2)
+    sim = Sim(nodes=3)
     d = None
     try:
         env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path), POCKETMESH_NO_DAEMON="1")
@@ -67,6 +67,14 @@ def test_pending_adverts_through_the_daemon(tmp_path):
         assert c["last_advert"] == p["last_advert"]  # the advert's own time, not this host's clock
         code, out, err = pm("--json", "contacts", "pending")
         assert json.loads(out) == []
+        # flush_pending: another node's advert waits, then `--clear` forgets it (and says how many).
+        assert pm("advert", "--flood", node="sim2", direct=True)[0] == 0
+        deadline = time.time() + 20
+        while time.time() < deadline and not json.loads(pm("--json", "contacts", "pending")[1]):
+            time.sleep(0.3)
+        code, out, err = pm("--json", "contacts", "pending", "--clear")
+        assert code == 0 and json.loads(out) == {"dropped": 1}, (out, err)
+        assert json.loads(pm("--json", "contacts", "pending")[1]) == []
     finally:
         if d:
             d.stop()

@@ -10,9 +10,17 @@ struct Pending: ParsableCommand {
         abstract: "List the adverts of nodes that are not contacts (with manual-add on), as the daemon heard them.",
         discussion: "Needs the radio's daemon (`pocketmesh daemon`): it collects them while nobody looks.")
     @OptionGroup var daemon: DaemonSelection
+    @Flag(help: "Forget every pending advert (meshcore-cli's flush_pending).") var clear = false
 
     func run() throws {
         try daemon.run { () throws(DaemonError) in
+            if clear {
+                let r = try daemon.client().call(.contactsFlushPending)
+                guard case .success(let fields) = r.result else { return }
+                let n = fields.first(where: { $0.0 == "dropped" })?.1.int ?? 0
+                if daemon.json { emitLine(JSON.object(fields).text) } else { emitHuman("forgot \(n) pending advert\(n == 1 ? "" : "s")") }
+                return
+            }
             let r = try daemon.client().call(.contactsPending)
             guard case .success(let fields) = r.result, case .array(let list)? = fields.first(where: { $0.0 == "result" })?.1 else { return }
             if daemon.json { emitLine(JSON.array(list).text); return }

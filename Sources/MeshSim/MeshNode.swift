@@ -100,7 +100,10 @@ open class MeshNode: SimNode {
         if packet.routeType.isFlood { radio.recvFlood &+= 1 } else { radio.recvDirect &+= 1 }
         onRawReceived(bytes, snr: snr, rssi: rssi)
         onReceive(packet)
-        let arrival = Arrival(packet: packet, snr: snr, rssi: rssi)
+        // The hash is the same for every receiver of one transmission: the air computes it once.
+        // Made where needed (most receptions of a flood are duplicates and need none).
+        func arrival() -> Arrival { Arrival(packet: packet, snr: snr, rssi: rssi) }
+        let hash = mesh.deliveryHash { packet.hash.value }
         let type = packet.payloadType
         let isDirect = packet.routeType.isDirect
         let hops = packet.pathLength.hopCount
@@ -111,22 +114,22 @@ open class MeshNode: SimNode {
         if isDirect && type == .control {
             let p = packet.payload
             if let f = p.first, f & 0x80 != 0 {
-                if hops == 0 && !seen.checkAndInsert(packet.hash.value) { onControl(p, arrival: arrival) }
+                if hops == 0 && !seen.checkAndInsert(hash) { onControl(p, arrival: arrival()) }
                 return
             }
         }
         if isDirect && hops > 0 {
             // In transit. Early ACK: anyone on the route may see its own ACK go by.
-            if type == .ack { _ = onAck(Array(packet.payload.prefix(4)), arrival: arrival) }
+            if type == .ack { _ = onAck(Array(packet.payload.prefix(4)), arrival: arrival()) }
             if packet.firstHopMatches(publicKey.bytes) && allowForward(packet) {
-                if seen.checkAndInsert(packet.hash.value) { radio.directDups &+= 1; return }
+                if seen.checkAndInsert(hash) { radio.directDups &+= 1; return }
                 guard (try? packet.removeFirstHop()) != nil else { return }
                 let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * directDelayFactor)
                 enqueue(packet.bytes, priority: 0, delay: rng.between(0, 5 * t))
             }
             return
         }
-        if seen.checkAndInsert(packet.hash.value) {
+        if seen.checkAndInsert(hash) {
             if isDirect { radio.directDups &+= 1 } else { radio.floodDups &+= 1 }
             return
         }
@@ -134,34 +137,34 @@ open class MeshNode: SimNode {
         let payload = packet.payload
         switch type {
         case .ack:
-            if payload.count >= 4 { consumed = onAck(Array(payload.prefix(4)), arrival: arrival) }
+            if payload.count >= 4 { consumed = onAck(Array(payload.prefix(4)), arrival: arrival()) }
         case .multipart:
             if payload.count >= 5 && payload[0] & 0x0F == PayloadType.ack.rawValue {
-                consumed = onAck(Array(payload[1..<5]), arrival: arrival)
+                consumed = onAck(Array(payload[1..<5]), arrival: arrival())
             }
         case .txtMsg, .req, .response, .path:
-            consumed = receiveDatagram(type, payload: payload, arrival: arrival)
+            consumed = receiveDatagram(type, payload: payload, arrival: arrival())
         case .anonReq:
             // dest_hash, sender pubkey[32], MAC, ciphertext
             if payload.count > 35 && payload[0] == publicKey.hashByte, let from = try? PublicKey(payload[1..<33]),
                from != publicKey, let s = secret(for: from), let pt = try? s.decrypt(payload[33...]) {
-                onAnonRequest(from: from, secret: s, plaintext: pt, arrival: arrival)
+                onAnonRequest(from: from, secret: s, plaintext: pt, arrival: arrival())
                 consumed = true
             }
         case .grpTxt, .grpData:
             if payload.count > 3 {
                 for ch in candidateChannels(hash: payload[0]) {
                     if let pt = try? ch.sharedSecret.decrypt(payload[1...]) {
-                        onGroup(type, channel: ch, plaintext: pt, arrival: arrival); break
+                        onGroup(type, channel: ch, plaintext: pt, arrival: arrival()); break
                     }
                 }
             }
         case .advert:
             // Bad signature or unparsable: not processed, never relayed.
-            guard let advert = try? Advert(payload: payload), mesh.advertIsValid(advert, payload: payload), let data = try? advert.data() else { return }
-            if advert.publicKey != publicKey { onAdvert(advert, data: data, arrival: arrival) }
+            guard let advert = try? Advert(payload: payload), mesh.advertIsValid(advert, hash: hash), let data = try? advert.data() else { return }
+            if advert.publicKey != publicKey { onAdvert(advert, data: data, arrival: arrival()) }
         case .rawCustom:
-            if isDirect { onRawCustom(payload, arrival: arrival) }
+            if isDirect { onRawCustom(payload, arrival: arrival()) }
             return
         case .trace, .control:
             return

@@ -95,6 +95,10 @@ public final class SimMesh {
             for i in receptions[sender.index].indices { receptions[sender.index][i].corrupted = true }
         }
         let channel = sender.radio.params
+        // Every reception of one transmission ends at the same time: one event finishes them all,
+        // in link order (as one event each would, scheduled back to back).
+        var ending: [(to: Int, id: UInt64, snr: Double)] = []
+        ending.reserveCapacity(links[sender.index].count)
         for l in links[sender.index] {
             let r = nodes[l.to]
             guard Self.hears(channel, r.radio.params) else { continue }
@@ -114,12 +118,28 @@ public final class SimMesh {
                 }
             }
             receptions[l.to].append(Reception(id: id, end: end, corrupted: corrupted, snr: l.snr))
-            let snr = l.snr
-            let to = l.to
-            scheduler.schedule(at: end) { [unowned self] in
-                self.finishReception(to: to, id: id, bytes: bytes, snr: snr, airtime: airtime)
-            }
+            ending.append((l.to, id, l.snr))
         }
+        guard !ending.isEmpty else { return }
+        scheduler.schedule(at: end) { [unowned self] in
+            self.delivering = true
+            self.deliveryHashMemo = nil
+            for r in ending { self.finishReception(to: r.to, id: r.id, bytes: bytes, snr: r.snr, airtime: airtime) }
+            self.delivering = false
+        }
+    }
+
+    /// While the receptions of one transmission are delivered, the packet's hash (the same bytes
+    /// for every receiver) is computed by the first receiver that needs it and shared.
+    var delivering = false
+    var deliveryHashMemo: UInt64? = nil
+
+    func deliveryHash(_ compute: () -> UInt64) -> UInt64 {
+        guard delivering else { return compute() }
+        if let h = deliveryHashMemo { return h }
+        let h = compute()
+        deliveryHashMemo = h
+        return h
     }
 
     /// Whether a receiver on `b` hears a sender on `a`: same bandwidth and spreading factor, centre
@@ -143,14 +163,15 @@ public final class SimMesh {
 
     /// Signature checks of advert payloads already seen on this air: a flooded advert reaches every
     /// node, and the check is a pure function of the payload, so it is done once per payload rather
-    /// than once per hop (the result, and so the run, is the same).
-    private var advertChecks: [[UInt8]: Bool] = [:]
+    /// than once per hop (the result, and so the run, is the same). Keyed by the packet hash (a
+    /// truncated SHA-256 of the payload); at most 65,536 are kept.
+    private var advertChecks: [UInt64: Bool] = [:]
 
-    func advertIsValid(_ advert: Advert, payload: [UInt8]) -> Bool {
-        if let v = advertChecks[payload] { return v }
+    func advertIsValid(_ advert: Advert, hash: UInt64) -> Bool {
+        if let v = advertChecks[hash] { return v }
         let v = advert.isValid
-        if advertChecks.count >= 4096 { advertChecks.removeAll(keepingCapacity: true) }
-        advertChecks[payload] = v
+        if advertChecks.count >= 65_536 { advertChecks.removeAll(keepingCapacity: true) }
+        advertChecks[hash] = v
         return v
     }
 

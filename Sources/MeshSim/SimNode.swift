@@ -84,11 +84,15 @@ open class SimNode {
         // Next packet due: lowest priority value among those whose time has come, FIFO within it.
         var best = -1
         var earliest = UInt64.max
-        for (i, p) in radio.queue.enumerated() {
-            if p.at <= now {
-                if best < 0 || p.priority < radio.queue[best].priority ||
-                    (p.priority == radio.queue[best].priority && p.seq < radio.queue[best].seq) { best = i }
-            } else if p.at < earliest { earliest = p.at }
+        // Read in place: copying each entry would retain and release its bytes.
+        radio.queue.withUnsafeBufferPointer { q in
+            for i in 0..<q.count {
+                let at = q[i].at
+                if at <= now {
+                    if best < 0 || q[i].priority < q[best].priority ||
+                        (q[i].priority == q[best].priority && q[i].seq < q[best].seq) { best = i }
+                } else if at < earliest { earliest = at }
+            }
         }
         if best < 0 {
             if earliest != .max { wake(at: earliest) }

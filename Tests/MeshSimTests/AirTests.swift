@@ -134,6 +134,30 @@ final class ListenerNode: SimNode {
         #expect(t.contains(161))
     }
 
+    /// The set beside the ring answers exactly as a scan of the firmware's ring would, with
+    /// repeated hashes, hashes that share a probe run, and the oldest entries leaving.
+    @Test func seenTableMatchesTheRingScan() {
+        var t = SeenTable()
+        var ring: [UInt64] = []
+        var rng = SimRandom(seed: 9)
+        for step in 0..<20_000 {
+            // Few distinct values (so repeats and removals of repeated values happen) with the
+            // same low bits (so they collide in the set).
+            var h = UInt64(rng.between(0, 400)) << 40 | UInt64(step % 3)
+            if step % 97 == 0 { h = .max }  // the one value stored apart
+            if rng.between(0, 3) == 0 {
+                t.insert(h)
+                ring.append(h)
+            } else {
+                let was = ring.suffix(SeenTable.capacity).contains(h)
+                #expect(t.checkAndInsert(h) == was)
+                if !was { ring.append(h) }
+            }
+            let probe = UInt64(rng.between(0, 400)) << 40 | UInt64(rng.between(0, 3))
+            #expect(t.contains(probe) == ring.suffix(SeenTable.capacity).contains(probe))
+        }
+    }
+
     @Test func dutyCycleBudgetThrottles() {
         let mesh = SimMesh(seed: 4)
         let a = ListenerNode(mesh, "a"), b = ListenerNode(mesh, "b")

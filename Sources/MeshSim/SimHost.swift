@@ -20,6 +20,23 @@ public enum SimHostError: Error, CustomStringConvertible {
     }
 }
 
+/// A non-blocking TCP listener on 127.0.0.1:`port`.
+func listenLoopback(port: UInt16) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(1) | SocketFlags.nonBlocking | SocketFlags.closeOnExec, 0)
+    guard fd >= 0 else { throw SimHostError.listen(port: port, errno: errno) }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = port.bigEndian
+    addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    let rc = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard rc == 0, listen(fd, 4) == 0 else { let e = errno; close(fd); throw SimHostError.listen(port: port, errno: e) }
+    return fd
+}
+
 /// One companion node's connections: a TCP listener on 127.0.0.1 with one client at a time (a new
 /// connection evicts the old one, as the firmware does) and, optionally, a pseudo-terminal.
 /// Frames go `'<' len16 payload` in and `'>' len16 payload` out on both.
@@ -40,19 +57,7 @@ final class NodePort {
     init(node: CompanionNode, port: UInt16) throws {
         self.node = node
         self.port = port
-        let fd = socket(AF_INET, Int32(1) | SocketFlags.nonBlocking | SocketFlags.closeOnExec, 0)
-        guard fd >= 0 else { throw SimHostError.listen(port: port, errno: errno) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0, listen(fd, 4) == 0 else { let e = errno; close(fd); throw SimHostError.listen(port: port, errno: e) }
-        listenFD = fd
+        listenFD = try listenLoopback(port: port)
     }
 
     func openPty(linkPath: String) throws {
@@ -125,9 +130,11 @@ public final class SimHost {
     var timer: PollLoop.TimerID? = nil
     var timerAt: UInt64 = .max
     var capture: UnsafeMutablePointer<FILE>? = nil
+    var air: AirSocket? = nil
 
-    public init(world: SimWorld, tcpBase: UInt16, ptyDir: String?, capturePath: String?) throws {
+    public init(world: SimWorld, tcpBase: UInt16, ptyDir: String?, capturePath: String?, airPort: UInt16? = nil) throws {
         self.world = world
+        if let p = airPort { air = try AirSocket(port: p) }
         for (i, c) in world.companions.enumerated() {
             let p = try NodePort(node: c, port: tcpBase &+ UInt16(i))
             if let dir = ptyDir { try p.openPty(linkPath: dir + "/" + c.name) }
@@ -145,6 +152,7 @@ public final class SimHost {
 
     deinit {
         for p in ports { p.closeAll() }
+        air?.closeAll()
         if let f = capture { fclose(f) }
     }
 
@@ -155,6 +163,7 @@ public final class SimHost {
         }
         for r in world.repeaters { lines.append("repeater \(r.name) pubkey=\(r.publicKey.hex)") }
         for r in world.rooms { lines.append("room \(r.name) pubkey=\(r.publicKey.hex)") }
+        if let a = air { for e in world.externals { lines.append("external \(e.name) air=127.0.0.1:\(a.port)") } }
         return lines
     }
 
@@ -180,6 +189,7 @@ public final class SimHost {
     public func run(seconds: Double?) throws {
         start = monotonicMilliseconds() &- world.mesh.now
         for p in ports { attach(p) }
+        if let a = air { attachAir(a) }
         try loop.handleSignals()
         pump()
         let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }

@@ -7,6 +7,7 @@ public final class SimWorld {
     public private(set) var companions: [CompanionNode] = []
     public private(set) var repeaters: [RepeaterNode] = []
     public private(set) var rooms: [RoomNode] = []
+    public private(set) var externals: [ExternalNode] = []
 
     public struct Options {
         public var seed: UInt64 = 1
@@ -40,6 +41,9 @@ public final class SimWorld {
                 let n = RepeaterNode(mesh: mesh, name: spec.name, identity: identity, adminPassword: spec.password ?? options.adminPassword,
                                      guestPassword: spec.guestPassword ?? options.guestPassword)
                 repeaters.append(n); node = n
+            case .external:
+                let n = ExternalNode(mesh: mesh, name: spec.name)
+                externals.append(n); node = n
             case .room:
                 let n = RoomNode(mesh: mesh, name: spec.name, identity: identity, adminPassword: spec.password ?? options.adminPassword,
                                  guestPassword: spec.guestPassword ?? options.guestPassword)

@@ -48,6 +48,8 @@ struct SimCommand: ParsableCommand {
     var maxContacts: Int = 100
     @Flag(help: "Simulate collisions (half-duplex radios, overlapping receptions destroy each other).")
     var collisions = false
+    @Option(name: .customLong("air-port"), help: ArgumentHelp("Serve the air on 127.0.0.1:PORT for the topology's external nodes (other implementations; see the README).", valueName: "port"))
+    var airPort: UInt16?
 
     func validate() throws {
         guard (0...64).contains(nodes), (0...256).contains(repeaters), (0...64).contains(rooms) else {
@@ -80,7 +82,11 @@ struct SimCommand: ParsableCommand {
         options.companion.offlineQueueSize = offlineQueue
         options.companion.maxContacts = maxContacts
         let world = try SimWorld(topology: topo, options: options)
-        let host = try SimHost(world: world, tcpBase: tcpBase, ptyDir: pty, capturePath: capture)
+        if airPort == nil, !world.externals.isEmpty {
+            writeError("pocketmesh sim: the topology has external nodes (\(world.externals.map(\.name).joined(separator: ", "))): give --air-port PORT so that they can attach.")
+            throw ExitCode(2)
+        }
+        let host = try SimHost(world: world, tcpBase: tcpBase, ptyDir: pty, capturePath: capture, airPort: airPort)
         for line in host.announcement { print(line) }
         fflush(stdout)
         try host.run(seconds: seconds)

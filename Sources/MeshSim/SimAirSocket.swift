@@ -1,0 +1,106 @@
+import Glibc
+import MeshLink
+
+/// The air socket of `pocketmesh sim --air-port PORT`: programs of other implementations attach
+/// to the simulated air as the topology's `external` nodes, one TCP connection each (127.0.0.1
+/// only), speaking `AirFrame`s: a hello naming the node first, then packets both ways.
+final class AirSocket {
+    let port: UInt16
+    let listenFD: Int32
+    final class Client {
+        let fd: Int32
+        var inBuffer: [UInt8] = []
+        var out: [UInt8] = []
+        var node: ExternalNode?
+        init(fd: Int32) { self.fd = fd }
+    }
+    var clients: [Int32: Client] = [:]
+    static let maxPending = 256 * 1024
+
+    init(port: UInt16) throws { self.port = port; listenFD = try listenLoopback(port: port) }
+
+    func closeAll() {
+        for c in clients.values { close(c.fd) }
+        clients.removeAll()
+        close(listenFD)
+    }
+}
+
+extension SimHost {
+    func attachAir(_ a: AirSocket) {
+        loop.register(fd: a.listenFD, events: .readable) { [unowned self, unowned a] _ in
+            let fd = accept(a.listenFD, nil, nil)
+            guard fd >= 0 else { return }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let c = AirSocket.Client(fd: fd)
+            a.clients[fd] = c
+            self.loop.register(fd: fd, events: .readable) { [unowned self, unowned a] ev in self.airReady(a, c, ev) }
+        }
+    }
+
+    private func airReady(_ a: AirSocket, _ c: AirSocket.Client, _ ev: PollEvents) {
+        if ev.contains(.writable) { airFlush(c) }
+        var buf = [UInt8](repeating: 0, count: 4096)
+        let n = buf.withUnsafeMutableBytes { read(c.fd, $0.baseAddress!, $0.count) }
+        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { airDrop(a, c); return }
+        guard n > 0 else { return }
+        c.inBuffer += buf[0..<n]
+        guard let frames = AirFrame.take(&c.inBuffer) else { airRefuse(a, c, "malformed frame"); return }
+        pump()
+        for f in frames {
+            switch f {
+            case .hello(let name):
+                guard c.node == nil else { airRefuse(a, c, "hello twice"); return }
+                guard let node = world.externals.first(where: { $0.name == name }) else {
+                    airRefuse(a, c, "no external node named \(name) in the topology"); return
+                }
+                if let other = a.clients.values.first(where: { $0.node === node }) { airDrop(a, other) }  // a new connection replaces the old
+                c.node = node
+                node.onHeard = { [unowned self, unowned c] bytes, snr, rssi in
+                    let q = Int8(clamping: Int((snr * 4).rounded()))
+                    self.airWrite(c, AirFrame.heard(snrQuarterDb: q, rssi: Int8(clamping: rssi), packet: bytes).encoded)
+                }
+            case .send(let packet):
+                guard let node = c.node else { airRefuse(a, c, "send before hello"); return }
+                node.transmit(packet)
+            case .heard, .error:
+                airRefuse(a, c, "unexpected frame"); return
+            }
+        }
+        pump()
+    }
+
+    private func airWrite(_ c: AirSocket.Client, _ bytes: [UInt8]) {
+        if c.out.count + bytes.count > AirSocket.maxPending { return }  // a stalled client misses packets, as a deaf radio would
+        c.out += bytes
+        airFlush(c)
+        if !c.out.isEmpty { loop.setEvents(fd: c.fd, [.readable, .writable]) }
+    }
+
+    private func airFlush(_ c: AirSocket.Client) {
+        while !c.out.isEmpty {
+            let n = c.out.withUnsafeBytes { Glibc.write(c.fd, $0.baseAddress!, $0.count) }
+            if n > 0 { c.out.removeFirst(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            break
+        }
+        if c.out.isEmpty { loop.setEvents(fd: c.fd, .readable) }
+    }
+
+    private func airRefuse(_ a: AirSocket, _ c: AirSocket.Client, _ why: String) {
+        let f = AirFrame.error(why).encoded
+        _ = f.withUnsafeBytes { Glibc.write(c.fd, $0.baseAddress!, $0.count) }
+        airDrop(a, c)
+    }
+
+    private func airDrop(_ a: AirSocket, _ c: AirSocket.Client) {
+        loop.unregister(fd: c.fd)
+        close(c.fd)
+        a.clients[c.fd] = nil
+        c.node?.onHeard = nil
+        c.node = nil
+    }
+}

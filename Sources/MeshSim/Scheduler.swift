@@ -38,8 +38,7 @@ public final class Scheduler {
         let last = heap.removeLast()
         if !heap.isEmpty { heap[0] = last; siftDown(0) }
         now = max(now, top.at)
-        let action = actions[Int(top.slot)]
-        actions[Int(top.slot)] = nil
+        let action = actions[Int(top.slot)].take()  // moved out: no retain and release
         freeSlots.append(top.slot)
         action?()
         return true

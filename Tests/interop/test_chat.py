@@ -64,6 +64,12 @@ class Term:
     def kill(self):
         self.tmux("kill-server")
 
+    def assert_terminal_restored(self):
+        """The shell's terminal is back in canonical mode with echo and signals."""
+        self.keys("stty -a | tr ' ' '\\n' | grep -xE -- '-?(icanon|echo|isig)' | tr '\\n' ' '; echo", "Enter")
+        s = self.wait(r"icanon")
+        assert "-icanon" not in s and "-echo" not in s and "-isig" not in s, s
+
 
 def run(env, *args, timeout=60):
     return subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=timeout, env=env)
@@ -168,9 +174,7 @@ def test_direct_chat(world):
         t.keys("/quit", "Enter")
         s = t.wait(r"rc=\d+")
         assert "rc=0" in s
-        t.keys("stty -a | tr ' ' '\\n' | grep -xE -- '-?(icanon|echo|isig)' | tr '\\n' ' '; echo", "Enter")
-        s = t.wait(r"icanon")
-        assert "-icanon" not in s and "-echo" not in s and "-isig" not in s
+        t.assert_terminal_restored()
     finally:
         t.kill()
 
@@ -230,9 +234,7 @@ def test_crash_restores_the_terminal(world):
         subprocess.run(["pkill", "-SEGV", "-f", f"127.0.0.1:{sim.port('sim0')} chat sim1"])
         s = t.wait(r"rc=\d+")
         assert "rc=139" in s
-        t.keys("stty -a | tr ' ' '\\n' | grep -xE -- '-?(icanon|echo|isig)' | tr '\\n' ' '; echo", "Enter")
-        s = t.wait(r"icanon")
-        assert "-icanon" not in s and "-echo" not in s and "-isig" not in s
+        t.assert_terminal_restored()
     finally:
         t.kill()
 

@@ -22,7 +22,8 @@ import sys
 from openhop_core import LocalIdentity
 from openhop_core.companion import CompanionFrameServer, CompanionRadio
 from openhop_core.companion.constants import DEFAULT_PUBLIC_CHANNEL_SECRET
-from openhop_core.hardware.base import LoRaRadio
+
+from companion_peer import QuietRadio  # the same directory
 
 
 def frame(kind, body=b""):
@@ -30,47 +31,17 @@ def frame(kind, body=b""):
     return struct.pack("<H", len(payload)) + payload
 
 
-class SimAirRadio(LoRaRadio):
+class SimAirRadio(QuietRadio):
     """The LoRa radio openhop-core drives, carried by the simulator's air socket."""
 
     def __init__(self, writer):
         self.writer = writer
-        self.callback = None
         self.snr, self.rssi = 0.0, -120
-
-    def heard(self, packet, snr, rssi):
-        self.snr, self.rssi = snr, rssi
-        if self.callback is not None:
-            self.callback(bytes(packet), rssi, snr)
-
-    def begin(self):
-        return True
-
-    def set_rx_callback(self, callback):
-        self.callback = callback
 
     async def send(self, data):
         self.writer.write(frame(0x02, bytes(data)))
         await self.writer.drain()
         return {"airtime_ms": 0}
-
-    async def wait_for_rx(self):
-        await asyncio.Future()  # packets arrive through the callback only
-
-    def sleep(self):
-        pass
-
-    def get_last_rssi(self):
-        return self.rssi
-
-    def get_last_snr(self):
-        return self.snr
-
-    def configure_radio(self, *args, **kwargs):
-        return True
-
-    def set_tx_power(self, *args, **kwargs):
-        return True
 
 
 async def read_air(reader, radio, done):
@@ -81,7 +52,7 @@ async def read_air(reader, radio, done):
             if body[0] == 0x03 and len(body) > 3:
                 snr = struct.unpack("b", body[1:2])[0] / 4
                 rssi = struct.unpack("b", body[2:3])[0]
-                radio.heard(body[3:], snr, rssi)
+                radio.hear(body[3:], rssi, snr)
             elif body[0] == 0x04:
                 print(f"air_peer: the simulator refused: {body[1:].decode(errors='replace')}", file=sys.stderr, flush=True)
                 break

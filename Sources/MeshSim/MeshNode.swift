@@ -286,7 +286,10 @@ open class MeshNode: SimNode {
 
     /// A signed advert payload with the node's appdata.
     public func advertPayload(appdata: [UInt8]) -> [UInt8] {
-        (try? Advert(identity: identity, timestamp: epochNow, appData: appdata))?.encoded ?? []
+        guard let payload = (try? Advert(identity: identity, timestamp: epochNow, appData: appdata))?.encoded else { return [] }
+        // Signed here, so valid: receivers need not check it again (the air's memo knows it).
+        mesh.markAdvertValid(hash: PacketHash.compute(payloadType: .advert, pathLength: .zeroHop, payload: payload).value)
+        return payload
     }
 
     override open func boot() {

@@ -32,7 +32,10 @@ public final class Radio {
     public var airtimeFactor: Double = 1.0
     public var rxDelayBase: Double = 0
 
-    var queue: [Outbound] = []
+    var queue: [Outbound] = [] { didSet { queueDueAt = queue.reduce(UInt64.max) { min($0, $1.at) } } }
+    /// The earliest `at` in the queue (`.max` when empty): whether anything is due is known
+    /// without a scan.
+    private(set) var queueDueAt: UInt64 = .max
     var seq: UInt64 = 0
     /// The radio is transmitting until this time.
     public internal(set) var txUntil: UInt64 = 0

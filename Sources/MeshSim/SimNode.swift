@@ -82,20 +82,9 @@ open class SimNode {
         let now = mesh.now
         if radio.txUntil > now { return } // the end of this TX services the queue
         // Next packet due: lowest priority value among those whose time has come, FIFO within it.
-        var best = -1
-        var earliest = UInt64.max
-        // Read in place: copying each entry would retain and release its bytes.
-        radio.queue.withUnsafeBufferPointer { q in
-            for i in 0..<q.count {
-                let at = q[i].at
-                if at <= now {
-                    if best < 0 || q[i].priority < q[best].priority ||
-                        (q[i].priority == q[best].priority && q[i].seq < q[best].seq) { best = i }
-                } else if at < earliest { earliest = at }
-            }
-        }
-        if best < 0 {
-            if earliest != .max { wake(at: earliest) }
+        // Nothing due: wake when the earliest is (nothing queued: the next enqueue services it).
+        if radio.queueDueAt > now {
+            if radio.queueDueAt != .max { wake(at: radio.queueDueAt) }
             return
         }
         // Duty-cycle budget.
@@ -114,6 +103,15 @@ open class SimNode {
             radio.errEvents &+= 1 // ERR_EVENT_CAD_TIMEOUT: send anyway
         }
         radio.lbtSince = nil
+        // The packet to send: the lowest priority value among those due, first queued first.
+        // Scanned only now, not on every wake of listen-before-talk or the duty cycle.
+        var best = -1
+        radio.queue.withUnsafeBufferPointer { q in  // read in place: no retain of each entry's bytes
+            for i in 0..<q.count where q[i].at <= now {
+                if best < 0 || q[i].priority < q[best].priority ||
+                    (q[i].priority == q[best].priority && q[i].seq < q[best].seq) { best = i }
+            }
+        }
         let p = radio.queue.remove(at: best)
         let air = UInt64(radio.airtime(p.bytes.count))
         willTransmit(p.bytes)

@@ -121,7 +121,9 @@ public final class SimMesh {
             ending.append((l.to, id, l.snr))
         }
         guard !ending.isEmpty else { return }
-        scheduler.schedule(at: end) { [unowned self] in
+        // unowned(unsafe): the scheduler that holds this closure belongs to this mesh, so the mesh
+        // is alive whenever it runs (and the hot path skips the unowned reference count).
+        scheduler.schedule(at: end) { [unowned(unsafe) self] in
             self.delivering = true
             self.deliveryHashMemo = nil
             for r in ending { self.finishReception(to: r.to, id: r.id, bytes: bytes, snr: r.snr, airtime: airtime) }

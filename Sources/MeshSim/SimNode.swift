@@ -70,7 +70,8 @@ open class SimNode {
         radio.wakeAt = t
         radio.wakeToken &+= 1
         let token = radio.wakeToken
-        mesh.scheduler.schedule(at: t) { [unowned self] in
+        // unowned(unsafe): the scheduler belongs to the mesh, which keeps its nodes.
+        mesh.scheduler.schedule(at: t) { [unowned(unsafe) self] in
             guard self.radio.wakeToken == token else { return }
             self.radio.wakeAt = .max
             self.serviceQueue()
@@ -123,7 +124,7 @@ open class SimNode {
             if h & 0x03 == 0 || h & 0x03 == 1 { radio.sentFlood &+= 1 } else { radio.sentDirect &+= 1 }
         }
         mesh.transmit(from: self, bytes: p.bytes, airtime: air)
-        mesh.scheduler.schedule(at: radio.txUntil) { [unowned self] in
+        mesh.scheduler.schedule(at: radio.txUntil) { [unowned(unsafe) self] in
             self.radio.refill(now: self.mesh.now)
             if self.radio.budget < 100 {
                 let wait = UInt64(((100 - self.radio.budget) / self.radio.duty).rounded(.up))

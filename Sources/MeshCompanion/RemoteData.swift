@@ -28,6 +28,15 @@ public enum RemoteRequestData {
 
     /// REQ_TYPE_GET_ACCESS_LIST: the type and one reserved byte.
     public static func accessList() -> [UInt8] { [RemoteRequestType.getAccessList.rawValue, 0x00] }
+
+    /// Min/max/avg of a sensor's readings between `from` and `to` seconds ago (u32 LE each, then
+    /// two reserved bytes), as meshcore_py's `req_mma` sends it.
+    public static func minMaxAvg(fromSecondsAgo from: UInt32, toSecondsAgo to: UInt32) -> [UInt8] {
+        var d: [UInt8] = [RemoteRequestType.getMinMaxAvg.rawValue]
+        d.putU32(from)
+        d.putU32(to)
+        return d + [0, 0]
+    }
 }
 
 /// One neighbour of a repeater: the start of its key, when it was last heard, and its SNR.
@@ -171,4 +180,24 @@ public struct AnonReply: Hashable, Sendable {
 
     /// The body as text (UTF-8 up to the first NUL).
     public var text: String { String(decoding: body.prefix { $0 != 0 }, as: UTF8.self) }
+}
+
+/// Bits of a contact's flags byte.
+public enum ContactFlags {
+    public static let favourite: UInt8 = 1 << 0
+    /// Telemetry granted to the contact when the radio's telemetry modes are "flags".
+    public static let telemetryBase: UInt8 = 1 << 1
+    public static let telemetryLocation: UInt8 = 1 << 2
+    public static let telemetryEnvironment: UInt8 = 1 << 3
+    public static let telemetry: UInt8 = telemetryBase | telemetryLocation | telemetryEnvironment
+}
+
+/// Companion protocol 14 (no released firmware has it yet; gate on the reported version):
+/// RUN_CLI_COMMAND runs the radio's own CLI, CLI_REPLY carries its text.
+public enum CompanionProtocol14 {
+    public static let version: UInt8 = 14
+    public static let runCLICommand: UInt8 = 0x42
+    public static let cliReply: UInt8 = 0x1D
+
+    public static func runCLICommand(_ text: String) -> [UInt8] { [runCLICommand] + Array(text.utf8) }
 }

@@ -116,7 +116,7 @@ extension Executor {
     func contactFavourite(_ who: String, on: Bool) throws(ClientError) -> Outcome {
         let c = try resolve(who)
         var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
-        contact.flags = on ? contact.flags | 1 : contact.flags & ~1
+        contact.flags = on ? contact.flags | ContactFlags.favourite : contact.flags & ~ContactFlags.favourite
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
         _ = try call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil

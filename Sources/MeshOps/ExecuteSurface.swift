@@ -86,7 +86,7 @@ extension Executor {
             return .object([
                 .init("name", c.map { .string($0.name) } ?? .null),
                 .init("public_key", .hex(c?.publicKey ?? h.key)),
-                .init("type", .string(ContactType(rawValue: h.type.rawValue & 0x0F).description)),
+                .init("type", .string(ContactType(rawValue: h.type.rawValue).description)),
                 .init("snr", .double(Double(h.snr) / 4)),
                 .init("rssi", .int(h.rssi)),
                 .init("snr_there", .double(Double(h.snrThere) / 4)),
@@ -126,23 +126,24 @@ extension Executor {
         var bits: UInt8 = 0
         for p in grant.split(separator: ",") {
             switch p.lowercased() {
-            case "base": bits |= 1 << 1
-            case "location", "loc": bits |= 1 << 2
-            case "environment", "env": bits |= 1 << 3
-            case "all": bits |= 0x0E
+            case "base": bits |= ContactFlags.telemetryBase
+            case "location", "loc": bits |= ContactFlags.telemetryLocation
+            case "environment", "env": bits |= ContactFlags.telemetryEnvironment
+            case "all": bits |= ContactFlags.telemetry
             case "none": break
             default: throw .usage("permissions are base, location, environment, all or none (comma-separated), not \"\(p)\".")
             }
         }
         let c = try resolve(who)
         var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
-        contact.flags = contact.flags & ~0x0E | bits
+        contact.flags = contact.flags & ~ContactFlags.telemetry | bits
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
         _ = try call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil
         return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)),
-                                .init("base", .bool(bits & 2 != 0)), .init("location", .bool(bits & 4 != 0)),
-                                .init("environment", .bool(bits & 8 != 0)), .init("flags", .int(contact.flags))]))
+                                .init("base", .bool(bits & ContactFlags.telemetryBase != 0)),
+                                .init("location", .bool(bits & ContactFlags.telemetryLocation != 0)),
+                                .init("environment", .bool(bits & ContactFlags.telemetryEnvironment != 0)), .init("flags", .int(contact.flags))]))
     }
 
     /// GET_CONTACT_BY_KEY: also finds contacts the listing leaves out (transient ones).
@@ -183,10 +184,7 @@ extension Executor {
     func mma(_ who: String, from: UInt32, to: UInt32) throws(ClientError) -> Outcome {
         guard from > to else { throw .usage("--from must be further back than --to (seconds ago, e.g. --from 3600 --to 0).") }
         let c = try resolve(who)
-        var data: [UInt8] = [0x04]
-        data.putU32(from)
-        data.putU32(to)
-        data += [0, 0]
+        let data = RemoteRequestData.minMaxAvg(fromSecondsAgo: from, toSecondsAgo: to)
         let o = try radio.request(.binary(publicKey: c.publicKey, data: data))
         let f = try requestReply(o, what: "min/max/avg telemetry of \(c.name)")
         guard case .binary(_, let reply) = Push(frame: f).kind, reply.count >= 4, let records = MMARecord.decode(Array(reply.dropFirst(4))) else {
@@ -238,10 +236,10 @@ extension Executor {
     /// RUN_CLI_COMMAND (companion protocol 14): the radio's own CLI; CLI_REPLY carries the text.
     func localCommand(_ text: String) throws(ClientError) -> Outcome {
         let code = radio.session.radioDevice?.firmwareVersionCode ?? 0
-        guard code >= 14 else {
+        guard code >= CompanionProtocol14.version else {
             throw ClientError(.unsupported, "this command needs firmware with companion protocol 14 or later (RUN_CLI_COMMAND); this radio reports protocol \(code): update its firmware, or use `get`/`set`.")
         }
-        let r = try radio.call([0x42] + Array(text.utf8), expecting: .codes(CodeSet(0x1D)), timeout: timeout)
+        let r = try radio.call(CompanionProtocol14.runCLICommand(text), expecting: .codes(CodeSet(CompanionProtocol14.cliReply)), timeout: timeout)
         let f = try check(r, what: "the CLI command")
         return Outcome(.object([.init("reply", .string(String(decoding: f.dropFirst(), as: UTF8.self)))]))
     }

@@ -33,7 +33,10 @@ public struct ReceivedMessage: Sendable, Equatable {
     public var text: [UInt8]
 
     public var textString: String { String(decoding: text, as: UTF8.self) }
-    public var hops: Int? { pathLength == 0xFF ? nil : Int(pathLength & 63) }
+    public var hops: Int? {
+        let p = PathLength(rawValue: pathLength)
+        return p.isUnknown ? nil : p.hopCount
+    }
 
     public enum ParseError: Error, Equatable { case truncated(code: UInt8), notAMessage(code: UInt8) }
 

@@ -42,3 +42,15 @@ import Testing
         #expect(t.finalSNRQuarterDb == 12)
     }
 }
+
+@Suite struct NewRequestLayoutTests {
+    @Test func minMaxAvgRequestBytes() {
+        #expect(RemoteRequestData.minMaxAvg(fromSecondsAgo: 3600, toSecondsAgo: 60)
+                == [0x04, 0x10, 0x0E, 0x00, 0x00, 0x3C, 0x00, 0x00, 0x00, 0x00, 0x00])
+    }
+
+    @Test func runCLICommandBytes() {
+        #expect(CompanionProtocol14.runCLICommand("ver") == [0x42, 0x76, 0x65, 0x72])
+        #expect(ContactFlags.telemetry == 0x0E && ContactFlags.favourite == 0x01)
+    }
+}

@@ -1,0 +1,2 @@
+#pragma once
+// Placeholder: the non-blocking TLS client over mbedTLS.

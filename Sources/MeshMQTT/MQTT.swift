@@ -1,0 +1,1 @@
+// MQTT 3.1.1 client (sans-I/O).

@@ -1,1 +1,311 @@
-// MQTT 3.1.1 client (sans-I/O).
+// MQTT 3.1.1 control packets (OASIS standard, 2014): what a client sends and what it receives.
+// Encoding and incremental decoding only; the session rules live in MQTTClient.
+
+public enum MQTTQoS: UInt8, Sendable {
+    case atMostOnce = 0
+    case atLeastOnce = 1
+}
+
+/// A PUBLISH in either direction. `packetId` is 0 at QoS 0.
+public struct MQTTPublish: Equatable, Sendable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    public var retain: Bool
+    public var dup: Bool
+    public var packetId: UInt16
+    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false, dup: Bool = false, packetId: UInt16 = 0) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+        self.dup = dup
+        self.packetId = packetId
+    }
+}
+
+/// The message a broker publishes for a client that goes away without DISCONNECT.
+public struct MQTTWill: Equatable, Sendable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    public var retain: Bool
+    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = true) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+    }
+}
+
+public struct MQTTConnect: Equatable, Sendable {
+    public var clientId: String
+    public var username: String?
+    public var password: [UInt8]?
+    public var keepAliveS: UInt16
+    public var cleanSession: Bool
+    public var will: MQTTWill?
+    public init(clientId: String, username: String? = nil, password: [UInt8]? = nil, keepAliveS: UInt16 = 60, cleanSession: Bool = true, will: MQTTWill? = nil) {
+        self.clientId = clientId
+        self.username = username
+        self.password = password
+        self.keepAliveS = keepAliveS
+        self.cleanSession = cleanSession
+        self.will = will
+    }
+}
+
+public enum MQTTPacket: Equatable, Sendable {
+    case connect(MQTTConnect)
+    case connack(sessionPresent: Bool, returnCode: UInt8)
+    case publish(MQTTPublish)
+    case puback(UInt16)
+    case subscribe(packetId: UInt16, filters: [(String, MQTTQoS)])
+    case suback(packetId: UInt16, granted: [UInt8])
+    case pingreq
+    case pingresp
+    case disconnect
+
+    public static func == (a: MQTTPacket, b: MQTTPacket) -> Bool {
+        switch (a, b) {
+        case let (.connect(x), .connect(y)): return x == y
+        case let (.connack(s1, r1), .connack(s2, r2)): return s1 == s2 && r1 == r2
+        case let (.publish(x), .publish(y)): return x == y
+        case let (.puback(x), .puback(y)): return x == y
+        case let (.subscribe(i1, f1), .subscribe(i2, f2)):
+            return i1 == i2 && f1.count == f2.count && zip(f1, f2).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case let (.suback(i1, g1), .suback(i2, g2)): return i1 == i2 && g1 == g2
+        case (.pingreq, .pingreq), (.pingresp, .pingresp), (.disconnect, .disconnect): return true
+        default: return false
+        }
+    }
+
+    /// CONNACK return codes (3.2.2.3), as a reason a user can act on.
+    public static func connackReason(_ code: UInt8) -> String {
+        switch code {
+        case 0: return "accepted"
+        case 1: return "the broker refuses protocol version 3.1.1"
+        case 2: return "the broker refuses the client id"
+        case 3: return "the broker is unavailable"
+        case 4: return "bad user name or password"
+        case 5: return "not authorized"
+        default: return "refused with return code \(code)"
+        }
+    }
+
+    // MARK: encoding
+
+    public func encode(into out: inout [UInt8]) {
+        var body: [UInt8] = []
+        let header: UInt8
+        switch self {
+        case .connect(let c):
+            header = 0x10
+            Self.string("MQTT", into: &body)
+            body.append(4)  // protocol level 3.1.1
+            var flags: UInt8 = c.cleanSession ? 0x02 : 0
+            if let w = c.will { flags |= 0x04 | (w.qos.rawValue << 3) | (w.retain ? 0x20 : 0) }
+            if c.password != nil { flags |= 0x40 }
+            if c.username != nil { flags |= 0x80 }
+            body.append(flags)
+            body.append(UInt8(c.keepAliveS >> 8)); body.append(UInt8(c.keepAliveS & 0xFF))
+            Self.string(c.clientId, into: &body)
+            if let w = c.will {
+                Self.string(w.topic, into: &body)
+                Self.binary(w.payload, into: &body)
+            }
+            if let u = c.username { Self.string(u, into: &body) }
+            if let p = c.password { Self.binary(p, into: &body) }
+        case .connack(let present, let code):
+            header = 0x20
+            body = [present ? 1 : 0, code]
+        case .publish(let p):
+            header = 0x30 | (p.dup ? 0x08 : 0) | (p.qos.rawValue << 1) | (p.retain ? 0x01 : 0)
+            Self.string(p.topic, into: &body)
+            if p.qos != .atMostOnce { body.append(UInt8(p.packetId >> 8)); body.append(UInt8(p.packetId & 0xFF)) }
+            body.append(contentsOf: p.payload)
+        case .puback(let id):
+            header = 0x40
+            body = [UInt8(id >> 8), UInt8(id & 0xFF)]
+        case .subscribe(let id, let filters):
+            header = 0x82
+            body = [UInt8(id >> 8), UInt8(id & 0xFF)]
+            for (f, q) in filters { Self.string(f, into: &body); body.append(q.rawValue) }
+        case .suback(let id, let granted):
+            header = 0x90
+            body = [UInt8(id >> 8), UInt8(id & 0xFF)] + granted
+        case .pingreq: header = 0xC0
+        case .pingresp: header = 0xD0
+        case .disconnect: header = 0xE0
+        }
+        out.append(header)
+        Self.remainingLength(body.count, into: &out)
+        out.append(contentsOf: body)
+    }
+
+    public var bytes: [UInt8] { var out: [UInt8] = []; encode(into: &out); return out }
+
+    static func string(_ s: String, into out: inout [UInt8]) { binary(Array(s.utf8), into: &out) }
+
+    static func binary(_ b: [UInt8], into out: inout [UInt8]) {
+        let n = min(b.count, 65_535)
+        out.append(UInt8(n >> 8)); out.append(UInt8(n & 0xFF))
+        out.append(contentsOf: b.prefix(n))
+    }
+
+    static func remainingLength(_ length: Int, into out: inout [UInt8]) {
+        var n = length
+        repeat {
+            var byte = UInt8(n % 128)
+            n /= 128
+            if n > 0 { byte |= 0x80 }
+            out.append(byte)
+        } while n > 0
+    }
+
+    /// Largest remaining length MQTT can express (4 length bytes).
+    public static let maxRemainingLength = 268_435_455
+}
+
+public struct MQTTError: Error, Equatable, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Splits a byte stream into MQTT packets. Bytes are appended as they arrive; `next()` returns one
+/// whole packet at a time, nil while the next one is incomplete.
+public struct MQTTDecoder: Sendable {
+    var buffer: [UInt8] = []
+    var start = 0
+    /// Packets larger than this are a protocol error (a broker would not send one to this client).
+    public var maxPacketSize: Int
+    public init(maxPacketSize: Int = 256 * 1024) { self.maxPacketSize = maxPacketSize }
+
+    public mutating func append<C: Collection<UInt8>>(_ bytes: C) {
+        if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
+        buffer.append(contentsOf: bytes)
+    }
+
+    public mutating func reset() { buffer.removeAll(); start = 0 }
+
+    public mutating func next() throws(MQTTError) -> MQTTPacket? {
+        let available = buffer.count - start
+        guard available >= 2 else { return nil }
+        var length = 0
+        var multiplier = 1
+        var i = start + 1
+        while true {
+            guard i < buffer.count else { return nil }
+            let b = buffer[i]
+            length += Int(b & 0x7F) * multiplier
+            i += 1
+            if b & 0x80 == 0 { break }
+            multiplier *= 128
+            if i - start - 1 >= 4 { throw MQTTError("malformed remaining length") }
+        }
+        if length > maxPacketSize { throw MQTTError("a \(length)-byte packet (limit \(maxPacketSize))") }
+        guard buffer.count - i >= length else { return nil }
+        let header = buffer[start]
+        let body = buffer[i..<(i + length)]
+        start = i + length
+        if start > 4096 && start * 2 > buffer.count {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        return try Self.parse(header: header, body: body)
+    }
+
+    static func parse(header: UInt8, body: ArraySlice<UInt8>) throws(MQTTError) -> MQTTPacket {
+        var r = Reader(body)
+        switch header >> 4 {
+        case 1:
+            guard try r.string() == "MQTT", try r.byte() == 4 else { throw MQTTError("CONNECT of another protocol version") }
+            let flags = try r.byte()
+            let keepAlive = try r.u16()
+            var c = MQTTConnect(clientId: try r.string(), keepAliveS: keepAlive, cleanSession: flags & 0x02 != 0)
+            if flags & 0x04 != 0 {
+                let topic = try r.string()
+                c.will = MQTTWill(topic: topic, payload: try r.binary(), qos: MQTTQoS(rawValue: (flags >> 3) & 3) ?? .atLeastOnce, retain: flags & 0x20 != 0)
+            }
+            if flags & 0x80 != 0 { c.username = try r.string() }
+            if flags & 0x40 != 0 { c.password = try r.binary() }
+            return .connect(c)
+        case 2:
+            guard body.count == 2 else { throw MQTTError("CONNACK of \(body.count) bytes") }
+            return .connack(sessionPresent: body[body.startIndex] & 1 != 0, returnCode: body[body.startIndex + 1])
+        case 3:
+            let qosBits = (header >> 1) & 3
+            guard let qos = MQTTQoS(rawValue: qosBits) else {
+                if qosBits == 2 { throw MQTTError("PUBLISH at QoS 2, which this client never subscribes with") }
+                throw MQTTError("PUBLISH with QoS bits 3")
+            }
+            let topic = try r.string()
+            let id = qos == .atMostOnce ? 0 : try r.u16()
+            return .publish(MQTTPublish(topic: topic, payload: Array(r.rest()), qos: qos, retain: header & 1 != 0, dup: header & 0x08 != 0, packetId: id))
+        case 4:
+            return .puback(try r.u16())
+        case 8:
+            let id = try r.u16()
+            var filters: [(String, MQTTQoS)] = []
+            while !r.atEnd { filters.append((try r.string(), MQTTQoS(rawValue: try r.byte() & 3) ?? .atLeastOnce)) }
+            return .subscribe(packetId: id, filters: filters)
+        case 9:
+            let id = try r.u16()
+            return .suback(packetId: id, granted: Array(r.rest()))
+        case 12: return .pingreq
+        case 13: return .pingresp
+        case 14: return .disconnect
+        case 5, 6, 7:
+            throw MQTTError("a QoS 2 acknowledgement (this client publishes at QoS 0 and 1 only)")
+        default:
+            throw MQTTError("packet type \(header >> 4)")
+        }
+    }
+
+    struct Reader {
+        var bytes: ArraySlice<UInt8>
+        init(_ b: ArraySlice<UInt8>) { bytes = b }
+        var atEnd: Bool { bytes.isEmpty }
+        mutating func byte() throws(MQTTError) -> UInt8 {
+            guard let b = bytes.popFirst() else { throw MQTTError("packet cut short") }
+            return b
+        }
+        mutating func u16() throws(MQTTError) -> UInt16 { UInt16(try byte()) << 8 | UInt16(try byte()) }
+        mutating func binary() throws(MQTTError) -> [UInt8] {
+            let n = Int(try u16())
+            guard bytes.count >= n else { throw MQTTError("packet cut short") }
+            defer { bytes = bytes.dropFirst(n) }
+            return Array(bytes.prefix(n))
+        }
+        mutating func string() throws(MQTTError) -> String {
+            let b = try binary()
+            guard let s = String(validating: b, as: UTF8.self) else { throw MQTTError("a string that is not UTF-8") }
+            return s
+        }
+        mutating func rest() -> ArraySlice<UInt8> { defer { bytes = [] }; return bytes }
+    }
+}
+
+/// Topic names and filters (4.7).
+public enum MQTTTopic {
+    /// Whether `topic` matches `filter` (`+` one level, `#` the rest). Topics starting with `$`
+    /// match no filter starting with a wildcard.
+    public static func matches(_ topic: String, filter: String) -> Bool {
+        let t = topic.split(separator: "/", omittingEmptySubsequences: false)
+        let f = filter.split(separator: "/", omittingEmptySubsequences: false)
+        if topic.hasPrefix("$") && (filter.hasPrefix("+") || filter.hasPrefix("#")) { return false }
+        var i = 0
+        while i < f.count {
+            if f[i] == "#" { return true }
+            guard i < t.count else { return false }
+            if f[i] != "+" && f[i] != t[i] { return false }
+            i += 1
+        }
+        return i == t.count
+    }
+
+    /// A valid topic name to publish to: not empty, no wildcards, no NUL, at most 65,535 bytes.
+    public static func isValidName(_ topic: String) -> Bool {
+        !topic.isEmpty && topic.utf8.count <= 65_535 && !topic.utf8.contains(where: { $0 == 0x23 || $0 == 0x2B || $0 == 0 })
+    }
+}

@@ -1,2 +1,218 @@
 import Testing
 @testable import MeshMQTT
+
+@Suite struct MQTTPacketTests {
+    func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
+
+    @Test func connectMinimal() {
+        let p = MQTTPacket.connect(MQTTConnect(clientId: "pm", keepAliveS: 60))
+        #expect(p.bytes == [0x10, 0x0E, 0x00, 0x04] + bytes("MQTT") + [0x04, 0x02, 0x00, 0x3C, 0x00, 0x02] + bytes("pm"))
+    }
+
+    @Test func connectWithWillUserAndPassword() throws {
+        let c = MQTTConnect(clientId: "pm", username: "u", password: bytes("p"), keepAliveS: 60,
+                            will: MQTTWill(topic: "s", payload: bytes("off"), qos: .atLeastOnce, retain: true))
+        let expected: [UInt8] = [0x10, 0x1C, 0x00, 0x04] + bytes("MQTT") + [0x04, 0xEE, 0x00, 0x3C, 0x00, 0x02] + bytes("pm")
+            + [0x00, 0x01] + bytes("s") + [0x00, 0x03] + bytes("off") + [0x00, 0x01] + bytes("u") + [0x00, 0x01] + bytes("p")
+        #expect(MQTTPacket.connect(c).bytes == expected)
+        var d = MQTTDecoder()
+        d.append(expected)
+        #expect(try d.next() == .connect(c))
+    }
+
+    @Test func publishQoS1Retained() throws {
+        let p = MQTTPublish(topic: "a/b", payload: bytes("hi"), qos: .atLeastOnce, retain: true, packetId: 10)
+        let expected: [UInt8] = [0x33, 0x09, 0x00, 0x03] + bytes("a/b") + [0x00, 0x0A] + bytes("hi")
+        #expect(MQTTPacket.publish(p).bytes == expected)
+        var d = MQTTDecoder()
+        d.append(expected)
+        #expect(try d.next() == .publish(p))
+    }
+
+    @Test func remainingLengthVarint() throws {
+        var out: [UInt8] = []
+        for (n, enc) in [(0, [0x00]), (127, [0x7F]), (128, [0x80, 0x01]), (321, [0xC1, 0x02]), (16_383, [0xFF, 0x7F]),
+                         (16_384, [0x80, 0x80, 0x01]), (268_435_455, [0xFF, 0xFF, 0xFF, 0x7F])] as [(Int, [UInt8])] {
+            out.removeAll()
+            MQTTPacket.remainingLength(n, into: &out)
+            #expect(out == enc, "\(n)")
+        }
+        // A 300-byte payload round-trips through a two-byte length, delivered a byte at a time.
+        let p = MQTTPublish(topic: "t", payload: [UInt8](repeating: 7, count: 300))
+        var d = MQTTDecoder()
+        var got: MQTTPacket? = nil
+        for b in MQTTPacket.publish(p).bytes {
+            #expect(got == nil)
+            d.append([b])
+            got = try d.next()
+        }
+        #expect(got == .publish(p))
+    }
+
+    @Test func subscribeAndAcks() throws {
+        let sub = MQTTPacket.subscribe(packetId: 2, filters: [("x/#", .atLeastOnce)])
+        #expect(sub.bytes == [0x82, 0x08, 0x00, 0x02, 0x00, 0x03] + bytes("x/#") + [0x01])
+        var d = MQTTDecoder()
+        d.append([0x20, 0x02, 0x00, 0x00, 0x40, 0x02, 0x12, 0x34, 0x90, 0x03, 0x00, 0x02, 0x01, 0xD0, 0x00])
+        #expect(try d.next() == .connack(sessionPresent: false, returnCode: 0))
+        #expect(try d.next() == .puback(0x1234))
+        #expect(try d.next() == .suback(packetId: 2, granted: [1]))
+        #expect(try d.next() == .pingresp)
+        #expect(try d.next() == nil)
+        #expect(MQTTPacket.pingreq.bytes == [0xC0, 0x00])
+        #expect(MQTTPacket.disconnect.bytes == [0xE0, 0x00])
+    }
+
+    @Test func malformedInputIsAnErrorNotACrash() {
+        for bad: [UInt8] in [[0x30, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], [0x20, 0x01, 0x00], [0x34, 0x02, 0x00, 0x05],
+                             [0x36, 0x04, 0x00, 0x01, 0x61, 0x00], [0x50, 0x02, 0x00, 0x01], [0xF0, 0x00],
+                             [0x30, 0x04, 0x00, 0x02, 0xC3, 0x28]] {
+            var d = MQTTDecoder()
+            d.append(bad)
+            #expect(throws: MQTTError.self, "\(bad)") { _ = try d.next() }
+        }
+        var d = MQTTDecoder(maxPacketSize: 100)
+        d.append([0x30, 0xC8, 0x01])
+        #expect(throws: MQTTError.self) { _ = try d.next() }
+    }
+
+    @Test func topicMatching() {
+        #expect(MQTTTopic.matches("meshcore/command/send", filter: "meshcore/command/+"))
+        #expect(!MQTTTopic.matches("meshcore/command/send/result", filter: "meshcore/command/+"))
+        #expect(MQTTTopic.matches("meshcore/command/send/result", filter: "meshcore/#"))
+        #expect(MQTTTopic.matches("meshcore", filter: "meshcore/#"))
+        #expect(!MQTTTopic.matches("$SYS/x", filter: "#"))
+        #expect(MQTTTopic.isValidName("a/b") && !MQTTTopic.isValidName("a/+") && !MQTTTopic.isValidName(""))
+    }
+}
+
+@Suite struct BrokerURLTests {
+    @Test func schemesPortsAndPaths() throws {
+        let a = try BrokerURL(parsing: "mqtt://broker.local")
+        #expect(a.scheme == .mqtt && a.host == "broker.local" && a.port == 1883 && !a.usesTLS)
+        let b = try BrokerURL(parsing: "mqtts://me@10.0.0.1:18883")
+        #expect(b.user == "me" && b.port == 18883 && b.usesTLS && !b.usesWebSocket)
+        let c = try BrokerURL(parsing: "wss://mqtt.example.net")
+        #expect(c.port == 443 && c.path == "/mqtt" && c.usesTLS && c.usesWebSocket)
+        let d = try BrokerURL(parsing: "ws://[::1]:9001/")
+        #expect(d.host == "::1" && d.port == 9001 && d.path == "/")
+        #expect(d.description == "ws://[::1]:9001/")
+    }
+
+    @Test func badURLsSayWhy() {
+        for bad in ["broker.local", "http://x", "mqtt://", "mqtt://x:0", "mqtt://x:99999", "mqtt://u:secret@x", "mqtt://x/path", "ws://[::1"] {
+            #expect(throws: MQTTError.self, "\(bad)") { _ = try BrokerURL(parsing: bad) }
+        }
+    }
+}
+
+@Suite struct MQTTClientTests {
+    func client(keepAlive: UInt16 = 60, window: Int = 2) -> MQTTClient {
+        var o = MQTTClient.Options(connect: MQTTConnect(clientId: "c", keepAliveS: keepAlive))
+        o.maxInflight = window
+        o.maxQueued = 4
+        return MQTTClient(options: o)
+    }
+
+    func packets(_ bytes: [UInt8]) throws -> [MQTTPacket] {
+        var d = MQTTDecoder()
+        d.append(bytes)
+        var out: [MQTTPacket] = []
+        while let p = try d.next() { out.append(p) }
+        return out
+    }
+
+    @Test func publishesWaitForTheConnectionAndTheWindow() throws {
+        let c = client()
+        let a = c.publish(topic: "t", payload: [1], now: 0)
+        let b = c.publish(topic: "t", payload: [2], now: 0)
+        let x = c.publish(topic: "t", payload: [3], now: 0)
+        #expect(c.takeOutput().isEmpty && c.queuedCount == 3)
+        c.transportOpened(now: 10)
+        #expect(try packets(c.takeOutput()) == [.connect(c.options.connect)])
+        #expect(try c.receive([0x20, 0x02, 0x00, 0x00], now: 20) == [.connected(sessionPresent: false)])
+        // Two go out (the window), the third waits for a PUBACK.
+        let sent = try packets(c.takeOutput())
+        #expect(sent == [.publish(MQTTPublish(topic: "t", payload: [1], qos: .atLeastOnce, packetId: a)),
+                         .publish(MQTTPublish(topic: "t", payload: [2], qos: .atLeastOnce, packetId: b))])
+        #expect(c.inflightCount == 2 && c.queuedCount == 1 && !c.canPublishNow)
+        #expect(try c.receive(MQTTPacket.puback(a).bytes, now: 30) == [.acknowledged(a)])
+        #expect(try packets(c.takeOutput()) == [.publish(MQTTPublish(topic: "t", payload: [3], qos: .atLeastOnce, packetId: x))])
+        // A duplicate PUBACK is ignored.
+        #expect(try c.receive(MQTTPacket.puback(a).bytes, now: 31) == [])
+    }
+
+    @Test func inflightIsSentAgainWithDupAfterAReconnect() throws {
+        let c = client()
+        c.transportOpened(now: 0)
+        _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 0)
+        _ = c.takeOutput()
+        let id = c.publish(topic: "t", payload: [9], now: 1)
+        _ = c.takeOutput()
+        c.transportClosed()
+        c.transportOpened(now: 100)
+        _ = c.takeOutput()
+        _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 101)
+        #expect(try packets(c.takeOutput()) == [.publish(MQTTPublish(topic: "t", payload: [9], qos: .atLeastOnce, dup: true, packetId: id))])
+        #expect(try c.receive(MQTTPacket.puback(id).bytes, now: 102) == [.acknowledged(id)])
+        #expect(c.inflightCount == 0)
+    }
+
+    @Test func subscriptionsAreRenewedAndIncomingQoS1IsAcknowledged() throws {
+        let c = client()
+        c.subscribe([("p/command/+", .atLeastOnce)], now: 0)
+        for round in 0..<2 {
+            c.transportOpened(now: 0)
+            _ = c.takeOutput()
+            _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 0)
+            guard case .subscribe(_, let f)? = try packets(c.takeOutput()).first else { Issue.record("no SUBSCRIBE in round \(round)"); return }
+            #expect(f.map(\.0) == ["p/command/+"])
+            c.transportClosed()
+        }
+        c.transportOpened(now: 0)
+        _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 0)
+        _ = c.takeOutput()
+        let incoming = MQTTPublish(topic: "p/command/send", payload: Array("{}".utf8), qos: .atLeastOnce, packetId: 77)
+        #expect(try c.receive(MQTTPacket.publish(incoming).bytes, now: 1) == [.message(incoming)])
+        #expect(try packets(c.takeOutput()) == [.puback(77)])
+    }
+
+    @Test func refusedConnectionSaysWhy() {
+        let c = client()
+        c.transportOpened(now: 0)
+        #expect(throws: MQTTError("the broker refused the connection: bad user name or password")) {
+            _ = try c.receive([0x20, 0x02, 0x00, 0x04], now: 1)
+        }
+    }
+
+    @Test func keepAlivePingsAndDetectsADeadBroker() throws {
+        let c = client(keepAlive: 10)
+        c.transportOpened(now: 0)
+        _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 0)
+        _ = c.takeOutput()
+        #expect(c.deadline == 7_500)
+        try c.tick(now: 7_500)
+        #expect(c.takeOutput() == MQTTPacket.pingreq.bytes)
+        _ = try c.receive(MQTTPacket.pingresp.bytes, now: 7_600)
+        try c.tick(now: 15_000)
+        #expect(c.takeOutput() == MQTTPacket.pingreq.bytes)
+        #expect(throws: MQTTError.self) { try c.tick(now: 15_000 + 10_000) }
+    }
+
+    @Test func noConnackTimesOut() {
+        let c = client()
+        c.transportOpened(now: 0)
+        #expect(throws: MQTTError.self) { try c.tick(now: 15_000) }
+    }
+
+    @Test func aFullQueueDropsTheOldest() throws {
+        let c = client()
+        for i in 0..<6 { c.publish(topic: "t", payload: [UInt8(i)], qos: .atMostOnce, now: 0) }
+        #expect(c.dropped == 2 && c.queuedCount == 4)
+        c.transportOpened(now: 0)
+        _ = c.takeOutput()
+        _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 0)
+        let payloads = try packets(c.takeOutput()).compactMap { p -> UInt8? in if case .publish(let m) = p { return m.payload[0] } else { return nil } }
+        #expect(payloads == [2, 3, 4, 5])
+    }
+}

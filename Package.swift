@@ -3,7 +3,7 @@ import PackageDescription
 
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
 //   pocketmesh (cmd) -> MeshDaemon -> MeshOps -> MeshSession; MeshDaemon -> MeshStore;
-//   MeshSession, MeshSim -> MeshLink, MeshAir; MeshLink, MeshDaemon -> MeshMQTT (sans-I/O protocols);
+//   MeshSession, MeshSim -> MeshLink, MeshAir; MeshDaemon -> MeshMQTT (sans-I/O MQTT);
 //   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
 // simulator's inner loop they were an eighth of the time, and the binary is smaller without them.
@@ -38,12 +38,8 @@ let package = Package(
         // BlueZ headers only (libbluetooth-dev): structs and constants; nothing is linked, so the
         // binary starts on systems without BlueZ.
         .systemLibrary(name: "CBluetooth"),
-        // mbedTLS (libmbedtls-dev): linked statically into the release binary.
-        .systemLibrary(name: "CMbedTLS"),
-        // A small non-blocking TLS client over mbedTLS, for MeshLink's TLSStream.
-        .target(name: "CMeshTLS", dependencies: ["CMbedTLS"]),
-        // Byte links (serial, TCP, BLE), discovery, the poll loop, TLS and the host resolver.
-        .target(name: "MeshLink", dependencies: ["CBluetooth", "CMeshLink", "CMeshTLS", "MeshMQTT"], swiftSettings: releaseSettings),
+        // Byte links (serial, TCP, BLE), discovery and the poll loop.
+        .target(name: "MeshLink", dependencies: ["CBluetooth", "CMeshLink"], swiftSettings: releaseSettings),
         // C helpers for MeshLink: _GNU_SOURCE calls, the signal self-pipe, and libudev loaded with
         // dlopen (so the binary starts without libudev and falls back to sysfs).
         .target(name: "CMeshLink"),
@@ -55,8 +51,7 @@ let package = Package(
         .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession"], swiftSettings: releaseSettings),
         // Flat-file persistence.
         .target(name: "MeshStore", dependencies: ["MeshCompanion"], swiftSettings: releaseSettings),
-        // Network protocols without I/O: the MQTT 3.1.1 client, WebSocket client framing, DNS
-        // messages, /etc/hosts and /etc/resolv.conf. Standard library only.
+        // The MQTT 3.1.1 client session and broker URLs, without I/O. Standard library only.
         .target(name: "MeshMQTT", swiftSettings: releaseSettings),
         // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).
         .target(name: "MeshTerminal", swiftSettings: releaseSettings),

@@ -13,7 +13,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-  libudev-dev libbluetooth-dev libmbedtls-dev pkg-config \
+  libudev-dev libbluetooth-dev pkg-config \
   socat umockdev libumockdev-dev \
   python3 python3-venv time binutils man-db tmux mosquitto openssl >/dev/null
 VENV="${POCKETMESH_VENV:-$PWD/.venv-interop}"
@@ -21,5 +21,6 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 "$VENV/bin/pip" install -q --disable-pip-version-check \
-  pytest==9.0.3 openhop-core==1.1.3 meshcore==2.3.17 meshcore-cli==1.6.6 meshcoredecoder==0.3.2
+  pytest==9.0.3 openhop-core==1.1.3 meshcore==2.3.17 meshcore-cli==1.6.6 meshcoredecoder==0.3.2 \
+  paho-mqtt==2.1.0
 echo "setup: system packages and $VENV ready."

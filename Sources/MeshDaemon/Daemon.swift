@@ -53,6 +53,8 @@ public final class Daemon {
         /// (checked every `batteryCheckMS`); `battery_ok` once it is 50 mV above it again.
         public var lowBatteryMV: Int? = nil
         public var batteryCheckMS: UInt64 = 300_000
+        /// `--mqtt URL`: chat bridges, one per broker (MQTTBridge).
+        public var mqtt: [MQTTSettings] = []
         public init(link: String) { self.link = link }
     }
 
@@ -141,6 +143,8 @@ public final class Daemon {
     var hub: HubServer? = nil
     var hubSessions: [Int: HubSession] = [:]
     var hubAckOwners: [(ack: UInt32, client: Int)] = []
+    /// MQTT (DaemonMQTT.swift).
+    var bridges: [MQTTBridge] = []
 
     public init(config: Config) throws {
         self.config = config
@@ -184,6 +188,7 @@ public final class Daemon {
             h.onDisconnect = { [unowned self] client in self.hubGone(client) }
             hub = h
         }
+        try setUpMQTT()
         try DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: socket, name: config.name))
         log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
         for l in config.companionListeners { log("hub: companion protocol\(l.webSocket ? " over WebSocket" : "") on \(l.address)" + (l.readOnly ? " (read-only)" : "")) }
@@ -214,6 +219,7 @@ public final class Daemon {
             api.pollDescriptors(into: &fds)
             hub?.pollDescriptors(into: &fds)
             operationDescriptors(into: &fds)
+            mqttDescriptors(into: &fds)
             let wait: Int32 = deadline.map { $0 > now ? Int32(clamping: $0 - now) : 0 } ?? 60_000
             let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
             if n <= 0 { continue }
@@ -226,6 +232,7 @@ public final class Daemon {
                     hotplugReady(now: monotonicNow())
                 } else if operations[p.fd] != nil {
                     operationReady(p.fd)
+                } else if mqttHandle(p) {
                 } else if hub?.handle(p, now: monotonicNow()) != true {
                     api.handle(p)
                 }
@@ -339,6 +346,7 @@ public final class Daemon {
         soon(api.tick(now: now))
         if let h = hub { soon(h.tick(now: now)) }
         if !operations.isEmpty { soon(operationTimers(now: now)) }
+        if !bridges.isEmpty { soon(mqttTimers(now: now)) }
         soon(notify.tick(now: now))
         return next
     }
@@ -351,6 +359,7 @@ public final class Daemon {
         notify.stopping()
         hooks?.detachAll()
         stopOperations()
+        stopMQTT()
         if let s = session { s.close() }
         session = nil
         link?.close()

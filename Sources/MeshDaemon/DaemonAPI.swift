@@ -63,6 +63,7 @@ extension Daemon {
                 f.append(("hooks_running", .int(Int64(h.runningCount))))
                 f.append(("hooks_failed", .int(Int64(h.failed.count))))
             }
+            f += mqttStatus
             return DaemonResponse(id: req.id, ok: f)
 
         case .info:

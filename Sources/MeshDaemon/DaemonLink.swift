@@ -94,7 +94,7 @@ extension Daemon {
         outbox.sessionClosed()
         for (t, r) in replyTickets {
             _ = t
-            api.reply(DaemonResponse(id: r.id, error: DaemonError(.link, "the link to the radio was lost during \(r.what); try again.")), to: r.client)
+            reply(DaemonResponse(id: r.id, error: DaemonError(.link, "the link to the radio was lost during \(r.what); try again.")), to: r.client)
         }
         replyTickets.removeAll()
         hubLinkLost()

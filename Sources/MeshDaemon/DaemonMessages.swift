@@ -35,6 +35,7 @@ extension Daemon {
                 if let m = try? store.message(id: id) {
                     api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
                 }
+                for b in bridges { b.messageStored(id, now: monotonicNow()) }
                 _ = hooks?.tick(now: monotonicNow())
             case .duplicate:
                 duplicateCount += 1
@@ -106,6 +107,7 @@ extension Daemon {
             store = nil
             hooks = nil
         }
+        defer { if let s = store { for b in bridges { b.attach(store: s) } } }
         let s = try RadioStore(publicKey: publicKey, stateDir: config.stateDir, options: config.storeOptions)
         store = s
         readDamageLogged = 0
@@ -197,7 +199,7 @@ extension Daemon {
                 publishDelivery(id, "acked")
                 for w in sendWaiters.removeValue(forKey: id) ?? [] {
                     let m = store.flatMap { try? $0.message(id: id) }
-                    api.reply(DaemonResponse(id: w.1, ok: m.map { [("message", MessageJSON.message($0, store: store!))] } ?? []), to: w.0)
+                    reply(DaemonResponse(id: w.1, ok: m.map { [("message", MessageJSON.message($0, store: store!))] } ?? []), to: w.0)
                 }
             case .retrying(let id, let attempts, let delay):
                 log("outbox: message \(id): no ACK after \(attempts) attempt(s); next try in \(delay) s")
@@ -206,7 +208,7 @@ extension Daemon {
                 log("outbox: message \(id) failed: \(error.message)")
                 publishDelivery(id, "failed")
                 for w in sendWaiters.removeValue(forKey: id) ?? [] {
-                    api.reply(DaemonResponse(id: w.1, error: error), to: w.0)
+                    reply(DaemonResponse(id: w.1, error: error), to: w.0)
                 }
             case .storeFailed(let id, let error):
                 log("store: outbox message \(id): \(error)")
@@ -215,6 +217,8 @@ extension Daemon {
     }
 
     func publishDelivery(_ id: UInt64, _ status: String) {
-        api.publish(.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status))))
+        let e = JSON.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status)))
+        api.publish(e)
+        for b in bridges { b.apiEvent(e, now: monotonicNow()) }
     }
 }

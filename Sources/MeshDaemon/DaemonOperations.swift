@@ -76,7 +76,7 @@ extension Daemon {
         operations[fd] = nil
         close(fd)
         reapOperation(run.pid)
-        api.reply(operationResponse(run), to: run.client)
+        reply(operationResponse(run), to: run.client)
     }
 
     func operationResponse(_ run: OperationRun) -> DaemonResponse {
@@ -104,7 +104,7 @@ extension Daemon {
                 operations[fd] = nil
                 close(fd)
                 reapOperation(run.pid)
-                api.reply(DaemonResponse(id: run.id, error: DaemonError(.timeout, "\(run.name) did not finish in \(config.operationTimeoutMS / 1000) s.")),
+                reply(DaemonResponse(id: run.id, error: DaemonError(.timeout, "\(run.name) did not finish in \(config.operationTimeoutMS / 1000) s.")),
                           to: run.client)
             } else {
                 next = min(next ?? run.deadline, run.deadline)

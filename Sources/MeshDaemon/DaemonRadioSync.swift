@@ -169,13 +169,13 @@ extension Daemon {
                         fields.append(("message", MessageJSON.message(m, store: store)))
                     }
                 }
-                api.reply(DaemonResponse(id: w.id, ok: fields), to: w.client)
+                reply(DaemonResponse(id: w.id, ok: fields), to: w.client)
             case .error(let code):
-                api.reply(DaemonResponse(id: w.id, error: DaemonError(code == 2 ? .notFound : .refused, "the radio refused \(w.what) with ERR \(code)")), to: w.client)
+                reply(DaemonResponse(id: w.id, error: DaemonError(code == 2 ? .notFound : .refused, "the radio refused \(w.what) with ERR \(code)")), to: w.client)
             case .timeout:
-                api.reply(DaemonResponse(id: w.id, error: DaemonError(.timeout, "the radio did not answer \(w.what) in time")), to: w.client)
+                reply(DaemonResponse(id: w.id, error: DaemonError(.timeout, "the radio did not answer \(w.what) in time")), to: w.client)
             default:
-                api.reply(DaemonResponse(id: w.id, error: DaemonError(.link, "\(w.what) did not complete (\(r))")), to: w.client)
+                reply(DaemonResponse(id: w.id, error: DaemonError(.link, "\(w.what) did not complete (\(r))")), to: w.client)
             }
         }
     }
@@ -192,6 +192,7 @@ extension Daemon {
         }
         if let e = PushJSON.event(p) {
             if case .logRxData = p.kind { api.publish(e, logRx: true) } else { api.publish(e) }
+            if !bridges.isEmpty { for b in bridges { b.apiEvent(e, now: now) } }
         }
         if case .newAdvert = p.kind, let store, var c = try? StoredContact(frame: p.frame),
            store.contact(publicKey: c.publicKey).map({ $0.removed }) ?? true {

@@ -37,6 +37,9 @@ struct WebSocketServer {
         return out + payload
     }
 
+    /// SHA-1, for the client side's check of `Sec-WebSocket-Accept` (MeshMQTT has no crypto).
+    static func sha1(_ bytes: [UInt8]) -> [UInt8] { Array(Insecure.SHA1.hash(data: bytes)) }
+
     /// `Sec-WebSocket-Accept` for a client's key: base64(SHA-1(key + GUID)).
     static func accept(key: String) -> String {
         base64(Array(Insecure.SHA1.hash(data: Array((key + guid).utf8))))

@@ -88,7 +88,7 @@ public enum MQTTPacket: Equatable, Sendable {
         case 2: return "the broker refuses the client id"
         case 3: return "the broker is unavailable"
         case 4: return "bad user name or password"
-        case 5: return "not authorized"
+        case 5: return "not authorized (check the user name and the password)"
         default: return "refused with return code \(code)"
         }
     }

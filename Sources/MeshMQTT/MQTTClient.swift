@@ -30,7 +30,7 @@ public final class MQTTClient {
         case subscribed(packetId: UInt16, granted: [UInt8])
     }
 
-    public let options: Options
+    public var options: Options
     public private(set) var state: State = .closed
     public private(set) var dropped = 0
     /// Packet ids in flight, oldest first, and their PUBLISHes.

@@ -7,6 +7,11 @@ messages per minute from node 1 for SECONDS, and samples the daemon's RSS from /
 
     bench/daemon/storm.py --bin dist/pocketmesh --rate 1000 --seconds 120 [--as-limit 33554432] [--hook]
     bench/daemon/storm.py ... --hub-clients 8 [--latency 200]
+    bench/daemon/storm.py ... --mqtt
+
+With --mqtt a Mosquitto broker is started on loopback and the daemon runs the MQTT bridge and the
+observer uploader against it; a subscriber counts what arrives (each message once, by store id),
+and the result carries the daemon's median delay from "stored" to "published" (PUBACK).
 
 With --hub-clients N the daemon also serves the companion hub and N raw companion clients drain
 every message through it (each must get every message once); --latency K then times K
@@ -90,6 +95,7 @@ def main():
     ap.add_argument("--hook", action="store_true", help="also run an --on-message hook for every message")
     ap.add_argument("--hub-clients", type=int, default=0, help="companion hub clients draining every message")
     ap.add_argument("--latency", type=int, default=0, help="round trips timed through the hub and direct")
+    ap.add_argument("--mqtt", action="store_true", help="bridge and observer to a Mosquitto broker on loopback")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="pmbench-")
@@ -109,6 +115,14 @@ def main():
     a.hub_port = free_base() if a.hub_clients else 0
     if a.hub_clients:
         cmd += ["--companion-listen", f"127.0.0.1:{a.hub_port}", "--companion-max-clients", str(a.hub_clients)]
+    a.broker = None
+    if a.mqtt:
+        mport = free_base()
+        Path(f"{tmp}/mosquitto.conf").write_text(f"listener {mport} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+        a.broker = subprocess.Popen(["mosquitto", "-c", f"{tmp}/mosquitto.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        a.mqtt_port = mport
+        time.sleep(0.5)
+        cmd += ["--mqtt", f"mqtt://127.0.0.1:{mport}", "--mqtt-observer", f"mqtt://127.0.0.1:{mport}", "--mqtt-iata", "BCH"]
     if a.as_limit:
         cmd = ["prlimit", f"--as={a.as_limit}", "--"] + cmd
     log = open(f"{tmp}/daemon.log", "w")
@@ -121,6 +135,9 @@ def main():
             d.wait(10)
         peer.terminate()
         peer.wait(10)
+        if a.broker:
+            a.broker.terminate()
+            a.broker.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -142,6 +159,7 @@ def run(a, d, sock, base, tmp):
                 samples.append(v)
             time.sleep(0.5)
     threading.Thread(target=sample, daemon=True).start()
+    sub = MQTTCounter(a.mqtt_port) if a.mqtt else None
     hub = [HubClient(a.hub_port, f"bench{i}") for i in range(a.hub_clients)]
     for h in hub:
         threading.Thread(target=h.run, daemon=True).start()
@@ -177,7 +195,31 @@ def run(a, d, sock, base, tmp):
         "hub_clients_got": [len(h.texts) for h in hub], "hub_clients_unique": [len(set(h.texts)) for h in hub],
         **latency,
     }
+    if sub:
+        bridge = (st.get("mqtt") or [{}])[0]
+        result.update({"mqtt_messages": sub.messages, "mqtt_unique_ids": len(sub.ids), "mqtt_packets": sub.packets,
+                       "mqtt_cursor": bridge.get("cursor"), "stored_to_published_median_ms": bridge.get("stored_to_published_ms")})
     print(json.dumps(result))
+
+
+class MQTTCounter:
+    """Counts bridge messages (and their distinct store ids) and observer packets on the broker."""
+
+    def __init__(self, port):
+        import paho.mqtt.client as mqtt
+        self.messages, self.packets, self.ids = 0, 0, set()
+        self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="storm-counter")
+        self.c.on_connect = lambda c, u, f, rc, p=None: c.subscribe("meshcore/#", qos=1)
+        self.c.on_message = self.on_message
+        self.c.connect("127.0.0.1", port)
+        self.c.loop_start()
+
+    def on_message(self, c, u, m):
+        if m.topic.startswith("meshcore/message/"):
+            self.messages += 1
+            self.ids.add(json.loads(m.payload)["id"])
+        elif m.topic.endswith("/packets"):
+            self.packets += 1
 
 
 def frame(p):

@@ -71,6 +71,18 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds between battery readings for --low-battery.", valueName: "seconds"))
     var batteryEvery: Double = 300
 
+    @Option(help: ArgumentHelp("Bridge messages, adverts, deliveries and commands to this MQTT broker (mqtt://[USER@]HOST[:PORT]; HOST an IP address or an /etc/hosts name); repeatable.", valueName: "url"))
+    var mqtt: [String] = []
+
+    @Option(help: ArgumentHelp("Topic prefix of the MQTT bridge.", valueName: "prefix"))
+    var mqttPrefix: String = "meshcore"
+
+    @Option(help: ArgumentHelp("User name for the MQTT brokers (or mqtt://USER@HOST).", valueName: "user"))
+    var mqttUser: String?
+
+    @Option(help: ArgumentHelp("File holding the MQTT password (first line; mode 0600). Never the password itself.", valueName: "file"))
+    var mqttPasswordFile: String?
+
     // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
     func check() throws {
         if [radio.serial, radio.tcp, radio.ble].compactMap({ $0 }).count != 1 {
@@ -84,6 +96,9 @@ struct DaemonCommand: ParsableCommand {
         }
         if let mv = lowBattery, !(1...20_000).contains(mv) { throw ValidationError("--low-battery must be 1 to 20000 millivolts.") }
         if !(batteryEvery >= 1 && batteryEvery <= 86_400) { throw ValidationError("--battery-every must be 1 to 86400 seconds.") }
+        if mqtt.isEmpty && (mqttUser != nil || mqttPasswordFile != nil || mqttPrefix != "meshcore") {
+            throw ValidationError("--mqtt-user, --mqtt-password-file and --mqtt-prefix go with --mqtt URL.")
+        }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
@@ -122,6 +137,14 @@ struct DaemonCommand: ParsableCommand {
         config.companionListeners = companionListen.compactMap { try? HubListener(parsing: $0) }
             + companionWs.compactMap { try? HubListener(parsing: $0, webSocket: true) }
         config.companionMaxClients = companionMaxClients
+        func broker(_ url: String) -> MQTTSettings {
+            var m = MQTTSettings(url: url)
+            m.prefix = mqttPrefix
+            m.user = mqttUser
+            m.passwordFile = mqttPasswordFile
+            return m
+        }
+        config.mqtt = mqtt.map(broker)
         if let cmd = onMessage {
             config.hook = Spawn.splitCommand(cmd)
             config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]

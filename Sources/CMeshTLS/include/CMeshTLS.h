@@ -1,2 +1,0 @@
-#pragma once
-// Placeholder: the non-blocking TLS client over mbedTLS.

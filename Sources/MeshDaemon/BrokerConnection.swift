@@ -1,0 +1,346 @@
+import Glibc
+import MeshLink
+import MeshMQTT
+
+/// One broker, kept connected from the daemon's poll loop: find the host's addresses (an IP
+/// literal or /etc/hosts: no blocking lookup, no NSS), connect (non-blocking), then the MQTT
+/// session (`MQTTClient`). TLS, WebSocket and DNS over UDP are not in this version: such URLs are
+/// refused at start (`BrokerConnection.unsupported`). Any failure closes the transport and tries again after a
+/// backoff (1 s doubling to 60 s, with jitter); the MQTT session keeps its in-flight PUBLISHes.
+///
+/// A failure is logged once; the same failure again is not logged on every retry (a broker down
+/// for a night would fill the log), only counted, until the connection comes up or fails otherwise.
+final class BrokerConnection {
+    struct Settings {
+        var url: BrokerURL
+        var caFile: String? = nil
+        var connectTimeoutMS: UInt64 = 15_000
+        var backoffMinMS: UInt64 = 1_000
+        var backoffMaxMS: UInt64 = 60_000
+    }
+
+    let settings: Settings
+    let client: MQTTClient
+    /// What the log calls this connection (e.g. "mqtt", "observer").
+    let name: String
+    var log: (String) -> Void = { _ in }
+    var onEvent: (MQTTClient.Event, UInt64) -> Void = { _, _ in }
+    /// Called before each CONNECT: credentials that change (a JWT) are made fresh here.
+    var prepareConnect: (inout MQTTConnect) -> Void = { _ in }
+    var hostsPath = "/etc/hosts"
+
+    enum Phase {
+        case waiting(until: UInt64)
+        case connecting(fd: Int32, addresses: [BrokerAddress], next: Int, deadline: UInt64)
+        case open
+    }
+    private(set) var phase: Phase = .waiting(until: 0)
+    private var fd: Int32 = -1
+    /// Bytes for the socket (after TLS, WebSocket framing): written as the socket takes them.
+    private var wire: [UInt8] = []
+    private var backoffMS: UInt64 = 0
+    private var lastFailure: String? = nil
+    private var repeats = 0
+    private var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
+    private(set) var connectedSince: UInt64? = nil
+    private(set) var connections = 0
+
+    init(name: String, settings: Settings, options: MQTTClient.Options) {
+        self.name = name
+        self.settings = settings
+        self.client = MQTTClient(options: options)
+    }
+
+    var isUp: Bool { client.state == .connected }
+
+    // MARK: poll loop
+
+    func pollDescriptors(into fds: inout [pollfd]) {
+        switch phase {
+        case .waiting: return
+        case .connecting(let f, _, _, _):
+            fds.append(pollfd(fd: f, events: Int16(POLLOUT), revents: 0))
+        case .open:
+            flushClient()
+            var events = Int16(POLLIN)
+            if !wire.isEmpty { events |= Int16(POLLOUT) }
+            fds.append(pollfd(fd: fd, events: events, revents: 0))
+        }
+    }
+
+    /// Handles a ready descriptor; false if it is not this connection's.
+    func handle(_ p: pollfd, now: UInt64) -> Bool {
+        switch phase {
+        case .waiting:
+            return false
+        case .connecting(let f, let addresses, let next, _):
+            guard p.fd == f else { return false }
+            var err: Int32 = 0
+            var len = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(f, SOL_SOCKET, SO_ERROR, &err, &len)
+            if err != 0 {
+                Glibc.close(f)
+                fd = -1
+                tryConnect(addresses, from: next, now: now, failure: "\(addresses[next - 1]): \(String(cString: strerror(err)))")
+            } else {
+                transportConnected(now: now)
+            }
+            return true
+        case .open:
+            guard p.fd == fd else { return false }
+            if p.revents & Int16(POLLOUT) != 0 { advance(now: now) }
+            if p.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readable(now: now) }
+            return true
+        }
+    }
+
+    /// Runs what is due; returns the next deadline.
+    func tick(now: UInt64) -> UInt64? {
+        switch phase {
+        case .waiting(let until):
+            if now >= until { start(now: now) } else { return until }
+            return tick(now: now)
+        case .connecting(let f, let addresses, let next, let deadline):
+            if now >= deadline {
+                Glibc.close(f)
+                fd = -1
+                tryConnect(addresses, from: next, now: now, failure: "\(addresses[next - 1]): no answer within \(settings.connectTimeoutMS / 1000) s")
+                return tick(now: now)
+            }
+            return deadline
+        case .open:
+            do throws(MQTTError) { try client.tick(now: now) } catch { fail(error.description, now: now); return tick(now: now) }
+            flushClient()
+            if !wire.isEmpty { advance(now: now) }
+            return client.deadline
+        }
+    }
+
+    /// Sends what the MQTT session has to say now (after `publish` and the like).
+    func flush(now: UInt64) {
+        guard case .open = phase else { return }
+        flushClient()
+        advance(now: now)
+    }
+
+    /// A graceful end: what is queued and DISCONNECT written (waiting at most `graceMS` for the
+    /// socket to take it), the write side shut, unread input drained (closing a socket with unread
+    /// input sends a reset, which can make the broker drop what it had not read yet), then closed.
+    func close(now: UInt64, graceMS: Int32 = 500) {
+        if case .open = phase, client.state == .connected {
+            client.disconnect(now: now)
+            flushClient()
+            var waited: Int32 = 0
+            while !wire.isEmpty && fd >= 0 && waited < graceMS {
+                advance(now: now)
+                if wire.isEmpty || fd < 0 { break }
+                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&p, 1, 50)
+                waited += 50
+            }
+            if fd >= 0 {
+                shutdown(fd, Int32(SHUT_WR))
+                var sink = [UInt8](repeating: 0, count: 4096)
+                while sink.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
+            }
+        }
+        closeTransport()
+        phase = .waiting(until: UInt64.max)
+    }
+
+    // MARK: steps
+
+    private func start(now: UInt64) {
+        switch BrokerAddress.resolve(settings.url.host, hostsPath: hostsPath) {
+        case .failure(let reason): fail(reason.description, now: now)
+        case .success(let addresses): tryConnect(addresses, from: 0, now: now, failure: nil)
+        }
+    }
+
+    private func tryConnect(_ addresses: [BrokerAddress], from index: Int, now: UInt64, failure: String?) {
+        var i = index
+        var last = failure
+        while i < addresses.count {
+            let a = addresses[i]
+            i += 1
+            var storage = sockaddr_storage()
+            let length = a.socketAddress(port: settings.url.port, into: &storage)
+
+            let f = socket(Int32(storage.ss_family), Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            if f < 0 { last = "socket: \(String(cString: strerror(errno)))"; continue }
+            let r = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(f, $0, length) } }
+            if r == 0 || errno == EINPROGRESS {
+                fd = f
+                phase = .connecting(fd: f, addresses: addresses, next: i, deadline: now + settings.connectTimeoutMS)
+                if r == 0 { transportConnected(now: now) }
+                return
+            }
+            last = "\(a): \(String(cString: strerror(errno)))"
+            Glibc.close(f)
+        }
+        fail("cannot connect to \(settings.url): \(last ?? "no address")", now: now)
+    }
+
+    private func transportConnected(now: UInt64) {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, socklen_t(MemoryLayout<Int32>.size))
+        mqttStart(now: now)
+    }
+
+    private func mqttStart(now: UInt64) {
+        phase = .open
+        var c = client.options.connect
+        prepareConnect(&c)
+        client.options.connect = c
+        client.transportOpened(now: now)
+        flushClient()
+        advance(now: now)
+    }
+
+    /// Moves MQTT output into the wire buffer (framed for the WebSocket when there is one).
+    private func flushClient() {
+        guard case .open = phase, client.hasOutput else { return }
+        let out = client.takeOutput()
+        wire.append(contentsOf: out)
+    }
+
+    /// Writes what is waiting, as far as the socket takes it.
+    private func advance(now: UInt64) {
+        while !wire.isEmpty && fd >= 0 {
+            let n = wire.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EAGAIN || errno == EINTR { return }
+                fail("writing to \(settings.url): \(String(cString: strerror(errno)))", now: now)
+                return
+            }
+            wire.removeFirst(n)
+        }
+    }
+
+    private func readable(now: UInt64) {
+        while fd >= 0 {
+            let n = readBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 {
+                if errno == EAGAIN || errno == EINTR { return }
+                fail("reading from \(settings.url): \(String(cString: strerror(errno)))", now: now)
+                return
+            }
+            if n == 0 { fail("the broker closed the connection", now: now); return }
+            received(readBuffer[..<n], now: now)
+            if n < readBuffer.count { return }
+        }
+    }
+
+    private func received(_ bytes: ArraySlice<UInt8>, now: UInt64) {
+        let data = bytes
+        guard case .open = phase, !data.isEmpty else { return }
+        let events: [MQTTClient.Event]
+        do throws(MQTTError) {
+            events = try client.receive(data, now: now)
+        } catch {
+            fail(error.description, now: now)
+            return
+        }
+        for e in events {
+            if case .connected = e {
+                connectedSince = now
+                connections += 1
+                backoffMS = 0
+                if lastFailure != nil {
+                    log("\(name): connected to \(settings.url) again" + (repeats > 0 ? " (after \(repeats + 1) failed attempts)" : ""))
+                } else {
+                    log("\(name): connected to \(settings.url)")
+                }
+                lastFailure = nil
+                repeats = 0
+            }
+            onEvent(e, now)
+        }
+        flushClient()
+        advance(now: now)
+    }
+
+    private func fail(_ reason: String, now: UInt64) {
+        let wasUp = client.state == .connected
+        closeTransport()
+        if reason == lastFailure {
+            repeats += 1
+        } else {
+            log("\(name): \(settings.url): \(reason)" + (wasUp ? "" : "; retrying with backoff"))
+            lastFailure = reason
+            repeats = 0
+        }
+        backoffMS = backoffMS == 0 ? settings.backoffMinMS : min(settings.backoffMaxMS, backoffMS * 2)
+        var rng = SystemRandomNumberGenerator()
+        let jitter = UInt64.random(in: 0...(backoffMS / 4), using: &rng)
+        phase = .waiting(until: now + backoffMS + jitter)
+    }
+
+    private func closeTransport() {
+        if client.state != .closed { client.transportClosed() }
+        connectedSince = nil
+        wire.removeAll()
+        if fd >= 0 { Glibc.close(fd); fd = -1 }
+    }
+}
+
+/// A broker's IP address, found without a blocking lookup: an IPv4 or IPv6 literal, a name in
+/// /etc/hosts, or `localhost`. Names that need DNS are refused with a clear message (this
+/// version has no resolver that would not block the poll loop or depend on NSS).
+struct BrokerAddress: CustomStringConvertible {
+    var family: Int32
+    var bytes: [UInt8]
+
+    static func literal(_ text: String) -> BrokerAddress? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return BrokerAddress(family: AF_INET, bytes: withUnsafeBytes(of: &v4) { Array($0) }) }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return BrokerAddress(family: AF_INET6, bytes: withUnsafeBytes(of: &v6) { Array($0) }) }
+        return nil
+    }
+
+    static func resolve(_ host: String, hostsPath: String) -> Result<[BrokerAddress], MQTTError> {
+        if let a = literal(host) { return .success([a]) }
+        var found: [BrokerAddress] = []
+        if let text = StateFile.readString(hostsPath) {
+            for line in text.split(separator: "\n") {
+                let words = line.prefix { $0 != "#" }.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                guard words.count >= 2, words.dropFirst().contains(where: { $0.lowercased() == host.lowercased() }),
+                      let a = literal(String(words[0])) else { continue }
+                found.append(a)
+            }
+        }
+        if found.isEmpty && host.lowercased() == "localhost" { found = [literal("127.0.0.1")!, literal("::1")!] }
+        if found.isEmpty {
+            return .failure(MQTTError("\(host) is not an IP address and not in \(hostsPath); this version reaches brokers by address or /etc/hosts name only"))
+        }
+        return .success(found.filter { $0.family == AF_INET } + found.filter { $0.family == AF_INET6 })
+    }
+
+    func socketAddress(port: UInt16, into storage: inout sockaddr_storage) -> socklen_t {
+        withUnsafeMutableBytes(of: &storage) { raw in
+            if family == AF_INET {
+                var sa = sockaddr_in()
+                sa.sin_family = sa_family_t(AF_INET)
+                sa.sin_port = port.bigEndian
+                withUnsafeMutableBytes(of: &sa.sin_addr) { $0.copyBytes(from: bytes) }
+                withUnsafeBytes(of: &sa) { raw.copyMemory(from: $0) }
+                return socklen_t(MemoryLayout<sockaddr_in>.size)
+            }
+            var sa = sockaddr_in6()
+            sa.sin6_family = sa_family_t(AF_INET6)
+            sa.sin6_port = port.bigEndian
+            withUnsafeMutableBytes(of: &sa.sin6_addr) { $0.copyBytes(from: bytes) }
+            withUnsafeBytes(of: &sa) { raw.copyMemory(from: $0) }
+            return socklen_t(MemoryLayout<sockaddr_in6>.size)
+        }
+    }
+
+    var description: String {
+        var buf = [CChar](repeating: 0, count: 64)
+        var b = bytes
+        _ = b.withUnsafeMutableBytes { inet_ntop(family, $0.baseAddress, &buf, 64) }
+        return String(cString: buf)
+    }
+}

@@ -1,0 +1,319 @@
+"""The daemon's MQTT bridge against a real broker on loopback: Mosquitto (Debian's package),
+started by these tests; the radio is `pocketmesh sim`.
+
+Checked: every received message reaches the broker (each with its store id) across broker restarts
+and a SIGKILLed daemon; commands on PREFIX/command/{op} are executed and answered; status is
+retained and the will fires for a killed daemon; a wrong password is one log line and retries.
+
+Environment: POCKETMESH_BIN (default .build/debug/pocketmesh), POCKETMESH_VENV.
+"""
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from test_daemon_faults import Daemon
+from test_sim_clients import Sim
+
+paho = pytest.importorskip("paho.mqtt.client")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
+VENV = pathlib.Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
+ENV = dict(os.environ, POCKETMESH_NO_DAEMON="1")
+
+pytestmark = [
+    pytest.mark.skipif(not BIN.exists(), reason=f"needs {BIN} (swift build)"),
+    pytest.mark.skipif(shutil.which("mosquitto") is None, reason="needs mosquitto (scripts/setup.sh installs it)"),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, seconds=15):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+class Mosquitto:
+    """A Mosquitto broker on 127.0.0.1 with its own config; restartable on the same port."""
+
+    def __init__(self, tmp, users=None):
+        self.tmp = pathlib.Path(tmp)
+        self.port = free_port()
+        lines = [f"listener {self.port} 127.0.0.1", "persistence false"]
+        if os.geteuid() == 0:
+            lines.append("user root")  # else it switches to the user "mosquitto", who cannot read the test's files
+        if users:
+            pw = self.tmp / "mosquitto.passwd"
+            pw.write_text("")
+            for user, password in users.items():
+                subprocess.run(["mosquitto_passwd", "-b", str(pw), user, password], check=True, capture_output=True)
+            pw.chmod(0o600)
+            lines += ["allow_anonymous false", f"password_file {pw}"]
+        else:
+            lines.append("allow_anonymous true")
+        self.conf = self.tmp / f"mosquitto-{self.port}.conf"
+        self.conf.write_text("\n".join(lines) + "\n")
+        self.log = open(self.tmp / "mosquitto.log", "a")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(["mosquitto", "-c", str(self.conf)], stdout=self.log, stderr=self.log, start_new_session=True)
+        wait_port(self.port)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+class Listener:
+    """A paho subscriber collecting (topic, payload, retain) tuples."""
+
+    def __init__(self, port, topic="#", user=None, password=None):
+        self.messages = []
+        self.lock = threading.Lock()
+        self.c = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=f"test-{time.time_ns()}")
+        if user:
+            self.c.username_pw_set(user, password)
+        self.topic = topic
+        self.c.on_connect = lambda c, u, f, rc, p=None: c.subscribe(self.topic, qos=1)
+        self.c.on_message = self._message
+        self.c.connect("127.0.0.1", port, keepalive=30)
+        self.c.loop_start()
+
+    def _message(self, c, u, m):
+        with self.lock:
+            self.messages.append((m.topic, m.payload, m.retain))
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.messages)
+
+    def wait(self, predicate, seconds=30, what="the expected messages"):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            got = self.snapshot()
+            if predicate(got):
+                return got
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; got {self.snapshot()[-20:]}")
+
+    def publish(self, topic, payload, qos=1):
+        self.c.publish(topic, payload, qos=qos).wait_for_publish(10)
+
+    def close(self):
+        self.c.loop_stop()
+        self.c.disconnect()
+
+
+def at(sim, *args, node="sim1"):
+    cp = subprocess.run([str(BIN), "-t", f"127.0.0.1:{sim.port(node)}", "--timeout", "10", *args],
+                        capture_output=True, text=True, timeout=90, env=ENV)
+    return cp.returncode, cp.stdout, cp.stderr
+
+
+def befriend(sim):
+    """sim0 and sim1 know each other (adverts exchanged)."""
+    for n in ("sim0", "sim1"):
+        assert at(sim, "advert", "--flood", node=n)[0] == 0
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if "sim1" in at(sim, "contacts", node="sim0")[1] and "sim0" in at(sim, "contacts", node="sim1")[1]:
+            return
+        time.sleep(0.3)
+    raise AssertionError("the sim nodes did not learn each other")
+
+
+def messages(got, prefix="meshcore"):
+    out = []
+    for topic, payload, _ in got:
+        if topic.startswith(prefix + "/message/"):
+            out.append((topic, json.loads(payload)))
+    return out
+
+
+def log_text(tmp):
+    return (pathlib.Path(tmp) / "daemon.log").read_text(errors="replace")
+
+
+def wait_log(tmp, text, seconds=20):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if text in log_text(tmp):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} not in the daemon's log:\n{log_text(tmp)[-3000:]}")
+
+
+@pytest.fixture
+def sim():
+    s = Sim("--seed", "5", nodes=2)
+    befriend(s)
+    yield s
+    s.stop()
+
+
+def test_bridge_publishes_messages_and_events_and_answers_commands(tmp_path, sim):
+    broker = Mosquitto(tmp_path)
+    watch = Listener(broker.port)
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=["--mqtt", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-prefix", "pm"])
+    try:
+        watch.wait(lambda g: ("pm/status", b"online", False) in g or any(t == "pm/status" and p == b"online" for t, p, _ in g), what="status online")
+        # A late subscriber sees the retained status.
+        late = Listener(broker.port, topic="pm/status")
+        late.wait(lambda g: any(p == b"online" and r for _, p, r in g), what="retained online")
+        late.close()
+        key0, key1 = sim.nodes["sim0"]["pubkey"], sim.nodes["sim1"]["pubkey"]
+        assert at(sim, "send", "sim0", "hello over mqtt")[0] == 0
+        assert at(sim, "channel", "send", "0", "channel hello")[0] == 0
+        got = watch.wait(lambda g: len(messages(g, "pm")) >= 2, what="two messages")
+        by_topic = dict(messages(got, "pm"))
+        direct = by_topic[f"pm/message/direct/{key1[:12]}"]
+        assert direct["text"] == "hello over mqtt" and direct["kind"] == "direct" and direct["event"] == "message" and direct["id"] > 0
+        chan = by_topic["pm/message/channel/0"]
+        assert chan["text"] == "channel hello" and chan["from"] == "sim1" and chan["id"] > direct["id"]
+
+        # A command: send through the outbox, answered with the request's id.
+        watch.publish("pm/command/send", json.dumps({"id": 41, "to": "sim1", "text": "from the broker"}))
+        got = watch.wait(lambda g: any(t == "pm/command/send/result" for t, _, _ in g), what="the send result")
+        res = [json.loads(p) for t, p, _ in got if t == "pm/command/send/result"][0]
+        assert res["id"] == 41 and res["ok"] is True, res
+        # Its delivery states follow on pm/delivery.
+        watch.wait(lambda g: any(t == "pm/delivery" and json.loads(p).get("status") == "acked" for t, p, _ in g), what="delivery acked")
+        # Other ops; a bad one is answered with an error, not dropped.
+        watch.publish("pm/command/status", json.dumps({"id": 42}))
+        watch.publish("pm/command/advert", b"")
+        watch.publish("pm/command/nonsense", json.dumps({"id": 43}))
+        watch.publish("pm/command/send", b"{not json")
+        got = watch.wait(lambda g: sum(1 for t, _, _ in g if t.endswith("/result")) >= 5, what="four more results")
+        results = {t: json.loads(p) for t, p, _ in got if t.endswith("/result")}
+        assert results["pm/command/status/result"]["id"] == 42 and results["pm/command/status/result"]["ok"]
+        assert results["pm/command/advert/result"]["ok"], results
+        assert results["pm/command/nonsense/result"]["id"] == 43 and not results["pm/command/nonsense/result"]["ok"]
+        # An advert from sim1 appears on pm/advert.
+        assert at(sim, "advert", "--flood")[0] == 0
+        watch.wait(lambda g: any(t == "pm/advert" and json.loads(p)["public_key"] == key1 for t, p, _ in g), what="advert")
+        # The daemon's status names the bridge.
+        st = d.call({"id": 1, "op": "status"})
+        assert st["mqtt"][0]["connected"] is True and st["mqtt"][0]["cursor"] >= chan["id"]
+        # A clean stop leaves "offline" retained.
+        d.stop()
+        late = Listener(broker.port, topic="pm/status")
+        late.wait(lambda g: any(p == b"offline" and r for _, p, r in g), what="retained offline after a clean stop")
+        late.close()
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+
+
+def test_every_message_arrives_across_broker_restarts_and_a_killed_daemon(tmp_path, sim):
+    broker = Mosquitto(tmp_path)
+    url = f"mqtt://127.0.0.1:{broker.port}"
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=["--mqtt", url])
+    watch = Listener(broker.port)
+    sent = []
+
+    def send(n):
+        for _ in range(n):
+            text = f"m{len(sent)}"
+            code, out, err = at(sim, "channel", "send", "0", text)
+            assert code == 0, err
+            sent.append(text)
+
+    try:
+        watch.wait(lambda g: any(t == "meshcore/status" and p == b"online" for t, p, _ in g), what="online")
+        send(3)
+        watch.wait(lambda g: len(messages(g)) >= 3, what="the first three")
+        # The broker goes away; messages keep arriving at the radio and the store.
+        watch.close()
+        broker.stop()
+        send(4)
+        time.sleep(1)
+        broker.start()
+        watch = Listener(broker.port)
+        watch.wait(lambda g: {m["text"] for _, m in messages(g)} >= set(sent[3:]), seconds=90, what="the messages stored while the broker was away")
+        # The daemon is killed; the broker publishes its will.
+        d.kill()
+        watch.wait(lambda g: any(t == "meshcore/status" and p == b"offline" for t, p, _ in g), seconds=120, what="the will")
+        send(3)
+        d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=["--mqtt", url])
+        got = watch.wait(lambda g: {m["text"] for _, m in messages(g)} >= set(sent[7:]), seconds=60, what="the messages after the restart")
+        # Every message that reached this subscriber carries a store id; ids and texts agree.
+        ids = {}
+        for _, m in messages(got):
+            assert ids.setdefault(m["id"], m["text"]) == m["text"]
+        # The cursor reaches the last one once its PUBACK is in.
+        deadline = time.time() + 10
+        while d.call({"id": 2, "op": "status"})["mqtt"][0]["cursor"] != max(ids) and time.time() < deadline:
+            time.sleep(0.1)
+        assert d.call({"id": 3, "op": "status"})["mqtt"][0]["cursor"] == max(ids), ids
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+
+
+def test_wrong_password_is_one_log_line_and_retries(tmp_path, sim):
+    broker = Mosquitto(tmp_path, users={"radio": "right-password"})
+    pw = tmp_path / "mqtt.pass"
+    pw.write_text("wrong-password\n")
+    pw.chmod(0o600)
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False,
+               extra=["--mqtt", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-user", "radio", "--mqtt-password-file", str(pw)])
+    try:
+        wait_log(tmp_path, "refused the connection")
+        time.sleep(4)  # several retries with backoff
+        lines = [l for l in log_text(tmp_path).splitlines() if "refused the connection" in l]
+        assert len(lines) == 1 and "password" in lines[0], log_text(tmp_path)
+        assert d.proc.poll() is None
+        assert "right-password" not in log_text(tmp_path) and "wrong-password" not in log_text(tmp_path)
+    finally:
+        d.stop()
+    # The right password connects.
+    pw.write_text("right-password\n")
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False,
+               extra=["--mqtt", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-user", "radio", "--mqtt-password-file", str(pw)])
+    try:
+        wait_log(tmp_path, f"mqtt: connected to mqtt://127.0.0.1:{broker.port}")
+    finally:
+        d.stop()
+        broker.stop()
+    # A password file others can read is refused at start, with exit code 2.
+    pw.chmod(0o644)
+    cp = subprocess.run([str(BIN), "daemon", "--tcp", f"127.0.0.1:{sim.port('sim0')}", "--state-dir", str(tmp_path / "s2"),
+                         "--socket", str(tmp_path / "d2.sock"), "--mqtt", "mqtt://127.0.0.1:1", "--mqtt-user", "radio",
+                         "--mqtt-password-file", str(pw)], capture_output=True, text=True, timeout=20, env=ENV)
+    assert cp.returncode == 2 and "chmod 600" in cp.stderr, cp.stderr
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    base = [str(BIN), "daemon", "--tcp", "127.0.0.1:1", "--state-dir", str(tmp_path), "--socket", str(tmp_path / "d.sock")]
+    for args, text in [(["--mqtt", "http://x"], "unknown scheme"), (["--mqtt", "mqtt://u:p@x"], "password"),
+                       (["--mqtt-user", "x"], "go with --mqtt"), (["--mqtt", "mqtt://x", "--mqtt-prefix", "a/#"], "prefix"),
+                       (["--mqtt", "mqtts://127.0.0.1"], "only mqtt://")]:
+        cp = subprocess.run(base + args, capture_output=True, text=True, timeout=20, env=ENV)
+        assert cp.returncode == 2 and text in cp.stderr and cp.stderr.count("\n") == 1, (args, cp.stderr)

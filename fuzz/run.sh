@@ -10,13 +10,14 @@
 #   json      API request lines: JSONParser and DaemonRequest.parse (MeshDaemon)
 #   topology  simulator topology files (MeshSim)
 #   config    the config file: the TOML reader and the config model (MeshOps)
+#   mqtt      what a broker sends: the MQTT decoder and the client session (MeshMQTT)
 # The module under test is built with -sanitize=fuzzer,address; the modules it imports come from
 # the package's debug build (.build/debug, built here if missing) and are linked uninstrumented.
 set -uo pipefail
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config)
+[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/fuzz/out"
 deps="$root/.build/debug"
@@ -100,11 +101,12 @@ for t in "${targets[@]}"; do
         att) build att ATTFuzz MeshLink "$root/Sources/MeshLink/ATT.swift $root/Sources/MeshLink/ATTClient.swift $root/Sources/MeshLink/SimulatedGATTServer.swift" ;;
         store) build store StoreFuzz MeshStore "$root/Sources/MeshStore/*.swift" MeshCompanion ;;
         json) build json JSONFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
-                  MeshOps MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshOps MeshMQTT MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \
                   MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \
                   MeshSession MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+        mqtt) build mqtt MQTTFuzz MeshMQTT "$root/Sources/MeshMQTT/*.swift" ;;
         *) echo "unknown fuzz target $t" >&2; failed+=("$t"); continue ;;
     esac || { failed+=("$t"); continue; }
     corpus="$out/corpus-$t"

@@ -215,6 +215,9 @@ public struct MQTTDecoder: Sendable {
             }
             let topic = try r.string()
             let id = qos == .atMostOnce ? 0 : try r.u16()
+            // (2.3.1-1: a QoS 1 PUBLISH carries a non-zero packet id; 4.7.1: a name holds no wildcard.)
+            if qos != .atMostOnce && id == 0 { throw MQTTError("a QoS 1 PUBLISH with packet id 0") }
+            guard MQTTTopic.isValidName(topic) else { throw MQTTError("a PUBLISH to the invalid topic name \"\(topic)\"") }
             return .publish(MQTTPublish(topic: topic, payload: Array(r.rest()), qos: qos, retain: header & 1 != 0, dup: header & 0x08 != 0, packetId: id))
         case 4:
             return .puback(try r.u16())

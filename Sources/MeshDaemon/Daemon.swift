@@ -55,6 +55,8 @@ public final class Daemon {
         public var batteryCheckMS: UInt64 = 300_000
         /// `--mqtt URL`: chat bridges, one per broker (MQTTBridge).
         public var mqtt: [MQTTSettings] = []
+        /// `--mqtt-observer URL --mqtt-iata XXX`: packet uploaders, one per broker (MQTTObserver).
+        public var mqttObservers: [ObserverSettings] = []
         public init(link: String) { self.link = link }
     }
 
@@ -145,6 +147,7 @@ public final class Daemon {
     var hubAckOwners: [(ack: UInt32, client: Int)] = []
     /// MQTT (DaemonMQTT.swift).
     var bridges: [MQTTBridge] = []
+    var observers: [MQTTObserver] = []
 
     public init(config: Config) throws {
         self.config = config
@@ -346,7 +349,7 @@ public final class Daemon {
         soon(api.tick(now: now))
         if let h = hub { soon(h.tick(now: now)) }
         if !operations.isEmpty { soon(operationTimers(now: now)) }
-        if !bridges.isEmpty { soon(mqttTimers(now: now)) }
+        if !bridges.isEmpty || !observers.isEmpty { soon(mqttTimers(now: now)) }
         soon(notify.tick(now: now))
         return next
     }

@@ -16,9 +16,27 @@ public struct MQTTSettings: Sendable {
     public init(url: String) { self.url = url }
 }
 
+/// `--mqtt-observer URL` and what goes with it.
+public struct ObserverSettings: Sendable {
+    public var url: String
+    /// `--mqtt-iata`: the airport code of the observer's region (required).
+    public var iata: String? = nil
+    /// `--mqtt-observer-key FILE`: the node's private key (0600) for the `v1_{KEY}` user and a JWT.
+    public var keyFile: String? = nil
+    /// `--mqtt-observer-password-file FILE`: a password for the user in the URL.
+    public var passwordFile: String? = nil
+    /// `--mqtt-observer-audience`: the JWT's `aud` (default: the broker's host name).
+    public var audience: String? = nil
+    public init(url: String) { self.url = url }
+}
+
 extension Daemon {
     /// Answers an API request: to its socket client, or to the MQTT bridge it came from.
     func reply(_ r: DaemonResponse, to client: APIServer.ClientID) {
+        if client >= MQTTObserver.firstClientID && client <= MQTTObserver.lastClientID {
+            for o in observers where o.clientIndex == client { o.answer(r, now: monotonicNow()) }
+            return
+        }
         if client >= MQTTBridge.firstClientID && client <= MQTTBridge.lastClientID {
             for b in bridges where b.owns(client: client) { b.answer(r, client: client, now: monotonicNow()) }
             return
@@ -27,23 +45,29 @@ extension Daemon {
     }
 
     /// Reads a password file: its first line, without the line end. Refuses what others can read.
-    static func readPassword(_ path: String) throws(DaemonError) -> [UInt8] {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw DaemonError(.usage, "--mqtt-password-file \(path): \(String(cString: strerror(errno))).") }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw DaemonError(.usage, "--mqtt-password-file \(path): not a regular file.") }
-        guard st.st_mode & 0o077 == 0 else {
-            throw DaemonError(.usage, "--mqtt-password-file \(path): readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod 600 it.")
-        }
-        guard let bytes = StateFile.read(path) else { throw DaemonError(.usage, "--mqtt-password-file \(path): cannot read it.") }
+    static func readPassword(_ path: String, flag: String = "--mqtt-password-file") throws(DaemonError) -> [UInt8] {
+        let bytes = try readSecretFile(path, flag: flag)
         let line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
         return Array(line.last == 0x0D ? line.dropLast() : line)
     }
 
-    func brokerSettings(_ m: MQTTSettings, flag: String) throws(DaemonError) -> BrokerConnection.Settings {
+    /// A secret file's bytes; refuses one others can read (it must be 0600 or stricter).
+    static func readSecretFile(_ path: String, flag: String) throws(DaemonError) -> [UInt8] {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw DaemonError(.usage, "\(flag) \(path): \(String(cString: strerror(errno))).") }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw DaemonError(.usage, "\(flag) \(path): not a regular file.") }
+        guard st.st_mode & 0o077 == 0 else {
+            throw DaemonError(.usage, "\(flag) \(path): readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod 600 it.")
+        }
+        guard let bytes = StateFile.read(path) else { throw DaemonError(.usage, "\(flag) \(path): cannot read it.") }
+        return bytes
+    }
+
+    func brokerSettings(_ text: String, flag: String) throws(DaemonError) -> BrokerConnection.Settings {
         let url: BrokerURL
-        do throws(MQTTError) { url = try BrokerURL(parsing: m.url) } catch { throw DaemonError(.usage, "\(flag): \(error).") }
+        do throws(MQTTError) { url = try BrokerURL(parsing: text) } catch { throw DaemonError(.usage, "\(flag): \(error).") }
         if url.usesTLS || url.usesWebSocket {
-            throw DaemonError(.usage, "\(flag) \(m.url): only mqtt:// (TCP) is supported in this version; TLS and WebSocket transports are not built yet.")
+            throw DaemonError(.usage, "\(flag) \(text): only mqtt:// (TCP) is supported in this version; TLS and WebSocket transports are not built yet.")
         }
         var s = BrokerConnection.Settings(url: url)
         s.connectTimeoutMS = UInt64(max(1_000, config.connectTimeoutMS * 2))
@@ -60,7 +84,7 @@ extension Daemon {
 
     func setUpMQTT() throws(DaemonError) {
         for m in config.mqtt {
-            var s = MQTTBridge.Settings(connection: try brokerSettings(m, flag: "--mqtt"))
+            var s = MQTTBridge.Settings(connection: try brokerSettings(m.url, flag: "--mqtt"))
             s.prefix = m.prefix
             guard !s.prefix.isEmpty, MQTTTopic.isValidName(s.prefix) else {
                 throw DaemonError(.usage, "--mqtt-prefix \"\(m.prefix)\": a topic prefix must be non-empty, without + or #.")
@@ -77,15 +101,39 @@ extension Daemon {
             bridges.append(b)
             log("mqtt: bridge to \(s.connection.url), prefix \(s.prefix)")
         }
+        for (i, m) in config.mqttObservers.enumerated() {
+            guard let raw = m.iata else { throw DaemonError(.usage, "--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
+            guard let iata = ObserverFormat.iata(raw) else {
+                throw DaemonError(.usage, "--mqtt-iata \"\(raw)\": an airport code is 3 to 8 letters or digits (e.g. SEA).")
+            }
+            var s = MQTTObserver.Settings(connection: try brokerSettings(m.url, flag: "--mqtt-observer"), iata: iata)
+            if let f = m.keyFile {
+                s.identity = try ObserverFormat.readIdentity(f, flag: "--mqtt-observer-key")
+                if s.connection.url.user != nil { throw DaemonError(.usage, "--mqtt-observer-key signs in as v1_{PUBLIC KEY}: leave the user out of the URL.") }
+            }
+            if let f = m.passwordFile {
+                guard s.identity == nil else { throw DaemonError(.usage, "--mqtt-observer-password-file and --mqtt-observer-key exclude each other.") }
+                guard s.connection.url.user != nil else { throw DaemonError(.usage, "--mqtt-observer-password-file needs a user name in the URL (mqtt://USER@host).") }
+                s.password = try Self.readPassword(f, flag: "--mqtt-observer-password-file")
+            }
+            s.audience = m.audience
+            let o = MQTTObserver(settings: s, clientId: mqttClientId(config.mqttObservers.count > 1 ? "observer\(i + 1)" : "observer"), index: i)
+            o.log = { [unowned self] in self.log($0) }
+            o.execute = { [unowned self] req, client in self.handle(req, client) }
+            observers.append(o)
+            log("mqtt-observer: \(s.connection.url), region \(iata)\(s.identity != nil ? ", signed in with the node's key" : "")")
+        }
     }
 
     func mqttDescriptors(into fds: inout [pollfd]) {
         for b in bridges { b.connection.pollDescriptors(into: &fds) }
+        for o in observers { o.connection?.pollDescriptors(into: &fds) }
     }
 
     func mqttHandle(_ p: pollfd) -> Bool {
         let now = monotonicNow()
         for b in bridges where b.connection.handle(p, now: now) { return true }
+        for o in observers where o.connection?.handle(p, now: now) == true { return true }
         return false
     }
 
@@ -93,17 +141,20 @@ extension Daemon {
         var next: UInt64? = nil
         func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
         for b in bridges { soon(b.connection.tick(now: now)) }
+        for o in observers { soon(o.tick(now: now)) }
         return next
     }
 
     func stopMQTT() {
         let now = monotonicNow()
         for b in bridges { b.stop(now: now) }
+        for o in observers { o.stop(now: now) }
     }
 
     var mqttStatus: [(String, JSON)] {
         var f: [(String, JSON)] = []
         if !bridges.isEmpty { f.append(("mqtt", .array(bridges.map(\.statusFields)))) }
+        if !observers.isEmpty { f.append(("mqtt_observer", .array(observers.map(\.statusFields)))) }
         return f
     }
 }

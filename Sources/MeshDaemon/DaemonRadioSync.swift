@@ -17,6 +17,9 @@ extension Daemon {
                 lastDeviceInfo = di
                 lastSelfInfo = si
                 radioReady(now: now)
+                if !observers.isEmpty, let rs = RadioSelf(frame: si) {
+                    for o in observers { o.radioReady(self: rs, device: RadioDevice(frame: di), now: now) }
+                }
             case .handshakeFailed(let r):
                 log("link: handshake with \(config.link) failed (\(r)); is it a MeshCore companion radio?")
                 pendingLinkLoss = "handshake failed"
@@ -193,6 +196,10 @@ extension Daemon {
         if let e = PushJSON.event(p) {
             if case .logRxData = p.kind { api.publish(e, logRx: true) } else { api.publish(e) }
             if !bridges.isEmpty { for b in bridges { b.apiEvent(e, now: now) } }
+        }
+        if !observers.isEmpty, case .logRxData(let q, let rssi, let packet) = p.kind {
+            let raw = Array(packet)
+            for o in observers { o.packet(raw: raw, snrQuarterDb: q, rssi: rssi, now: now) }
         }
         if case .newAdvert = p.kind, let store, var c = try? StoredContact(frame: p.frame),
            store.contact(publicKey: c.publicKey).map({ $0.removed }) ?? true {

@@ -314,6 +314,162 @@ def test_bad_arguments_are_refused(tmp_path):
     base = [str(BIN), "daemon", "--tcp", "127.0.0.1:1", "--state-dir", str(tmp_path), "--socket", str(tmp_path / "d.sock")]
     for args, text in [(["--mqtt", "http://x"], "unknown scheme"), (["--mqtt", "mqtt://u:p@x"], "password"),
                        (["--mqtt-user", "x"], "go with --mqtt"), (["--mqtt", "mqtt://x", "--mqtt-prefix", "a/#"], "prefix"),
-                       (["--mqtt", "mqtts://127.0.0.1"], "only mqtt://")]:
+                       (["--mqtt", "mqtts://127.0.0.1"], "only mqtt://"),
+                       (["--mqtt-observer", "mqtt://127.0.0.1"], "--mqtt-iata"), (["--mqtt-iata", "SEA"], "go with --mqtt-observer"),
+                       (["--mqtt-observer", "mqtt://127.0.0.1", "--mqtt-iata", "S/A"], "airport code")]:
         cp = subprocess.run(base + args, capture_output=True, text=True, timeout=20, env=ENV)
         assert cp.returncode == 2 and text in cp.stderr and cp.stderr.count("\n") == 1, (args, cp.stderr)
+
+
+# --- the observer uploader ---------------------------------------------------------------------
+
+ROUTE_LETTER = {0: "F", 1: "F", 2: "D", 3: "T"}
+
+
+def firmware_hash(raw):
+    """Packet::calculatePacketHash, written here from the firmware's description (not from pocketmesh):
+    SHA-256 over the payload type, the path length as uint16 LE for TRACE only, and the payload; 8 bytes."""
+    import hashlib
+    header = raw[0]
+    i = 5 if header & 3 in (0, 3) else 1
+    plen = raw[i]
+    path_bytes = (plen & 0x3F) * ((plen >> 6) + 1)
+    payload = raw[i + 1 + path_bytes:]
+    ptype = (header >> 2) & 0x0F
+    h = hashlib.sha256(bytes([ptype]) + (bytes([plen, 0]) if ptype == 9 else b"") + payload)
+    return h.hexdigest()[:16].upper()
+
+
+def test_observer_uploads_packets_in_the_analyzer_format_with_a_retained_status_and_a_will(tmp_path, sim):
+    from meshcoredecoder import MeshCoreDecoder
+    broker = Mosquitto(tmp_path)
+    watch = Listener(broker.port, topic="meshcore/#")
+    key0 = sim.nodes["sim0"]["pubkey"].upper()
+    root = f"meshcore/SEA/{key0}"
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False,
+               extra=["--mqtt-observer", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-iata", "sea"])
+    try:
+        got = watch.wait(lambda g: any(t == root + "/status" and json.loads(p).get("stats") for t, p, _ in g), what="status with stats")
+        status = [json.loads(p) for t, p, _ in got if t == root + "/status"][-1]
+        assert status["status"] == "online" and status["origin"] == "sim0" and status["origin_id"] == key0
+        assert status["radio"].count(",") == 3 and "battery_mv" in status["stats"], status
+        # Traffic sim0 hears: an advert, a channel message, direct messages (the later ones routed).
+        assert at(sim, "advert", "--flood")[0] == 0
+        assert at(sim, "channel", "send", "0", "observed")[0] == 0
+        for i in range(3):
+            assert at(sim, "send", "sim0", f"dm {i}")[0] == 0
+        got = watch.wait(lambda g: sum(1 for t, _, _ in g if t == root + "/packets") >= 5, what="five packets")
+        packets = [json.loads(p) for t, p, r in got if t == root + "/packets"]
+        types = set()
+        for p in packets:
+            assert p["type"] == "PACKET" and p["direction"] == "rx" and p["origin_id"] == key0 and p["origin"] == "sim0"
+            raw = bytes.fromhex(p["raw"])
+            assert p["raw"] == p["raw"].upper() and int(p["len"]) == len(raw)
+            dec = MeshCoreDecoder.decode(p["raw"])
+            assert dec.is_valid, p
+            assert int(p["packet_type"]) == int(dec.payload_type.value) and p["route"] == ROUTE_LETTER[int(dec.route_type.value)], (p, dec.to_dict())
+            assert p["hash"] == firmware_hash(raw), p
+            assert float(p["SNR"]) and int(p["RSSI"]) < 0 and 0 <= int(p["score"]) <= 1000 and int(p["duration"]) > 0
+            assert len(p["time"]) == 8 and p["date"].count("/") == 2 and p["timestamp"].endswith("+00:00")
+            if p["route"] == "D":
+                hops = p["path"].split(",") if p["path"] else []
+                assert [h.lower() for h in hops] == [x.lower() for x in (dec.to_dict().get("path") or [])], (p, dec.to_dict())
+            types.add(int(p["packet_type"]))
+        assert {4, 5, 2} <= types, types  # advert, group text, text message
+        # A late subscriber sees the retained status; a killed daemon leaves the will (offline, retained).
+        d.kill()
+        watch.wait(lambda g: any(t == root + "/status" and json.loads(p)["status"] == "offline" for t, p, _ in g), seconds=120, what="the will")
+        late = Listener(broker.port, topic=root + "/status")
+        late.wait(lambda g: any(json.loads(p)["status"] == "offline" and r for _, p, r in g), what="retained offline")
+        late.close()
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+
+
+class CaptureBroker:
+    """Accepts one MQTT connection on loopback and keeps its CONNECT's user name and password."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        self.connect = None
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        c, _ = self.sock.accept()
+        c.settimeout(20)
+        data = b""
+        while True:
+            chunk = c.recv(4096)
+            if not chunk:
+                return
+            data += chunk
+            n, mult, i = 0, 1, 1
+            while i < len(data) and data[i] & 0x80:
+                n += (data[i] & 0x7F) * mult
+                mult *= 128
+                i += 1
+            if i >= len(data):
+                continue
+            n += data[i] * mult
+            if len(data) >= i + 1 + n:
+                break
+        body = data[i + 1:i + 1 + n]
+
+        def field(b, at):
+            ln = int.from_bytes(b[at:at + 2], "big")
+            return b[at + 2:at + 2 + ln], at + 2 + ln
+        at = 10  # "MQTT", level, flags, keep-alive
+        flags = body[7]
+        client_id, at = field(body, at)
+        if flags & 0x04:
+            _, at = field(body, at)
+            _, at = field(body, at)
+        user, at = field(body, at) if flags & 0x80 else (None, at)
+        password, at = field(body, at) if flags & 0x40 else (None, at)
+        self.connect = {"client_id": client_id.decode(), "user": user and user.decode(), "password": password and password.decode()}
+        c.sendall(bytes([0x20, 2, 0, 0]))
+        time.sleep(1)
+        c.close()
+
+
+def test_observer_signs_in_with_a_jwt_made_with_the_nodes_key(tmp_path, sim):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    import base64
+    code, out, err = at(sim, "key", "export", node="sim0")
+    assert code == 0, err
+    keyfile = tmp_path / "node.key"
+    keyfile.write_text(out.strip() + "\n")
+    keyfile.chmod(0o600)
+    broker = CaptureBroker()
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False,
+               extra=["--mqtt-observer", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-iata", "ams", "--mqtt-observer-key", str(keyfile)])
+    try:
+        deadline = time.time() + 30
+        while broker.connect is None and time.time() < deadline:
+            time.sleep(0.1)
+        assert broker.connect, log_text(tmp_path)
+        key0 = sim.nodes["sim0"]["pubkey"].upper()
+        assert broker.connect["user"] == f"v1_{key0}"
+        token = broker.connect["password"]
+        h, c, s = token.split(".")
+        pad = lambda x: x + "=" * (-len(x) % 4)
+        assert json.loads(base64.urlsafe_b64decode(pad(h))) == {"alg": "Ed25519", "typ": "JWT"}
+        claims = json.loads(base64.urlsafe_b64decode(pad(c)))
+        assert claims["publicKey"] == key0 and claims["aud"] == "127.0.0.1" and claims["exp"] - claims["iat"] == 86400
+        assert abs(claims["iat"] - time.time()) < 120
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(key0)).verify(bytes.fromhex(s), f"{h}.{c}".encode())
+        # The key never reaches the log.
+        assert out.strip().lower() not in log_text(tmp_path).lower()
+    finally:
+        d.stop()
+    # A key file others can read is refused at start.
+    keyfile.chmod(0o644)
+    cp = subprocess.run([str(BIN), "daemon", "--tcp", f"127.0.0.1:{sim.port('sim0')}", "--state-dir", str(tmp_path / "s2"),
+                         "--socket", str(tmp_path / "d2.sock"), "--mqtt-observer", "mqtt://127.0.0.1:1", "--mqtt-iata", "ams",
+                         "--mqtt-observer-key", str(keyfile)], capture_output=True, text=True, timeout=20, env=ENV)
+    assert cp.returncode == 2 and "chmod 600" in cp.stderr, cp.stderr

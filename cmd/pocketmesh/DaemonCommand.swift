@@ -83,6 +83,21 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("File holding the MQTT password (first line; mode 0600). Never the password itself.", valueName: "file"))
     var mqttPasswordFile: String?
 
+    @Option(help: ArgumentHelp("Upload every packet the radio hears to this MQTT broker in the observer networks' format (meshcore/IATA/KEY/packets, retained status); repeatable.", valueName: "url"))
+    var mqttObserver: [String] = []
+
+    @Option(help: ArgumentHelp("Region (airport code, e.g. SEA) of the observer topics.", valueName: "code"))
+    var mqttIata: String?
+
+    @Option(help: ArgumentHelp("The node's private key (hex, as `pocketmesh key export` prints; mode 0600): sign in to the observer brokers as v1_KEY with a JWT.", valueName: "file"))
+    var mqttObserverKey: String?
+
+    @Option(help: ArgumentHelp("File holding the observer broker's password, for the user in its URL (mode 0600).", valueName: "file"))
+    var mqttObserverPasswordFile: String?
+
+    @Option(help: ArgumentHelp("The JWT's audience (default: the broker's host name).", valueName: "name"))
+    var mqttObserverAudience: String?
+
     // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
     func check() throws {
         if [radio.serial, radio.tcp, radio.ble].compactMap({ $0 }).count != 1 {
@@ -99,6 +114,10 @@ struct DaemonCommand: ParsableCommand {
         if mqtt.isEmpty && (mqttUser != nil || mqttPasswordFile != nil || mqttPrefix != "meshcore") {
             throw ValidationError("--mqtt-user, --mqtt-password-file and --mqtt-prefix go with --mqtt URL.")
         }
+        if mqttObserver.isEmpty && (mqttIata != nil || mqttObserverKey != nil || mqttObserverPasswordFile != nil || mqttObserverAudience != nil) {
+            throw ValidationError("--mqtt-iata, --mqtt-observer-key, --mqtt-observer-password-file and --mqtt-observer-audience go with --mqtt-observer URL.")
+        }
+        if !mqttObserver.isEmpty && mqttIata == nil { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
@@ -145,6 +164,14 @@ struct DaemonCommand: ParsableCommand {
             return m
         }
         config.mqtt = mqtt.map(broker)
+        config.mqttObservers = mqttObserver.map { url in
+            var o = ObserverSettings(url: url)
+            o.iata = mqttIata
+            o.keyFile = mqttObserverKey
+            o.passwordFile = mqttObserverPasswordFile
+            o.audience = mqttObserverAudience
+            return o
+        }
         if let cmd = onMessage {
             config.hook = Spawn.splitCommand(cmd)
             config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]

@@ -1,0 +1,178 @@
+import Glibc
+import MeshAir
+import MeshCompanion
+import MeshMQTT
+
+/// `--mqtt-observer URL --mqtt-iata XXX`: the packet uploader of the MeshCore observer networks.
+///
+/// Every packet the radio hears (LOG_RX_DATA) goes to `meshcore/{IATA}/{PUBLIC KEY}/packets` at
+/// QoS 0 in the analyzers' format (ObserverFormat.packet); `…/status` is retained: `online` with
+/// the radio's model, firmware, radio settings and stats, refreshed every 300 s, and `offline` as
+/// the last will and on a clean stop. The topic names the radio's key, so the connection starts
+/// once the radio's SELF_INFO is known, and starts again if another radio takes its place.
+///
+/// Authentication: a user and password from the URL and a file, or, for the public brokers, the
+/// user `v1_{PUBLIC KEY}` and a JWT signed with the node's key from a 0600 key file, made anew
+/// for each connection.
+final class MQTTObserver {
+    /// API client ids for the observer's own stats requests.
+    static let firstClientID = 1 << 30
+    static let lastClientID = firstClientID + 1023
+
+    struct Settings {
+        var connection: BrokerConnection.Settings
+        var iata: String
+        var user: String? = nil
+        var password: [UInt8]? = nil
+        /// Signs the JWT password (user `v1_{KEY}`) when set.
+        var identity: LocalIdentity? = nil
+        var audience: String? = nil
+        var tokenLifetimeS: Int64 = 86_400
+        var statusIntervalMS: UInt64 = 300_000
+        var maxQueuedPackets = 256
+    }
+
+    let settings: Settings
+    let clientId: String
+    let clientIndex: Int
+    private(set) var connection: BrokerConnection? = nil
+    var log: (String) -> Void = { _ in }
+    /// Runs an API request (the radio's stats); the answer comes back through `answer`, or now.
+    var execute: (DaemonRequest, Int) -> DaemonResponse? = { r, _ in DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+    /// The wall clock in microseconds since 1970 (a test sets its own).
+    var wallClock: () -> Int64 = {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec / 1000)
+    }
+
+    private var radioSelf: RadioSelf? = nil
+    private var device: RadioDevice? = nil
+    private var stats: JSON? = nil
+    private var statsPending = false
+    private var nextStatusAt: UInt64 = 0
+    private(set) var published = 0
+    private(set) var skipped = 0
+
+    init(settings: Settings, clientId: String, index: Int) {
+        self.settings = settings
+        self.clientId = clientId
+        clientIndex = Self.firstClientID + index
+    }
+
+    var root: String? { radioSelf.map { ObserverFormat.topicRoot(iata: settings.iata, publicKey: $0.publicKey) } }
+
+    /// The radio's identity and device info are known (at each link start).
+    func radioReady(self s: RadioSelf, device d: RadioDevice?, now: UInt64) {
+        let keyChanged = radioSelf?.publicKey != s.publicKey
+        radioSelf = s
+        device = d
+        guard keyChanged else { return }
+        if let old = connection {
+            log("mqtt-observer: another radio (\(s.publicKey.hex.prefix(12))): starting again under its key")
+            old.close(now: now)
+        }
+        start(now: now)
+    }
+
+    private func start(now: UInt64) {
+        guard let s = radioSelf, let root else { return }
+        let user: String?
+        if settings.identity != nil { user = "v1_" + s.publicKey.hex.uppercased() } else { user = settings.user ?? settings.connection.url.user }
+        let connect = MQTTConnect(clientId: clientId, username: user, password: user == nil ? nil : settings.password,
+                                  keepAliveS: 60, cleanSession: true, will: nil)
+        var options = MQTTClient.Options(connect: connect)
+        options.maxQueued = settings.maxQueuedPackets
+        let c = BrokerConnection(name: "mqtt-observer", settings: settings.connection, options: options)
+        c.log = log
+        c.onEvent = { [unowned self] e, now in self.event(e, now: now) }
+        c.prepareConnect = { [unowned self] connect in
+            // The will and the token are made at each CONNECT: the will carries the time, the token expires.
+            var will: [UInt8] = []
+            ObserverFormat.status("offline", origin: s.name, originId: s.publicKey, device: self.device, radio: s.radio, stats: nil,
+                                  epochMicros: self.wallClock()).write(into: &will)
+            connect.will = MQTTWill(topic: root + "/status", payload: will, qos: .atLeastOnce, retain: true)
+            if let identity = self.settings.identity {
+                let token = ObserverFormat.token(identity: identity, issuedAt: self.wallClock() / 1_000_000,
+                                                 lifetimeS: self.settings.tokenLifetimeS, audience: self.settings.audience ?? self.settings.connection.url.host)
+                connect.password = Array(token.utf8)
+            }
+        }
+        connection = c
+        log("mqtt-observer: \(settings.connection.url) as \(root)")
+    }
+
+    /// A packet the radio heard.
+    func packet(raw: [UInt8], snrQuarterDb: Int8, rssi: Int8, now: UInt64) {
+        guard let s = radioSelf, let connection, let root else { return }
+        guard let json = ObserverFormat.packet(raw: raw, snrQuarterDb: snrQuarterDb, rssi: rssi, origin: s.name, originId: s.publicKey,
+                                               radio: s.radio, epochMicros: wallClock()) else {
+            skipped += 1
+            return
+        }
+        var out: [UInt8] = []
+        json.write(into: &out)
+        connection.client.publish(topic: root + "/packets", payload: out, qos: .atMostOnce, now: now)
+        published += 1
+        connection.flush(now: now)
+    }
+
+    private func event(_ e: MQTTClient.Event, now: UInt64) {
+        if case .connected = e {
+            publishStatus(now: now)
+            requestStats(now: now)
+        }
+    }
+
+    private func publishStatus(now: UInt64) {
+        guard let s = radioSelf, let connection, connection.isUp, let root else { return }
+        var out: [UInt8] = []
+        ObserverFormat.status("online", origin: s.name, originId: s.publicKey, device: device, radio: s.radio, stats: stats,
+                              epochMicros: wallClock()).write(into: &out)
+        connection.client.publish(topic: root + "/status", payload: out, qos: .atLeastOnce, retain: true, now: now)
+        connection.flush(now: now)
+    }
+
+    /// Asks the radio for its stats; the status follows with them (or without, if the radio cannot say).
+    private func requestStats(now: UInt64) {
+        nextStatusAt = now + settings.statusIntervalMS
+        guard !statsPending else { return }
+        statsPending = true
+        let line = Array(#"{"op":"stats","id":1}"#.utf8)
+        guard case .success(let req) = line.withUnsafeBytes({ DaemonRequest.parse(line: $0) }) else { statsPending = false; return }
+        if let r = execute(req, clientIndex) { answer(r, now: now) }
+    }
+
+    func answer(_ r: DaemonResponse, now: UInt64) {
+        statsPending = false
+        if case .success(let fields) = r.result, let flat = ObserverFormat.flatStats(fields) { stats = flat }
+        publishStatus(now: now)
+    }
+
+    /// The next time this observer wants to run, after its connection's own timers.
+    func tick(now: UInt64) -> UInt64? {
+        guard let connection else { return nil }
+        let next = connection.tick(now: now)
+        guard connection.isUp else { return next }
+        if now >= nextStatusAt { requestStats(now: now) }
+        return min(next ?? nextStatusAt, nextStatusAt)
+    }
+
+    var statusFields: JSON {
+        .obj(("broker", .string(settings.connection.url.description)), ("topic", root.map { .string($0) } ?? .null),
+             ("connected", .bool(connection?.isUp ?? false)), ("published", .int(Int64(published))),
+             ("queued", .int(Int64(connection?.client.queuedCount ?? 0))), ("dropped", .int(Int64(connection?.client.dropped ?? 0))))
+    }
+
+    /// A clean stop: `offline` (retained), then DISCONNECT.
+    func stop(now: UInt64) {
+        guard let connection else { return }
+        if connection.isUp, let s = radioSelf, let root {
+            var out: [UInt8] = []
+            ObserverFormat.status("offline", origin: s.name, originId: s.publicKey, device: device, radio: s.radio, stats: nil,
+                                  epochMicros: wallClock()).write(into: &out)
+            connection.client.publish(topic: root + "/status", payload: out, qos: .atMostOnce, retain: true, now: now)
+        }
+        connection.close(now: now)
+    }
+}

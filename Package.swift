@@ -43,6 +43,12 @@ let package = Package(
         // C helpers for MeshLink: _GNU_SOURCE calls, the signal self-pipe, and libudev loaded with
         // dlopen (so the binary starts without libudev and falls back to sysfs).
         .target(name: "CMeshLink"),
+        // mbedTLS (Debian's libmbedtls-dev, static archives): linked into the release binary.
+        .systemLibrary(name: "CMbedTLS"),
+        // A TLS client session over mbedTLS that does no I/O (bytes in, bytes out), for the
+        // daemon's MQTT connections.
+        .target(name: "CMeshTLS", dependencies: ["CMbedTLS"],
+                linkerSettings: [.linkedLibrary("mbedtls"), .linkedLibrary("mbedx509"), .linkedLibrary("mbedcrypto")]),
         // One conversation with one radio.
         .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"], swiftSettings: releaseSettings),
         // One operation per user action (device and settings, contacts, channels, messaging, remote
@@ -58,7 +64,7 @@ let package = Package(
         // Simulated radios and the air between them.
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"], swiftSettings: releaseSettings),
         // The long-running service.
-        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT",
+        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
                                                    .product(name: "Crypto", package: "swift-crypto")], swiftSettings: releaseSettings),  // SHA-1 of the WebSocket handshake
         .executableTarget(
             name: "pocketmesh",

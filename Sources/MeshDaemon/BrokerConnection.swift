@@ -3,10 +3,11 @@ import MeshLink
 import MeshMQTT
 
 /// One broker, kept connected from the daemon's poll loop: find the host's addresses (an IP
-/// literal or /etc/hosts: no blocking lookup, no NSS), connect (non-blocking), then the MQTT
-/// session (`MQTTClient`). TLS, WebSocket and DNS over UDP are not in this version: such URLs are
-/// refused at start (`BrokerConnection.unsupported`). Any failure closes the transport and tries again after a
-/// backoff (1 s doubling to 60 s, with jitter); the MQTT session keeps its in-flight PUBLISHes.
+/// literal or /etc/hosts: no blocking lookup, no NSS), connect (non-blocking), then TLS for
+/// `mqtts://` and `wss://` (TLSSession: mbedTLS, certificates verified), the WebSocket upgrade for
+/// `ws://` and `wss://` (WebSocketClient), then the MQTT session (`MQTTClient`). Any failure closes
+/// the transport and tries again after a backoff (1 s doubling to 60 s, with jitter); the MQTT
+/// session keeps its in-flight PUBLISHes.
 ///
 /// A failure is logged once; the same failure again is not logged on every retry (a broker down
 /// for a night would fill the log), only counted, until the connection comes up or fails otherwise.
@@ -44,6 +45,13 @@ final class BrokerConnection {
     private var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
     private(set) var connectedSince: UInt64? = nil
     private(set) var connections = 0
+    /// The layers under MQTT, and which of them is still being set up.
+    private enum Stage { case tls, webSocket, mqtt }
+    private var stage: Stage = .mqtt
+    private var stageDeadline: UInt64 = 0
+    private var tls: TLSSession? = nil
+    private var ws: WebSocketClient? = nil
+    private var lastNow: UInt64 = 0
 
     init(name: String, settings: Settings, options: MQTTClient.Options) {
         self.name = name
@@ -61,7 +69,7 @@ final class BrokerConnection {
         case .connecting(let f, _, _, _):
             fds.append(pollfd(fd: f, events: Int16(POLLOUT), revents: 0))
         case .open:
-            flushClient()
+            flushClient(now: lastNow)
             var events = Int16(POLLIN)
             if !wire.isEmpty { events |= Int16(POLLOUT) }
             fds.append(pollfd(fd: fd, events: events, revents: 0))
@@ -70,6 +78,7 @@ final class BrokerConnection {
 
     /// Handles a ready descriptor; false if it is not this connection's.
     func handle(_ p: pollfd, now: UInt64) -> Bool {
+        lastNow = now
         switch phase {
         case .waiting:
             return false
@@ -96,6 +105,7 @@ final class BrokerConnection {
 
     /// Runs what is due; returns the next deadline.
     func tick(now: UInt64) -> UInt64? {
+        lastNow = now
         switch phase {
         case .waiting(let until):
             if now >= until { start(now: now) } else { return until }
@@ -109,8 +119,13 @@ final class BrokerConnection {
             }
             return deadline
         case .open:
+            if stage != .mqtt {
+                if now < stageDeadline { return stageDeadline }
+                fail("\(stage == .tls ? "the TLS handshake" : "the WebSocket upgrade") did not finish within \(settings.connectTimeoutMS / 1000) s", now: now)
+                return tick(now: now)
+            }
             do throws(MQTTError) { try client.tick(now: now) } catch { fail(error.description, now: now); return tick(now: now) }
-            flushClient()
+            flushClient(now: now)
             if !wire.isEmpty { advance(now: now) }
             return client.deadline
         }
@@ -119,7 +134,7 @@ final class BrokerConnection {
     /// Sends what the MQTT session has to say now (after `publish` and the like).
     func flush(now: UInt64) {
         guard case .open = phase else { return }
-        flushClient()
+        flushClient(now: now)
         advance(now: now)
     }
 
@@ -129,7 +144,11 @@ final class BrokerConnection {
     func close(now: UInt64, graceMS: Int32 = 500) {
         if case .open = phase, client.state == .connected {
             client.disconnect(now: now)
-            flushClient()
+            flushClient(now: now)
+            if let tls {
+                tls.closeNotify()
+                tls.drain(into: &wire)
+            }
             var waited: Int32 = 0
             while !wire.isEmpty && fd >= 0 && waited < graceMS {
                 advance(now: now)
@@ -185,24 +204,60 @@ final class BrokerConnection {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, socklen_t(MemoryLayout<Int32>.size))
-        mqttStart(now: now)
+        phase = .open
+        stageDeadline = now + settings.connectTimeoutMS
+        guard settings.url.usesTLS else { upperLayers(now: now); return }
+        do throws(MQTTError) {
+            let t = try TLSSession(host: settings.url.host, caFile: settings.caFile)
+            tls = t
+            stage = .tls
+            _ = try t.handshake()  // the ClientHello
+            t.drain(into: &wire)
+            advance(now: now)
+        } catch {
+            fail(error.description, now: now)
+        }
+    }
+
+    /// Over TCP or the finished TLS session: the WebSocket upgrade, or MQTT at once.
+    private func upperLayers(now: UInt64) {
+        guard settings.url.usesWebSocket else { mqttStart(now: now); return }
+        let w = WebSocketClient(key: WebSocketClient.randomKey())
+        ws = w
+        stage = .webSocket
+        sendPlain(w.request(host: settings.url.host, port: settings.url.port, path: settings.url.path,
+                            defaultPort: settings.url.usesTLS ? 443 : 80), now: now)
+    }
+
+    /// Bytes for the layer under the WebSocket or MQTT: encrypted when there is TLS.
+    private func sendPlain(_ bytes: [UInt8], now: UInt64) {
+        if let tls {
+            do throws(MQTTError) { try tls.write(bytes) } catch { fail(error.description, now: now); return }
+            tls.drain(into: &wire)
+        } else {
+            wire.append(contentsOf: bytes)
+        }
+        advance(now: now)
     }
 
     private func mqttStart(now: UInt64) {
         phase = .open
+        stage = .mqtt
         var c = client.options.connect
         prepareConnect(&c)
         client.options.connect = c
         client.transportOpened(now: now)
-        flushClient()
+        flushClient(now: now)
         advance(now: now)
     }
 
-    /// Moves MQTT output into the wire buffer (framed for the WebSocket when there is one).
-    private func flushClient() {
-        guard case .open = phase, client.hasOutput else { return }
-        let out = client.takeOutput()
-        wire.append(contentsOf: out)
+    /// Moves MQTT output into the wire buffer (framed for the WebSocket, encrypted for TLS).
+    private func flushClient(now: UInt64) {
+        guard case .open = phase, stage == .mqtt, client.hasOutput else { return }
+        var out = client.takeOutput()
+        if ws != nil { out = ws!.frame(out) }
+        if tls == nil { wire.append(contentsOf: out); return }
+        sendPlain(out, now: now)
     }
 
     /// Writes what is waiting, as far as the socket takes it.
@@ -232,9 +287,46 @@ final class BrokerConnection {
         }
     }
 
+    /// Bytes from the socket, through TLS and the WebSocket when there are.
     private func received(_ bytes: ArraySlice<UInt8>, now: UInt64) {
-        let data = bytes
-        guard case .open = phase, !data.isEmpty else { return }
+        guard case .open = phase, !bytes.isEmpty else { return }
+        guard let t = tls else { plainReceived(Array(bytes), now: now); return }
+        var plain: [UInt8] = []
+        do throws(MQTTError) {
+            try t.feed(bytes)
+            if stage == .tls {
+                let done = try t.handshake()
+                t.drain(into: &wire)
+                advance(now: now)
+                guard done, tls === t else { return }
+                upperLayers(now: now)
+            }
+            try t.read(into: &plain)
+            t.drain(into: &wire)
+        } catch {
+            fail(error.description, now: now)
+            return
+        }
+        if !plain.isEmpty { plainReceived(plain, now: now) }
+    }
+
+    private func plainReceived(_ bytes: [UInt8], now: UInt64) {
+        guard ws != nil else { mqttReceived(bytes[...], now: now); return }
+        let events: [WebSocketClient.Event]
+        do throws(MQTTError) { events = try ws!.receive(bytes) } catch { fail(error.description, now: now); return }
+        if stage == .webSocket, ws?.open == true { mqttStart(now: now) }
+        for e in events {
+            guard case .open = phase, ws != nil else { return }
+            switch e {
+            case .message(let m): mqttReceived(m[...], now: now)
+            case .send(let b): sendPlain(b, now: now)
+            case .closed(let why): fail(why, now: now)
+            }
+        }
+    }
+
+    private func mqttReceived(_ data: ArraySlice<UInt8>, now: UInt64) {
+        guard case .open = phase, stage == .mqtt, !data.isEmpty else { return }
         let events: [MQTTClient.Event]
         do throws(MQTTError) {
             events = try client.receive(data, now: now)
@@ -257,7 +349,7 @@ final class BrokerConnection {
             }
             onEvent(e, now)
         }
-        flushClient()
+        flushClient(now: now)
         advance(now: now)
     }
 
@@ -281,6 +373,9 @@ final class BrokerConnection {
         if client.state != .closed { client.transportClosed() }
         connectedSince = nil
         wire.removeAll()
+        tls = nil
+        ws = nil
+        stage = .mqtt
         if fd >= 0 { Glibc.close(fd); fd = -1 }
     }
 }

@@ -57,6 +57,9 @@ public final class Daemon {
         public var mqtt: [MQTTSettings] = []
         /// `--mqtt-observer URL --mqtt-iata XXX`: packet uploaders, one per broker (MQTTObserver).
         public var mqttObservers: [ObserverSettings] = []
+        /// `--mqtt-ca-file`: the CA certificates (PEM) that TLS brokers' certificates must chain to,
+        /// instead of the system's bundle.
+        public var mqttCAFile: String? = nil
         public init(link: String) { self.link = link }
     }
 

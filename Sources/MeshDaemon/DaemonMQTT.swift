@@ -66,10 +66,11 @@ extension Daemon {
     func brokerSettings(_ text: String, flag: String) throws(DaemonError) -> BrokerConnection.Settings {
         let url: BrokerURL
         do throws(MQTTError) { url = try BrokerURL(parsing: text) } catch { throw DaemonError(.usage, "\(flag): \(error).") }
-        if url.usesTLS || url.usesWebSocket {
-            throw DaemonError(.usage, "\(flag) \(text): only mqtt:// (TCP) is supported in this version; TLS and WebSocket transports are not built yet.")
+        if let ca = config.mqttCAFile, url.usesTLS {
+            guard access(ca, R_OK) == 0 else { throw DaemonError(.usage, "--mqtt-ca-file \(ca): \(String(cString: strerror(errno))).") }
         }
         var s = BrokerConnection.Settings(url: url)
+        s.caFile = config.mqttCAFile
         s.connectTimeoutMS = UInt64(max(1_000, config.connectTimeoutMS * 2))
         return s
     }

@@ -54,10 +54,14 @@ def wait_port(port, seconds=15):
 class Mosquitto:
     """A Mosquitto broker on 127.0.0.1 with its own config; restartable on the same port."""
 
-    def __init__(self, tmp, users=None):
+    def __init__(self, tmp, users=None, tls=None):
+        """`tls`: (ca, cert, key) files for a second listener, on `self.tls_port`, that speaks TLS."""
         self.tmp = pathlib.Path(tmp)
         self.port = free_port()
         lines = [f"listener {self.port} 127.0.0.1", "persistence false"]
+        if tls:
+            self.tls_port = free_port()
+            lines += [f"listener {self.tls_port} 127.0.0.1", f"cafile {tls[0]}", f"certfile {tls[1]}", f"keyfile {tls[2]}"]
         if os.geteuid() == 0:
             lines.append("user root")  # else it switches to the user "mosquitto", who cannot read the test's files
         if users:
@@ -78,6 +82,8 @@ class Mosquitto:
     def start(self):
         self.proc = subprocess.Popen(["mosquitto", "-c", str(self.conf)], stdout=self.log, stderr=self.log, start_new_session=True)
         wait_port(self.port)
+        if hasattr(self, "tls_port"):
+            wait_port(self.tls_port)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -314,7 +320,7 @@ def test_bad_arguments_are_refused(tmp_path):
     base = [str(BIN), "daemon", "--tcp", "127.0.0.1:1", "--state-dir", str(tmp_path), "--socket", str(tmp_path / "d.sock")]
     for args, text in [(["--mqtt", "http://x"], "unknown scheme"), (["--mqtt", "mqtt://u:p@x"], "password"),
                        (["--mqtt-user", "x"], "go with --mqtt"), (["--mqtt", "mqtt://x", "--mqtt-prefix", "a/#"], "prefix"),
-                       (["--mqtt", "mqtts://127.0.0.1"], "only mqtt://"),
+                       (["--mqtt", "mqtts://127.0.0.1", "--mqtt-ca-file", "/nonexistent/ca.pem"], "--mqtt-ca-file"),
                        (["--mqtt-observer", "mqtt://127.0.0.1"], "--mqtt-iata"), (["--mqtt-iata", "SEA"], "go with --mqtt-observer"),
                        (["--mqtt-observer", "mqtt://127.0.0.1", "--mqtt-iata", "S/A"], "airport code")]:
         cp = subprocess.run(base + args, capture_output=True, text=True, timeout=20, env=ENV)
@@ -473,3 +479,110 @@ def test_observer_signs_in_with_a_jwt_made_with_the_nodes_key(tmp_path, sim):
                          "--socket", str(tmp_path / "d2.sock"), "--mqtt-observer", "mqtt://127.0.0.1:1", "--mqtt-iata", "ams",
                          "--mqtt-observer-key", str(keyfile)], capture_output=True, text=True, timeout=20, env=ENV)
     assert cp.returncode == 2 and "chmod 600" in cp.stderr, cp.stderr
+
+
+# --- TLS and WebSocket transports ----------------------------------------------------------------
+
+def make_ca(tmp, name):
+    """A test CA and a server certificate for localhost and 127.0.0.1, made with openssl."""
+    d = pathlib.Path(tmp) / name
+    d.mkdir()
+
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", f"/CN={name} test CA")
+    run("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    (d / "ext.cnf").write_text("subjectAltName=DNS:localhost,DNS:127.0.0.1,IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt",
+        "-days", "2", "-extfile", "ext.cnf")
+    return d / "ca.crt", d / "server.crt", d / "server.key"
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+def test_tls_with_the_right_ca_publishes_and_a_wrong_ca_is_refused(tmp_path, sim):
+    ca, cert, key = make_ca(tmp_path, "good")
+    other, _, _ = make_ca(tmp_path, "other")
+    broker = Mosquitto(tmp_path, tls=(ca, cert, key))
+    watch = Listener(broker.port)
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False,
+               extra=["--mqtt", f"mqtts://localhost:{broker.tls_port}", "--mqtt-ca-file", str(ca), "--mqtt-prefix", "tls"])
+    try:
+        watch.wait(lambda g: any(t == "tls/status" and p == b"online" for t, p, _ in g), what="online over TLS")
+        assert at(sim, "channel", "send", "0", "through tls")[0] == 0
+        watch.wait(lambda g: any(m["text"] == "through tls" for _, m in messages(g, "tls")), what="the message over TLS")
+        # A command over TLS too.
+        watch.publish("tls/command/status", json.dumps({"id": 7}))
+        watch.wait(lambda g: any(t == "tls/command/status/result" and json.loads(p)["id"] == 7 for t, p, _ in g), what="result")
+        # A broker restart: the connection comes back by itself.
+        broker.stop()
+        broker.start()
+        watch.close()
+        watch = Listener(broker.port)
+        assert at(sim, "channel", "send", "0", "after the restart")[0] == 0
+        watch.wait(lambda g: any(m["text"] == "after the restart" for _, m in messages(g, "tls")), seconds=60, what="after the restart")
+    finally:
+        d.stop()
+    # The wrong CA: refused, said once, retried; never connected.
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    d = Daemon(str(wrong), sim.port("sim0"), hook=False,
+               extra=["--mqtt", f"mqtts://localhost:{broker.tls_port}", "--mqtt-ca-file", str(other), "--mqtt-prefix", "bad"])
+    try:
+        wait_log(wrong, "certificate was refused")
+        time.sleep(4)
+        text = log_text(wrong)
+        assert text.count("certificate was refused") == 1 and "mqtt: connected" not in text, text
+        assert not any(t.startswith("bad/") for t, _, _ in watch.snapshot())
+        assert d.proc.poll() is None
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+
+
+def test_websocket_over_tls_with_a_broker_that_speaks_it(tmp_path, sim):
+    """Debian's Mosquitto is built without WebSocket listeners; amqtt (PyPI) has them."""
+    amqtt = VENV / "bin" / "amqtt"
+    if not amqtt.exists():
+        pytest.skip("needs amqtt in the test venv (scripts/setup.sh installs it)")
+    ca, cert, key = make_ca(tmp_path, "ws")
+    tcp_port, wss_port = free_port(), free_port()
+    conf = tmp_path / "amqtt.yaml"
+    conf.write_text(f"""listeners:
+  default:
+    type: tcp
+    bind: 127.0.0.1:{tcp_port}
+  secure:
+    type: ws
+    bind: 127.0.0.1:{wss_port}
+    ssl: true
+    certfile: {cert}
+    keyfile: {key}
+plugins:
+  amqtt.plugins.authentication.AnonymousAuthPlugin:
+    allow_anonymous: true
+""")
+    log = open(tmp_path / "amqtt.log", "a")
+    proc = subprocess.Popen([str(amqtt), "-c", str(conf)], stdout=log, stderr=log, start_new_session=True)
+    try:
+        wait_port(tcp_port)
+        wait_port(wss_port)
+        watch = Listener(tcp_port)
+        d = Daemon(str(tmp_path), sim.port("sim0"), hook=False,
+                   extra=["--mqtt", f"wss://localhost:{wss_port}/mqtt", "--mqtt-ca-file", str(ca), "--mqtt-prefix", "ws"])
+        try:
+            watch.wait(lambda g: any(t == "ws/status" and p == b"online" for t, p, _ in g), what="online over wss")
+            assert at(sim, "channel", "send", "0", "through a websocket")[0] == 0
+            watch.wait(lambda g: any(m["text"] == "through a websocket" for _, m in messages(g, "ws")), what="the message over wss")
+            watch.publish("ws/command/status", json.dumps({"id": 9}))
+            watch.wait(lambda g: any(t == "ws/command/status/result" and json.loads(p)["id"] == 9 for t, p, _ in g), what="result over wss")
+        finally:
+            d.stop()
+            watch.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

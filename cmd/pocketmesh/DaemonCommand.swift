@@ -71,7 +71,7 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds between battery readings for --low-battery.", valueName: "seconds"))
     var batteryEvery: Double = 300
 
-    @Option(help: ArgumentHelp("Bridge messages, adverts, deliveries and commands to this MQTT broker (mqtt://[USER@]HOST[:PORT]; HOST an IP address or an /etc/hosts name); repeatable.", valueName: "url"))
+    @Option(help: ArgumentHelp("Bridge messages, adverts, deliveries and commands to this MQTT broker (mqtt://, mqtts:// (TLS), ws:// or wss:// (WebSocket, path /mqtt by default), [USER@]HOST[:PORT]); repeatable.", valueName: "url"))
     var mqtt: [String] = []
 
     @Option(help: ArgumentHelp("Topic prefix of the MQTT bridge.", valueName: "prefix"))
@@ -82,6 +82,9 @@ struct DaemonCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("File holding the MQTT password (first line; mode 0600). Never the password itself.", valueName: "file"))
     var mqttPasswordFile: String?
+
+    @Option(help: ArgumentHelp("CA certificates (PEM) that mqtts:// and wss:// brokers must chain to (default: the system's CA bundle).", valueName: "file"))
+    var mqttCaFile: String?
 
     @Option(help: ArgumentHelp("Upload every packet the radio hears to this MQTT broker in the observer networks' format (meshcore/IATA/KEY/packets, retained status); repeatable.", valueName: "url"))
     var mqttObserver: [String] = []
@@ -164,6 +167,7 @@ struct DaemonCommand: ParsableCommand {
             return m
         }
         config.mqtt = mqtt.map(broker)
+        config.mqttCAFile = mqttCaFile
         config.mqttObservers = mqttObserver.map { url in
             var o = ObserverSettings(url: url)
             o.iata = mqttIata

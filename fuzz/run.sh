@@ -47,14 +47,17 @@ build() {
     shift 4
     objs=()
     objects "$@"
-    local maps=()
+    local maps=() libs=()
+    # mbedTLS for the daemon's TLS sessions (CMeshTLS).
+    [[ " $* " == *" CMeshTLS "* ]] && libs=(-lmbedtls -lmbedx509 -lmbedcrypto)
     [ -f "$deps/CMeshLink.build/module.modulemap" ] && maps=(-Xcc "-fmodule-map-file=$deps/CMeshLink.build/module.modulemap")
+    [ -f "$deps/CMeshTLS.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshTLS.build/module.modulemap")
     rm -f "$out/$name-fuzz"
     # (ld.gold warns about every ASan helper symbol; those lines are noise.)
     # shellcheck disable=SC2086
     swiftc -parse-as-library -module-name "$module" -sanitize=fuzzer,address -O \
-        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" "${maps[@]}" \
-        $sources "$root/fuzz/$file.swift" "${objs[@]}" -o "$out/$name-fuzz" 2>&1 \
+        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" -I "$root/Sources/CMeshTLS/include" "${maps[@]}" \
+        $sources "$root/fuzz/$file.swift" "${objs[@]}" "${libs[@]}" -o "$out/$name-fuzz" 2>&1 \
         | { grep -v 'Cannot export local symbol' || true; }
     [ -x "$out/$name-fuzz" ] || { echo "fuzz target $name did not build" >&2; return 1; }
 }
@@ -101,7 +104,7 @@ for t in "${targets[@]}"; do
         att) build att ATTFuzz MeshLink "$root/Sources/MeshLink/ATT.swift $root/Sources/MeshLink/ATTClient.swift $root/Sources/MeshLink/SimulatedGATTServer.swift" ;;
         store) build store StoreFuzz MeshStore "$root/Sources/MeshStore/*.swift" MeshCompanion ;;
         json) build json JSONFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
-                  MeshOps MeshMQTT MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshOps MeshMQTT CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \
                   MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \

@@ -109,6 +109,7 @@ struct WebSocketClient {
         guard buffer[0] & 0x70 == 0 else { throw MQTTError("WebSocket: a frame with reserved bits set") }
         guard buffer[1] & 0x80 == 0 else { throw MQTTError("WebSocket: the server masked a frame") }
         var length = Int(buffer[1] & 0x7F)
+        if opcode >= 0x8 && (!fin || length > 125) { throw MQTTError("WebSocket: a control frame fragmented or over 125 bytes") }
         var at = 2
         if length == 126 {
             guard buffer.count >= 4 else { return nil }
@@ -139,7 +140,6 @@ struct WebSocketClient {
             let reason = payload.count > 2 ? String(decoding: payload[2...], as: UTF8.self) : ""
             return .some(.closed("the server closed the WebSocket (\(code)\(reason.isEmpty ? "" : ", " + reason))"))
         case 0x9:
-            guard fin, length <= 125 else { throw MQTTError("WebSocket: a bad ping") }
             return .some(.send(frame(payload, opcode: 0xA)))
         case 0xA:
             return .some(nil)

@@ -1,5 +1,6 @@
 // libFuzzer target over the bytes a broker sends: the MQTT packet decoder and the client session
-// that acts on them (CONNACK, PUBACK, SUBACK, PUBLISH, PINGRESP). Built by fuzz/run.sh together
+// that acts on them (CONNACK, PUBACK, SUBACK, PUBLISH, PINGRESP); and the same bytes as a DNS
+// server's answer to the broker's lookup. Built by fuzz/run.sh together
 // with the MeshMQTT sources.
 //
 // Byte 0 picks the read size (1 ... 64 bytes at a time) so the incremental decoder sees packets
@@ -72,6 +73,25 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     }
     client.transportClosed()
     fuzzCheck(client.state == .closed, "a closed transport closes the session")
+
+    // The same bytes as a DNS server's answer to the broker lookup (id and question taken from
+    // the input, so the fuzzer can reach the records): no trap, and addresses of the asked size.
+    if bytes.count >= 2 {
+        let id = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        for type in [DNSType.a, .aaaa] {
+            if case .addresses(let found)? = DNSMessage.answer(Array(stream), id: id, name: "broker.example.com", type: type) {
+                fuzzCheck(found.allSatisfy { $0.count == (type == .a ? 4 : 16) }, "DNS addresses have their type's size")
+            }
+        }
+        var lookup = DNSLookup(name: "broker.example.com", config: ResolverConfig(parsing: "nameserver 10.0.0.1\nnameserver 10.0.0.2"),
+                               now: 0, newId: { id })
+        lookup.receive(Array(stream), from: 0, now: 1)
+        lookup.tick(now: 10_000)
+        lookup.tick(now: 20_000)
+        lookup.tick(now: 30_000)
+        lookup.tick(now: 40_000)
+        fuzzCheck(lookup.outcome != nil, "a lookup ends")
+    }
     return 0
 }
 
@@ -89,6 +109,12 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMu
     seeds.append(("refused", [0x00] + [0x20, 0x02, 0x00, 0x05]))
     seeds.append(("one-byte-reads", [0x00] + connack + inbound))
     seeds.append(("long-length", [0x3F] + connack + [0x30, 0xFF, 0xFF, 0xFF, 0x7F]))
+    // A DNS answer (from byte 1 on) to the query whose id is the input's first two bytes: 0x0707.
+    if var r = try? DNSMessage.query(id: 0x0707, name: "broker.example.com", type: .a) {
+        r[2] = 0x81; r[3] = 0x80; r[7] = 1
+        r += [0xC0, 0x0C, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x3C, 0x00, 0x04, 192, 0, 2, 1]
+        seeds.append(("dns-answer", [0x07] + r))
+    }
     for (name, bytes) in seeds {
         let f = fopen(dir + "/" + name, "wb")!
         _ = fwrite(bytes, 1, bytes.count, f)

@@ -10,7 +10,7 @@
 #   json      API request lines: JSONParser and DaemonRequest.parse (MeshDaemon)
 #   topology  simulator topology files (MeshSim)
 #   config    the config file: the TOML reader and the config model (MeshOps)
-#   mqtt      what a broker sends: the MQTT decoder and the client session (MeshMQTT)
+#   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshMQTT)
 # The module under test is built with -sanitize=fuzzer,address; the modules it imports come from
 # the package's debug build (.build/debug, built here if missing) and are linked uninstrumented.
 set -uo pipefail

@@ -3,7 +3,8 @@ import MeshLink
 import MeshMQTT
 
 /// One broker, kept connected from the daemon's poll loop: find the host's addresses (an IP
-/// literal or /etc/hosts: no blocking lookup, no NSS), connect (non-blocking), then TLS for
+/// literal, /etc/hosts, else DNS over UDP to the servers of /etc/resolv.conf through `DNSLookup`:
+/// no blocking lookup, no NSS), connect (non-blocking), then TLS for
 /// `mqtts://` and `wss://` (TLSSession: mbedTLS, certificates verified), the WebSocket upgrade for
 /// `ws://` and `wss://` (WebSocketClient), then the MQTT session (`MQTTClient`). Any failure closes
 /// the transport and tries again after a backoff (1 s doubling to 60 s, with jitter); the MQTT
@@ -18,6 +19,9 @@ final class BrokerConnection {
         var connectTimeoutMS: UInt64 = 15_000
         var backoffMinMS: UInt64 = 1_000
         var backoffMaxMS: UInt64 = 60_000
+        var hostsPath = "/etc/hosts"
+        var resolvConfPath = "/etc/resolv.conf"
+        var dnsPort: UInt16 = 53
     }
 
     let settings: Settings
@@ -28,10 +32,11 @@ final class BrokerConnection {
     var onEvent: (MQTTClient.Event, UInt64) -> Void = { _, _ in }
     /// Called before each CONNECT: credentials that change (a JWT) are made fresh here.
     var prepareConnect: (inout MQTTConnect) -> Void = { _ in }
-    var hostsPath = "/etc/hosts"
 
     enum Phase {
         case waiting(until: UInt64)
+        /// Asking DNS servers (`lookup`, one UDP socket per server in `dnsSockets`).
+        case resolving
         case connecting(fd: Int32, addresses: [BrokerAddress], next: Int, deadline: UInt64)
         case open
     }
@@ -52,6 +57,9 @@ final class BrokerConnection {
     private var tls: TLSSession? = nil
     private var ws: WebSocketClient? = nil
     private var lastNow: UInt64 = 0
+    private var lookup: DNSLookup? = nil
+    private var dnsSockets: [Int32] = []
+    private var dnsBuffer = [UInt8](repeating: 0, count: 1500)
 
     init(name: String, settings: Settings, options: MQTTClient.Options) {
         self.name = name
@@ -66,6 +74,8 @@ final class BrokerConnection {
     func pollDescriptors(into fds: inout [pollfd]) {
         switch phase {
         case .waiting: return
+        case .resolving:
+            for f in dnsSockets where f >= 0 { fds.append(pollfd(fd: f, events: Int16(POLLIN), revents: 0)) }
         case .connecting(let f, _, _, _):
             fds.append(pollfd(fd: f, events: Int16(POLLOUT), revents: 0))
         case .open:
@@ -82,6 +92,10 @@ final class BrokerConnection {
         switch phase {
         case .waiting:
             return false
+        case .resolving:
+            guard let index = dnsSockets.firstIndex(of: p.fd) else { return false }
+            dnsReadable(index, now: now)
+            return true
         case .connecting(let f, let addresses, let next, _):
             guard p.fd == f else { return false }
             var err: Int32 = 0
@@ -109,6 +123,11 @@ final class BrokerConnection {
         switch phase {
         case .waiting(let until):
             if now >= until { start(now: now) } else { return until }
+            return tick(now: now)
+        case .resolving:
+            lookup?.tick(now: now)
+            dnsProgress(now: now)
+            if case .resolving = phase { return lookup?.deadline }
             return tick(now: now)
         case .connecting(let f, let addresses, let next, let deadline):
             if now >= deadline {
@@ -170,10 +189,76 @@ final class BrokerConnection {
     // MARK: steps
 
     private func start(now: UInt64) {
-        switch BrokerAddress.resolve(settings.url.host, hostsPath: hostsPath) {
-        case .failure(let reason): fail(reason.description, now: now)
-        case .success(let addresses): tryConnect(addresses, from: 0, now: now, failure: nil)
+        let host = settings.url.host
+        if let known = BrokerAddress.known(host, hostsPath: settings.hostsPath) {
+            tryConnect(known, from: 0, now: now, failure: nil)
+            return
         }
+        let config = ResolverConfig(parsing: StateFile.readString(settings.resolvConfPath) ?? "")
+        let l = DNSLookup(name: host, config: config, now: now)
+        if case .failed(let why)? = l.outcome { fail(why, now: now); return }
+        lookup = l
+        dnsSockets = l.config.servers.map { text in
+            guard let a = BrokerAddress.literal(text) else { return -1 }
+            var storage = sockaddr_storage()
+            let length = a.socketAddress(port: settings.dnsPort, into: &storage)
+            let f = socket(Int32(storage.ss_family), Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard f >= 0 else { return -1 }
+            // A connected UDP socket takes datagrams from that server only, and reports its ICMP
+            // "port unreachable" as ECONNREFUSED: the next server is asked at once.
+            let r = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(f, $0, length) } }
+            if r != 0 { Glibc.close(f); return -1 }
+            return f
+        }
+        phase = .resolving
+        dnsProgress(now: now)
+    }
+
+    /// Sends the lookup's datagrams; when it has an outcome, closes its sockets and connects (or fails).
+    private func dnsProgress(now: UInt64) {
+        guard case .resolving = phase, var l = lookup else { return }
+        while !l.outgoing.isEmpty {
+            let (index, bytes) = l.outgoing.removeFirst()
+            let f = dnsSockets[index]
+            if f < 0 {
+                l.unreachable(index, reason: "not an IP address this host can reach", now: now)
+                continue
+            }
+            let n = bytes.withUnsafeBytes { send(f, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno != EAGAIN && errno != EINTR {
+                l.unreachable(index, reason: String(cString: strerror(errno)), now: now)
+            }
+        }
+        lookup = l
+        guard let outcome = l.outcome else { return }
+        closeDNS()
+        switch outcome {
+        case .failed(let why):
+            fail(why, now: now)
+        case .found(let raw):
+            let addresses = raw.map { BrokerAddress(family: $0.count == 4 ? AF_INET : AF_INET6, bytes: $0) }
+            tryConnect(addresses, from: 0, now: now, failure: nil)
+        }
+    }
+
+    private func dnsReadable(_ index: Int, now: UInt64) {
+        let f = dnsSockets[index]
+        while f >= 0, lookup?.outcome == nil {
+            let n = dnsBuffer.withUnsafeMutableBytes { recv(f, $0.baseAddress, $0.count, 0) }
+            if n < 0 {
+                if errno == EAGAIN || errno == EINTR { break }
+                lookup?.unreachable(index, reason: String(cString: strerror(errno)), now: now)
+                break
+            }
+            lookup?.receive(Array(dnsBuffer[..<n]), from: index, now: now)
+        }
+        dnsProgress(now: now)
+    }
+
+    private func closeDNS() {
+        for f in dnsSockets where f >= 0 { Glibc.close(f) }
+        dnsSockets = []
+        lookup = nil
     }
 
     private func tryConnect(_ addresses: [BrokerAddress], from index: Int, now: UInt64, failure: String?) {
@@ -377,12 +462,12 @@ final class BrokerConnection {
         ws = nil
         stage = .mqtt
         if fd >= 0 { Glibc.close(fd); fd = -1 }
+        closeDNS()
     }
 }
 
-/// A broker's IP address, found without a blocking lookup: an IPv4 or IPv6 literal, a name in
-/// /etc/hosts, or `localhost`. Names that need DNS are refused with a clear message (this
-/// version has no resolver that would not block the poll loop or depend on NSS).
+/// A broker's IP address: an IPv4 or IPv6 literal, a name in /etc/hosts or `localhost` (`known`),
+/// else what DNS answers (BrokerConnection asks through `DNSLookup`).
 struct BrokerAddress: CustomStringConvertible {
     var family: Int32
     var bytes: [UInt8]
@@ -395,22 +480,13 @@ struct BrokerAddress: CustomStringConvertible {
         return nil
     }
 
-    static func resolve(_ host: String, hostsPath: String) -> Result<[BrokerAddress], MQTTError> {
-        if let a = literal(host) { return .success([a]) }
-        var found: [BrokerAddress] = []
-        if let text = StateFile.readString(hostsPath) {
-            for line in text.split(separator: "\n") {
-                let words = line.prefix { $0 != "#" }.split(whereSeparator: { $0 == " " || $0 == "\t" })
-                guard words.count >= 2, words.dropFirst().contains(where: { $0.lowercased() == host.lowercased() }),
-                      let a = literal(String(words[0])) else { continue }
-                found.append(a)
-            }
-        }
-        if found.isEmpty && host.lowercased() == "localhost" { found = [literal("127.0.0.1")!, literal("::1")!] }
-        if found.isEmpty {
-            return .failure(MQTTError("\(host) is not an IP address and not in \(hostsPath); this version reaches brokers by address or /etc/hosts name only"))
-        }
-        return .success(found.filter { $0.family == AF_INET } + found.filter { $0.family == AF_INET6 })
+    /// The addresses known without asking DNS: a literal, /etc/hosts lines, `localhost`; IPv4 first.
+    static func known(_ host: String, hostsPath: String) -> [BrokerAddress]? {
+        if let a = literal(host) { return [a] }
+        var found = HostsFile.addresses(of: host, in: StateFile.readString(hostsPath) ?? "").compactMap(literal)
+        if found.isEmpty && DNSMessage.normalized(host) == "localhost" { found = [literal("127.0.0.1")!, literal("::1")!] }
+        if found.isEmpty { return nil }
+        return found.filter { $0.family == AF_INET } + found.filter { $0.family == AF_INET6 }
     }
 
     func socketAddress(port: UInt16, into storage: inout sockaddr_storage) -> socklen_t {

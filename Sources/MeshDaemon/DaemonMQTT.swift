@@ -72,6 +72,14 @@ extension Daemon {
         var s = BrokerConnection.Settings(url: url)
         s.caFile = config.mqttCAFile
         s.connectTimeoutMS = UInt64(max(1_000, config.connectTimeoutMS * 2))
+        // Where names are looked up: the system's files unless the environment says otherwise
+        // (tests, and systems that keep them elsewhere).
+        if let h = config.environment["POCKETMESH_HOSTS"], !h.isEmpty { s.hostsPath = h }
+        if let r = config.environment["POCKETMESH_RESOLV_CONF"], !r.isEmpty { s.resolvConfPath = r }
+        if let p = config.environment["POCKETMESH_DNS_PORT"] {
+            guard let n = UInt16(p), n > 0 else { throw DaemonError(.usage, "POCKETMESH_DNS_PORT=\(p): not a port number.") }
+            s.dnsPort = n
+        }
         return s
     }
 
@@ -84,7 +92,7 @@ extension Daemon {
     }
 
     func setUpMQTT() throws(DaemonError) {
-        for m in config.mqtt {
+        for (i, m) in config.mqtt.enumerated() {
             var s = MQTTBridge.Settings(connection: try brokerSettings(m.url, flag: "--mqtt"))
             s.prefix = m.prefix
             guard !s.prefix.isEmpty, MQTTTopic.isValidName(s.prefix) else {
@@ -96,7 +104,9 @@ extension Daemon {
                 throw DaemonError(.usage, "--mqtt-password-file needs a user name (--mqtt-user or mqtt://USER@host).")
             }
             s.clientId = m.clientId
-            let b = MQTTBridge(settings: s, defaultClientId: mqttClientId("bridge"))
+            // One client id per bridge: two bridges to one broker with the same id would take turns
+            // throwing each other off.
+            let b = MQTTBridge(settings: s, defaultClientId: mqttClientId(config.mqtt.count > 1 ? "bridge\(i + 1)" : "bridge"))
             b.log = { [unowned self] in self.log($0) }
             b.execute = { [unowned self] req, client in self.handle(req, client) }
             bridges.append(b)

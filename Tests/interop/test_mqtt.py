@@ -586,3 +586,97 @@ plugins:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+class FakeDNS:
+    """A DNS server on 127.0.0.1 over UDP, for the daemon's resolver: A records for the names in
+    `zone`, no AAAA data, NXDOMAIN for other names; says nothing about the names in `silent`."""
+
+    def __init__(self, zone):
+        self.zone = {k.lower(): v for k, v in zone.items()}
+        self.silent = set()
+        self.queries = []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stopped = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopped:
+            try:
+                data, peer = self.sock.recvfrom(512)
+            except socket.timeout:
+                continue
+            labels, at = [], 12
+            while at < len(data) and data[at]:
+                labels.append(data[at + 1:at + 1 + data[at]].decode())
+                at += 1 + data[at]
+            name, qtype = ".".join(labels).lower(), int.from_bytes(data[at + 1:at + 3], "big")
+            self.queries.append((name, qtype))
+            if name in self.silent:
+                continue
+            question = data[12:at + 5]
+            answers = []
+            rcode = 0
+            if name not in self.zone:
+                rcode = 3
+            elif qtype == 1:
+                answers = [b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + socket.inet_aton(self.zone[name])]
+            head = data[:2] + (0x8180 | rcode).to_bytes(2, "big") + b"\x00\x01" + len(answers).to_bytes(2, "big") + b"\x00\x00\x00\x00"
+            self.sock.sendto(head + question + b"".join(answers), peer)
+
+    def stop(self):
+        self.stopped = True
+        self.thread.join(2)
+        self.sock.close()
+
+
+def test_broker_names_are_resolved_over_dns_without_blocking_the_daemon(tmp_path, sim):
+    """Names not in the hosts file are asked of the resolv.conf servers over UDP. While the server
+    is silent the daemon goes on (the radio drained, the API answering), logs the timeout once and
+    retries; once it answers, the bridge connects and publishes what was stored meanwhile. An
+    unknown name is one clear line; a hosts-file name needs no DNS."""
+    broker = Mosquitto(tmp_path)
+    dns = FakeDNS({"broker.pocketmesh.test": "127.0.0.1"})
+    dns.silent = {"broker.pocketmesh.test"}
+    (tmp_path / "resolv.conf").write_text("# test\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+    (tmp_path / "hosts").write_text("127.0.0.1 hosts-broker.test\n")
+    env = {"POCKETMESH_RESOLV_CONF": str(tmp_path / "resolv.conf"), "POCKETMESH_HOSTS": str(tmp_path / "hosts"),
+           "POCKETMESH_DNS_PORT": str(dns.port)}
+    watch = Listener(broker.port)
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, env_extra=env, extra=[
+        "--mqtt", f"mqtt://broker.pocketmesh.test:{broker.port}",
+        "--mqtt", f"mqtt://nothere.pocketmesh.test:{broker.port}",
+        "--mqtt", f"mqtt://hosts-broker.test:{broker.port}"])
+    try:
+        timeout_line = "mqtt: mqtt://broker.pocketmesh.test:%d: cannot resolve broker.pocketmesh.test: no answer from 127.0.0.1 within 1 s" % broker.port
+        wait_log(tmp_path, timeout_line)
+        wait_log(tmp_path, "cannot resolve nothere.pocketmesh.test: no such host (NXDOMAIN from 127.0.0.1)")
+        wait_log(tmp_path, f"mqtt: connected to mqtt://hosts-broker.test:{broker.port}")
+        assert not any(n == "hosts-broker.test" for n, _ in dns.queries)
+        # The server stays silent: the daemon works on, asking again with backoff.
+        assert at(sim, "send", "sim0", "sent while DNS is silent")[0] == 0
+        st = d.call({"id": 1, "op": "status"})
+        by_url = {m["broker"]: m for m in st["mqtt"]}
+        assert by_url[f"mqtt://broker.pocketmesh.test:{broker.port}"]["connected"] is False
+        deadline = time.time() + 30
+        while time.time() < deadline and sum(1 for n, t in dns.queries if n == "broker.pocketmesh.test" and t == 1) < 3:
+            time.sleep(0.2)
+        assert sum(1 for n, t in dns.queries if n == "broker.pocketmesh.test" and t == 1) >= 3, dns.queries
+        assert sum(1 for n, t in dns.queries if n == "broker.pocketmesh.test" and t == 28) >= 3, dns.queries
+        assert log_text(tmp_path).count(timeout_line) == 1, log_text(tmp_path)
+        # The server answers: connected, and the message stored meanwhile is published.
+        dns.silent = set()
+        wait_log(tmp_path, f"mqtt: connected to mqtt://broker.pocketmesh.test:{broker.port} again", seconds=90)
+        got = watch.wait(lambda g: sum(1 for _, m in messages(g) if m["text"] == "sent while DNS is silent") >= 2,
+                         what="the message through both reachable bridges")
+        assert sum(1 for _, m in messages(got) if m["text"] == "sent while DNS is silent") == 2
+        assert log_text(tmp_path).count("NXDOMAIN") == 1
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+        dns.stop()

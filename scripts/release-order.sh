@@ -18,8 +18,9 @@ command -v valgrind >/dev/null || { echo "release-order: valgrind is needed (apt
 [ -x "$BIN" ] || { echo "release-order: $BIN missing: run scripts/release.sh first." >&2; exit 1; }
 
 WORK=$(mktemp -d)
-SIM=""; DAEMON=""; MEMREADER=""
+SIM=""; DAEMON=""; MEMREADER=""; BROKER=""
 cleanup() {
+  [ -n "$BROKER" ] && kill "$BROKER" 2>/dev/null || true
   [ -n "$MEMREADER" ] && kill "$MEMREADER" 2>/dev/null || true
   [ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null || true
   [ -n "$SIM" ] && kill "$SIM" 2>/dev/null || true
@@ -61,9 +62,18 @@ profile --tcp "$A" listen --for 1
 # goes through it: run under `valgrind ARGS...`, then stopped.
 export XDG_RUNTIME_DIR="$WORK/run" XDG_STATE_HOME="$WORK/state"
 mkdir -p "$XDG_RUNTIME_DIR" "$XDG_STATE_HOME"
+# With Mosquitto at hand, the daemon also runs the MQTT bridge and the observer uploader.
+MQTT_ARGS=()
+if command -v mosquitto >/dev/null; then
+  MQTT_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$MQTT_PORT" >"$WORK/mosquitto.conf"
+  mosquitto -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
+  BROKER=$!
+  MQTT_ARGS=(--mqtt "mqtt://127.0.0.1:$MQTT_PORT" --mqtt-observer "mqtt://127.0.0.1:$MQTT_PORT" --mqtt-iata ORD)
+fi
 daemon_run() {  # MESSAGES VALGRIND-ARGS...
   local messages=$1; shift
-  valgrind -q "$@" "$PM" daemon --tcp "$B" --on-message true >>"$WORK/daemon.log" 2>&1 &
+  valgrind -q "$@" "$PM" daemon --tcp "$B" --on-message true "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
   for i in $(seq "$messages"); do

@@ -71,9 +71,9 @@ if command -v mosquitto >/dev/null; then
   BROKER=$!
   MQTT_ARGS=(--mqtt "mqtt://127.0.0.1:$MQTT_PORT" --mqtt-observer "mqtt://127.0.0.1:$MQTT_PORT" --mqtt-iata ORD)
 fi
-daemon_run() {  # MESSAGES VALGRIND-ARGS...
+daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
   local messages=$1; shift
-  valgrind -q "$@" "$PM" daemon --tcp "$B" --on-message true "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
+  "$@" "$PM" daemon --tcp "$B" --on-message true "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
   for i in $(seq "$messages"); do
@@ -87,7 +87,7 @@ daemon_run() {  # MESSAGES VALGRIND-ARGS...
   sleep 3
   kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
 }
-daemon_run 20 --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon"
+daemon_run 20 valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon"
 
 # Static data the same work touches (valgrind's lackey sees every load and store): the linker
 # then also puts the metadata caches and globals in use side by side, so a command dirties a few
@@ -108,7 +108,7 @@ trace --tcp "$B" sync
 mkfifo "$WORK/lackey.fifo"
 mem <"$WORK/lackey.fifo" >"$WORK/mem.daemon" &
 MEMREADER=$!
-daemon_run 5 --tool=lackey --trace-mem=yes --log-file="$WORK/lackey.fifo"
+daemon_run 5 valgrind -q --tool=lackey --trace-mem=yes --log-file="$WORK/lackey.fifo"
 wait "$MEMREADER" 2>/dev/null || true; MEMREADER=""
 
 # Code that valgrind does not name: the C library's start-up and its CPU-specific string
@@ -122,6 +122,11 @@ if perf stat -e page-faults true >/dev/null 2>&1; then
     perf record -q -e page-faults -c 1 -d -o "$WORK/pf.data" "$BIN" $args >/dev/null 2>&1 || true
     perf script -i "$WORK/pf.data" -F addr 2>/dev/null >"$WORK/pf.$(printf %03d $n)" || true
   done
+  # The daemon's page faults too (with the bridge and the observer when Mosquitto is there): the
+  # first touch of each block of code it maps names what callgrind did not (folded and outlined
+  # functions, witness thunks).
+  daemon_run 10 perf record -q -e page-faults -c 1 -d -o "$WORK/pfd.data"
+  perf script -i "$WORK/pfd.data" -F addr 2>/dev/null >"$WORK/pf.daemon" || true
 fi
 nm -n -S --defined-only "$BIN" >"$WORK/nm.txt"
 
@@ -161,7 +166,11 @@ for f in sorted(glob.glob(work + "/pf.*")):
             continue
         i = bisect.bisect_right(addrs, a) - 1
         if 0 <= i and i + 1 < len(addrs) and a < addrs[i + 1]:
-            add(names[i])
+            # Every name at that address: identical-code folding leaves several on one function.
+            j = i
+            while j >= 0 and addrs[j] == addrs[i]:
+                add(names[j])
+                j -= 1
 variant = re.compile(r"^__(mem|str|stp|raw|wmem|wcs)\w*_(sse\d|ssse3|avx\w*|evex\w*|erms|unaligned\w*)$")
 for n in names:
     if variant.match(n):

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Daemon footprint under a message storm.
 
-Starts a two-node openhop-core companion peer on loopback (third_party_mesh.py), runs
+Starts a two-node openhop-core companion peer on loopback (third_party_mesh.py; or, with
+--peer sim, two nodes of `pocketmesh sim`), runs
 `pocketmesh daemon` on node 0 (optionally under `prlimit --as=BYTES`), sends RATE channel
 messages per minute from node 1 for SECONDS, and samples the daemon's RSS from /proc.
 
     bench/daemon/storm.py --bin dist/pocketmesh --rate 1000 --seconds 120 [--as-limit 33554432] [--hook]
     bench/daemon/storm.py ... --hub-clients 8 [--latency 200]
-    bench/daemon/storm.py ... --mqtt
+    bench/daemon/storm.py ... --mqtt [--peer sim]
 
 With --mqtt a Mosquitto broker is started on loopback and the daemon runs the MQTT bridge and the
 observer uploader against it; a subscriber counts what arrives (each message once, by store id),
@@ -96,12 +97,19 @@ def main():
     ap.add_argument("--hub-clients", type=int, default=0, help="companion hub clients draining every message")
     ap.add_argument("--latency", type=int, default=0, help="round trips timed through the hub and direct")
     ap.add_argument("--mqtt", action="store_true", help="bridge and observer to a Mosquitto broker on loopback")
+    ap.add_argument("--peer", choices=["openhop", "sim"], default="openhop",
+                    help="the radios: openhop-core's companion (default) or pocketmesh's simulator (which also sends "
+                         "LOG_RX_DATA, so the observer uploads every packet)")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="pmbench-")
     base = free_base()
-    peer = subprocess.Popen([sys.executable, str(REPO / "Tests" / "interop" / "harness" / "companion_peer.py"), "--nodes", "2",
-                             "--base-port", str(base)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if a.peer == "sim":
+        peer_cmd = [a.bin, "sim", "--nodes", "2", "--tcp-base", str(base), "--for", str(a.seconds + 600)]
+    else:
+        peer_cmd = [sys.executable, str(REPO / "Tests" / "interop" / "harness" / "companion_peer.py"), "--nodes", "2",
+                    "--base-port", str(base)]
+    peer = subprocess.Popen(peer_cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     seen = 0
     while seen < 2:
         if peer.stdout.readline().startswith("node "):

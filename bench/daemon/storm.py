@@ -8,7 +8,7 @@ messages per minute from node 1 for SECONDS, and samples the daemon's RSS from /
 
     bench/daemon/storm.py --bin dist/pocketmesh --rate 1000 --seconds 120 [--as-limit 33554432] [--hook]
     bench/daemon/storm.py ... --hub-clients 8 [--latency 200]
-    bench/daemon/storm.py ... --mqtt [--peer sim]
+    bench/daemon/storm.py ... --mqtt [--peer sim] [--cold]
 
 With --mqtt a Mosquitto broker is started on loopback and the daemon runs the MQTT bridge and the
 observer uploader against it; a subscriber counts what arrives (each message once, by store id),
@@ -97,6 +97,8 @@ def main():
     ap.add_argument("--hub-clients", type=int, default=0, help="companion hub clients draining every message")
     ap.add_argument("--latency", type=int, default=0, help="round trips timed through the hub and direct")
     ap.add_argument("--mqtt", action="store_true", help="bridge and observer to a Mosquitto broker on loopback")
+    ap.add_argument("--cold", action="store_true",
+                    help="run the daemon from a copy of --bin dropped from the page cache, as after a reboot")
     ap.add_argument("--peer", choices=["openhop", "sim"], default="openhop",
                     help="the radios: openhop-core's companion (default) or pocketmesh's simulator (which also sends "
                          "LOG_RX_DATA, so the observer uploads every packet)")
@@ -115,7 +117,19 @@ def main():
         if peer.stdout.readline().startswith("node "):
             seen += 1
     sock = f"{tmp}/d.sock"
-    cmd = [a.bin, "daemon", "--tcp", f"127.0.0.1:{base}", "--state-dir", f"{tmp}/state", "--socket", sock]
+    daemon_bin = a.bin
+    if a.cold:
+        # The kernel maps a program's pages in blocks as large as the page cache holds them: a
+        # binary just written (by strip, cp) sits there in large folios, one read back from disk
+        # after a boot in small ones. A copy, synced and dropped from the cache, starts like the latter.
+        daemon_bin = f"{tmp}/pocketmesh"
+        shutil.copyfile(a.bin, daemon_bin)
+        os.chmod(daemon_bin, 0o755)
+        fd = os.open(daemon_bin, os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    cmd = [daemon_bin, "daemon", "--tcp", f"127.0.0.1:{base}", "--state-dir", f"{tmp}/state", "--socket", sock]
     if a.hook:
         Path(f"{tmp}/hook.sh").write_text("#!/bin/sh\ncat >/dev/null\n")
         os.chmod(f"{tmp}/hook.sh", 0o755)
@@ -197,7 +211,7 @@ def run(a, d, sock, base, tmp):
     alive = d.poll() is None
     result = {
         "sent": sent, "stored": st.get("messages"), "seconds": round(time.time() - t0, 1), "rate_per_min": a.rate,
-        "as_limit": a.as_limit, "hook": a.hook, "alive_at_end": alive,
+        "as_limit": a.as_limit, "hook": a.hook, "cold": a.cold, "peer": a.peer, "alive_at_end": alive,
         "rss_idle_kb": rss_idle, "rss_max_sampled_kb": max(samples) if samples else None, "vm_hwm_kb": hwm,
         "vm_peak_kb": vsz, "hook_cursor": st.get("hook_cursor"),
         "hub_clients_got": [len(h.texts) for h in hub], "hub_clients_unique": [len(set(h.texts)) for h in hub],

@@ -1,13 +1,16 @@
 // libFuzzer target over the local API's request lines: JSONParser, DaemonRequest.parse, the
-// response reader, and the companion-stream deframer of the tunnel. Built by fuzz/run.sh together
+// response reader, and the companion-stream deframer of the tunnel; and over what a broker sends
+// through the WebSocket client. Built by fuzz/run.sh together
 // with the MeshDaemon sources.
 //
 // Invariants: no trap on any input; parsed JSON re-serialises on one line and re-parses equal (and
 // serialises the same again); a request that parses re-parses from its own line with the same id,
-// op and name; the deframer yields frames within the size limit.
+// op and name; the deframer yields frames within the size limit; the WebSocket client opens on a
+// valid upgrade answer and yields messages within its limit and control answers of one small frame.
 
 import Glibc
 import MeshCompanion
+import MeshMQTT
 
 func fuzzCheck(_ ok: Bool, _ what: StaticString, line: UInt = #line) {
     if !ok { fatalError("invariant failed: \(what)", line: line) }
@@ -49,6 +52,36 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         fuzzCheck(frame.count >= 1 && frame.count <= StreamDeframer.maxFrame, "deframed frame size")
         fuzzSink &+= frame.count
     }
+
+    // The same bytes as what a broker sends over ws:// or wss:// (WebSocketClient): frames after a
+    // valid upgrade answer, from byte 1 on in pieces of 1...31 bytes (byte 0 picks the size), and the server's
+    // HTTP answer itself.
+    let bytes = Array(line)
+    let key = "dGhlIHNhbXBsZSBub25jZQ=="
+    let answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        + "Sec-WebSocket-Accept: \(WebSocketServer.accept(key: key))\r\nSec-WebSocket-Protocol: mqtt\r\n\r\n"
+    var ws = WebSocketClient(key: key)
+    do throws(MQTTError) {
+        let first = try ws.receive(Array(answer.utf8))
+        fuzzCheck(ws.open && first.isEmpty, "a valid upgrade answer opens the client")
+        let step = max(1, Int(bytes.first ?? 1) & 0x1F)
+        var at = min(1, bytes.count)
+        while at < bytes.count {
+            let end = min(at + step, bytes.count)
+            for e in try ws.receive(Array(bytes[at..<end])) {
+                switch e {
+                case .message(let m): fuzzCheck(m.count <= WebSocketClient.maxMessage, "a message within the limit")
+                case .send(let b): fuzzCheck(b.count <= 2 + 4 + 125, "a control answer is one small frame")
+                case .closed: break
+                }
+            }
+            at = end
+        }
+    } catch {
+        fuzzSink &+= error.description.utf8.count
+    }
+    var raw = WebSocketClient(key: key)
+    if let events = try? raw.receive(bytes) { fuzzSink &+= events.count }
     return 0
 }
 
@@ -69,9 +102,17 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMu
         ("bad", #"{"id":9,"op":"nope"}"#),
         ("tunnel", ">\u{3}\u{0}\u{5}\u{1}\u{2}"),
     ]
-    for (name, text) in seeds {
+    var all = seeds.map { ($0.0, Array($0.1.utf8)) }
+    // WebSocket frames from a server: a binary message, one in two fragments with a ping between,
+    // a 126-byte message (16-bit length), and a close with code 1000.
+    var ws: [UInt8] = [0x01, 0x82, 0x02, 0x20, 0x00]
+    ws += [0x02, 0x02, 0x30, 0x01, 0x89, 0x01, 0x70, 0x80, 0x01, 0x31]
+    ws += [0x82, 126, 0x00, 126] + [UInt8](repeating: 0x41, count: 126)
+    ws += [0x88, 0x02, 0x03, 0xE8]
+    all.append(("websocket", ws))
+    for (name, bytes) in all {
         let f = fopen(dir + "/" + name, "wb")!
-        _ = fwrite(text, 1, text.utf8.count, f)
+        _ = fwrite(bytes, 1, bytes.count, f)
         fclose(f)
     }
     _exit(0)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates scripts/release-order.txt: the functions that the everyday commands and the
-# daemon execute (valgrind's callgrind), then the static data they load and store (valgrind's
-# lackey: metadata caches, globals). scripts/release.sh hands the list to the linker
+# daemon execute (valgrind's callgrind; then perf's page faults and lackey's instruction trace for
+# what callgrind does not name), then the static data they load and store (valgrind's lackey:
+# metadata caches, globals). scripts/release.sh hands the list to the linker
 # (--symbol-ordering-file), which places those side by side, so a command touches about a MB of
 # contiguous code and a few pages of data instead of pages spread over 14 MB.
 # A stale list is harmless (unknown names are skipped); rerun this after larger changes.
@@ -91,9 +92,10 @@ daemon_run 20 valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$
 
 # Static data the same work touches (valgrind's lackey sees every load and store): the linker
 # then also puts the metadata caches and globals in use side by side, so a command dirties a few
-# pages of .bss/.data instead of a hundred.
-mem() {  # prints each distinct address the program loads or stores, once
-  awk '$1 == "L" || $1 == "S" || $1 == "M" { split($2, a, ","); if (!seen[a[1]]++) print a[1] }'
+# pages of .bss/.data instead of a hundred. Lackey also sees every instruction executed: the
+# functions those belong to that callgrind did not name are added after the others.
+mem() {  # prints each distinct address the program executes, loads or stores, once
+  awk '$1 == "I" || $1 == "L" || $1 == "S" || $1 == "M" { split($2, a, ","); if (!seen[a[1]]++) print a[1] }'
 }
 trace() {
   n=$((n + 1))
@@ -186,6 +188,16 @@ for f in sorted(glob.glob(work + "/mem.*")):
         i = bisect.bisect_right(starts, a) - 1
         if i >= 0 and a < data[i][0] + max(data[i][1], 1):
             add(data[i][2])
+            continue
+        # An instruction: every function the work executed, including those callgrind does not
+        # name (folded, outlined, thunks), which would otherwise each pull in a block of code
+        # from elsewhere in the binary.
+        i = bisect.bisect_right(addrs, a) - 1
+        if 0 <= i and i + 1 < len(addrs) and a < addrs[i + 1]:
+            j = i
+            while j >= 0 and addrs[j] == addrs[i]:
+                add(names[j])
+                j -= 1
 open(out, "w").write("".join(n + "\n" for n in order))
 print(f"release-order: {len(order)} functions and data symbols in scripts/release-order.txt")
 PY

@@ -158,6 +158,15 @@ for line in open(work + "/nm.txt", errors="replace"):
         names.append(p[3])
     elif p[2] in "bBdDrRvV":
         data.append((int(p[0], 16), int(p[1], 16), p[3]))
+def add_function_at(a):
+    """Adds the function holding code address `a`, by every name at its start: identical-code
+    folding leaves several names on one function."""
+    i = bisect.bisect_right(addrs, a) - 1
+    if 0 <= i and i + 1 < len(addrs) and a < addrs[i + 1]:
+        j = i
+        while j >= 0 and addrs[j] == addrs[i]:
+            add(names[j])
+            j -= 1
 for f in sorted(glob.glob(work + "/pf.*")):
     if f.endswith(".data"):
         continue
@@ -166,13 +175,7 @@ for f in sorted(glob.glob(work + "/pf.*")):
             a = int(line.split()[0], 16)
         except (ValueError, IndexError):
             continue
-        i = bisect.bisect_right(addrs, a) - 1
-        if 0 <= i and i + 1 < len(addrs) and a < addrs[i + 1]:
-            # Every name at that address: identical-code folding leaves several on one function.
-            j = i
-            while j >= 0 and addrs[j] == addrs[i]:
-                add(names[j])
-                j -= 1
+        add_function_at(a)
 variant = re.compile(r"^__(mem|str|stp|raw|wmem|wcs)\w*_(sse\d|ssse3|avx\w*|evex\w*|erms|unaligned\w*)$")
 for n in names:
     if variant.match(n):
@@ -192,12 +195,7 @@ for f in sorted(glob.glob(work + "/mem.*")):
         # An instruction: every function the work executed, including those callgrind does not
         # name (folded, outlined, thunks), which would otherwise each pull in a block of code
         # from elsewhere in the binary.
-        i = bisect.bisect_right(addrs, a) - 1
-        if 0 <= i and i + 1 < len(addrs) and a < addrs[i + 1]:
-            j = i
-            while j >= 0 and addrs[j] == addrs[i]:
-                add(names[j])
-                j -= 1
+        add_function_at(a)
 open(out, "w").write("".join(n + "\n" for n in order))
 print(f"release-order: {len(order)} functions and data symbols in scripts/release-order.txt")
 PY

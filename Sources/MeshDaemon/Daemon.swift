@@ -1,6 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshLink
+import MeshOps
 import MeshSession
 import MeshStore
 
@@ -197,7 +198,8 @@ public final class Daemon {
         try setUpMQTT()
         try DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: socket, name: config.name))
         log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
-        for l in config.companionListeners { log("hub: companion protocol\(l.webSocket ? " over WebSocket" : "") on \(l.address)" + (l.readOnly ? " (read-only)" : "")) }
+        log("api: \(socket) (mode 0600) allows \(AllowedClasses.everything)")
+        for l in config.companionListeners { log("hub: companion protocol\(l.webSocket ? " over WebSocket" : "") on \(l.address) allows \(l.allowed)") }
         try openKnownStore()
     }
 

@@ -11,6 +11,7 @@ extension Daemon {
     func handle(_ req: DaemonRequest, _ client: APIServer.ClientID) -> DaemonResponse? {
         defer { reportReadDamage() }
         do throws(DaemonError) {
+            try authorize(req, client)
             return try answer(req, client)
         } catch {
             return DaemonResponse(id: req.id, error: error)

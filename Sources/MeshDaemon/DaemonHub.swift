@@ -41,8 +41,7 @@ extension Daemon {
     /// A frame from a hub client.
     func hubFrame(_ client: Int, _ frame: UnsafeRawBufferPointer) {
         guard let hub, let code = frame.first else { return }
-        if let why = hub.listener(of: client)?.refusal(code) {
-            log("hub: client \(client - HubServer.firstID + 1): refused \(CommandCode(rawValue: code).map { "\($0)" } ?? "command \(code)"): \(why)")
+        guard authorizeHub(client, frame) else {
             hub.send(ResponseFrame.error(.unsupportedCommand).bytes, to: client)
             return
         }

@@ -2,6 +2,7 @@ import Glibc
 import MeshCompanion
 import MeshLink
 import MeshMQTT
+import MeshOps
 import MeshSession
 import MeshStore
 
@@ -13,6 +14,9 @@ public struct MQTTSettings: Sendable {
     /// A file holding the password (its first line); never the password itself on the command line.
     public var passwordFile: String? = nil
     public var clientId: String? = nil
+    /// `--mqtt-allow`: the operation classes commands from the broker may use, besides the
+    /// default `read` and `message`. `secret` is never allowed over MQTT.
+    public var allowed = AllowedClasses.mqttDefault
     public init(url: String) { self.url = url }
 }
 
@@ -104,13 +108,17 @@ extension Daemon {
                 throw DaemonError(.usage, "--mqtt-password-file needs a user name (--mqtt-user or mqtt://USER@host).")
             }
             s.clientId = m.clientId
+            guard !m.allowed.allows(.secret) else {
+                throw DaemonError(.usage, "--mqtt-allow: the secret class (the private key, signing) is never allowed over MQTT.")
+            }
+            s.allowed = m.allowed
             // One client id per bridge: two bridges to one broker with the same id would take turns
             // throwing each other off.
             let b = MQTTBridge(settings: s, defaultClientId: mqttClientId(config.mqtt.count > 1 ? "bridge\(i + 1)" : "bridge"))
             b.log = { [unowned self] in self.log($0) }
             b.execute = { [unowned self] req, client in self.handle(req, client) }
             bridges.append(b)
-            log("mqtt: bridge to \(s.connection.url), prefix \(s.prefix)")
+            log("mqtt: bridge to \(s.connection.url), prefix \(s.prefix); commands allowed: \(s.allowed)")
         }
         for (i, m) in config.mqttObservers.enumerated() {
             guard let raw = m.iata else { throw DaemonError(.usage, "--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }

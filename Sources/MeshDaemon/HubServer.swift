@@ -1,21 +1,27 @@
 import Glibc
 import MeshCompanion
 import MeshLink
+import MeshOps
 
-/// One `--companion-listen` listener: where, and what its clients may do.
+/// One `--companion-listen` listener: where, and which operation classes its clients may use.
 ///
-/// Syntax: `HOST:PORT[,read-only][,allow=NAME+NAME...]` (IPv6 as `[::1]:5000`). `read-only`
-/// clients may only read (queries, the message queue); `allow=` opens dangerous commands, which
-/// are denied to every hub client otherwise: `factory-reset`, `export-key`, `import-key`,
-/// `radio-params` (radio and tuning parameters, TX power) and `reboot`.
+/// Syntax: `HOST:PORT[,read-only][,allow=CLASS+CLASS...]` (IPv6 as `[::1]:5000`). By default a
+/// listener allows `read`, `message` and `config` (`AllowedClasses.hubDefault`); `read-only` allows
+/// `read` only; `allow=` widens either with more classes (`admin`, `secret`, ...). The older
+/// command names are still read as the class they belong to (`reboot` and `factory-reset`: admin;
+/// `export-key` and `import-key`: secret; `radio-params`: config).
 public struct HubListener: Equatable, Sendable {
     public var address: TCPAddress
     public var readOnly = false
     /// `--companion-ws`: the companion protocol over WebSocket, one binary message per frame.
     public var webSocket = false
-    public var allowed: Set<String> = []
+    /// The operation classes this listener's clients may use.
+    public var allowed = AllowedClasses.hubDefault
 
-    public static let dangerousNames = ["factory-reset", "export-key", "import-key", "radio-params", "reboot"]
+    /// Command names `allow=` took before operation classes, and their class.
+    static let legacyNames: [String: OperationClass] = [
+        "factory-reset": .admin, "reboot": .admin, "export-key": .secret, "import-key": .secret, "radio-params": .config,
+    ]
 
     public init(parsing text: String, webSocket: Bool) throws(DaemonError) {
         try self.init(parsing: text)
@@ -28,51 +34,31 @@ public struct HubListener: Equatable, Sendable {
             throw DaemonError(.usage, "--companion-listen \(text): \(error).")
         }
         guard parts[0].contains(":") else { throw DaemonError(.usage, "--companion-listen \(text): give HOST:PORT.") }
+        var widen: [OperationClass] = []
         for p in parts.dropFirst() {
             if p == "read-only" { readOnly = true; continue }
             if p.hasPrefix("allow=") {
                 for name in p.dropFirst(6).split(separator: "+").map(String.init) {
-                    guard Self.dangerousNames.contains(name) else {
-                        throw DaemonError(.usage, "--companion-listen \(text): unknown command \"\(name)\" in allow= (one of \(Self.dangerousNames.joined(separator: ", "))).")
-                    }
-                    allowed.insert(name)
+                    if let c = OperationClass(rawValue: name) ?? Self.legacyNames[name] { widen.append(c); continue }
+                    if name == "all" { widen += OperationClass.allCases; continue }
+                    throw DaemonError(.usage, "--companion-listen \(text): unknown class \"\(name)\" in allow= (the classes are \(AllowedClasses.names), or all).")
                 }
                 continue
             }
-            throw DaemonError(.usage, "--companion-listen \(text): unknown option \"\(p)\" (read-only or allow=NAME+NAME).")
+            throw DaemonError(.usage, "--companion-listen \(text): unknown option \"\(p)\" (read-only or allow=CLASS+CLASS).")
         }
+        if readOnly { allowed = AllowedClasses([.read]) }
+        for c in widen { allowed.insert(c) }
     }
 
-    /// The dangerous command a frame code is, by its allow= name; nil for any other command.
-    public static func dangerous(_ code: UInt8) -> String? {
-        switch CommandCode(rawValue: code) {
-        case .factoryReset: return "factory-reset"
-        case .exportPrivateKey: return "export-key"
-        case .importPrivateKey: return "import-key"
-        case .setRadioParams, .setTuningParams, .setRadioTxPower: return "radio-params"
-        case .reboot: return "reboot"
-        default: return nil
-        }
+    /// Why a client of this listener may not send this command frame, or nil when it may.
+    public func refusal(_ frame: UnsafeRawBufferPointer) -> String? {
+        let c = OperationClass(frame: frame)
+        guard !allowed.allows(c) else { return nil }
+        return "a \(c.rawValue) operation, which this listener does not allow (it allows \(allowed); allow=\(c.rawValue) opens it)"
     }
 
-    /// Commands a read-only client may send: they change nothing on the radio or the mesh.
-    public static func readsOnly(_ code: UInt8) -> Bool {
-        switch CommandCode(rawValue: code) {
-        case .appStart, .deviceQuery, .getContacts, .getDeviceTime, .syncNextMessage, .getBatteryAndStorage,
-             .getContactByKey, .getChannel, .getCustomVars, .getAdvertPath, .getTuningParams, .getStats,
-             .getAutoAddConfig, .getAllowedRepeatFrequencies, .getDefaultFloodScope, .hasConnection, .exportContact:
-            return true
-        default:
-            return false
-        }
-    }
-
-    /// Why a client of this listener may not send `code`, or nil when it may.
-    public func refusal(_ code: UInt8) -> String? {
-        if let d = Self.dangerous(code), !allowed.contains(d) { return "\(d) is not allowed on this listener (allow=\(d) opens it)" }
-        if readOnly && !Self.readsOnly(code) { return "the listener is read-only" }
-        return nil
-    }
+    public func refusal(_ frame: [UInt8]) -> String? { frame.withUnsafeBytes { refusal($0) } }
 }
 
 /// The companion hub's TCP side: listening sockets, and connections speaking the WiFi firmware's

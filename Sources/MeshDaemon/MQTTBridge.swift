@@ -1,6 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshMQTT
+import MeshOps
 import MeshStore
 
 /// `--mqtt URL`: the chat bridge to one broker.
@@ -28,6 +29,8 @@ final class MQTTBridge {
         var user: String? = nil
         var password: [UInt8]? = nil
         var clientId: String? = nil
+        /// The operation classes commands from this broker may use (never `secret`).
+        var allowed = AllowedClasses.mqttDefault
     }
 
     let settings: Settings

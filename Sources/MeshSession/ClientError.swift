@@ -15,6 +15,8 @@ public enum ErrorKind: String, Sendable, CaseIterable, Codable {
     case timeout
     /// The radio answered with an error.
     case refused
+    /// The front end the request came through does not allow its operation class.
+    case denied
     /// Unknown contact, channel or thread.
     case notFound = "not_found"
     /// The store could not be written or read.
@@ -28,7 +30,7 @@ public enum ErrorKind: String, Sendable, CaseIterable, Codable {
         case .usage, .tooLong, .unsupported: return 2
         case .link, .busy: return 3
         case .timeout: return 4
-        case .refused: return 5
+        case .refused, .denied: return 5
         case .notFound: return 6
         case .storage, .internal: return 1
         case .interrupted: return 130

@@ -1,4 +1,5 @@
 import MeshCompanion
+import MeshOps
 import MeshSession
 import MeshStore
 import Testing
@@ -7,31 +8,52 @@ import Testing
 @Suite struct HubTests {
     @Test func listenerSyntax() throws {
         let plain = try HubListener(parsing: "127.0.0.1:5000")
-        #expect(plain.address.port == 5000 && !plain.readOnly && plain.allowed.isEmpty)
+        #expect(plain.address.port == 5000 && !plain.readOnly && plain.allowed == .hubDefault)
+        #expect(plain.allowed.description == "read,message,config")
         let v6 = try HubListener(parsing: "[::1]:5001,read-only")
-        #expect(v6.address.host == "::1" && v6.readOnly)
-        let allow = try HubListener(parsing: "0.0.0.0:5002,allow=reboot+radio-params")
-        #expect(allow.allowed == ["reboot", "radio-params"])
+        #expect(v6.address.host == "::1" && v6.readOnly && v6.allowed.description == "read")
+        let allow = try HubListener(parsing: "0.0.0.0:5002,allow=admin+secret")
+        #expect(allow.allowed == .everything)
+        // The older command names still open their class.
+        let legacy = try HubListener(parsing: "0.0.0.0:5002,allow=reboot")
+        #expect(legacy.allowed.description == "read,message,config,admin")
+        let roWidened = try HubListener(parsing: "0.0.0.0:5002,read-only,allow=message")
+        #expect(roWidened.allowed.description == "read,message")
         #expect(throws: DaemonError.self) { try HubListener(parsing: "127.0.0.1:5000,allow=everything") }
         #expect(throws: DaemonError.self) { try HubListener(parsing: "127.0.0.1:5000,writable") }
         #expect(throws: DaemonError.self) { try HubListener(parsing: "localhost") }
     }
 
-    @Test func policyDeniesDangerousCommandsByDefaultAndWritesOnReadOnly() throws {
+    static func text(_ type: TextType) throws -> [UInt8] {
+        try CommandFrame.sendTextMessage(to: KeyPrefix(sixOf: [1, 2, 3, 4, 5, 6]), text: "ver", timestamp: 1_700_000_000, type: type).bytes
+    }
+
+    @Test func defaultListenerRefusesAdminAndSecretCommands() throws {
         let rw = try HubListener(parsing: "127.0.0.1:5000")
-        for code: CommandCode in [.factoryReset, .exportPrivateKey, .importPrivateKey, .setRadioParams, .setTuningParams, .setRadioTxPower, .reboot] {
-            #expect(rw.refusal(code.rawValue) != nil)
+        // Key-equivalent, administrative and raw commands: refused on a default listener.
+        for code: CommandCode in [.factoryReset, .exportPrivateKey, .importPrivateKey, .reboot, .signStart, .signData, .signFinish,
+                                  .setDevicePin, .sendRawPacket, .sendRawData, .sendLogin, .logout, .sendBinaryRequest] {
+            #expect(rw.refusal([code.rawValue, 0, 0, 0]) != nil, "\(code)")
         }
-        #expect(rw.refusal(CommandCode.sendTextMessage.rawValue) == nil)
-        #expect(rw.refusal(CommandCode.setAdvertName.rawValue) == nil)
-        let opened = try HubListener(parsing: "127.0.0.1:5000,allow=reboot")
-        #expect(opened.refusal(CommandCode.reboot.rawValue) == nil)
-        #expect(opened.refusal(CommandCode.factoryReset.rawValue) != nil)
+        // RUN_CLI_COMMAND (protocol 14) and codes this build does not know: admin.
+        #expect(rw.refusal([0x42] + Array("get name".utf8)) != nil)
+        #expect(rw.refusal([0x7F]) != nil)
+        // A text message of the CLI type is a remote command.
+        #expect(rw.refusal(try Self.text(.cliData)) != nil)
+        #expect(rw.refusal(try Self.text(.plain)) == nil)
+        for code: CommandCode in [.setAdvertName, .setOtherParams, .setRadioParams, .sendChannelTextMessage, .syncNextMessage, .getContacts] {
+            #expect(rw.refusal([code.rawValue, 0, 0, 0]) == nil, "\(code)")
+        }
+        let opened = try HubListener(parsing: "127.0.0.1:5000,allow=admin")
+        #expect(opened.refusal([CommandCode.reboot.rawValue]) == nil)
+        #expect(opened.refusal(try Self.text(.cliData)) == nil)
+        #expect(opened.refusal([CommandCode.exportPrivateKey.rawValue]) != nil)
         let ro = try HubListener(parsing: "127.0.0.1:5000,read-only")
-        #expect(ro.refusal(CommandCode.setAdvertName.rawValue) != nil)
-        #expect(ro.refusal(CommandCode.sendChannelTextMessage.rawValue) != nil)
-        #expect(ro.refusal(CommandCode.getContacts.rawValue) == nil)
-        #expect(ro.refusal(CommandCode.syncNextMessage.rawValue) == nil)
+        #expect(ro.refusal([CommandCode.setAdvertName.rawValue]) != nil)
+        #expect(ro.refusal([CommandCode.sendChannelTextMessage.rawValue]) != nil)
+        #expect(ro.refusal([CommandCode.syncNextMessage.rawValue]) != nil)
+        #expect(ro.refusal([CommandCode.getContacts.rawValue]) == nil)
+        #expect(ro.refusal([CommandCode.getBatteryAndStorage.rawValue]) == nil)
     }
 
     @Test func messagesInTheVersionTheClientAskedFor() throws {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import MeshDaemon
+import MeshOps
 import MeshSession
 
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
@@ -56,7 +57,7 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds to wait for each radio response.", valueName: "seconds"))
     var timeout: Double = 5
 
-    @Option(help: ArgumentHelp("Serve the companion protocol (WiFi framing) to apps on this address; repeatable. Options after commas: read-only, allow=NAME+NAME (factory-reset, export-key, import-key, radio-params, reboot).", valueName: "host:port[,opts]"))
+    @Option(help: ArgumentHelp("Serve the companion protocol (WiFi framing) to apps on this address; repeatable. Its clients may use the operation classes read, message and config; options after commas: read-only (read only), allow=CLASS+CLASS (adds admin, secret, ...).", valueName: "host:port[,opts]"))
     var companionListen: [String] = []
 
     @Option(help: ArgumentHelp("Serve the companion protocol over WebSocket on this address (one binary message per frame, '<'/'>' header included), for browser apps; repeatable; the same options as --companion-listen.", valueName: "host:port[,opts]"))
@@ -83,6 +84,9 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("File holding the MQTT password (first line; mode 0600). Never the password itself.", valueName: "file"))
     var mqttPasswordFile: String?
 
+    @Option(help: ArgumentHelp("Operation classes MQTT commands may use besides read and message: config, admin (comma-separated); secret is never allowed over MQTT.", valueName: "classes"))
+    var mqttAllow: String?
+
     @Option(help: ArgumentHelp("CA certificates (PEM) that mqtts:// and wss:// brokers must chain to (default: the system's CA bundle).", valueName: "file"))
     var mqttCaFile: String?
 
@@ -101,6 +105,17 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The JWT's audience (default: the broker's host name).", valueName: "name"))
     var mqttObserverAudience: String?
 
+    /// The MQTT bridge's classes: the default (read, message) widened by --mqtt-allow.
+    func mqttAllowed() throws -> AllowedClasses {
+        var allowed = AllowedClasses.mqttDefault
+        guard let mqttAllow else { return allowed }
+        let extra: AllowedClasses
+        do { extra = try AllowedClasses(parsing: mqttAllow) } catch { throw ValidationError("--mqtt-allow: \(error.message)") }
+        if extra.allows(.secret) { throw ValidationError("--mqtt-allow: the secret class (the private key, signing with it) is never allowed over MQTT.") }
+        for c in extra.classes { allowed.insert(c) }
+        return allowed
+    }
+
     // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
     func check() throws {
         if [radio.serial, radio.tcp, radio.ble].compactMap({ $0 }).count != 1 {
@@ -114,9 +129,10 @@ struct DaemonCommand: ParsableCommand {
         }
         if let mv = lowBattery, !(1...20_000).contains(mv) { throw ValidationError("--low-battery must be 1 to 20000 millivolts.") }
         if !(batteryEvery >= 1 && batteryEvery <= 86_400) { throw ValidationError("--battery-every must be 1 to 86400 seconds.") }
-        if mqtt.isEmpty && (mqttUser != nil || mqttPasswordFile != nil || mqttPrefix != "meshcore") {
-            throw ValidationError("--mqtt-user, --mqtt-password-file and --mqtt-prefix go with --mqtt URL.")
+        if mqtt.isEmpty && (mqttUser != nil || mqttPasswordFile != nil || mqttPrefix != "meshcore" || mqttAllow != nil) {
+            throw ValidationError("--mqtt-user, --mqtt-password-file, --mqtt-prefix and --mqtt-allow go with --mqtt URL.")
         }
+        _ = try mqttAllowed()
         if mqttObserver.isEmpty && (mqttIata != nil || mqttObserverKey != nil || mqttObserverPasswordFile != nil || mqttObserverAudience != nil) {
             throw ValidationError("--mqtt-iata, --mqtt-observer-key, --mqtt-observer-password-file and --mqtt-observer-audience go with --mqtt-observer URL.")
         }
@@ -164,6 +180,7 @@ struct DaemonCommand: ParsableCommand {
             m.prefix = mqttPrefix
             m.user = mqttUser
             m.passwordFile = mqttPasswordFile
+            m.allowed = (try? mqttAllowed()) ?? .mqttDefault
             return m
         }
         config.mqtt = mqtt.map(broker)

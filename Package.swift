@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.0
 import PackageDescription
 
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:

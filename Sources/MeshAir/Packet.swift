@@ -171,8 +171,8 @@ public struct Packet: Sendable {
     /// Used only when the route type has transport codes; kept otherwise.
     public var transportCodes: TransportCodes
     public private(set) var pathLength: PathLength
-    private var pathStorage: InlineArray<64, UInt8>
-    private var payloadStorage: InlineArray<184, UInt8>
+    private var pathStorage: FixedBytes64
+    private var payloadStorage: FixedBytes184
     public private(set) var payloadCount: Int
 
     /// Builds a packet. `path` must be a whole number of `hashSize` hashes.
@@ -204,8 +204,8 @@ public struct Packet: Sendable {
         self.header = header
         self.transportCodes = transportCodes
         self.pathLength = pathLength
-        pathStorage = InlineArray(repeating: 0)
-        payloadStorage = InlineArray(repeating: 0)
+        pathStorage = .init(repeating: 0)
+        payloadStorage = .init(repeating: 0)
         payloadCount = payload.count
         var i = 0
         for b in path { pathStorage[i] = b; i += 1 }
@@ -219,8 +219,8 @@ public struct Packet: Sendable {
         header = view.header
         transportCodes = view.transportCodes ?? .none
         pathLength = view.pathLength
-        pathStorage = InlineArray(repeating: 0)
-        payloadStorage = InlineArray(repeating: 0)
+        pathStorage = .init(repeating: 0)
+        payloadStorage = .init(repeating: 0)
         payloadCount = view.payload.count
         for i in 0 ..< view.path.count { pathStorage[i] = view.path[i] }
         for i in 0 ..< view.payload.count { payloadStorage[i] = view.payload[i] }

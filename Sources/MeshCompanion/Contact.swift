@@ -8,7 +8,7 @@ public struct Contact: Sendable, Equatable {
     public var flags: UInt8
     /// Encoded out path length, or `.unknown` (send flood).
     public private(set) var outPathLength: PathLength
-    @usableFromInline var pathStorage: InlineArray<64, UInt8>
+    @usableFromInline var pathStorage: FixedBytes64
     /// Name, ≤ 31 bytes.
     public var name: String
     public var lastAdvertTimestamp: UInt32

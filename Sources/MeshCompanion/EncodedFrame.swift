@@ -13,7 +13,7 @@ public enum FrameMarker: UInt8, Sendable {
 public struct EncodedFrame: Sendable, Equatable, CustomStringConvertible {
     public static let capacity = CompanionLimits.maxFrameSize
     @usableFromInline static let headerSize = CompanionLimits.transportHeaderSize
-    @usableFromInline var storage: InlineArray<179, UInt8>
+    @usableFromInline var storage: FixedBytes179
     /// Payload length in bytes.
     public internal(set) var count: Int
 

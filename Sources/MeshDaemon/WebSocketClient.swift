@@ -44,7 +44,8 @@ struct WebSocketClient {
         if n < 126 {
             out.append(0x80 | UInt8(n))
         } else if n <= 0xFFFF {
-            out += [0x80 | 126, UInt8(n >> 8), UInt8(n & 0xFF)]
+            let header: [UInt8] = [0x80 | 126, UInt8(n >> 8), UInt8(n & 0xFF)]  // typed: Swift 6.0 cannot infer it
+            out += header
         } else {
             out.append(0x80 | 127)
             for s in stride(from: 56, through: 0, by: -8) { out.append(UInt8((UInt64(n) >> UInt64(s)) & 0xFF)) }

@@ -30,10 +30,12 @@ enum CRC32 {
             while n >= 8 {
                 let lo = UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)) ^ c
                 let hi = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-                c = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int((lo >> 8) & 0xFF)]
+                // In three statements: Swift 6.0's type checker gives up on the one long expression.
+                let a: UInt32 = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int((lo >> 8) & 0xFF)]
                     ^ t[5 * 256 + Int((lo >> 16) & 0xFF)] ^ t[4 * 256 + Int(lo >> 24)]
-                    ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int((hi >> 8) & 0xFF)]
+                let b: UInt32 = t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int((hi >> 8) & 0xFF)]
                     ^ t[1 * 256 + Int((hi >> 16) & 0xFF)] ^ t[Int(hi >> 24)]
+                c = a ^ b
                 p += 8
                 n -= 8
             }

@@ -28,9 +28,12 @@ extension Daemon {
     /// the log works again (`retryStore`). Only when even the inbox fails is it held in memory.
     @discardableResult
     func save(_ rec: StoredMessage) -> Bool {
-        guard let store, unsaved.isEmpty else { holdInMemory(rec, "the store is not open"); return false }
+        guard let store else { holdInMemory(rec, "the store is not open"); return false }
         do {
-            if !store.heldMessages.isEmpty { throw StoreError.invalidArgument("earlier messages still wait in the inbox") }
+            // In order: after messages that still wait for the log (one in flight during a stop).
+            if !store.heldMessages.isEmpty || !unsaved.isEmpty {
+                throw StoreError.invalidArgument("earlier messages still wait for the log")
+            }
             stored(try store.append(rec), store)
             return true
         } catch {

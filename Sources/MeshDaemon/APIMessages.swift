@@ -41,8 +41,8 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case history       // thread, [limit], [before] -> {"messages":[...]}
     case outbox        // -> {"outbox":[...]}
     case hooksFailed = "hooks_failed"  // -> {"failed":[{"id","attempts","reason","retrying","message"}...]}
-    case hooksRetry = "hooks_retry"    // id: run a given-up message's hook again
-    case hooksDrop = "hooks_drop"      // id: forget a given-up message (its hook does not run again)
+    case hooksRetry = "hooks_retry"    // message: run a given-up message's hook again -> {"message":N,"retrying":true}
+    case hooksDrop = "hooks_drop"      // message: forget a given-up message (its hook does not run again) -> {"message":N,"dropped":true}
     case contactsPending = "contacts_pending"         // -> {"result":[...]}: adverts of nodes that are not contacts
     case contactsAddPending = "contacts_add_pending"  // prefix: add one as a contact with its advert's data
     case contactsFlushPending = "contacts_flush_pending"  // forget every pending advert -> {"dropped": N}

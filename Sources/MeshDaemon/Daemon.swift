@@ -34,6 +34,9 @@ public final class Daemon {
         public var hookTimeoutMS: UInt64 = 30_000
         /// Runs of one message's hook before it is given up.
         public var hookMaxAttempts = 10
+        /// `--hooks-from-start`: a hook without a delivery cursor gets every stored message (by
+        /// default it starts after the newest).
+        public var hooksFromStart = false
         /// Safety-net drain and link check interval.
         public var drainIntervalMS: UInt64 = 60_000
         public var reconnectMinMS: UInt64 = 1_000
@@ -126,9 +129,15 @@ public final class Daemon {
     var isShutDown = false
     /// Damaged records found while reading the store that have been logged.
     var readDamageLogged = 0
+    /// Received messages with no place on disk (store not open and its inbox failing): a last
+    /// resort; the radio is asked for nothing more meanwhile (DaemonMessages.swift).
     var unsaved: [StoredMessage] = []
-    var unsavedRetryAt: UInt64 = 0
     let unsavedCapacity = 256
+    /// When to try the store again (held messages, the inbox); 0: nothing waits.
+    var storeRetryAt: UInt64 = 0
+    var inboxProblemLogged = false
+    /// The exit code when the daemon stops on its own (a state folder it will not use: 2).
+    public internal(set) var exitCode: Int32 = 0
     public internal(set) var storedCount = 0
     public internal(set) var duplicateCount = 0
 
@@ -248,7 +257,7 @@ public final class Daemon {
             }
         }
         shutdown()
-        return 0
+        return exitCode
     }
 
     func handleSignals() {
@@ -325,7 +334,7 @@ public final class Daemon {
             if let d = s.nextDeadline, now >= d { s.tick(now: now); pump(now: now) }
             soon(s.nextDeadline)
             if phase == .ready {
-                if now >= nextDrainAt && unsaved.isEmpty {
+                if now >= nextDrainAt && storeTakesMessages {
                     // Safety net: drain even without MSG_WAITING, and check the radio still answers.
                     nextDrainAt = now + config.drainIntervalMS
                     s.drain(now: now)
@@ -346,9 +355,10 @@ public final class Daemon {
                 soon(now + 1_000)  // outbox retry times are in wall-clock seconds
             }
         }
-        if !unsaved.isEmpty {
-            if now >= unsavedRetryAt { retryUnsaved(now: now) }
-            soon(unsavedRetryAt)
+        if store != nil && !storeTakesMessages {
+            if storeRetryAt == 0 { storeRetryAt = now + 5_000 }
+            if now >= storeRetryAt { retryStore(now: now) }
+            if storeRetryAt != 0 { soon(storeRetryAt) }
         }
         if let h = hooks { soon(h.tick(now: now)) }
         soon(api.tick(now: now))

@@ -50,6 +50,7 @@ extension Daemon {
                                        ("uptime_s", .int(Int64((now - startedAt) / 1000))),
                                        ("connections", .int(Int64(connections))),
                                        ("stored", .int(Int64(storedCount))), ("duplicates", .int(Int64(duplicateCount))),
+                                       ("held", .int(Int64((store?.heldMessages.count ?? 0) + unsaved.count))),
                                        ("held_in_memory", .int(Int64(unsaved.count))),
                                        ("subscribers", .int(Int64(api.subscriberCount)))]
             if let k = radioKeyHex { f.append(("radio", .string(k))) }
@@ -235,12 +236,15 @@ extension Daemon {
         if req.op == .hooksFailed {
             let list = h.failed.sorted { $0.key < $1.key }.map { id, f -> JSON in
                 let m = store.flatMap { s in (try? s.message(id: id)).flatMap { $0 }.map { MessageJSON.message($0, store: s) } }
-                return .obj(("id", .int(Int64(id))), ("attempts", .int(Int64(f.attempts))), ("reason", .string(f.reason)),
+                return .obj(("id", .int(Int64(clamping: id))), ("attempts", .int(Int64(f.attempts))), ("reason", .string(f.reason)),
                             ("retrying", .bool(f.retrying)), ("message", m))
             }
             return DaemonResponse(id: req.id, ok: [("failed", .array(list))])
         }
-        guard let raw = try req.optionalInt("id"), raw > 0 else { throw DaemonError(.usage, "\(req.op.rawValue): give the message \"id\" (a positive integer).") }
+        // The message is `message`: `id` is the request's own (echoed in the answer).
+        guard let raw = try req.optionalInt("message"), raw > 0 else {
+            throw DaemonError(.usage, "\(req.op.rawValue): give the message's id as \"message\" (a positive integer; \"id\" is the request's).")
+        }
         let id = UInt64(raw)
         let ok = req.op == .hooksRetry ? h.retry(id) : h.drop(id)
         guard ok else {
@@ -248,7 +252,7 @@ extension Daemon {
                                                             : "message \(id) is not among the messages whose hook was given up (see `pocketmesh hooks failed`).")
         }
         if req.op == .hooksRetry { _ = h.tick(now: monotonicNow()) }
-        return DaemonResponse(id: req.id, ok: [("id", .int(raw))])
+        return DaemonResponse(id: req.id, ok: [("message", .int(raw)), (req.op == .hooksRetry ? "retrying" : "dropped", .bool(true))])
     }
 
     /// The `info` op: the same fields as `pocketmesh info --json` (`RadioInfo`).

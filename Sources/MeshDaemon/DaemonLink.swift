@@ -21,8 +21,9 @@ extension Daemon {
             let s = Session(config: sc)
             session = s
             phase = .handshaking
-            // Messages still held in memory (the store failing): take no more from the radio yet.
-            if !unsaved.isEmpty { s.pauseMessages() }
+            // No place on disk for a message yet (the store not open, or failing): the radio keeps
+            // its queue until there is (`radioReady`, `retryStore`).
+            if !storeTakesMessages { s.pauseMessages() }
             s.start(now: now)
             pump(now: now)
         } catch {

@@ -13,39 +13,66 @@ extension Daemon {
         // A tunnel client's repeater CLI reply goes to that client: nothing to store, drain on.
         if routedToTunnel(m) { session?.resumeMessages(now: now); return }
         let rec = MessageJSON.stored(m, receivedAt: UInt32(truncatingIfNeeded: time(nil)))
-        // While the store fails, the session asks the radio for nothing more (it paused itself
-        // after this message): the rest of the queue stays on the radio, where a restart finds it.
-        if !unsaved.isEmpty || store == nil {
-            hold(rec)
-            return
-        }
-        if save(rec) { session?.resumeMessages(now: now) }
+        // The session paused itself after this message: the radio is asked for the next one only
+        // once this one is on disk and the next one has a place there too (`storeTakesMessages`).
+        if save(rec), storeTakesMessages { session?.resumeMessages(now: now) }
     }
 
-    /// Appends one received message durably; on failure keeps it in memory and retries.
+    /// True when a message taken off the radio now would be on disk whatever the log does: the
+    /// store is open, its inbox is ready and empty, and nothing waits in memory. While it is not,
+    /// the radio is asked for nothing and keeps its queue (a stop then loses nothing).
+    var storeTakesMessages: Bool { unsaved.isEmpty && store?.canTakeMessage == true }
+
+    /// Appends one received message durably. When the log cannot take it, it goes to the store's
+    /// inbox (room written in advance, on disk), and the radio keeps the rest of its queue until
+    /// the log works again (`retryStore`). Only when even the inbox fails is it held in memory.
     @discardableResult
     func save(_ rec: StoredMessage) -> Bool {
-        guard let store else { hold(rec); return false }
+        guard let store else { holdInMemory(rec, "the store is not open"); return false }
         do {
-            let result = try store.append(rec)
-            switch result {
-            case .stored(let id):
-                storedCount += 1
-                notifyTunnels()
-                if let m = try? store.message(id: id) {
-                    api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
-                }
-                for b in bridges { b.messageStored(id, now: monotonicNow()) }
-                _ = hooks?.tick(now: monotonicNow())
-            case .duplicate:
-                duplicateCount += 1
+            // In order: after messages that still wait for the log (one in flight during a stop).
+            if !store.heldMessages.isEmpty || !unsaved.isEmpty {
+                throw StoreError.invalidArgument("earlier messages still wait for the log")
             }
+            stored(try store.append(rec), store)
             return true
         } catch {
-            log("store: cannot store a received message: \(error); keeping it in memory, leaving the rest on the radio, retrying")
-            hold(rec)
+            do {
+                try store.hold(rec)
+                log("store: cannot store a received message: \(error); it waits in the store's inbox (on disk), and the "
+                    + "radio keeps the rest of its queue until the log takes messages again (tried every 5 s)")
+            } catch let inboxError {
+                holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
+            }
+            if storeRetryAt == 0 { storeRetryAt = monotonicNow() + 5_000 }
             return false
         }
+    }
+
+    /// What follows a stored message: events, tunnels and hub clients, bridges, hooks.
+    func stored(_ result: AppendResult, _ store: RadioStore) {
+        switch result {
+        case .stored(let id):
+            storedCount += 1
+            notifyTunnels()
+            if let m = try? store.message(id: id) {
+                api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
+            }
+            for b in bridges { b.messageStored(id, now: monotonicNow()) }
+            _ = hooks?.tick(now: monotonicNow())
+        case .duplicate:
+            duplicateCount += 1
+        }
+    }
+
+    /// A message already taken off the radio with no place on disk (the store not open, or its
+    /// inbox failing too): the last resort, said plainly.
+    func holdInMemory(_ rec: StoredMessage, _ why: String) {
+        log("store: cannot store a received message (\(why)); it is held in memory only, and lost if the daemon stops "
+            + "before the store works again; the radio keeps the rest of its queue")
+        if unsaved.count >= unsavedCapacity { unsaved.removeFirst() }
+        unsaved.append(rec)
+        if storeRetryAt == 0 { storeRetryAt = monotonicNow() + 1_000 }
     }
 
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
@@ -54,35 +81,36 @@ extension Daemon {
         hubMessageWaiting()
     }
 
-    func hold(_ rec: StoredMessage) {
-        if unsaved.count >= unsavedCapacity {
-            log("store: \(unsavedCapacity) messages waiting in memory; dropping the oldest held message")
-            unsaved.removeFirst()
-        }
-        unsaved.append(rec)
-        if unsavedRetryAt == 0 || unsavedRetryAt < monotonicNow() { unsavedRetryAt = monotonicNow() + 1_000 }
-    }
-
-    func retryUnsaved(now: UInt64) {
-        guard store != nil else { unsavedRetryAt = now + 1_000; return }
-        let pending = unsaved
-        unsaved.removeAll()
-        for (i, rec) in pending.enumerated() {
-            if !save(rec) {
-                unsaved = Array(pending[(i + 1)...]) + unsaved
-                break
+    /// Tries again what waits for the store (held messages, the inbox itself); once the next
+    /// message has a place on disk again, draining resumes.
+    func retryStore(now: UInt64) {
+        storeRetryAt = now + 5_000
+        guard let store else { return }
+        let held = store.heldMessages.count + unsaved.count
+        do {
+            for r in try store.storeHeld() { stored(r, store) }
+            while let rec = unsaved.first {
+                stored(try store.append(rec), store)
+                unsaved.removeFirst()
             }
+        } catch {
+            return
         }
-        if unsaved.isEmpty {
-            log("store: writing works again; \(pending.count) held message(s) stored; draining the radio")
-            unsavedRetryAt = 0
-            if let s = session {
-                s.resumeMessages(now: now)
-                if phase == .ready { s.drain(now: now) }
-                pump(now: now)
+        store.prepareInbox()
+        guard store.canTakeMessage else {
+            if let p = store.inboxProblem, !inboxProblemLogged {
+                inboxProblemLogged = true
+                log("store: cannot prepare the inbox: \(p); the radio keeps its messages until it can (tried every 5 s)")
             }
-        } else {
-            unsavedRetryAt = now + 5_000
+            return
+        }
+        storeRetryAt = 0
+        inboxProblemLogged = false
+        if held > 0 { log("store: writing works again; \(held) held message(s) stored; draining the radio") }
+        if let s = session {
+            s.resumeMessages(now: now)
+            if phase == .ready { s.drain(now: now) }
+            pump(now: now)
         }
     }
 
@@ -93,7 +121,9 @@ extension Daemon {
         let root = try StoreLocation.stateRoot(stateDir: config.stateDir)
         if let hex = StateFile.readString(root + "/links/" + DaemonRegistry.slug(forLink: config.link)),
            let key = bytesFromHex(hex.filter { !$0.isWhitespace }), key.count == 32 {
-            try openStore(publicKey: key)
+            do { try openStore(publicKey: key) } catch where Self.refusesStateFolder(error) {
+                throw DaemonError(.usage, "\(error).")
+            }
         }
     }
 
@@ -109,14 +139,21 @@ extension Daemon {
         }
         defer { if let s = store { for b in bridges { b.attach(store: s) } } }
         let s = try RadioStore(publicKey: publicKey, stateDir: config.stateDir, options: config.storeOptions)
+        let floor: UInt64
+        do { floor = try deliveryFloor(dir, s) } catch { s.close(); throw error }
         store = s
         readDamageLogged = 0
+        if floor > s.nextMessageId {
+            s.ensureNextId(atLeast: floor)
+            log("store: the hook or an MQTT bridge has seen ids up to \(floor - 1), past the message log; new messages continue from id \(s.nextMessageId)")
+        }
         openTunnelQueue(s)
         let r = s.recovery
         log("store: \(dir): \(s.messageCount) messages" + (r.truncatedBytes > 0 ? ", torn tail of \(r.truncatedBytes) bytes cut" : "")
             + (r.damage.isEmpty ? "" : ", \(r.damage.count) damaged record(s) skipped"))
         for d in r.damage.prefix(5) { log("store: \(d)") }
         if r.idsRaised > 0 { log("store: the message log holds fewer ids than were issued (lost or cut short); new messages continue from id \(s.nextMessageId)") }
+        if !s.heldMessages.isEmpty { log("store: \(s.heldMessages.count) received message(s) wait in the inbox: the log cannot take them yet") }
         let wall = UInt32(truncatingIfNeeded: time(nil))
         let awaiting = s.outbox.filter { $0.ackTag != 0 && $0.nextAttemptAt > wall }
         if !s.outbox.isEmpty {
@@ -138,12 +175,72 @@ extension Daemon {
                 return ms.map { HookMessage(id: $0.id, json: MessageJSON.message($0, store: store)) }
             }
             hooks = h
-            if h.highestKnownId >= s.nextMessageId {
-                s.ensureNextId(atLeast: h.highestKnownId + 1)
-                log("store: the hook has seen ids up to \(h.highestKnownId), past the message log; new messages continue from id \(s.nextMessageId)")
-            }
+            if h.cursorState != .saved { try startHook(h, s) }
             log("hook: \(argv[0]) for each received message (delivered up to id \(h.cursor))")
         }
+    }
+
+    /// A hook without a delivery cursor (new for this store, or its cursor removed or damaged)
+    /// starts after the newest stored message, and says so; `--hooks-from-start` hands it every
+    /// stored message instead. Either way the cursor is written at once, so that "no cursor"
+    /// always means a hook that never ran here.
+    func startHook(_ h: HookRunner, _ s: RadioStore) throws {
+        let why = h.cursorState == .damaged ? "its delivery cursor (\(h.config.dir)/cursor) is damaged"
+                                            : "it has no delivery cursor in this store yet (a new hook, or its cursor was removed)"
+        let newest = s.nextMessageId > 1 ? s.nextMessageId - 1 : 0
+        if newest == 0 || config.hooksFromStart {
+            try h.startAfter(config.hooksFromStart ? 0 : h.cursor)
+            if newest > 0 { log("hook: \(why); every stored message is handed to it (--hooks-from-start)") }
+        } else {
+            try h.startAfter(newest)
+            log("hook: \(why); it starts after message \(newest), the newest: earlier messages are not handed to it "
+                + "(start the daemon with --hooks-from-start to hand it every stored message)")
+        }
+    }
+
+    /// Whether a store error means the state folder or a file in it is not to be used (the
+    /// daemon then exits 2 naming the file), rather than a failure to retry.
+    static func refusesStateFolder(_ error: Error) -> Bool {
+        switch error {
+        case StoreError.untrusted, StoreError.outOfRange: return true
+        default: return false
+        }
+    }
+
+    /// The daemon's own delivery records name message ids: the hook's cursor, markers and list of
+    /// given-up messages, and every MQTT bridge's cursor (configured now or not). Each is checked
+    /// against the ids the store has issued (an id past them is an error naming the file, never a
+    /// wrap), and new ids stay above all of them (the value returned: one past the highest).
+    func deliveryFloor(_ dir: String, _ s: RadioStore) throws -> UInt64 {
+        var high: UInt64? = nil
+        func check(_ v: UInt64, _ path: String) throws {
+            try s.checkStoredId(v, file: path)
+            high = max(high ?? 0, v)
+        }
+        let hooksDir = dir + "/hooks"
+        if let t = StateFile.readString(hooksDir + "/cursor"), let v = UInt64(t.filter { !$0.isWhitespace }) {
+            try check(v, hooksDir + "/cursor")
+        }
+        for name in Self.entries(of: hooksDir) { if let v = UInt64(name) { try check(v, hooksDir + "/" + name) } }
+        for line in (StateFile.readString(hooksDir + "/failed") ?? "").split(separator: "\n") {
+            if let f = line.split(separator: " ").first, let v = UInt64(f) { try check(v, hooksDir + "/failed") }
+        }
+        for broker in Self.entries(of: dir + "/mqtt") {
+            let path = dir + "/mqtt/" + broker + "/cursor"
+            if let v = MQTTBridge.readCursor(path) { try check(v, path) }
+        }
+        return high.map { $0 + 1 } ?? 0
+    }
+
+    static func entries(of dir: String) -> [String] {
+        guard let d = opendir(dir) else { return [] }
+        defer { closedir(d) }
+        var out: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { out.append(name) }
+        }
+        return out
     }
 
     /// Logs each damaged record found while reading messages (hooks, API), once: it is skipped.
@@ -220,5 +317,13 @@ extension Daemon {
         let e = JSON.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status)))
         api.publish(e)
         for b in bridges { b.apiEvent(e, now: monotonicNow()) }
+    }
+}
+
+extension MQTTBridge {
+    /// A bridge's publish cursor (`mqtt/<broker>/cursor`: the id up to which the broker has
+    /// everything, in decimal), or nil if there is none or it does not parse.
+    static func readCursor(_ path: String) -> UInt64? {
+        StateFile.readString(path).flatMap { UInt64($0.filter { !$0.isWhitespace }) }
     }
 }

@@ -70,6 +70,16 @@ extension Daemon {
                 stopping = true
                 return
             }
+            if Self.refusesStateFolder(error) {
+                log("daemon: the radio's state folder is not safe to use (above); stopping")
+                exitCode = 2
+                stopping = true
+                return
+            }
+        }
+        // Messages are taken off the radio only while they have a place on disk.
+        if let s = session {
+            if storeTakesMessages { s.resumeMessages(now: now) } else { s.pauseMessages() }
         }
         try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(registryLink), socket: api.path,
                                         radio: key, name: config.name ?? (name.isEmpty ? nil : name)))

@@ -1,5 +1,6 @@
 import CMeshLink
 import Glibc
+import MeshSession
 
 /// The wrapper a hook runs under (`pocketmesh daemon hook-exec [--timeout-ms N] [--grace-ms N]
 /// [--output-limit N] MARKER -- CMD...`), started by the daemon as the leader of a new process group.
@@ -70,7 +71,7 @@ public enum HookExec {
             return 127
         }
         close(out.write)
-        var output = OutputCopy(limit: options.outputLimit)
+        var output = OutputCopy(limit: options.outputLimit, prefix: name + ": output: ")
         var outFD = out.read
         let started = monotonicNow()
         var termAt: UInt64? = nil
@@ -118,6 +119,7 @@ public enum HookExec {
             for s in signals.drain() where s != SIGCHLD { terminate("signal \(s)") }
         }
         if outFD >= 0 { _ = output.pump(outFD); close(outFD) }
+        output.finish()
         if output.dropped > 0 { say("\(output.dropped) more byte(s) of output not logged (at most \(options.outputLimit) per run)") }
         guard let status else { return 70 }
         if status == 0 { return recorded ? 0 : unrecordedExit }
@@ -161,12 +163,23 @@ public enum HookExec {
         return true
     }
 
-    /// Copies the first `limit` bytes read to stderr and counts the rest.
+    /// Copies the first `limit` bytes read to stderr and counts the rest, line by line: each line
+    /// gets `prefix` (the message it belongs to) and goes through the same escaping as mesh text
+    /// (`terminalSafe`: control characters such as ESC and CR as visible escapes), so a hook's
+    /// output cannot pass for the daemon's own log lines or rewrite them on a terminal.
     struct OutputCopy {
         let limit: Int
+        let prefix: String
         var copied = 0
         var dropped = 0
         var buffer = [UInt8](repeating: 0, count: 4096)
+        /// The part of a line read so far.
+        var line: [UInt8] = []
+
+        init(limit: Int, prefix: String = "") {
+            self.limit = limit
+            self.prefix = prefix
+        }
 
         /// Reads what is available; false at end of file or on an error.
         mutating func pump(_ fd: Int32) -> Bool {
@@ -174,17 +187,29 @@ public enum HookExec {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n < 0 { return errno == EINTR || errno == EAGAIN }
                 if n == 0 { return false }
-                let keep = min(n, limit - copied)
-                if keep > 0 {
-                    var off = 0
-                    while off < keep {
-                        let w = buffer.withUnsafeBytes { write(2, $0.baseAddress! + off, keep - off) }
-                        if w <= 0 { if w < 0 && errno == EINTR { continue }; break }
-                        off += w
-                    }
-                    copied += keep
+                let keep = max(0, min(n, limit - copied))
+                for b in buffer[0..<keep] {
+                    if b == 0x0A { emit() } else { line.append(b) }
                 }
+                copied += keep
                 dropped += n - keep
+            }
+        }
+
+        /// Writes out a last line without its newline.
+        mutating func finish() {
+            if !line.isEmpty { emit() }
+        }
+
+        mutating func emit() {
+            let text = prefix + terminalSafe(String(decoding: line, as: UTF8.self)) + "\n"
+            line.removeAll(keepingCapacity: true)
+            let bytes = Array(text.utf8)
+            var off = 0
+            while off < bytes.count {
+                let w = bytes.withUnsafeBytes { write(2, $0.baseAddress! + off, bytes.count - off) }
+                if w <= 0 { if w < 0 && errno == EINTR { continue }; break }
+                off += w
             }
         }
     }

@@ -83,6 +83,9 @@ public final class HookRunner {
     public var environment: [String] = Spawn.currentEnvironment()
 
     public private(set) var cursor: UInt64 = 0
+    /// What the delivery cursor file held when the runner started.
+    public enum CursorState: Sendable { case saved, missing, damaged }
+    public private(set) var cursorState = CursorState.missing
     /// The highest message id this runner has a record of (its cursor, or a marker past it): the
     /// store must never hand out an id at or below it again.
     public var highestKnownId: UInt64 { max(cursor, markerHigh) }
@@ -110,9 +113,13 @@ public final class HookRunner {
         // A hook that exits without reading its stdin must not kill the daemon with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
         try UnixSocket.makeDirectory(config.dir)
-        if let text = StateFile.readString(config.dir + "/cursor"),
-           let v = UInt64(text.filter { !$0.isWhitespace }) {
-            cursor = v
+        if let text = StateFile.readString(config.dir + "/cursor") {
+            if let v = UInt64(text.filter { !$0.isWhitespace }) {
+                cursor = v
+                cursorState = .saved
+            } else {
+                cursorState = .damaged
+            }
         }
         for line in (StateFile.readString(config.dir + "/failed") ?? "").split(separator: "\n") {
             let f = line.split(separator: " ", maxSplits: 3).map(String.init)
@@ -139,6 +146,15 @@ public final class HookRunner {
     }
 
     func markerPath(_ id: UInt64) -> String { config.dir + "/\(id)" }
+
+    /// Sets the delivery cursor (a runner without one: see `cursorState`) and writes it: messages
+    /// up to `id` are not handed to the hook.
+    public func startAfter(_ id: UInt64) throws(SystemError) {
+        try StateFile.write(config.dir + "/cursor", "\(id)\n")
+        cursor = id
+        cursorState = .saved
+        for d in done where d <= id { done.remove(d); unlink(markerPath(d)) }
+    }
 
     /// Starts due hooks, enforces timeouts; returns the next time it needs to be called.
     public func tick(now: UInt64) -> UInt64? {

@@ -85,7 +85,8 @@ final class MQTTBridge {
         let dir = s.directory + "/mqtt/" + Self.slug(settings.connection.url, prefix: settings.prefix)
         stateDir = dir
         cursor = 0
-        if let text = StateFile.readString(dir + "/cursor"), let v = UInt64(text.filter { !$0.isWhitespace }) { cursor = v }
+        // Checked against the store's ids when the store opened (Daemon.deliveryFloor).
+        if let v = Self.readCursor(dir + "/cursor") { cursor = v }
         savedCursor = cursor
         handedUpTo = cursor
         handed.removeAll()

@@ -1,10 +1,11 @@
 import Glibc
 
 /// Small files the daemon keeps next to the store: written whole and durably
-/// (temporary file, fsync, rename, fsync of the folder), read whole.
+/// (temporary file, fsync, rename, fsync of the folder), read whole. Neither follows a symbolic
+/// link (`O_NOFOLLOW`): a link planted in the state folder is an error, not another file.
 public enum StateFile {
     public static func read(_ path: String, limit: Int = 1 << 20) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 { return nil }
         defer { close(fd) }
         var out: [UInt8] = []
@@ -25,7 +26,7 @@ public enum StateFile {
     /// Replaces `path` atomically and durably with `bytes`.
     public static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(SystemError) {
         let tmp = path + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         if fd < 0 { throw SystemError("open", tmp) }
         var off = 0
         while off < bytes.count {

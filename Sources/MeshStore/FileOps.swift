@@ -3,7 +3,9 @@ import Glibc
 /// The file system calls the store makes. `SystemFileOps` calls Glibc; tests inject failures
 /// (ENOSPC, EIO, short writes) by wrapping it.
 public protocol FileOps: AnyObject {
-    /// `open(2)`. Returns the descriptor.
+    /// `open(2)`. Returns the descriptor. `SystemFileOps` never follows a symbolic link in the last
+    /// part of the path of a file (`O_NOFOLLOW`): a link planted in the state folder is an error
+    /// (ELOOP), not a way to make the store read or write another file.
     func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32
     func close(_ fd: Int32)
     /// `pread(2)` until `buffer` is full or end of file; returns the bytes read.
@@ -39,7 +41,10 @@ public final class SystemFileOps: FileOps {
 
     public func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32 {
         while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, mode_t(mode))
+            // Directories are only opened to fsync them; the state folder itself is checked by
+            // `StoreTrust` (a link above it, e.g. a linked home folder, is the user's choice).
+            let nofollow = flags & O_DIRECTORY == 0 ? O_NOFOLLOW : 0
+            let fd = Glibc.open(path, flags | O_CLOEXEC | nofollow, mode_t(mode))
             if fd >= 0 { return fd }
             if errno != EINTR { throw FileErrno(errno) }
         }

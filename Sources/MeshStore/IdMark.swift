@@ -9,25 +9,49 @@ import Glibc
 extension RadioStore {
     static let idBlock: UInt64 = 256
 
+    /// The largest id the store ever issues: 2^53 - 1, exact as a JSON number (and as a double),
+    /// more than a message a microsecond for 285 years. An `ids` file past it is damaged.
+    public static let maxId: UInt64 = (1 << 53) - 1
+
+    /// How far past the ceiling a cursor may be (ids issued while the ceiling could not be
+    /// written, e.g. on a full disk: the log holds them, but it may be lost later).
+    static let ceilingSlack: UInt64 = 16 * idBlock
+
     /// Opening: the next id is the highest of what the log says, the ceiling, and one past every
-    /// stored cursor.
+    /// stored cursor. Every value read is checked: an id the store cannot have issued (past the
+    /// ceiling, or past `maxId` when there is none) is an error naming the file, never a wrap.
     func restoreIdMark() throws {
         guard !readOnly else { return }
         var floor: UInt64 = 0
-        if let p = try readState("ids"), p.count == 8 { floor = p.withUnsafeBytes { $0.u64(0) } }
+        var fromFile: UInt64? = nil
+        if let p = try readState("ids"), p.count == 8 {
+            let v = p.withUnsafeBytes { $0.u64(0) }
+            guard v <= Self.maxId else { throw StoreError.outOfRange(path: directory + "/ids", value: v, limit: Self.maxId + 1) }
+            floor = v
+            fromFile = v
+        }
+        idLimit = fromFile.map { min(max($0, log.nextId) + Self.ceilingSlack, Self.maxId) } ?? Self.maxId
         if let d = opendir(directory) {
+            defer { closedir(d) }
             while let e = readdir(d) {
                 let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
                 guard name.hasPrefix("cursor-"), let p = try? readState(name), p.count == 8 else { continue }
-                floor = max(floor, p.withUnsafeBytes { $0.u64(0) } &+ 1)
+                let v = p.withUnsafeBytes { $0.u64(0) }
+                try checkStoredId(v, file: directory + "/" + name)
+                floor = max(floor, v + 1)
             }
-            closedir(d)
         }
         if floor > log.nextId {
             log.report.idsRaised = floor - log.nextId
             log.nextId = floor
         }
         idCeiling = floor
+    }
+
+    /// Checks an id read from a file of the store (a delivery cursor, a hook's marker): ids are
+    /// below `idLimit`; anything else is damage, reported with the file's path.
+    public func checkStoredId(_ value: UInt64, file: String) throws {
+        guard value < idLimit else { throw StoreError.outOfRange(path: file, value: value, limit: idLimit) }
     }
 
     /// Before `count` new ids are issued: raises the ceiling past them if needed. A failure is not
@@ -46,7 +70,7 @@ extension RadioStore {
 
     /// Makes the next id at least `minimum` (the daemon passes one past its hook cursor and markers).
     public func ensureNextId(atLeast minimum: UInt64) {
-        guard !readOnly, minimum > log.nextId else { return }
+        guard !readOnly, minimum > log.nextId, minimum <= Self.maxId else { return }
         log.report.idsRaised += minimum - log.nextId
         log.nextId = minimum
         reserveIds(0)

@@ -74,11 +74,18 @@ public final class RadioStore {
     let pendingFile: ContactFile
     let channelFile: ChannelFile
     let outboxFile: OutboxFile
+    /// Room on disk for a received message the log cannot take (Inbox.swift).
+    let inbox: Inbox
     var readMarkers: [ThreadKey: UInt64] = [:]
     var contactByPrefix: [KeyPrefix: Int] = [:]
     var closed = false
+    /// Set once opening succeeded: only then is the exact next id written on close (a store that
+    /// failed to open, e.g. on a damaged cursor, leaves its `ids` file as it was).
+    var opened = false
     /// Every message id issued so far is below this (IdMark.swift).
     var idCeiling: UInt64 = 0
+    /// Every id a cursor or marker of this store can hold is below this (IdMark.swift).
+    public internal(set) var idLimit: UInt64 = RadioStore.maxId
 
     /// Opens (creating if needed) the store in `directory`, takes the radio's lock, and recovers:
     /// a torn log tail is cut off, damaged records are skipped and reported in `recovery`.
@@ -86,8 +93,11 @@ public final class RadioStore {
         self.directory = directory
         self.readOnly = options.readOnly
         files = Files(ops: options.fileOps)
+        inbox = Inbox(files: files, path: directory + "/inbox")
         if !readOnly {
             try Self.makeDirectories(files, directory)
+            // Nothing in the folder is followed, read or written unless it is this user's own.
+            try StoreTrust.checkTree(directory)
             lock = try RadioLock(files: files, path: directory + "/lock")
         } else {
             guard files.ops.exists(directory) else { throw StoreError.io(operation: "open", path: directory, errno: .notFound) }
@@ -115,14 +125,29 @@ public final class RadioStore {
             }
         }
         rebuildContactIndex()
-        try restoreIdMark()
-        try reconcileOutbox()
+        do {
+            try restoreIdMark()
+            try reconcileOutbox()
+        } catch {
+            close()
+            throw error
+        }
+        opened = true
+        if !readOnly {
+            // Messages an earlier run held while the log could not take them: into the log now
+            // if it can (else they wait, and the daemon asks the radio for nothing more).
+            inbox.prepare()
+            _ = try? storeHeld()
+        }
     }
 
     /// Opens the store of the radio with `publicKey` under the state root.
     public convenience init(publicKey: [UInt8], stateDir: String? = nil, options: StoreOptions = StoreOptions()) throws {
         let root = try StoreLocation.stateRoot(stateDir: stateDir)
-        if !options.readOnly { try Self.makeDirectories(Files(ops: options.fileOps), root) }
+        if !options.readOnly {
+            try Self.makeDirectories(Files(ops: options.fileOps), root)
+            try StoreTrust.checkRoot(root)
+        }
         try self.init(directory: StoreLocation.radioDirectory(stateRoot: root, publicKey: publicKey), options: options)
     }
 
@@ -142,12 +167,13 @@ public final class RadioStore {
     public func close() {
         guard !closed else { return }
         closed = true
-        if !readOnly { try? writeIdMark(log.nextId) }
+        if !readOnly && opened { try? writeIdMark(log.nextId) }
         log.close()
         contactFile.close()
         pendingFile.close()
         channelFile.close()
         outboxFile.close()
+        inbox.close()
         lock?.release()
     }
 

@@ -24,6 +24,8 @@ public struct FileErrno: Error, Equatable, Sendable {
         case EWOULDBLOCK: return "EWOULDBLOCK"
         case EEXIST: return "EEXIST"
         case ENOTDIR: return "ENOTDIR"
+        case ELOOP: return "ELOOP"
+        case EFBIG: return "EFBIG"
         default: return "errno \(code)"
         }
     }
@@ -47,13 +49,19 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case ambiguousThread(String, count: Int)
     /// The store was closed.
     case closed
+    /// A file or folder of the state folder that the store will not use: a symbolic link, owned by
+    /// another user, or writable by others (`problem` says which and what to do).
+    case untrusted(path: String, problem: String)
+    /// A counter or cursor read from `path` holds an id the store never issued.
+    case outOfRange(path: String, value: UInt64, limit: UInt64)
 
     public var description: String {
         switch self {
         case let .io(op, path, e):
             var hint = ""
             switch e.code {
-            case ENOSPC, EDQUOT: hint = "; free some disk space (or lower the log size cap) and retry"
+            case ELOOP: hint = "; it is a symbolic link, which the state folder never holds: remove it"
+            case ENOSPC, EDQUOT, EFBIG: hint = "; free some disk space (or lower the log size cap) and retry"
             case EIO: hint = "; the storage device reported an error, check it (dmesg) and its cable or card"
             case EACCES, EPERM: hint = "; check the permissions of the state directory"
             case EROFS: hint = "; the file system is read-only, remount it read-write"
@@ -75,6 +83,11 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
             return "\"\(name)\" matches \(count) contacts: give the whole name or more hex digits of the key"
         case .closed:
             return "the store is closed"
+        case let .untrusted(path, problem):
+            return "\(path) \(problem)"
+        case let .outOfRange(path, value, limit):
+            return "\(path) holds id \(value), beyond the ids this store has issued (below \(limit)): it is damaged or was "
+                + "written by something else; remove it (or put the right id in it) and start again"
         }
     }
 }

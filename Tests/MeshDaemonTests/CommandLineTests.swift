@@ -63,8 +63,25 @@ import Testing
                                    "/bin/sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x; echo; exit 0"])
         #expect(code == 0)
         #expect(out.count < 300)
-        #expect(out.hasPrefix(String(repeating: "x", count: 100) + "hook: message 7: 199901 more byte(s) of output not logged (at most 100 per run)"))
+        #expect(out.hasPrefix("hook: message 7: output: " + String(repeating: "x", count: 100)
+                              + "\nhook: message 7: 199901 more byte(s) of output not logged (at most 100 per run)"))
         #expect(readFile(dir + "/7") == "done\n")
+    }
+
+    /// A hook's output goes to the daemon's log line by line, each line marked as the hook's and
+    /// escaped like mesh text: it cannot forge the daemon's own lines or drive the terminal.
+    @Test func hookOutputCannotForgeLogLines() throws {
+        let dir = temporaryDirectory("pm-cli")
+        defer { removeTree(dir) }
+        try StateFile.write(dir + "/7", "todo\n")
+        let (code, out) = try run(["daemon", "hook-exec", dir + "/7", "--", "/bin/sh", "-c",
+                                   "printf 'ok\\033[2J\\rdaemon: signal 15: stopping\\nradio: clock set\\n\\033]0;title\\007'"])
+        #expect(code == 0)
+        let lines = out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines == ["hook: message 7: output: ok\\x1b[2J\\x0ddaemon: signal 15: stopping",
+                          "hook: message 7: output: radio: clock set",
+                          "hook: message 7: output: \\x1b]0;title\\x07", ""], "\(lines)")
+        #expect(!out.utf8.contains(0x1B) && !out.utf8.contains(0x0D))
     }
 
     @Test func aMissingOrNonExecutableHookIsRefusedAtStart() throws {

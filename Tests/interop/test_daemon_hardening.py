@@ -55,7 +55,7 @@ def test_a_hook_ignoring_sigterm_never_runs_beside_itself_and_is_given_up(mesh, 
         r = subprocess.run([str(BIN), "hooks", "drop", str(failed[0]["id"]), "--socket", d.sock], capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stderr
         assert d.call({"id": 3, "op": "hooks_failed"})["failed"] == []
-        assert d.call({"id": 4, "op": "hooks_drop", "id": failed[0]["id"]})["error"]["code"] == "not_found"
+        assert d.call({"id": 4, "op": "hooks_drop", "message": failed[0]["id"]})["error"]["code"] == "not_found"
     finally:
         d.stop()
         for p in alive(pids):

@@ -51,6 +51,9 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Runs of a message's hook before it is given up (see `pocketmesh hooks`).", valueName: "n"))
     var hookAttempts: Int = 10
 
+    @Flag(help: "A hook with no delivery cursor in the store (new, or its cursor lost) gets every stored message, oldest first (default: it starts after the newest, and the log says so).")
+    var hooksFromStart = false
+
     @Option(help: ArgumentHelp("Seconds between safety-net drains of the radio's queue.", valueName: "seconds"))
     var drainInterval: Double = 60
 
@@ -139,6 +142,7 @@ struct DaemonCommand: ParsableCommand {
         if !mqttObserver.isEmpty && mqttIata == nil { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
+        if hooksFromStart && onMessage == nil { throw ValidationError("--hooks-from-start goes with --on-message CMD.") }
         if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
             throw ValidationError("--on-message: cannot split \"\(cmd)\" into words (unbalanced quote?).")
@@ -170,6 +174,7 @@ struct DaemonCommand: ParsableCommand {
         config.lowBatteryMV = lowBattery
         config.batteryCheckMS = UInt64(batteryEvery * 1000)
         config.hookMaxAttempts = hookAttempts
+        config.hooksFromStart = hooksFromStart
         config.drainIntervalMS = UInt64(drainInterval * 1000)
         config.commandTimeoutMS = UInt64(timeout * 1000)
         config.companionListeners = companionListen.compactMap { try? HubListener(parsing: $0) }

@@ -90,8 +90,8 @@ struct HooksRetry: ParsableCommand {
 
     func run() throws {
         try daemon.run { () throws(DaemonError) in
-            try daemon.client().call(.hooksRetry, [("id", .int(Int64(clamping: id)))])
-            print(daemon.json ? JSON.obj(("id", .int(Int64(clamping: id))), ("retrying", .bool(true))).text : "Message \(id): its hook runs again.")
+            try daemon.client().call(.hooksRetry, [("message", .int(Int64(clamping: id)))])
+            print(daemon.json ? JSON.obj(("message", .int(Int64(clamping: id))), ("retrying", .bool(true))).text : "Message \(id): its hook runs again.")
         }
     }
 }
@@ -103,8 +103,8 @@ struct HooksDrop: ParsableCommand {
 
     func run() throws {
         try daemon.run { () throws(DaemonError) in
-            try daemon.client().call(.hooksDrop, [("id", .int(Int64(clamping: id)))])
-            print(daemon.json ? JSON.obj(("id", .int(Int64(clamping: id))), ("dropped", .bool(true))).text : "Message \(id): dropped.")
+            try daemon.client().call(.hooksDrop, [("message", .int(Int64(clamping: id)))])
+            print(daemon.json ? JSON.obj(("message", .int(Int64(clamping: id))), ("dropped", .bool(true))).text : "Message \(id): dropped.")
         }
     }
 }

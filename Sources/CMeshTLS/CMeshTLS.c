@@ -1,5 +1,7 @@
 #include "CMeshTLS.h"
 
+#include <arpa/inet.h>
+#include <mbedtls/asn1.h>
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 #include <mbedtls/error.h>
@@ -12,6 +14,11 @@
 
 #define MESHTLS_MAX_INPUT (64 * 1024)
 
+// mbedTLS 3 marks structure members private; 2.28 (Debian bookworm) has no such macro.
+#ifndef MBEDTLS_PRIVATE
+#define MBEDTLS_PRIVATE(member) member
+#endif
+
 struct meshtls {
     mbedtls_ssl_context ssl;
     mbedtls_ssl_config conf;
@@ -22,6 +29,12 @@ struct meshtls {
     size_t in_start, in_len, in_cap;
     uint8_t *out;     // produced by mbedTLS, not yet sent
     size_t out_start, out_len, out_cap;
+    // A broker given as an IP address: the address (4 or 16 bytes), which the certificate must
+    // name in a subjectAltName iPAddress entry; whether it did not.
+    unsigned char ip[16];
+    size_t ip_len;
+    int ip_mismatch;
+    char host[64];
 };
 
 // The CA bundles of the common distributions (Debian/Ubuntu/Alpine, Fedora/RHEL, openSUSE, others).
@@ -63,6 +76,78 @@ static int bio_recv(void *ctx, unsigned char *buf, size_t len) {
     t->in_start += len;
     if (t->in_start == t->in_len) { t->in_start = 0; t->in_len = 0; }
     return (int)len;
+}
+
+// Whether the certificate names `ip` (4 or 16 bytes) in a subjectAltName iPAddress entry
+// (RFC 5280 4.2.1.6: GeneralName [7] IMPLICIT OCTET STRING). mbedTLS 2.28 lists only dNSName and
+// otherName entries in `subject_alt_names`, and matches a host name against those only, so the
+// extension's DER is walked here: Extensions ::= SEQUENCE OF Extension, Extension ::= SEQUENCE {
+// extnID OID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }, SAN: 2.5.29.17.
+static int san_names_ip(const mbedtls_x509_crt *crt, const unsigned char *ip, size_t ip_len) {
+    static const unsigned char san_oid[] = {0x55, 0x1D, 0x11};
+    const mbedtls_x509_buf *ext = &crt->MBEDTLS_PRIVATE(v3_ext);
+    if (!ext->p || ext->len == 0) return 0;
+    unsigned char *p = ext->p;
+    const unsigned char *end = p + ext->len;
+    size_t len;
+    if (*p == (MBEDTLS_ASN1_CONTEXT_SPECIFIC | MBEDTLS_ASN1_CONSTRUCTED | 3)) {  // the [3] wrapper, if included
+        if (mbedtls_asn1_get_tag(&p, end, &len, MBEDTLS_ASN1_CONTEXT_SPECIFIC | MBEDTLS_ASN1_CONSTRUCTED | 3) != 0) return 0;
+        end = p + len;
+    }
+    if (mbedtls_asn1_get_tag(&p, end, &len, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) return 0;
+    end = p + len;
+    while (p < end) {
+        if (mbedtls_asn1_get_tag(&p, end, &len, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) return 0;
+        unsigned char *next = p + len;
+        size_t oid_len;
+        if (mbedtls_asn1_get_tag(&p, next, &oid_len, MBEDTLS_ASN1_OID) != 0) return 0;
+        int is_san = oid_len == sizeof san_oid && memcmp(p, san_oid, sizeof san_oid) == 0;
+        p += oid_len;
+        int critical = 0;
+        (void)mbedtls_asn1_get_bool(&p, next, &critical);  // optional: p stays put when absent
+        size_t value_len;
+        if (mbedtls_asn1_get_tag(&p, next, &value_len, MBEDTLS_ASN1_OCTET_STRING) != 0) return 0;
+        if (is_san) {
+            unsigned char *q = p;
+            const unsigned char *names_end = p + value_len;
+            size_t n;
+            if (mbedtls_asn1_get_tag(&q, names_end, &n, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) return 0;
+            names_end = q + n;
+            while (q < names_end) {
+                int tag = *q;
+                if (mbedtls_asn1_get_tag(&q, names_end, &n, tag) != 0) return 0;
+                if (tag == (MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7) && n == ip_len && memcmp(q, ip, ip_len) == 0) return 1;
+                q += n;
+            }
+        }
+        p = next;
+    }
+    return 0;
+}
+
+// The verify callback for a broker given as an IP address: the leaf certificate must name it in
+// an iPAddress entry (a dNSName or the CN holding the address's text does not count, RFC 6125).
+static int verify_ip(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags) {
+    meshtls *t = ctx;
+    if (depth == 0 && !san_names_ip(crt, t->ip, t->ip_len)) {
+        *flags |= MBEDTLS_X509_BADCERT_CN_MISMATCH;
+        t->ip_mismatch = 1;
+    }
+    return 0;
+}
+
+int meshtls_certificate_names_ip(const uint8_t *der, size_t der_len, const char *address) {
+    unsigned char ip[16];
+    size_t ip_len = 0;
+    if (inet_pton(AF_INET, address, ip) == 1) ip_len = 4;
+    else if (inet_pton(AF_INET6, address, ip) == 1) ip_len = 16;
+    else return -1;
+    mbedtls_x509_crt crt;
+    mbedtls_x509_crt_init(&crt);
+    int r = mbedtls_x509_crt_parse_der(&crt, der, der_len);
+    int found = r == 0 ? san_names_ip(&crt, ip, ip_len) : -1;
+    mbedtls_x509_crt_free(&crt);
+    return found;
 }
 
 static void say(char *err, size_t err_len, const char *what, int code) {
@@ -116,7 +201,19 @@ meshtls *meshtls_new(const char *host, const char *ca_file, char *err, size_t er
     mbedtls_ssl_conf_rng(&t->conf, mbedtls_ctr_drbg_random, &t->drbg);
     mbedtls_ssl_conf_min_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);  // TLS 1.2
     if ((r = mbedtls_ssl_setup(&t->ssl, &t->conf)) != 0) { say(err, err_len, "TLS setup failed", r); goto fail; }
-    if ((r = mbedtls_ssl_set_hostname(&t->ssl, host)) != 0) { say(err, err_len, "bad host name for TLS", r); goto fail; }
+    snprintf(t->host, sizeof t->host, "%s", host);
+    if (inet_pton(AF_INET, host, t->ip) == 1) t->ip_len = 4;
+    else if (inet_pton(AF_INET6, host, t->ip) == 1) t->ip_len = 16;
+    if (t->ip_len) {
+        // An IP address: no SNI (RFC 6066 forbids an address there) and no name check by mbedTLS,
+        // which compares the address's text with dNSName entries; verify_ip checks iPAddress
+        // entries instead. (Setting NULL explicitly is also what mbedTLS 3.6 asks for here.)
+        if ((r = mbedtls_ssl_set_hostname(&t->ssl, NULL)) != 0) { say(err, err_len, "TLS setup failed", r); goto fail; }
+        mbedtls_ssl_set_verify(&t->ssl, verify_ip, t);
+    } else if ((r = mbedtls_ssl_set_hostname(&t->ssl, host)) != 0) {
+        say(err, err_len, "bad host name for TLS", r);
+        goto fail;
+    }
     mbedtls_ssl_set_bio(&t->ssl, t, bio_send, bio_recv, NULL);
     return t;
 fail:
@@ -203,6 +300,15 @@ void meshtls_describe(meshtls *t, int code, char *buf, size_t len) {
         int n = mbedtls_x509_crt_verify_info(info, sizeof info, "", flags);
         // One line: the reasons joined with "; ".
         for (int i = 0; i < n && info[i]; i++) if (info[i] == '\n') info[i] = (i + 1 < n && info[i + 1]) ? ';' : '\0';
+        if (t->ip_mismatch) {
+            // The CN-mismatch flag was ours: say what was missing.
+            uint32_t others = flags & ~(uint32_t)MBEDTLS_X509_BADCERT_CN_MISMATCH;
+            if (others) n = mbedtls_x509_crt_verify_info(info, sizeof info, "", others);
+            for (int i = 0; others && i < n && info[i]; i++) if (info[i] == '\n') info[i] = (i + 1 < n && info[i + 1]) ? ';' : '\0';
+            snprintf(buf, len, "the broker's certificate was refused (it names no IP address %s in its subjectAltName%s%s)",
+                     t->host, others ? "; " : "", others ? info : "");
+            return;
+        }
         snprintf(buf, len, "the broker's certificate was refused (%s)", info);
         return;
     }

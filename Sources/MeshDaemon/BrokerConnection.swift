@@ -7,8 +7,13 @@ import MeshMQTT
 /// no blocking lookup, no NSS), connect (non-blocking), then TLS for
 /// `mqtts://` and `wss://` (TLSSession: mbedTLS, certificates verified), the WebSocket upgrade for
 /// `ws://` and `wss://` (WebSocketClient), then the MQTT session (`MQTTClient`). Any failure closes
-/// the transport and tries again after a backoff (1 s doubling to 60 s, with jitter); the MQTT
-/// session keeps its in-flight PUBLISHes.
+/// the transport and tries again after a backoff (1 s doubling to 60 s, with jitter), which starts
+/// again from 1 s only after a connection has stayed up for a minute (`ReconnectBackoff`); the MQTT
+/// session keeps its in-flight PUBLISHes. Nothing happens before `begin` (the bridge waits for the
+/// radio's key, which its client id and topics name).
+///
+/// A PUBLISH over the client's size limit is dropped without reconnecting (the session skips its
+/// bytes and acknowledges it); the first is logged, the others counted (`oversized`).
 ///
 /// A failure is logged once; the same failure again is not logged on every retry (a broker down
 /// for a night would fill the log), only counted, until the connection comes up or fails otherwise.
@@ -19,6 +24,8 @@ final class BrokerConnection {
         var connectTimeoutMS: UInt64 = 15_000
         var backoffMinMS: UInt64 = 1_000
         var backoffMaxMS: UInt64 = 60_000
+        /// A connection up this long resets the backoff.
+        var stableMS: UInt64 = 60_000
         var hostsPath = "/etc/hosts"
         var resolvConfPath = "/etc/resolv.conf"
         var dnsPort: UInt16 = 53
@@ -34,17 +41,21 @@ final class BrokerConnection {
     var prepareConnect: (inout MQTTConnect) -> Void = { _ in }
 
     enum Phase {
+        /// Not started (`begin`), or closed for good (`close`).
+        case idle
         case waiting(until: UInt64)
         /// Asking DNS servers (`lookup`, one UDP socket per server in `dnsSockets`).
         case resolving
         case connecting(fd: Int32, addresses: [BrokerAddress], next: Int, deadline: UInt64)
         case open
     }
-    private(set) var phase: Phase = .waiting(until: 0)
+    private(set) var phase: Phase = .idle
     private var fd: Int32 = -1
     /// Bytes for the socket (after TLS, WebSocket framing): written as the socket takes them.
     private var wire: [UInt8] = []
-    private var backoffMS: UInt64 = 0
+    private var backoff: ReconnectBackoff
+    /// PUBLISHes dropped for their size (the first one is logged).
+    private(set) var oversized = 0
     private var lastFailure: String? = nil
     private var repeats = 0
     private var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
@@ -65,7 +76,35 @@ final class BrokerConnection {
         self.name = name
         self.settings = settings
         self.client = MQTTClient(options: options)
+        backoff = ReconnectBackoff(minMS: settings.backoffMinMS, maxMS: settings.backoffMaxMS, stableMS: settings.stableMS)
     }
+
+    /// Starts connecting (at once), or starts again after `close`.
+    func begin(now: UInt64) {
+        guard case .idle = phase else { return }
+        phase = .waiting(until: now)
+    }
+
+    /// A topic (or other text from the broker) for the log: quoted, control characters escaped,
+    /// at most 120 characters, so no one can forge log lines through it.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        var n = 0
+        for u in text.unicodeScalars {
+            if n == 120 { out += "..."; break }
+            n += 1
+            switch u {
+            case "\"", "\\": out += "\\" + String(u)
+            case _ where u.value < 0x20 || u.value == 0x7F || (u.value >= 0x80 && u.value < 0xA0) || u == "\u{2028}" || u == "\u{2029}":
+                out += "\\u{" + String(u.value, radix: 16) + "}"
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+
+    /// Whether `begin` was called (and no `close` since).
+    var isStarted: Bool { if case .idle = phase { return false }; return true }
 
     var isUp: Bool { client.state == .connected }
 
@@ -73,7 +112,7 @@ final class BrokerConnection {
 
     func pollDescriptors(into fds: inout [pollfd]) {
         switch phase {
-        case .waiting: return
+        case .idle, .waiting: return
         case .resolving:
             for f in dnsSockets where f >= 0 { fds.append(pollfd(fd: f, events: Int16(POLLIN), revents: 0)) }
         case .connecting(let f, _, _, _):
@@ -90,7 +129,7 @@ final class BrokerConnection {
     func handle(_ p: pollfd, now: UInt64) -> Bool {
         lastNow = now
         switch phase {
-        case .waiting:
+        case .idle, .waiting:
             return false
         case .resolving:
             guard let index = dnsSockets.firstIndex(of: p.fd) else { return false }
@@ -121,6 +160,8 @@ final class BrokerConnection {
     func tick(now: UInt64) -> UInt64? {
         lastNow = now
         switch phase {
+        case .idle:
+            return nil
         case .waiting(let until):
             if now >= until { start(now: now) } else { return until }
             return tick(now: now)
@@ -183,7 +224,7 @@ final class BrokerConnection {
             }
         }
         closeTransport()
-        phase = .waiting(until: UInt64.max)
+        phase = .idle
     }
 
     // MARK: steps
@@ -420,10 +461,16 @@ final class BrokerConnection {
             return
         }
         for e in events {
+            if case .oversized(let topic, let bytes) = e {
+                oversized += 1
+                if oversized == 1 {
+                    log("\(name): \(settings.url): dropped a \(bytes)-byte message on \(Self.quoted(topic)) (the limit is \(client.options.maxPacketSize) bytes); later ones are dropped without a word and counted in status")
+                }
+            }
             if case .connected = e {
                 connectedSince = now
                 connections += 1
-                backoffMS = 0
+                backoff.connected(now: now)
                 if lastFailure != nil {
                     log("\(name): connected to \(settings.url) again" + (repeats > 0 ? " (after \(repeats + 1) failed attempts)" : ""))
                 } else {
@@ -448,10 +495,10 @@ final class BrokerConnection {
             lastFailure = reason
             repeats = 0
         }
-        backoffMS = backoffMS == 0 ? settings.backoffMinMS : min(settings.backoffMaxMS, backoffMS * 2)
+        let delay = backoff.failed(now: now)
         var rng = SystemRandomNumberGenerator()
-        let jitter = UInt64.random(in: 0...(backoffMS / 4), using: &rng)
-        phase = .waiting(until: now + backoffMS + jitter)
+        let jitter = UInt64.random(in: 0...(delay / 4), using: &rng)
+        phase = .waiting(until: now + delay + jitter)
     }
 
     private func closeTransport() {

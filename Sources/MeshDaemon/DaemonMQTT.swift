@@ -87,12 +87,12 @@ extension Daemon {
         return s
     }
 
-    /// The client id brokers see: stable per radio link, different for the bridge and the observer
-    /// (a broker drops the older of two connections with one id).
-    func mqttClientId(_ role: String) -> String {
-        let slug = DaemonRegistry.slug(forLink: config.link)
-        let name = config.name ?? String(slug.prefix(40))
-        return "pocketmesh-\(role)-\(name)"
+    /// The radio's public key is known (from an earlier run, or the handshake): the bridges connect,
+    /// as clients named after it.
+    func mqttRadioKnown(publicKey: [UInt8]) {
+        guard publicKey.count == 32 else { return }
+        let now = monotonicNow()
+        for b in bridges { b.radioKnown(publicKey: publicKey, now: now) }
     }
 
     func setUpMQTT() throws(DaemonError) {
@@ -112,9 +112,9 @@ extension Daemon {
                 throw DaemonError(.usage, "--mqtt-allow: the secret class (the private key, signing) is never allowed over MQTT.")
             }
             s.allowed = m.allowed
-            // One client id per bridge: two bridges to one broker with the same id would take turns
-            // throwing each other off.
-            let b = MQTTBridge(settings: s, defaultClientId: mqttClientId(config.mqtt.count > 1 ? "bridge\(i + 1)" : "bridge"))
+            // One client id per radio and bridge (MQTTBridge.radioKnown): two connections to one
+            // broker with the same id would take turns throwing each other off.
+            let b = MQTTBridge(settings: s, index: config.mqtt.count > 1 ? i + 1 : nil)
             b.log = { [unowned self] in self.log($0) }
             b.execute = { [unowned self] req, client in self.handle(req, client) }
             bridges.append(b)
@@ -136,7 +136,7 @@ extension Daemon {
                 s.password = try Self.readPassword(f, flag: "--mqtt-observer-password-file")
             }
             s.audience = m.audience
-            let o = MQTTObserver(settings: s, clientId: mqttClientId(config.mqttObservers.count > 1 ? "observer\(i + 1)" : "observer"), index: i)
+            let o = MQTTObserver(settings: s, clientIdSuffix: config.mqttObservers.count > 1 ? "-\(i + 1)" : "", index: i)
             o.log = { [unowned self] in self.log($0) }
             o.execute = { [unowned self] req, client in self.handle(req, client) }
             observers.append(o)

@@ -128,6 +128,7 @@ extension Daemon {
     }
 
     func openStore(publicKey: [UInt8]) throws {
+        mqttRadioKnown(publicKey: publicKey)
         let root = try StoreLocation.stateRoot(stateDir: config.stateDir)
         let dir = StoreLocation.radioDirectory(stateRoot: root, publicKey: publicKey)
         if let s = store {

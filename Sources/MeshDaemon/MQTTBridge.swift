@@ -15,9 +15,19 @@ import MeshStore
 ///   for deduplication.
 /// - Events: `PREFIX/advert` (advert, new_advert), `PREFIX/delivery` (outbox states), as the API's
 ///   event objects; `PREFIX/status` retained: `online`, and `offline` as the will and on a clean stop.
-/// - Commands: any API op published to `PREFIX/command/{op}` (a JSON object of its arguments, or
-///   nothing), answered on `PREFIX/command/{op}/result` with the request's `id`. A command the broker
-///   delivers again (DUP) after one was already taken is not run twice.
+/// - Commands: an API op published to `PREFIX/command/{op}` (every radio bridged with this prefix)
+///   or `PREFIX/radio/{12 hex of the radio's key}/command/{op}` (this radio only), as a JSON object
+///   of its arguments with an integer `id`, answered on the request's topic + `/result` only, with
+///   that `id` and the radio's 12 hex. Commands may use the bridge's operation classes (`read`,
+///   `message`, and what `--mqtt-allow` adds; never `secret`). A retained command is never run
+///   (it would run again at every start; logged once per topic); one without an integer `id` is
+///   answered with an error (`"id": null`) and logged, not run. Results never carry secrets:
+///   channel secrets, the BLE PIN, keys and passwords are left out (`withholdingSecrets`), and
+///   `channel_uri`, which is the channel's secret, is refused. A command the broker delivers again
+///   (DUP) after one was already taken is not run twice.
+/// - The connection starts once the radio's key is known (`radioKnown`): the client id is
+///   `pocketmesh-bridge-{12 hex}` (`-N` after it with several bridges), unique per radio and role,
+///   so two hosts with the same device path or `--name` do not throw each other off a broker.
 final class MQTTBridge {
     /// API client ids for commands from MQTT (the daemon answers them like socket clients).
     static let firstClientID = 1 << 29
@@ -51,8 +61,16 @@ final class MQTTBridge {
     private var handed: [(id: UInt64, packet: UInt16, acked: Bool)] = []
     private var handedHead = 0
     private(set) var published = 0
-    /// Commands waiting for their answer: virtual client id -> (op, request id).
-    private var pendingCommands: [Int: (op: String, id: Int64)] = [:]
+    /// Commands waiting for their answer: virtual client id -> (request topic, request id).
+    private var pendingCommands: [Int: (topic: String, id: Int64)] = [:]
+    /// The radio's key, 12 hex digits, once known: its command topic and the client id name it.
+    private(set) var radioKey: String? = nil
+    /// Appended to the default client id: "" with one bridge, "-N" with several.
+    let clientIdSuffix: String
+    /// Topics of retained commands already logged (at most `maxRetainedLogged`).
+    private var retainedLogged: Set<String> = []
+    private static let maxRetainedLogged = 32
+    private(set) var retainedIgnored = 0
     private var nextClient = MQTTBridge.firstClientID
     /// Recently taken commands (topic + payload), to recognise a redelivery.
     private var recentCommands: [UInt64] = []
@@ -61,9 +79,11 @@ final class MQTTBridge {
     /// The last (up to 1,024) delays from "stored" to the broker's PUBACK, in ms; `status` shows their median.
     private(set) var storedToPublished: [UInt32] = []
 
-    init(settings: Settings, defaultClientId: String) {
+    /// `index`: the bridge's number when the daemon has several (1...), nil with one.
+    init(settings: Settings, index: Int? = nil) {
         self.settings = settings
-        var connect = MQTTConnect(clientId: settings.clientId ?? defaultClientId, username: settings.user ?? settings.connection.url.user,
+        clientIdSuffix = index.map { "-\($0)" } ?? ""
+        var connect = MQTTConnect(clientId: settings.clientId ?? "pocketmesh-bridge", username: settings.user ?? settings.connection.url.user,
                                   password: settings.password, keepAliveS: 60, cleanSession: true,
                                   will: MQTTWill(topic: settings.prefix + "/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true))
         if connect.username == nil { connect.password = nil }  // MQTT 3.1.1: no password without a user name
@@ -71,10 +91,32 @@ final class MQTTBridge {
         options.maxInflight = 32
         connection = BrokerConnection(name: "mqtt", settings: settings.connection, options: options)
         connection.onEvent = { [unowned self] e, now in self.event(e, now: now) }
-        connection.client.subscribe([(settings.prefix + "/command/+", .atLeastOnce)], now: 0)
     }
 
     var prefix: String { settings.prefix }
+    var clientId: String { connection.client.options.connect.clientId }
+    /// This radio's own command topics: `PREFIX/radio/{12 hex}/command/`.
+    var radioCommandBase: String? { radioKey.map { "\(prefix)/radio/\($0)/command/" } }
+
+    /// The radio's public key is known (remembered from an earlier run, or from the handshake): the
+    /// client id and the radio's command topic follow from it. Connects the first time; connects
+    /// again under the new id if another radio took this one's place.
+    func radioKnown(publicKey: [UInt8], now: UInt64) {
+        let short = String(hexString(publicKey).prefix(12))
+        guard short != radioKey else { return }
+        let before = radioKey
+        radioKey = short
+        let id = settings.clientId.map { $0 + clientIdSuffix } ?? "pocketmesh-bridge-\(short)\(clientIdSuffix)"
+        connection.client.options.connect.clientId = id
+        connection.client.replaceSubscriptions([(prefix + "/command/+", .atLeastOnce), (radioCommandBase! + "+", .atLeastOnce)])
+        if connection.isStarted {
+            log("mqtt: \(settings.connection.url): the radio is now \(short) (was \(before ?? "unknown")): connecting again as \(id)")
+            connection.close(now: now)
+        } else {
+            log("mqtt: \(settings.connection.url): client id \(id); commands on \(prefix)/command/+ and \(radioCommandBase!)+")
+        }
+        connection.begin(now: now)
+    }
 
     // MARK: store
 
@@ -187,7 +229,7 @@ final class MQTTBridge {
         connection.flush(now: now)
     }
 
-    private func event(_ e: MQTTClient.Event, now: UInt64) {
+    func event(_ e: MQTTClient.Event, now: UInt64) {
         switch e {
         case .connected:
             connection.client.publish(topic: prefix + "/status", payload: Array("online".utf8), qos: .atLeastOnce, retain: true, now: now)
@@ -199,17 +241,37 @@ final class MQTTBridge {
         case .message(let m):
             command(m, now: now)
         case .subscribed(_, let granted):
-            if granted.contains(0x80) { log("mqtt: \(settings.connection.url): the broker refused the subscription to \(prefix)/command/+") }
+            if granted.contains(0x80) { log("mqtt: \(settings.connection.url): the broker refused a subscription to \(prefix)/command/+ or \(radioCommandBase ?? prefix + "/radio/...")+") }
+        case .oversized:
+            break  // dropped and counted by the connection
         }
     }
 
     // MARK: commands
 
-    private func command(_ m: MQTTPublish, now: UInt64) {
-        let base = prefix + "/command/"
-        guard m.topic.hasPrefix(base) else { return }
+    func command(_ m: MQTTPublish, now: UInt64) {
+        let shared = prefix + "/command/"
+        let base: String
+        if m.topic.hasPrefix(shared) {
+            base = shared
+        } else if let own = radioCommandBase, m.topic.hasPrefix(own) {
+            base = own
+        } else {
+            return
+        }
         let op = String(m.topic.dropFirst(base.count))
         guard !op.isEmpty, !op.contains("/") else { return }
+        let url = settings.connection.url
+        // A retained command is one the broker keeps and hands to every new subscriber: run, it
+        // would run again at every start of the daemon (a channel message sent each time).
+        if m.retain {
+            retainedIgnored += 1
+            if retainedLogged.count < Self.maxRetainedLogged, retainedLogged.insert(m.topic).inserted {
+                log("mqtt: \(url): ignored the retained command on \(BrokerConnection.quoted(m.topic)): retained commands are never run"
+                    + " (clear it with an empty retained message)" + (retainedLogged.count == Self.maxRetainedLogged ? "; further topics are not logged" : ""))
+            }
+            return
+        }
         // A redelivered command (the broker did not see our PUBACK) is not run twice.
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in m.topic.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
@@ -218,22 +280,38 @@ final class MQTTBridge {
         recentCommands.append(h)
         if recentCommands.count > 256 { recentCommands.removeFirst(128) }
 
+        let resultTopic = m.topic + "/result"
+        func refuse(_ id: Int64?, _ e: DaemonError, log why: String) {
+            log("mqtt: \(url): not run: \(BrokerConnection.quoted(m.topic)): \(why)")
+            result(resultTopic, id: id, .failure(e), now: now)
+        }
         var fields: [(String, JSON)] = []
-        var id: Int64 = 0
         let text = m.payload.isEmpty ? "{}" : String(decoding: m.payload, as: UTF8.self)
         switch Result(catching: { () throws(JSONError) -> JSON in try JSONParser.parse(text) }) {
         case .success(.object(let pairs)):
             fields = pairs.filter { $0.0 != "op" }
-            id = pairs.first { $0.0 == "id" }?.1.int ?? 0
         case .success:
-            result(op, DaemonResponse(id: 0, error: DaemonError(.usage, "a command's payload must be a JSON object of its arguments (or empty)")), now: now)
+            refuse(nil, DaemonError(.usage, "a command's payload must be a JSON object of its arguments with an integer \"id\", e.g. {\"id\":1}"),
+                   log: "the payload is not a JSON object")
             return
         case .failure(let e):
-            result(op, DaemonResponse(id: 0, error: DaemonError(.usage, "the command's payload is not valid JSON: \(e)")), now: now)
+            refuse(nil, DaemonError(.usage, "the command's payload is not valid JSON: \(e)"), log: "the payload is not valid JSON")
+            return
+        }
+        // The id is what matches a result to its request; without one, nothing is run.
+        guard let id = fields.first(where: { $0.0 == "id" })?.1.int else {
+            refuse(nil, DaemonError(.usage, "a command needs an integer \"id\" (e.g. {\"id\":1}) to match its result on \(resultTopic); it was not run"),
+                   log: "no integer \"id\"")
             return
         }
         if op == "subscribe" || op == "tunnel" {
-            result(op, DaemonResponse(id: id, error: DaemonError(.unsupported, "\(op) is for socket clients; over MQTT, events arrive on \(prefix)/advert, \(prefix)/delivery and \(prefix)/message/#")), now: now)
+            result(resultTopic, id: id, .failure(DaemonError(.unsupported, "\(op) is for socket clients; over MQTT, events arrive on \(prefix)/advert, \(prefix)/delivery and \(prefix)/message/#")), now: now)
+            return
+        }
+        if op == "channel_uri" {
+            // Its answer is the channel's secret, which no result over MQTT carries.
+            refuse(id, DaemonError(.denied, "channel_uri answers with the channel's secret, which is never sent over MQTT; use the API socket or the command line"),
+                   log: "channel_uri (its answer is a channel secret)")
             return
         }
         var line: [UInt8] = []
@@ -241,11 +319,11 @@ final class MQTTBridge {
         let parsed = line.withUnsafeBytes { DaemonRequest.parse(line: $0) }
         switch parsed {
         case .failure(let f):
-            result(op, DaemonResponse(id: f.id, error: f.error), now: now)
+            result(resultTopic, id: id, .failure(f.error), now: now)
         case .success(let req):
             let client = nextClient
             nextClient = nextClient >= Self.lastClientID ? Self.firstClientID : nextClient + 1
-            pendingCommands[client] = (op, req.id)
+            pendingCommands[client] = (resultTopic, req.id)
             if let r = execute(req, client) { answer(r, client: client, now: now) }
         }
     }
@@ -256,14 +334,45 @@ final class MQTTBridge {
     /// The answer to a command (now or later).
     func answer(_ r: DaemonResponse, client: Int, now: UInt64) {
         guard let p = pendingCommands.removeValue(forKey: client) else { return }
-        result(p.op, r, now: now)
+        result(p.topic, id: p.id, r.result, now: now)
     }
 
-    private func result(_ op: String, _ r: DaemonResponse, now: UInt64) {
+    /// Publishes a result on the request's result topic: its id (null when it had none), the
+    /// radio's key, and the answer without secrets.
+    private func result(_ topic: String, id: Int64?, _ r: Result<[(String, JSON)], DaemonError>, now: UInt64) {
+        var pairs: [(String, JSON)] = [("id", id.map { .int($0) } ?? .null)]
+        switch r {
+        case .success(let fields):
+            pairs.append(("ok", .bool(true)))
+            if let radioKey { pairs.append(("radio", .string(radioKey))) }
+            pairs += fields.filter { $0.0 != "id" && $0.0 != "ok" && $0.0 != "radio" }
+        case .failure(let e):
+            pairs.append(("ok", .bool(false)))
+            if let radioKey { pairs.append(("radio", .string(radioKey))) }
+            pairs.append(("error", e.json))
+        }
         var out: [UInt8] = []
-        r.json.write(into: &out)
-        connection.client.publish(topic: "\(prefix)/command/\(op)/result", payload: out, qos: .atLeastOnce, now: now)
+        Self.withholdingSecrets(.object(pairs)).write(into: &out)
+        connection.client.publish(topic: topic, payload: out, qos: .atLeastOnce, now: now)
         connection.flush(now: now)
+    }
+
+    /// Fields never published over MQTT, at any depth: channel secrets (`channel_list`,
+    /// `channel_set`, `channel_add`), the BLE PIN (`get`), private keys and passwords.
+    static let withheldKeys: Set<String> = ["secret", "pin", "private_key", "password", "ble_pin"]
+
+    /// `json` without the `withheldKeys` fields (an object nested deeper than 32 levels is cut off).
+    static func withholdingSecrets(_ json: JSON, depth: Int = 0) -> JSON {
+        switch json {
+        case .object(let pairs):
+            guard depth < 32 else { return .null }
+            return .object(pairs.filter { !withheldKeys.contains($0.0) }.map { ($0.0, withholdingSecrets($0.1, depth: depth + 1)) })
+        case .array(let items):
+            guard depth < 32 else { return .null }
+            return .array(items.map { withholdingSecrets($0, depth: depth + 1) })
+        default:
+            return json
+        }
     }
 
     // MARK: status and shutdown
@@ -272,7 +381,8 @@ final class MQTTBridge {
         .obj(("broker", .string(settings.connection.url.description)), ("connected", .bool(connection.isUp)),
              ("cursor", .int(Int64(cursor))), ("published", .int(Int64(published))),
              ("in_flight", .int(Int64(connection.client.inflightCount))), ("queued", .int(Int64(connection.client.queuedCount))),
-             ("dropped", .int(Int64(connection.client.dropped))),
+             ("dropped", .int(Int64(connection.client.dropped))), ("oversized_dropped", .int(Int64(connection.oversized))),
+             ("retained_commands_ignored", .int(Int64(retainedIgnored))), ("client_id", .string(clientId)),
              ("stored_to_published_ms", storedToPublished.isEmpty ? .null : .int(Int64(storedToPublished.sorted()[storedToPublished.count / 2]))))
     }
 

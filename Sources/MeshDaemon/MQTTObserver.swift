@@ -33,7 +33,8 @@ final class MQTTObserver {
     }
 
     let settings: Settings
-    let clientId: String
+    /// Appended to the client id: "" with one observer, "-N" with several.
+    let clientIdSuffix: String
     let clientIndex: Int
     private(set) var connection: BrokerConnection? = nil
     var log: (String) -> Void = { _ in }
@@ -54,13 +55,15 @@ final class MQTTObserver {
     private(set) var published = 0
     private(set) var skipped = 0
 
-    init(settings: Settings, clientId: String, index: Int) {
+    init(settings: Settings, clientIdSuffix: String, index: Int) {
         self.settings = settings
-        self.clientId = clientId
+        self.clientIdSuffix = clientIdSuffix
         clientIndex = Self.firstClientID + index
     }
 
     var root: String? { radioSelf.map { ObserverFormat.topicRoot(iata: settings.iata, publicKey: $0.publicKey) } }
+    /// `pocketmesh-observer-{12 hex of the radio's key}`: unique per radio and role.
+    var clientId: String? { radioSelf.map { "pocketmesh-observer-\($0.publicKey.hex.prefix(12))\(clientIdSuffix)" } }
 
     /// The radio's identity and device info are known (at each link start).
     func radioReady(self s: RadioSelf, device d: RadioDevice?, now: UInt64) {
@@ -76,7 +79,7 @@ final class MQTTObserver {
     }
 
     private func start(now: UInt64) {
-        guard let s = radioSelf, let root else { return }
+        guard let s = radioSelf, let root, let clientId else { return }
         let user: String?
         if settings.identity != nil { user = "v1_" + s.publicKey.hex.uppercased() } else { user = settings.user ?? settings.connection.url.user }
         let connect = MQTTConnect(clientId: clientId, username: user, password: user == nil ? nil : settings.password,
@@ -99,7 +102,8 @@ final class MQTTObserver {
             }
         }
         connection = c
-        log("mqtt-observer: \(settings.connection.url) as \(root)")
+        c.begin(now: now)
+        log("mqtt-observer: \(settings.connection.url) as \(root), client id \(clientId)")
     }
 
     /// A packet the radio heard.

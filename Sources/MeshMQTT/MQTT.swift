@@ -65,6 +65,10 @@ public enum MQTTPacket: Sendable {
     case pingreq
     case pingresp
     case disconnect
+    /// A PUBLISH larger than the decoder's limit: what its header says. Its payload was skipped as
+    /// it arrived, never buffered (MQTTDecoder); the session acknowledges it at QoS 1 and drops it.
+    /// Only decoded, never encoded.
+    case oversized(topic: String, qos: MQTTQoS, packetId: UInt16, length: Int)
 
     /// CONNACK return codes (3.2.2.3), as a reason a user can act on.
     public static func connackReason(_ code: UInt8) -> String {
@@ -123,6 +127,7 @@ public enum MQTTPacket: Sendable {
         case .pingreq: header = 0xC0
         case .pingresp: header = 0xD0
         case .disconnect: header = 0xE0
+        case .oversized: return  // a report of the decoder, not a packet to send
         }
         out.append(header)
         Self.remainingLength(body.count, into: &out)
@@ -160,19 +165,32 @@ public struct MQTTError: Error, Equatable, CustomStringConvertible, Sendable {
 
 /// Splits a byte stream into MQTT packets. Bytes are appended as they arrive; `next()` returns one
 /// whole packet at a time, nil while the next one is incomplete.
+///
+/// A PUBLISH larger than `maxPacketSize` is not buffered: once its topic and packet id are in,
+/// `next()` reports it as `.oversized` and the rest of its bytes are dropped as they arrive, so a
+/// broker holding a huge retained message costs neither the memory nor the connection. Any other
+/// packet over the limit is a protocol error (no broker sends one).
 public struct MQTTDecoder: Sendable {
     var buffer: [UInt8] = []
     var start = 0
-    /// Packets larger than this are a protocol error (a broker would not send one to this client).
+    /// Bytes of an oversized PUBLISH still to come, dropped by `append` as they arrive.
+    public private(set) var skipping = 0
+    /// Packets larger than this are not buffered (PUBLISH: skipped; others: an error).
     public var maxPacketSize: Int
     public init(maxPacketSize: Int = 256 * 1024) { self.maxPacketSize = maxPacketSize }
 
     public mutating func append<C: Collection<UInt8>>(_ bytes: C) {
-        if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
-        buffer.append(contentsOf: bytes)
+        if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: buffer.capacity <= 16 * 1024); start = 0 }
+        guard skipping > 0 else { buffer.append(contentsOf: bytes); return }
+        let n = min(skipping, bytes.count)
+        skipping -= n
+        buffer.append(contentsOf: bytes.dropFirst(n))
     }
 
-    public mutating func reset() { buffer.removeAll(); start = 0 }
+    /// How many received bytes wait in the buffer (at most a packet's worth).
+    public var buffered: Int { buffer.count - start }
+
+    public mutating func reset() { buffer.removeAll(); start = 0; skipping = 0 }
 
     public mutating func next() throws(MQTTError) -> MQTTPacket? {
         let available = buffer.count - start
@@ -189,9 +207,12 @@ public struct MQTTDecoder: Sendable {
             multiplier *= 128
             if i - start - 1 >= 4 { throw MQTTError("malformed remaining length") }
         }
-        if length > maxPacketSize { throw MQTTError("a \(length)-byte packet (limit \(maxPacketSize))") }
-        guard buffer.count - i >= length else { return nil }
         let header = buffer[start]
+        if length > maxPacketSize {
+            guard header >> 4 == 3 else { throw MQTTError("a \(length)-byte packet of type \(header >> 4) (limit \(maxPacketSize))") }
+            return try oversized(header: header, body: i, length: length)
+        }
+        guard buffer.count - i >= length else { return nil }
         let body = buffer[i..<(i + length)]
         start = i + length
         if start > 4096 && start * 2 > buffer.count {
@@ -199,6 +220,33 @@ public struct MQTTDecoder: Sendable {
             start = 0
         }
         return try Self.parse(header: header, body: body)
+    }
+
+    /// An oversized PUBLISH whose body starts at `body`: waits for its topic and packet id (at most
+    /// 65,539 bytes), reports it, and skips the rest, buffered or still to come.
+    private mutating func oversized(header: UInt8, body: Int, length: Int) throws(MQTTError) -> MQTTPacket? {
+        let qosBits = (header >> 1) & 3
+        guard let qos = MQTTQoS(rawValue: qosBits) else { throw MQTTError("PUBLISH with QoS bits \(qosBits)") }
+        guard buffer.count - body >= 2 else { return nil }
+        let topicLength = Int(buffer[body]) << 8 | Int(buffer[body + 1])
+        let head = 2 + topicLength + (qos == .atMostOnce ? 0 : 2)
+        guard head <= length else { throw MQTTError("packet cut short") }
+        guard buffer.count - body >= head else { return nil }
+        var r = Reader(buffer[body..<(body + head)])
+        let topic = try r.string()
+        let id = qos == .atMostOnce ? 0 : try r.u16()
+        if qos != .atMostOnce && id == 0 { throw MQTTError("a QoS 1 PUBLISH with packet id 0") }
+        guard MQTTTopic.isValidName(topic) else { throw MQTTError("a PUBLISH to the invalid topic name \"\(topic)\"") }
+        let end = body + length
+        if buffer.count >= end {
+            start = end
+            if start == buffer.count { buffer.removeAll(keepingCapacity: buffer.capacity <= 16 * 1024); start = 0 }
+        } else {
+            skipping = end - buffer.count
+            buffer.removeAll(keepingCapacity: buffer.capacity <= 16 * 1024)
+            start = 0
+        }
+        return .oversized(topic: topic, qos: qos, packetId: id, length: length)
     }
 
     static func parse(header: UInt8, body: ArraySlice<UInt8>) throws(MQTTError) -> MQTTPacket {

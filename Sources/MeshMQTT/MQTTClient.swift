@@ -17,6 +17,8 @@ public final class MQTTClient {
         public var maxQueued = 1_024
         /// CONNACK must come within this after the transport opened.
         public var connackTimeoutMS: UInt64 = 15_000
+        /// The largest packet taken whole; a larger PUBLISH is skipped (`Event.oversized`).
+        public var maxPacketSize = 256 * 1024
         public init(connect: MQTTConnect) { self.connect = connect }
     }
 
@@ -28,6 +30,9 @@ public final class MQTTClient {
         case acknowledged(UInt16)
         case message(MQTTPublish)
         case subscribed(packetId: UInt16, granted: [UInt8])
+        /// A PUBLISH over the decoder's limit (`Options.maxPacketSize`): acknowledged at QoS 1 (so
+        /// the broker does not send it again) and dropped; its payload was never buffered.
+        case oversized(topic: String, bytes: Int)
     }
 
     public var options: Options
@@ -47,7 +52,10 @@ public final class MQTTClient {
     private var pingSentAt: UInt64? = nil
     private var openedAt: UInt64 = 0
 
-    public init(options: Options) { self.options = options }
+    public init(options: Options) {
+        self.options = options
+        decoder = MQTTDecoder(maxPacketSize: options.maxPacketSize)
+    }
 
     public var inflightCount: Int { inflightOrder.count }
     public var queuedCount: Int { queue.count - queueHead }
@@ -101,6 +109,11 @@ public final class MQTTClient {
         return p.packetId
     }
 
+    /// Replaces the subscriptions; they take effect at the next connection (the caller reconnects).
+    public func replaceSubscriptions(_ filters: [(String, MQTTQoS)]) {
+        subscriptions = filters
+    }
+
     /// Subscribes now and again on every later connection.
     public func subscribe(_ filters: [(String, MQTTQoS)], now: UInt64) {
         subscriptions.append(contentsOf: filters)
@@ -136,6 +149,10 @@ public final class MQTTClient {
                 guard state == .connected else { throw MQTTError("PUBLISH before CONNACK") }
                 if p.qos == .atLeastOnce { send(.puback(p.packetId), now: now) }
                 events.append(.message(p))
+            case .oversized(let topic, let qos, let id, let length):
+                guard state == .connected else { throw MQTTError("PUBLISH before CONNACK") }
+                if qos == .atLeastOnce { send(.puback(id), now: now) }
+                events.append(.oversized(topic: topic, bytes: length))
             case .suback(let id, let granted):
                 events.append(.subscribed(packetId: id, granted: granted))
             case .pingresp:

@@ -12,6 +12,7 @@ extension MQTTPacket: Equatable {
             return i1 == i2 && f1.count == f2.count && zip(f1, f2).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         case let (.suback(i1, g1), .suback(i2, g2)): return i1 == i2 && g1 == g2
         case (.pingreq, .pingreq), (.pingresp, .pingresp), (.disconnect, .disconnect): return true
+        case let (.oversized(t1, q1, i1, l1), .oversized(t2, q2, i2, l2)): return t1 == t2 && q1 == q2 && i1 == i2 && l1 == l2
         default: return false
         }
     }
@@ -91,9 +92,65 @@ extension MQTTPacket: Equatable {
             d.append(bad)
             #expect(throws: MQTTError.self, "\(bad)") { _ = try d.next() }
         }
+        // Over the size limit, anything but a PUBLISH (which is skipped, see below) is an error.
         var d = MQTTDecoder(maxPacketSize: 100)
-        d.append([0x30, 0xC8, 0x01])
+        d.append([0x90, 0xC8, 0x01])
         #expect(throws: MQTTError.self) { _ = try d.next() }
+    }
+
+    /// A PUBLISH over the limit, its header and the start of its topic length.
+    func oversizedPublish(topic: String, qos: MQTTQoS, id: UInt16, payload: Int) -> [UInt8] {
+        MQTTPacket.publish(MQTTPublish(topic: topic, payload: [UInt8](repeating: 0x5A, count: payload), qos: qos,
+                                       retain: true, packetId: id)).bytes
+    }
+
+    @Test func anOversizedPublishIsSkippedAsItArrivesNotBuffered() throws {
+        let limit = 1_000
+        let big = oversizedPublish(topic: "pm/command/send", qos: .atLeastOnce, id: 0x0102, payload: 300_000)
+        let after = MQTTPacket.publish(MQTTPublish(topic: "pm/x", payload: [1, 2, 3])).bytes
+        let stream = big + after
+        // Byte counts of the pieces: the fixed header and part of the topic, then chunks of 4 KiB.
+        var d = MQTTDecoder(maxPacketSize: limit)
+        var got: [MQTTPacket] = []
+        var at = 0
+        var most = 0
+        for size in [3, 5] + [Int](repeating: 4096, count: stream.count / 4096 + 1) {
+            guard at < stream.count else { break }
+            let end = min(at + size, stream.count)
+            d.append(stream[at..<end])
+            at = end
+            while let p = try d.next() { got.append(p) }
+            most = max(most, d.buffered)
+        }
+        let length = big.count - 4  // the fixed header of a 300,019-byte body is 1 + 3 bytes
+        #expect(got == [.oversized(topic: "pm/command/send", qos: .atLeastOnce, packetId: 0x0102, length: length),
+                        .publish(MQTTPublish(topic: "pm/x", payload: [1, 2, 3]))])
+        // Never more than a read's worth waits in the buffer; none of the payload is kept.
+        #expect(most <= 4096 + 8, "\(most)")
+        #expect(d.skipping == 0 && d.buffered == 0)
+    }
+
+    @Test func anOversizedPublishInOnePieceAndOneCutBeforeItsPacketId() throws {
+        let big = oversizedPublish(topic: "a", qos: .atMostOnce, id: 0, payload: 2_000)
+        var d = MQTTDecoder(maxPacketSize: 1_000)
+        d.append(big + [0xD0, 0x00])
+        #expect(try d.next() == .oversized(topic: "a", qos: .atMostOnce, packetId: 0, length: big.count - 3))
+        #expect(try d.next() == .pingresp)
+        // QoS 1: nothing is reported until the packet id is in.
+        let q1 = oversizedPublish(topic: "abc", qos: .atLeastOnce, id: 9, payload: 2_000)
+        var e = MQTTDecoder(maxPacketSize: 1_000)
+        e.append(q1.prefix(3 + 2 + 3 + 1))
+        #expect(try e.next() == nil)
+        e.append(q1[(3 + 2 + 3 + 1)...].prefix(1))
+        #expect(try e.next() == .oversized(topic: "abc", qos: .atLeastOnce, packetId: 9, length: q1.count - 3))
+        #expect(e.skipping == q1.count - (3 + 2 + 3 + 2) && e.buffered == 0)
+        // A topic length past the packet's end, a bad topic, or QoS 1 with id 0: errors as for any PUBLISH.
+        for bad: [UInt8] in [[0x32, 0xE9, 0x07, 0xFF, 0xFF], [0x30, 0xE9, 0x07, 0x00, 0x01, 0x23],
+                             [0x32, 0xE9, 0x07, 0x00, 0x01, 0x61, 0x00, 0x00], [0x36, 0xE9, 0x07, 0x00, 0x01, 0x61, 0x00, 0x01]] {
+            var f = MQTTDecoder(maxPacketSize: 1_000)
+            f.append(bad)
+            #expect(throws: MQTTError.self, "\(bad)") { _ = try f.next() }
+        }
     }
 
     @Test func topicMatching() {
@@ -198,6 +255,30 @@ extension MQTTPacket: Equatable {
         #expect(try packets(c.takeOutput()) == [.puback(77)])
     }
 
+    @Test func anOversizedMessageIsAcknowledgedAndDroppedWithoutEndingTheSession() throws {
+        var o = MQTTClient.Options(connect: MQTTConnect(clientId: "c", keepAliveS: 60))
+        o.maxPacketSize = 1_024
+        let c = MQTTClient(options: o)
+        c.transportOpened(now: 0)
+        _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 0)
+        _ = c.takeOutput()
+        let big = MQTTPacket.publish(MQTTPublish(topic: "pm/command/x", payload: [UInt8](repeating: 1, count: 5_000), qos: .atLeastOnce,
+                                                 retain: true, packetId: 300)).bytes
+        var events: [MQTTClient.Event] = []
+        var at = 0
+        while at < big.count {
+            let end = min(at + 700, big.count)
+            events += try c.receive(big[at..<end], now: 1)
+            at = end
+        }
+        #expect(events == [.oversized(topic: "pm/command/x", bytes: big.count - 3)])
+        // PUBACK: the broker does not send it again.
+        #expect(try packets(c.takeOutput()) == [.puback(300)])
+        #expect(c.state == .connected)
+        let small = MQTTPublish(topic: "pm/command/y", payload: [7], qos: .atLeastOnce, packetId: 301)
+        #expect(try c.receive(MQTTPacket.publish(small).bytes, now: 2) == [.message(small)])
+    }
+
     @Test func refusedConnectionSaysWhy() {
         let c = client()
         c.transportOpened(now: 0)
@@ -235,5 +316,36 @@ extension MQTTPacket: Equatable {
         _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 0)
         let payloads = try packets(c.takeOutput()).compactMap { p -> UInt8? in if case .publish(let m) = p { return m.payload[0] } else { return nil } }
         #expect(payloads == [2, 3, 4, 5])
+    }
+}
+
+@Suite struct ReconnectBackoffTests {
+    @Test func aBrokerThatAcceptsAndClosesAtOnceIsRetriedEverMoreSlowly() {
+        var b = ReconnectBackoff()
+        var now: UInt64 = 0
+        var delays: [UInt64] = []
+        for _ in 0..<9 {
+            b.connected(now: now)      // CONNACK...
+            now += 50                  // ...and closed at once
+            let d = b.failed(now: now)
+            delays.append(d)
+            now += d
+        }
+        #expect(delays == [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000])
+    }
+
+    @Test func theDelayStartsAgainOnlyAfterAMinuteConnected() {
+        var b = ReconnectBackoff()
+        #expect(b.failed(now: 0) == 1_000)
+        #expect(b.failed(now: 1_000) == 2_000)
+        #expect(b.failed(now: 3_000) == 4_000)
+        // Up for 59.999 s: not long enough.
+        b.connected(now: 10_000)
+        #expect(b.failed(now: 69_999) == 8_000)
+        // Up for a minute: the next failure waits the minimum again.
+        b.connected(now: 100_000)
+        #expect(b.failed(now: 160_000) == 1_000)
+        // Failures without a connection in between keep growing.
+        #expect(b.failed(now: 161_000) == 2_000)
     }
 }

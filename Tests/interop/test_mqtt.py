@@ -211,7 +211,7 @@ def test_bridge_publishes_messages_and_events_and_answers_commands(tmp_path, sim
         watch.wait(lambda g: any(t == "pm/delivery" and json.loads(p).get("status") == "acked" for t, p, _ in g), what="delivery acked")
         # Other ops; a bad one is answered with an error, not dropped.
         watch.publish("pm/command/status", json.dumps({"id": 42}))
-        watch.publish("pm/command/advert", b"")
+        watch.publish("pm/command/advert", json.dumps({"id": 44}))
         watch.publish("pm/command/nonsense", json.dumps({"id": 43}))
         watch.publish("pm/command/send", b"{not json")
         got = watch.wait(lambda g: sum(1 for t, _, _ in g if t.endswith("/result")) >= 5, what="four more results")
@@ -484,8 +484,8 @@ def test_observer_signs_in_with_a_jwt_made_with_the_nodes_key(tmp_path, sim):
 
 # --- TLS and WebSocket transports ----------------------------------------------------------------
 
-def make_ca(tmp, name):
-    """A test CA and a server certificate for localhost and 127.0.0.1, made with openssl."""
+def make_ca(tmp, name, san="DNS:localhost,DNS:127.0.0.1,IP:127.0.0.1"):
+    """A test CA and a server certificate for localhost and 127.0.0.1 (or `san`), made with openssl."""
     d = pathlib.Path(tmp) / name
     d.mkdir()
 
@@ -494,7 +494,7 @@ def make_ca(tmp, name):
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", f"/CN={name} test CA")
     run("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
-    (d / "ext.cnf").write_text("subjectAltName=DNS:localhost,DNS:127.0.0.1,IP:127.0.0.1\n")
+    (d / "ext.cnf").write_text(f"subjectAltName={san}\n")
     run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt",
         "-days", "2", "-extfile", "ext.cnf")
     return d / "ca.crt", d / "server.crt", d / "server.key"
@@ -540,6 +540,33 @@ def test_tls_with_the_right_ca_publishes_and_a_wrong_ca_is_refused(tmp_path, sim
         d.stop()
         watch.close()
         broker.stop()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+def test_tls_to_an_ip_address_checks_the_certificates_ip_addresses(tmp_path, sim):
+    """mqtts://127.0.0.1: accepted when the certificate names 127.0.0.1 as an IP address
+    (subjectAltName iPAddress); refused when it has the address only as text (a DNS name, the CN)."""
+    ca, cert, key = make_ca(tmp_path, "ipsan", san="DNS:broker.test,IP:127.0.0.1")
+    bad_ca, bad_cert, bad_key = make_ca(tmp_path, "dnsonly", san="DNS:localhost,DNS:127.0.0.1")
+    good = Mosquitto(tmp_path, tls=(ca, cert, key))
+    bad = Mosquitto(tmp_path, tls=(bad_ca, bad_cert, bad_key))
+    # One CA file for both brokers: the two test CAs.
+    bundle = tmp_path / "both.pem"
+    bundle.write_text(pathlib.Path(ca).read_text() + pathlib.Path(bad_ca).read_text())
+    watch = Listener(good.port)
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False,
+               extra=["--mqtt", f"mqtts://127.0.0.1:{good.tls_port}", "--mqtt", f"mqtts://127.0.0.1:{bad.tls_port}",
+                      "--mqtt-prefix", "ip", "--mqtt-ca-file", str(bundle)])
+    try:
+        watch.wait(lambda g: any(t == "ip/status" and p == b"online" for t, p, _ in g), what="online over TLS to 127.0.0.1")
+        wait_log(tmp_path, f"mqtt: connected to mqtts://127.0.0.1:{good.tls_port}")
+        wait_log(tmp_path, f"mqtt: mqtts://127.0.0.1:{bad.tls_port}: the broker's certificate was refused (it names no IP address 127.0.0.1")
+        assert f"connected to mqtts://127.0.0.1:{bad.tls_port}" not in log_text(tmp_path)
+    finally:
+        d.stop()
+        watch.close()
+        good.stop()
+        bad.stop()
 
 
 def test_websocket_over_tls_with_a_broker_that_speaks_it(tmp_path, sim):
@@ -681,3 +708,255 @@ def test_broker_names_are_resolved_over_dns_without_blocking_the_daemon(tmp_path
         watch.close()
         broker.stop()
         dns.stop()
+
+
+# --- the trust model over MQTT -----------------------------------------------------------------
+
+def results(got, suffix="/result"):
+    """Results seen by a Listener: (topic, parsed payload) in order."""
+    return [(t, json.loads(p)) for t, p, _ in got if t.endswith(suffix)]
+
+
+DANGEROUS = [  # (op, arguments, class): each refused with the default classes (read, message)
+    ("key_export", {}, "secret"), ("key_import", {"key": "00" * 64}, "secret"), ("sign", {"data": "00"}, "secret"),
+    ("set", {"setting": "name", "value": "evil"}, "config"), ("set", {"setting": "radio", "values": ["869.5", "250", "11", "5"]}, "config"),
+    ("set", {"setting": "tx", "value": "1"}, "config"), ("set", {"setting": "pin", "value": "123456"}, "admin"),
+    ("reboot", {}, "admin"), ("raw", {"hex": "16"}, "admin"), ("factory_reset", {"yes_erase_everything": True}, "admin"),
+    ("advert", {}, "config"),
+]
+
+
+def test_commands_run_only_in_the_bridges_classes_and_results_carry_no_secrets(tmp_path, sim):
+    code, out, err = at(sim, "key", "export", node="sim0")
+    assert code == 0, err
+    private_key = out.strip().lower()
+    public_channel_secret = "8b3387e9c5cdea6ac9e5edbaa115cd72"
+    broker = Mosquitto(tmp_path)
+    watch = Listener(broker.port, topic="pm/#")
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=["--mqtt", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-prefix", "pm"])
+    try:
+        watch.wait(lambda g: any(t == "pm/status" and p == b"online" for t, p, _ in g), what="online")
+        wait_log(tmp_path, "commands allowed: read,message")
+        for i, (op, args, _) in enumerate(DANGEROUS):
+            watch.publish(f"pm/command/{op}", json.dumps({"id": 100 + i, **args}))
+        # Allowed reads: their results hold no secret.
+        watch.publish("pm/command/contacts_export", json.dumps({"id": 200}))
+        watch.publish("pm/command/channel_list", json.dumps({"id": 201}))
+        watch.publish("pm/command/get", json.dumps({"id": 202}))
+        watch.publish("pm/command/channel_uri", json.dumps({"id": 203, "channel": "0"}))
+        got = watch.wait(lambda g: len(results(g)) >= len(DANGEROUS) + 4, seconds=60, what="every result")
+        by_id = {r["id"]: (t, r) for t, r in results(got)}
+        for i, (op, args, cls) in enumerate(DANGEROUS):
+            topic, r = by_id[100 + i]
+            assert topic == f"pm/command/{op}/result", (topic, r)
+            assert r["ok"] is False and r["error"]["code"] == "denied" and cls in r["error"]["message"], (op, r)
+            assert r["radio"] == sim.nodes["sim0"]["pubkey"][:12]
+        log = log_text(tmp_path)
+        for op in {op for op, _, _ in DANGEROUS}:
+            assert f"refused {op} (" in log, (op, log[-3000:])
+        assert by_id[200][1]["ok"] is True and by_id[200][1]["advert"], by_id[200]
+        channels = by_id[201][1]
+        assert channels["ok"] is True and channels["result"] and all("secret" not in c and c["name"] for c in channels["result"]), channels
+        assert by_id[202][1]["ok"] is True and "pin" not in by_id[202][1], by_id[202]
+        assert by_id[203][1]["error"]["code"] == "denied", by_id[203]
+        # No payload on the broker and no log line holds the private key or a channel secret.
+        for t, p, _ in watch.snapshot():
+            text = p.decode(errors="replace").lower()
+            assert private_key not in text and public_channel_secret not in text, (t, text)
+        assert private_key not in log.lower() and public_channel_secret not in log.lower()
+        # Nothing changed: the name is the same.
+        info = d.call({"id": 1, "op": "status"})
+        assert "evil" not in json.dumps(info)
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+
+
+def test_mqtt_allow_widens_the_classes_and_secret_is_refused_at_start(tmp_path, sim):
+    broker = Mosquitto(tmp_path)
+    watch = Listener(broker.port, topic="pm/#")
+    url = f"mqtt://127.0.0.1:{broker.port}"
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=["--mqtt", url, "--mqtt-prefix", "pm", "--mqtt-allow", "config"])
+    try:
+        watch.wait(lambda g: any(t == "pm/status" and p == b"online" for t, p, _ in g), what="online")
+        wait_log(tmp_path, "commands allowed: read,message,config")
+        watch.publish("pm/command/set", json.dumps({"id": 1, "setting": "name", "value": "renamed"}))
+        watch.publish("pm/command/reboot", json.dumps({"id": 2}))
+        got = watch.wait(lambda g: len(results(g)) >= 2, seconds=30, what="two results")
+        by_id = {r["id"]: r for _, r in results(got)}
+        assert by_id[1]["ok"] is True, by_id[1]
+        assert by_id[2]["error"]["code"] == "denied" and "--mqtt-allow admin" in by_id[2]["error"]["message"], by_id[2]
+        wait_log(tmp_path, "set (config)")
+        assert "refused reboot (admin" in log_text(tmp_path)
+    finally:
+        d.stop()
+    watch.close()
+    watch = Listener(broker.port, topic="pm/#")
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    d = Daemon(str(admin), sim.port("sim0"), hook=False, extra=["--mqtt", url, "--mqtt-prefix", "pm", "--mqtt-allow", "admin"])
+    try:
+        wait_log(admin, "commands allowed: read,message,admin")
+        watch.wait(lambda g: any(t == "pm/status" and p == b"online" for t, p, _ in g), what="online")
+        watch.publish("pm/command/reboot", json.dumps({"id": 3}))
+        got = watch.wait(lambda g: any(r["id"] == 3 for _, r in results(g)), seconds=30, what="the reboot result")
+        r = [r for _, r in results(got) if r["id"] == 3][0]
+        assert r["ok"] is True, r
+        wait_log(admin, "reboot (admin)")
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+    for allow in ("secret", "config,secret", "all"):
+        cp = subprocess.run([str(BIN), "daemon", "--tcp", f"127.0.0.1:{sim.port('sim0')}", "--state-dir", str(tmp_path / "s2"),
+                             "--socket", str(tmp_path / "d2.sock"), "--mqtt", url, "--mqtt-allow", allow],
+                            capture_output=True, text=True, timeout=20, env=ENV)
+        assert cp.returncode == 2 and "never allowed over MQTT" in cp.stderr and cp.stderr.count("\n") == 1, (allow, cp.stderr)
+
+
+def test_retained_commands_never_run_and_a_command_needs_an_id(tmp_path, sim):
+    broker = Mosquitto(tmp_path)
+    url = f"mqtt://127.0.0.1:{broker.port}"
+    pub = Listener(broker.port, topic="nothing/here")
+    # A retained channel_send, as someone published it with -r: it must not go out at each start.
+    pub.c.publish("pm/command/channel_send", json.dumps({"id": 5, "channel": "0", "text": "retained hello"}), qos=1, retain=True).wait_for_publish(10)
+    watch = Listener(broker.port, topic="pm/#")
+    for run in (1, 2):
+        d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=["--mqtt", url, "--mqtt-prefix", "pm"])
+        try:
+            wait_log(tmp_path, "ignored the retained command on \"pm/command/channel_send\"")
+            watch.wait(lambda g: sum(1 for t, p, _ in g if t == "pm/status" and p == b"online") >= run, what="online")
+            # No id: answered with an error (id null) and not run.
+            watch.publish("pm/command/channel_send", json.dumps({"channel": "0", "text": "without an id"}))
+            watch.publish("pm/command/status", json.dumps({"id": 6 + run}))
+            got = watch.wait(lambda g: any(r["id"] == 6 + run for _, r in results(g)), what="the status result")
+            no_id = [r for t, r in results(got) if t == "pm/command/channel_send/result" and r["id"] is None]
+            assert len(no_id) == run and no_id[-1]["error"]["code"] == "usage" and "id" in no_id[-1]["error"]["message"], results(got)
+        finally:
+            d.stop()
+    text = log_text(tmp_path)
+    assert text.count("ignored the retained command") == 2, text  # once per start
+    assert text.count('no integer "id"') == 2, text
+    assert not any(r["id"] == 5 for _, r in results(watch.snapshot()))
+    # Neither the retained text nor the one without an id reached the mesh.
+    code, out, _ = at(sim, "sync", node="sim1")
+    assert "retained hello" not in out and "without an id" not in out, out
+    pub.close()
+    watch.close()
+    broker.stop()
+
+
+def test_two_radios_on_one_broker_have_their_own_client_ids_and_command_topics(tmp_path, sim):
+    """The same --name on two hosts (or the same device path) once gave the same client id: each
+    connection threw the other off. Ids now come from the radio's key; PREFIX/radio/KEY/command
+    reaches one radio, PREFIX/command every radio on the prefix."""
+    broker = Mosquitto(tmp_path)
+    url = f"mqtt://127.0.0.1:{broker.port}"
+    watch = Listener(broker.port, topic="pm/#")
+    key0, key1 = sim.nodes["sim0"]["pubkey"][:12], sim.nodes["sim1"]["pubkey"][:12]
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for x in dirs:
+        x.mkdir()
+    ds = [Daemon(str(dirs[0]), sim.port("sim0"), hook=False, name="radio", extra=["--mqtt", url, "--mqtt-prefix", "pm"]),
+          Daemon(str(dirs[1]), sim.port("sim1"), hook=False, name="radio", extra=["--mqtt", url, "--mqtt-prefix", "pm"])]
+    try:
+        for x in dirs:
+            wait_log(x, f"mqtt: connected to {url}")
+        assert f"client id pocketmesh-bridge-{key0}" in log_text(dirs[0])
+        assert f"client id pocketmesh-bridge-{key1}" in log_text(dirs[1])
+        # Both stay connected: one radio's connection does not take the other's place.
+        watch.publish(f"pm/radio/{key0}/command/status", json.dumps({"id": 1}))
+        watch.publish(f"pm/radio/{key1}/command/status", json.dumps({"id": 2}))
+        watch.publish("pm/command/status", json.dumps({"id": 3}))
+        got = watch.wait(lambda g: len(results(g)) >= 4, what="four results")
+        time.sleep(1)  # any further (wrong) result would arrive meanwhile
+        res = results(watch.snapshot())
+        assert [(t, r["radio"]) for t, r in res if r["id"] == 1] == [(f"pm/radio/{key0}/command/status/result", key0)], res
+        assert [(t, r["radio"]) for t, r in res if r["id"] == 2] == [(f"pm/radio/{key1}/command/status/result", key1)], res
+        assert sorted(r["radio"] for t, r in res if r["id"] == 3 and t == "pm/command/status/result") == sorted([key0, key1]), res
+        for x in dirs:
+            assert "connected to " + url + " again" not in log_text(x), log_text(x)
+        for i, d in enumerate(ds):
+            st = d.call({"id": 9, "op": "status"})["mqtt"][0]
+            assert st["connected"] is True and st["client_id"] == f"pocketmesh-bridge-{(key0, key1)[i]}", st
+    finally:
+        for d in ds:
+            d.stop()
+        watch.close()
+        broker.stop()
+
+
+class AcceptAndCloseBroker:
+    """Answers every MQTT connection with CONNACK, then closes it: records when each came."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.times = []
+        self.stopped = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.times.append(time.monotonic())
+            c.settimeout(5)
+            try:
+                c.recv(4096)  # CONNECT
+                c.sendall(bytes([0x20, 2, 0, 0]))
+                time.sleep(0.1)
+            except OSError:
+                pass
+            c.close()
+
+    def stop(self):
+        self.stopped = True
+        self.sock.close()
+
+
+def test_a_broker_that_closes_after_connack_is_retried_ever_more_slowly(tmp_path, sim):
+    fake = AcceptAndCloseBroker()
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=["--mqtt", f"mqtt://127.0.0.1:{fake.port}"])
+    try:
+        deadline = time.time() + 40
+        while len(fake.times) < 5 and time.time() < deadline:
+            time.sleep(0.1)
+        assert len(fake.times) >= 5, fake.times
+        gaps = [b - a for a, b in zip(fake.times, fake.times[1:])]
+        # 1 s, 2 s, 4 s, ... (each with up to 25 % jitter): every gap longer than the one before.
+        assert all(b > a for a, b in zip(gaps, gaps[1:])), gaps
+        assert gaps[3] > 6, gaps
+    finally:
+        d.stop()
+        fake.stop()
+
+
+def test_an_oversized_retained_message_is_dropped_once_without_reconnecting(tmp_path, sim):
+    broker = Mosquitto(tmp_path)
+    url = f"mqtt://127.0.0.1:{broker.port}"
+    pub = Listener(broker.port, topic="nothing/here")
+    big = json.dumps({"id": 1, "to": "sim1", "text": "x" * (300 * 1024)})
+    pub.c.publish("pm/command/send", big, qos=1, retain=True).wait_for_publish(10)
+    watch = Listener(broker.port, topic="pm/command/+/result")
+    d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, extra=["--mqtt", url, "--mqtt-prefix", "pm"])
+    try:
+        wait_log(tmp_path, f"mqtt: {url}: dropped a {len(big) + 2 + len('pm/command/send') + 2}-byte message on \"pm/command/send\"")
+        # The session goes on: a command after it is answered on the same connection.
+        watch.publish("pm/command/status", json.dumps({"id": 2}))
+        watch.wait(lambda g: any(r["id"] == 2 for _, r in results(g)), what="the status result")
+        st = d.call({"id": 3, "op": "status"})["mqtt"][0]
+        assert st["connected"] is True and st["oversized_dropped"] == 1, st
+        text = log_text(tmp_path)
+        assert text.count("dropped a ") == 1 and text.count(f"mqtt: connected to {url}") == 1, text
+    finally:
+        d.stop()
+        pub.close()
+        watch.close()
+        broker.stop()

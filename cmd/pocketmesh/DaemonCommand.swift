@@ -78,7 +78,7 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Bridge messages, adverts, deliveries and commands to this MQTT broker (mqtt://, mqtts:// (TLS), ws:// or wss:// (WebSocket, path /mqtt by default), [USER@]HOST[:PORT]); repeatable.", valueName: "url"))
     var mqtt: [String] = []
 
-    @Option(help: ArgumentHelp("Topic prefix of the MQTT bridge.", valueName: "prefix"))
+    @Option(help: ArgumentHelp("Topic prefix of the MQTT bridge. Commands on PREFIX/command/OP reach every radio bridged with this prefix, PREFIX/radio/KEY/command/OP (KEY: 12 hex of the radio's key) this radio only.", valueName: "prefix"))
     var mqttPrefix: String = "meshcore"
 
     @Option(help: ArgumentHelp("User name for the MQTT brokers (or mqtt://USER@HOST).", valueName: "user"))

@@ -11,9 +11,15 @@ typedef struct meshtls meshtls;
 
 /// A client session for `host` (SNI, and the name the certificate must carry), trusting the
 /// certificates in `ca_file` (PEM), or the system's CA bundle when NULL. NULL on failure, with a
-/// reason in `err`.
+/// reason in `err`. An IPv4 or IPv6 address as `host` is sent without SNI and must be named in the
+/// certificate's subjectAltName as an iPAddress entry.
 meshtls *meshtls_new(const char *host, const char *ca_file, char *err, size_t err_len);
 void meshtls_free(meshtls *t);
+
+/// Whether a DER certificate names the IP address `address` (text) in a subjectAltName iPAddress
+/// entry: 1 yes, 0 no, -1 when the address or the certificate cannot be read. (The check the
+/// sessions of IP-address hosts make; exposed for tests.)
+int meshtls_certificate_names_ip(const uint8_t *der, size_t der_len, const char *address);
 
 /// Bytes received from the socket. Returns 0, or -1 when the session's input buffer is full
 /// (at most 64 KiB waits to be read).

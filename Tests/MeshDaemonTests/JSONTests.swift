@@ -31,6 +31,24 @@ import MeshOps
         #expect(throws: JSONError.tooDeep) { try JSONParser.parse(deep) }
     }
 
+    /// Hostile nesting from the API socket or an MQTT payload (200,000 levels, unclosed or
+    /// closed, arrays and objects): an error at the depth limit, never a stack overflow.
+    @Test(arguments: [
+        String(repeating: "[", count: 200_000),
+        String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000),
+        String(repeating: "{\"a\":", count: 200_000) + "1" + String(repeating: "}", count: 200_000),
+        "{\"id\":1,\"op\":\"send\",\"x\":" + String(repeating: "[{\"b\":", count: 100_000),
+    ])
+    func hostileNestingIsAnErrorNotACrash(_ text: String) {
+        #expect(throws: JSONError.tooDeep) { try JSONParser.parse(text) }
+        // The API's request parser answers it as a usage error.
+        let result = Array(text.utf8).withUnsafeBytes { DaemonRequest.parse(line: $0) }
+        if case .failure(let f) = result { #expect(f.error.code == .usage) } else { Issue.record("parsed") }
+        // Exactly at the limit still parses.
+        let ok = String(repeating: "[", count: JSONParser.maxDepth + 1) + String(repeating: "]", count: JSONParser.maxDepth + 1)
+        #expect((try? JSONParser.parse(ok)) != nil)
+    }
+
     @Test func controlCharactersAreEscaped() {
         let v = JSON.string("a\u{0}b\u{1f}")
         #expect(v.text == #""a\u0000b\u001f""#)

@@ -40,6 +40,8 @@ import Testing
         ("x = 1 y", 1, "after the value"),
         ("a = 1\n[a]", 2, "already a value"),
         ("x = \"\\q\"", 1, "unknown escape"),
+        ("x = 'a\u{1}b'", 1, "control character"),
+        ("x = \"a\u{7F}\"", 1, "control character"),
     ])
     func errorsNameTheLine(text: String, line: Int, says: String) {
         do {
@@ -49,6 +51,43 @@ import Testing
             #expect(error.line == line, "\(text)")
             #expect(error.message.contains(says), "\(error.message)")
         }
+    }
+}
+
+/// Hostile files: nesting and dotted keys that used to overflow the stack (SIGSEGV in every
+/// command that reads the config) are errors naming their line; nothing recurses with them.
+@Suite struct TOMLDepthTests {
+    func expectError(_ text: String, line: Int, says: String) {
+        do {
+            _ = try TOML.parse(text)
+            Issue.record("parsed")
+        } catch {
+            #expect(error.line == line)
+            #expect(error.message.contains(says), "\(error.message)")
+        }
+    }
+
+    @Test func deeplyNestedArrays() {
+        expectError("a = 1\nx = " + String(repeating: "[", count: 200_000), line: 2, says: "nested more than 64 levels")
+        expectError("x = " + String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000), line: 1, says: "nested more than 64")
+        // Up to the limit is fine.
+        let ok = "x = " + String(repeating: "[", count: TOML.maxDepth) + String(repeating: "]", count: TOML.maxDepth)
+        #expect((try? TOML.parse(ok)) != nil)
+    }
+
+    @Test func tableHeadersAndKeysWithManyDottedParts() {
+        let parts = Array(repeating: "a", count: 100_000).joined(separator: ".")
+        expectError("\n[" + parts + "]", line: 2, says: "more than 64 dotted parts")
+        expectError(parts + " = 1", line: 1, says: "more than 64 dotted parts")
+        // A header and a key each within the limit, but deeper together.
+        let half = Array(repeating: "b", count: 40).joined(separator: ".")
+        expectError("[" + half + "]\n" + half + " = 1", line: 2, says: "more than 64 levels deep")
+        // At the limit: the tables are made, and the value is where the key says.
+        let path = (0..<TOML.maxDepth).map { "k\($0)" }
+        let t = try? TOML.parse("[" + path.dropLast().joined(separator: ".") + "]\n" + path.last! + " = 7")
+        var table = t
+        for k in path.dropLast() { table = table?[k]?.table }
+        #expect(table?[path.last!] == .integer(7))
     }
 }
 

@@ -58,9 +58,13 @@ public struct Config: Sendable {
         return home + "/.config/pocketmesh/config.toml"
     }
 
-    /// Reads the file at `path`; nil when there is none. Errors name the file and the line.
+    /// The largest config file read (a config is a few hundred bytes; anything near this is a mistake).
+    public static let maxBytes = 1 << 20
+
+    /// Reads the file at `path`; nil when there is none. Errors name the file and the line: a file
+    /// that cannot be read, is larger than `maxBytes` or is not UTF-8 is an error, never used in part.
     public static func load(_ path: String = defaultPath()) throws(ClientError) -> Config? {
-        guard let text = readText(path) else { return nil }
+        guard let text = try readText(path) else { return nil }
         do {
             return try Config(parsing: text, path: path)
         } catch {
@@ -68,19 +72,39 @@ public struct Config: Sendable {
         }
     }
 
-    static func readText(_ path: String) -> String? {
+    static func readText(_ path: String) throws(ClientError) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 { return nil }
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw .usage("cannot read the config file \(path): \(String(cString: strerror(errno))).")
+        }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
+        while true {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
+            if n < 0 { throw .usage("cannot read the config file \(path): \(String(cString: strerror(errno))).") }
+            if n == 0 { break }
             bytes += buf[0..<n]
+            if bytes.count > maxBytes {
+                throw .usage("\(path) is larger than \(maxBytes / 1024) KiB: this is not a config file (see `pocketmesh config check`).")
+            }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return try text(bytes, path: path)
+    }
+
+    /// The file's bytes as text; bytes that are not UTF-8 are an error naming their line.
+    static func text(_ bytes: [UInt8], path: String) throws(ClientError) -> String {
+        if let s = String(validating: bytes, as: UTF8.self) { return s }
+        var line = 1
+        var start = 0
+        for (k, b) in bytes.enumerated() where b == 0x0A {
+            if String(validating: bytes[start..<k], as: UTF8.self) == nil { break }
+            line += 1
+            start = k + 1
+        }
+        throw .usage("\(path) line \(line): the text is not UTF-8; see `pocketmesh config check`.")
     }
 
     public init(parsing text: String, path: String) throws(TOMLError) {

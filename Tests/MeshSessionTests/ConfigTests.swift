@@ -1,3 +1,4 @@
+import Glibc
 import MeshSession
 import Testing
 @testable import MeshOps
@@ -141,3 +142,43 @@ import Testing
     }
 }
 
+/// The file itself: read whole or refused, never used in part.
+@Suite struct ConfigReadTests {
+    func write(_ bytes: [UInt8]) -> String {
+        var template = Array("/tmp/pm-config-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        precondition(fd >= 0)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            precondition(n > 0)
+            off += n
+        }
+        close(fd)
+        return String(cString: template)
+    }
+
+    @Test func aFileOverTheLimitIsAnErrorNotCutShort() throws {
+        // The first MiB is a good file; what follows used to be dropped without a word.
+        var text = Array("[radio.a]\ntcp = \"127.0.0.1:5001\"\n".utf8)
+        text += Array(repeating: UInt8(ascii: "#"), count: Config.maxBytes - text.count - 1) + [0x0A]
+        let good = write(text)
+        defer { unlink(good) }
+        #expect(try Config.load(good)?.radios.count == 1)
+        let big = write(text + Array("colour = \"red\"\n".utf8))
+        defer { unlink(big) }
+        #expect(throws: ClientError.self) { try Config.load(big) }
+        do { _ = try Config.load(big) } catch { #expect(error.exitCode == 2 && error.message.contains("larger than 1024 KiB")) }
+    }
+
+    @Test func notUTF8NamesTheLine() {
+        let path = write(Array("a = 1\nb = \"".utf8) + [0xFF] + Array("\"\n".utf8))
+        defer { unlink(path) }
+        #expect(throws: ClientError.usage("\(path) line 2: the text is not UTF-8; see `pocketmesh config check`.")) { try Config.load(path) }
+    }
+
+    @Test func missingIsNoFileButUnreadableIsAnError() throws {
+        #expect(try Config.load("/nonexistent-pm/config.toml") == nil)
+        #expect(throws: ClientError.self) { try Config.load("/") }  // a folder: EISDIR
+    }
+}

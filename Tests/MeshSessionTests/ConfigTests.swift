@@ -115,12 +115,17 @@ import Testing
         #expect(c.radio("lab")?.linkArguments == ["--tcp", "[::1]:5001", "--timeout", "3.0"])
         let declared = ["--drain-interval": true, "--verbose": false, "--on-message": true]
         // The radio's own drain-interval wins over [daemon]'s; the command line's wins over both.
-        #expect(try Config.daemonArguments(home, declared: declared, given: [], path: "c.toml")
-                == ["--verbose", "--drain-interval", "30", "--on-message", "/a", "--on-message", "/b"])
-        #expect(try Config.daemonArguments(home, declared: declared, given: ["--drain-interval"], path: "c.toml")
-                == ["--verbose", "--on-message", "/a", "--on-message", "/b"])
+        // Each value is joined to its option, so no value can be read as an option.
+        #expect(try Config.daemonArguments(home, declared: declared, repeatable: ["--on-message"], given: [], path: "c.toml")
+                == ["--verbose", "--drain-interval=30", "--on-message=/a", "--on-message=/b"])
+        #expect(try Config.daemonArguments(home, declared: declared, repeatable: ["--on-message"], given: ["--drain-interval"], path: "c.toml")
+                == ["--verbose", "--on-message=/a", "--on-message=/b"])
         #expect(throws: ClientError.self) {
-            try Config.daemonArguments(home, declared: ["--verbose": false], given: [], path: "c.toml")
+            try Config.daemonArguments(home, declared: ["--verbose": false], repeatable: [], given: [], path: "c.toml")
+        }
+        // A list sets only an option that may be given more than once (else all but one would be ignored).
+        #expect(throws: ClientError.usage("c.toml line 10: on-message takes one value, not a list.")) {
+            try Config.daemonArguments(home, declared: declared, repeatable: [], given: [], path: "c.toml")
         }
     }
 
@@ -131,6 +136,16 @@ import Testing
         ("[radio.a]\ntcp = \"h:1\"\nport = 5", 3),
         ("colour = \"red\"", 1),
         ("[radio.a]\ntcp = \"\"", 2),
+        // A daemon table takes daemon settings only: not the link (the daemon talked to the
+        // wrong address), not what is no setting (help printed the help and exited 0).
+        ("[radio.h]\ntcp = \"127.0.0.1:5001\"\n[radio.h.daemon]\ntcp = \"127.0.0.1:9\"", 4),
+        ("[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\nserial = \"/dev/x\"", 4),
+        ("[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\nname = \"x\"\nhelp = true", 5),
+        ("[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\nversion = false", 4),
+        ("[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\ntimeout = 3", 4),
+        ("[daemon]\nbaud = 9600", 2),
+        ("[daemon]\nradio = \"h\"", 2),
+        ("[daemon]\nble_min_mtu = 100", 2),
     ])
     func badFilesNameTheLine(text: String, line: Int) {
         do {

@@ -75,6 +75,9 @@ import MeshOps
         #expect(DaemonErrorCode.timeout.exitCode == 4)
         #expect(DaemonErrorCode.refused.exitCode == 5)
         #expect(DaemonErrorCode.notFound.exitCode == 6)
+        // Every kind exits with a code of the README's table (no 1: storage and internal are 7).
+        #expect(DaemonErrorCode.storage.exitCode == 7 && DaemonErrorCode.internal.exitCode == 7)
+        for kind in DaemonErrorCode.allCases { #expect([2, 3, 4, 5, 6, 7, 130].contains(kind.exitCode), "\(kind)") }
         let r = DaemonResponse(id: 9, error: DaemonError(.timeout, "no ACK"))
         #expect(r.json.text == #"{"id":9,"ok":false,"error":{"code":"timeout","exit":4,"message":"no ACK"}}"#)
     }

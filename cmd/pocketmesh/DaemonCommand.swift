@@ -209,7 +209,7 @@ struct DaemonCommand: ParsableCommand {
             daemon = try Daemon(config: config)
         } catch {
             writeStderr("pocketmesh daemon: \(error)")
-            throw ExitCode(error is DaemonError ? (error as! DaemonError).exitCode : 1)
+            throw ExitCode(startFailureCode(error))
         }
         // Log lines can carry what came from the mesh (names, hook output): shown harmlessly.
         let write = daemon.log
@@ -217,6 +217,14 @@ struct DaemonCommand: ParsableCommand {
         let code = daemon.run()
         if code != 0 { throw ExitCode(code) }
     }
+}
+
+/// The exit code of a daemon that could not start: its own error's, 3 when another process holds
+/// the radio's store, else 7 (the store, a file or a socket could not be opened).
+func startFailureCode(_ error: any Error) -> Int32 {
+    if let e = error as? DaemonError { return e.exitCode }
+    if case .locked? = error as? StoreError { return ErrorKind.busy.exitCode }
+    return ErrorKind.storage.exitCode
 }
 
 /// The wrapper each hook runs under (internal; see HookRunner).

@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
         .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshSim"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
-        .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal"]),
+        .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim"]),

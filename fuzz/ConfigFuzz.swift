@@ -30,6 +30,11 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMu
         ("full", "# radios\ndefault_radio = \"home\"\n[radio.home]\ntcp = \"127.0.0.1:5001\" # sim\ntimeout = 7.5\n[radio.home.daemon]\non-message = '/usr/bin/x'\ndrain-interval = 30\nlisten = [\"a\", \"b\",]\n[daemon]\nverbose = true\n"),
         ("serial", "[radio.\"usb\"]\nserial = \"/dev/serial/by-id/usb-x\"\nbaud = 115_200\n"),
         ("escapes", "[radio.x]\nble = \"AA:BB:CC:DD:EE:FF\\u0041\\t\"\nx.y = [1, 2.5, -3, +4e2]\n"),
+        // Around the depth limit (64): nested arrays, and dotted names in a header and a key.
+        ("deep", "x = " + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "\n"),
+        ("dotted", "[" + Array(repeating: "a", count: 40).joined(separator: ".") + "]\n"
+            + Array(repeating: "b", count: 30).joined(separator: ".") + " = 1\n"),
+        ("daemon", "[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\ntcp = \"h:2\"\nhelp = true\n"),
     ]
     for (name, text) in seeds {
         let f = fopen(dir + "/" + name, "wb")!

@@ -24,6 +24,9 @@ public struct Config: Sendable {
         public var timeout: Double?
         /// Daemon options: (name as in `--name`, value, line).
         public var daemon: [(String, TOMLValue, Int)]
+        /// The line of the radio's `[radio.NAME]` table, and of each of its link settings (by option name).
+        public var line = 1
+        public var lines: [String: Int] = [:]
 
         public static func == (a: Radio, b: Radio) -> Bool {
             a.name == b.name && a.tcp == b.tcp && a.serial == b.serial && a.baud == b.baud && a.ble == b.ble
@@ -47,8 +50,18 @@ public struct Config: Sendable {
     public var defaultRadio: String?
     /// In file order.
     public var radios: [Radio]
+    /// The `[daemon]` table as written (every radio's daemon settings start from it).
+    public var sharedDaemon: [(String, TOMLValue, Int)] = []
 
     public func radio(_ name: String) -> Radio? { radios.first { $0.name == name } }
+
+    /// The `[daemon]` table on its own, as a radio without a name (on a loopback link) that has
+    /// only those settings: for checking their values where no radio uses them.
+    public var sharedDaemonOnly: Radio {
+        var r = Radio(name: "", tcp: "127.0.0.1", daemon: sharedDaemon)
+        r.line = sharedDaemon.first?.2 ?? 1
+        return r
+    }
 
     /// Where the file is: `$XDG_CONFIG_HOME/pocketmesh/config.toml`, else `$HOME/.config/…`.
     public static func defaultPath() -> String {
@@ -58,9 +71,13 @@ public struct Config: Sendable {
         return home + "/.config/pocketmesh/config.toml"
     }
 
-    /// Reads the file at `path`; nil when there is none. Errors name the file and the line.
+    /// The largest config file read (a config is a few hundred bytes; anything near this is a mistake).
+    public static let maxBytes = 1 << 20
+
+    /// Reads the file at `path`; nil when there is none. Errors name the file and the line: a file
+    /// that cannot be read, is larger than `maxBytes` or is not UTF-8 is an error, never used in part.
     public static func load(_ path: String = defaultPath()) throws(ClientError) -> Config? {
-        guard let text = readText(path) else { return nil }
+        guard let text = try readText(path) else { return nil }
         do {
             return try Config(parsing: text, path: path)
         } catch {
@@ -68,19 +85,39 @@ public struct Config: Sendable {
         }
     }
 
-    static func readText(_ path: String) -> String? {
+    static func readText(_ path: String) throws(ClientError) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 { return nil }
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw .usage("cannot read the config file \(path): \(String(cString: strerror(errno))).")
+        }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
+        while true {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
+            if n < 0 { throw .usage("cannot read the config file \(path): \(String(cString: strerror(errno))).") }
+            if n == 0 { break }
             bytes += buf[0..<n]
+            if bytes.count > maxBytes {
+                throw .usage("\(path) is larger than \(maxBytes / 1024) KiB: this is not a config file (see `pocketmesh config check`).")
+            }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return try text(bytes, path: path)
+    }
+
+    /// The file's bytes as text; bytes that are not UTF-8 are an error naming their line.
+    static func text(_ bytes: [UInt8], path: String) throws(ClientError) -> String {
+        if let s = String(validating: bytes, as: UTF8.self) { return s }
+        var line = 1
+        var start = 0
+        for (k, b) in bytes.enumerated() where b == 0x0A {
+            if String(validating: bytes[start..<k], as: UTF8.self) == nil { break }
+            line += 1
+            start = k + 1
+        }
+        throw .usage("\(path) line \(line): the text is not UTF-8; see `pocketmesh config check`.")
     }
 
     public init(parsing text: String, path: String) throws(TOMLError) {
@@ -102,11 +139,12 @@ public struct Config: Sendable {
                 }
             case "daemon":
                 guard let t = doc[key]?.table else { throw TOMLError(line: line, message: "daemon must be a table: [daemon]") }
-                shared = Config.options(t)
+                shared = try Config.options(t, table: "[daemon]")
             default:
                 throw TOMLError(line: line, message: "unknown setting \"\(key)\": use default_radio, [radio.NAME] or [daemon]")
             }
         }
+        sharedDaemon = shared
         for i in radios.indices {
             let own = Set(radios[i].daemon.map(\.0))
             radios[i].daemon = shared.filter { !own.contains($0.0) } + radios[i].daemon
@@ -116,15 +154,42 @@ public struct Config: Sendable {
         }
     }
 
-    static func options(_ t: TOMLTable) -> [(String, TOMLValue, Int)] {
-        t.keys.map { ($0.replacing("_", with: "-"), t[$0]!, t.lines[$0] ?? 1) }
+    /// A daemon table's settings, each by its option's name. The radio's link and options that are
+    /// not settings (`help`, `version`) are errors naming their line: the link belongs to
+    /// `[radio.NAME]` (in a daemon table it would fight the radio's own), and `help = true` would
+    /// make the daemon print its help and exit instead of running.
+    static func options(_ t: TOMLTable, table: String) throws(TOMLError) -> [(String, TOMLValue, Int)] {
+        var out: [(String, TOMLValue, Int)] = []
+        for key in t.keys {
+            let name = key.replacing("_", with: "-")
+            let line = t.lines[key] ?? 1
+            if let why = notADaemonSetting(name, table: table) { throw TOMLError(line: line, message: why) }
+            out.append((name, t[key]!, line))
+        }
+        return out
+    }
+
+    /// Why `name` cannot be set in a daemon table, or nil.
+    static func notADaemonSetting(_ name: String, table: String) -> String? {
+        switch name {
+        case "tcp", "serial", "ble", "baud", "ble-min-mtu", "timeout", "s", "t":
+            return "\(name) is a setting of the radio's link: set it in [radio.NAME], not in \(table)"
+        case "radio":
+            return "radio cannot be set in \(table): a radio's daemon table is [radio.NAME.daemon]"
+        case "help", "h", "version", "json", "j":
+            return "\(name) is not a daemon setting (\(table) takes the daemon's options: see `pocketmesh daemon --help`)"
+        default:
+            return nil
+        }
     }
 
     static func radio(_ name: String, _ t: TOMLTable, line: Int) throws(TOMLError) -> Radio {
         var r = Radio(name: name, daemon: [])
+        r.line = line
         for key in t.keys {
             let l = t.lines[key] ?? line
             let v = t[key]!
+            r.lines[key.replacing("_", with: "-")] = l
             func string() throws(TOMLError) -> String {
                 guard let s = v.string, !s.isEmpty else { throw TOMLError(line: l, message: "\(key) must be a string in quotes") }
                 return s
@@ -149,7 +214,7 @@ public struct Config: Sendable {
                 }
             case "daemon":
                 guard let d = v.table else { throw TOMLError(line: l, message: "daemon must be a table: [radio.\(name).daemon]") }
-                r.daemon = options(d)
+                r.daemon = try options(d, table: "[radio.\(name).daemon]")
             default:
                 throw TOMLError(line: l, message: "unknown setting \"\(key)\" of radio \(name): use tcp, serial, baud, ble, ble_min_mtu, timeout or [radio.\(name).daemon]")
             }
@@ -159,9 +224,12 @@ public struct Config: Sendable {
         return r
     }
 
-    /// The daemon's options for `radio`, as arguments, checked against what the daemon declares
-    /// (name → takes a value). Options in `given` (the command line's) are left out: they win.
-    public static func daemonArguments(_ radio: Radio, declared: [String: Bool], given: Set<String>, path: String) throws(ClientError) -> [String] {
+    /// The daemon's options for `radio`, as arguments (`--name=value`, so that no value can be
+    /// read as an option, e.g. `name = "--help"`), checked against what the daemon declares
+    /// (name → takes a value; `repeatable`: the options that may be given more than once, the only
+    /// ones that take a list). Options in `given` (the command line's) are left out: they win.
+    public static func daemonArguments(_ radio: Radio, declared: [String: Bool], repeatable: Set<String>, given: Set<String>,
+                                       path: String) throws(ClientError) -> [String] {
         var out: [String] = []
         for (name, value, line) in radio.daemon {
             let option = "--" + name
@@ -183,9 +251,12 @@ public struct Config: Sendable {
                 continue
             }
             if case .array(let items) = value {
-                for item in items { out += [option, try scalar(item)] }
+                guard repeatable.contains(option) else {
+                    throw .usage("\(path) line \(line): \(name) takes one value, not a list.")
+                }
+                for item in items { out.append(option + "=" + (try scalar(item))) }
             } else {
-                out += [option, try scalar(value)]
+                out.append(option + "=" + (try scalar(value)))
             }
         }
         return out

@@ -5,6 +5,8 @@
 /// \UXXXXXXXX escapes) and literal strings ('…'); integers (sign, `_` separators); floats
 /// (finite only); booleans; arrays of those (on one or several lines, trailing comma allowed).
 /// Not supported (an error says so): multi-line strings, inline tables, arrays of tables, dates.
+/// Arrays nest and dotted keys go at most `maxDepth` levels deep (a config needs a few), so a
+/// hostile file is an error naming its line, never a stack overflow; nothing here recurses deeper.
 public enum TOMLValue: Equatable, Sendable {
     case string(String)
     case integer(Int64)
@@ -42,6 +44,9 @@ public struct TOMLError: Error, Equatable, CustomStringConvertible, Sendable {
 }
 
 public enum TOML {
+    /// How deep arrays may nest, and how many tables a header or a dotted key may go down.
+    public static let maxDepth = 64
+
     public static func parse(_ text: String) throws(TOMLError) -> TOMLTable {
         var p = Parser(Array(text.unicodeScalars))
         return try p.document()
@@ -116,7 +121,9 @@ public enum TOML {
                 skipSpaces()
                 parts.append(try key())
                 skipSpaces()
-                if peek == "." { i += 1 } else { return parts }
+                guard peek == "." else { return parts }
+                i += 1
+                if parts.count >= TOML.maxDepth { throw fail("a key or table name has more than \(TOML.maxDepth) dotted parts") }
             }
         }
 
@@ -132,41 +139,43 @@ public enum TOML {
         }
 
         mutating func ensureTable(_ path: [String]) throws(TOMLError) {
-            func go(_ t: inout TOMLTable, _ rest: ArraySlice<String>, line: Int) throws(TOMLError) {
-                guard let k = rest.first else { return }
-                var sub: TOMLTable
-                switch t[k] {
-                case nil: sub = TOMLTable()
-                case .table(let x)?: sub = x
-                default: throw TOMLError(line: line, message: "\"\(k)\" is already a value, not a table")
-                }
-                try go(&sub, rest.dropFirst(), line: line)
-                t.set(k, .table(sub), line: t.lines[k] ?? line)
-            }
-            try go(&root, path[...], line: line)
+            try descend(path, line: line) { (_: inout TOMLTable, _: Int) throws(TOMLError) in }
         }
 
         mutating func assign(_ path: [String], _ v: TOMLValue, line: Int) throws(TOMLError) {
-            func go(_ t: inout TOMLTable, _ rest: ArraySlice<String>) throws(TOMLError) {
-                let k = rest.first!
-                if rest.count == 1 {
-                    guard t[k] == nil else { throw TOMLError(line: line, message: "\"\(path.joined(separator: "."))\" is set twice") }
-                    t.set(k, v, line: line)
-                    return
-                }
-                var sub: TOMLTable
-                switch t[k] {
-                case nil: sub = TOMLTable()
-                case .table(let x)?: sub = x
-                default: throw TOMLError(line: line, message: "\"\(k)\" is already a value, not a table")
-                }
-                try go(&sub, rest.dropFirst())
-                t.set(k, .table(sub), line: t.lines[k] ?? line)
+            guard path.count <= TOML.maxDepth else {
+                throw TOMLError(line: line, message: "\"\(path.joined(separator: "."))\" nests tables more than \(TOML.maxDepth) levels deep")
             }
-            try go(&root, path[...])
+            try descend(Array(path.dropLast()), line: line) { (t: inout TOMLTable, line: Int) throws(TOMLError) in
+                let k = path[path.count - 1]
+                guard t[k] == nil else { throw TOMLError(line: line, message: "\"\(path.joined(separator: "."))\" is set twice") }
+                t.set(k, v, line: line)
+            }
         }
 
-        mutating func value() throws(TOMLError) -> TOMLValue {
+        /// Goes down `path` from the root, making the tables that are missing, runs `body` on the
+        /// last one and puts the tables back: a loop over the parts (no recursion), at most
+        /// `TOML.maxDepth` of them.
+        mutating func descend(_ path: [String], line: Int, _ body: (inout TOMLTable, Int) throws(TOMLError) -> Void) throws(TOMLError) {
+            var chain: [TOMLTable] = [root]
+            chain.reserveCapacity(path.count + 1)
+            for k in path {
+                switch chain[chain.count - 1][k] {
+                case nil: chain.append(TOMLTable())
+                case .table(let x)?: chain.append(x)
+                default: throw TOMLError(line: line, message: "\"\(k)\" is already a value, not a table")
+                }
+            }
+            try body(&chain[chain.count - 1], line)
+            for d in stride(from: path.count, to: 0, by: -1) {
+                let k = path[d - 1]
+                let sub = chain.removeLast()
+                chain[d - 1].set(k, .table(sub), line: chain[d - 1].lines[k] ?? line)
+            }
+            root = chain[0]
+        }
+
+        mutating func value(depth: Int = 0) throws(TOMLError) -> TOMLValue {
             guard let c = peek else { throw fail("expected a value") }
             switch c {
             case "\"":
@@ -175,7 +184,7 @@ public enum TOML {
             case "'":
                 if i + 2 < s.count, s[i + 1] == "'", s[i + 2] == "'" { throw fail("multi-line strings are not supported") }
                 return .string(try literalString())
-            case "[": return try array()
+            case "[": return try array(depth: depth + 1)
             case "{": throw fail("inline tables ({…}) are not supported: use a [table]")
             case "t", "f":
                 let word = bareWord()
@@ -213,14 +222,15 @@ public enum TOML {
             throw fail("\"\(word)\" is not a value (strings need quotes)")
         }
 
-        mutating func array() throws(TOMLError) -> TOMLValue {
+        mutating func array(depth: Int) throws(TOMLError) -> TOMLValue {
+            if depth > TOML.maxDepth { throw fail("arrays are nested more than \(TOML.maxDepth) levels deep") }
             i += 1
             var items: [TOMLValue] = []
             while true {
                 skipBlank()
                 guard let c = peek else { throw fail("an array is not closed with ]") }
                 if c == "]" { i += 1; return .array(items) }
-                items.append(try value())
+                items.append(try value(depth: depth))
                 skipBlank()
                 if peek == "," { i += 1; continue }
                 guard !atEnd else { throw fail("an array is not closed with ]") }
@@ -235,6 +245,7 @@ public enum TOML {
                 i += 1
                 if c == "'" { return out }
                 if c == "\n" { break }
+                if (c.value < 0x20 && c != "\t") || c.value == 0x7F { throw fail("a control character cannot be in a literal string: use a \"…\" string with an escape") }
                 out.unicodeScalars.append(c)
             }
             throw fail("a string is not closed with '")
@@ -270,7 +281,7 @@ public enum TOML {
                     default: throw fail("unknown escape \\\(e) in a string")
                     }
                 default:
-                    if c.value < 0x20 && c != "\t" { throw fail("a control character in a string must be escaped") }
+                    if (c.value < 0x20 && c != "\t") || c.value == 0x7F { throw fail("a control character in a string must be escaped") }
                     out.unicodeScalars.append(c)
                 }
             }

@@ -19,8 +19,9 @@ public enum ErrorKind: String, Sendable, CaseIterable, Codable {
     case denied
     /// Unknown contact, channel or thread.
     case notFound = "not_found"
-    /// The store could not be written or read.
+    /// The store, or another file or socket, could not be read, written or opened.
     case storage
+    /// Something that should not happen (a bug, or a daemon answer that makes no sense).
     case `internal`
     /// SIGINT or SIGTERM.
     case interrupted
@@ -32,7 +33,7 @@ public enum ErrorKind: String, Sendable, CaseIterable, Codable {
         case .timeout: return 4
         case .refused, .denied: return 5
         case .notFound: return 6
-        case .storage, .internal: return 1
+        case .storage, .internal: return 7
         case .interrupted: return 130
         }
     }
@@ -65,6 +66,8 @@ public struct ClientError: Error, Equatable, CustomStringConvertible, Sendable, 
     public static func refused(_ m: String, code: UInt8) -> ClientError { ClientError(.refused, m, radioCode: code) }
     /// Unknown contact or channel (exit 6).
     public static func notFound(_ m: String) -> ClientError { ClientError(.notFound, m) }
+    /// The store or the system failed (exit 7).
+    public static func storage(_ m: String) -> ClientError { ClientError(.storage, m) }
     /// Interrupted by SIGINT/SIGTERM.
     public static let interrupted = ClientError(.interrupted, "interrupted.")
 

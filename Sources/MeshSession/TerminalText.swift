@@ -27,3 +27,16 @@ func needsEscape(_ u: Unicode.Scalar) -> Bool {
     default: return false
     }
 }
+
+/// `terminalSafe` for text that must stay on one line (a message in the chat, a name): a newline
+/// is shown as `\n` as well, so that text from the mesh cannot start a line that seems to come
+/// from another sender. Tabs stay (they are shown as a space).
+public func terminalSafeLine(_ s: String) -> String {
+    let safe = terminalSafe(s)
+    guard safe.unicodeScalars.contains("\n") else { return safe }
+    var out = String.UnicodeScalarView()
+    for u in safe.unicodeScalars {
+        if u == "\n" { out.append("\\"); out.append("n") } else { out.append(u) }
+    }
+    return String(out)
+}

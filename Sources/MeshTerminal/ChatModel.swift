@@ -25,6 +25,23 @@ public struct ChatEntry: Equatable, Sendable {
             && a.parts?.have == b.parts?.have && a.parts?.of == b.parts?.of
     }
 
+    /// The entry as the chat shows it, with `time` ("HH:MM") and `safe` making text from the mesh
+    /// harmless on one line (`terminalSafeLine`): a message is one line, `HH:MM from: text`, so
+    /// nothing in it can look like the start of another message. A notice (the chat's own
+    /// output, e.g. a list or a node's reply) may have several lines; those after the first are
+    /// indented, so none of them looks like a message either.
+    public func shown(time: String, safe: (String) -> String) -> String {
+        switch kind {
+        case .notice:
+            return "-- " + text.split(separator: "\n", omittingEmptySubsequences: false).map { safe(String($0)) }.joined(separator: "\n   ")
+        case .outgoing:
+            return "\(time) me: " + safe(text) + (stateText.map { "  [\($0)]" } ?? "")
+        case .incoming:
+            let partial = parts.map { $0.have < $0.of ? "  [part \($0.have) of \($0.of)]" : "" } ?? ""
+            return "\(time) " + (from.isEmpty ? "" : safe(from) + ": ") + safe(text) + partial
+        }
+    }
+
     /// The delivery state as shown: one state, or each part's.
     public var stateText: String? {
         guard !states.isEmpty else { return nil }

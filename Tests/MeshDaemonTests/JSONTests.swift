@@ -31,6 +31,24 @@ import MeshOps
         #expect(throws: JSONError.tooDeep) { try JSONParser.parse(deep) }
     }
 
+    /// Hostile nesting from the API socket or an MQTT payload (200,000 levels, unclosed or
+    /// closed, arrays and objects): an error at the depth limit, never a stack overflow.
+    @Test(arguments: [
+        String(repeating: "[", count: 200_000),
+        String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000),
+        String(repeating: "{\"a\":", count: 200_000) + "1" + String(repeating: "}", count: 200_000),
+        "{\"id\":1,\"op\":\"send\",\"x\":" + String(repeating: "[{\"b\":", count: 100_000),
+    ])
+    func hostileNestingIsAnErrorNotACrash(_ text: String) {
+        #expect(throws: JSONError.tooDeep) { try JSONParser.parse(text) }
+        // The API's request parser answers it as a usage error.
+        let result = Array(text.utf8).withUnsafeBytes { DaemonRequest.parse(line: $0) }
+        if case .failure(let f) = result { #expect(f.error.code == .usage) } else { Issue.record("parsed") }
+        // Exactly at the limit still parses.
+        let ok = String(repeating: "[", count: JSONParser.maxDepth + 1) + String(repeating: "]", count: JSONParser.maxDepth + 1)
+        #expect((try? JSONParser.parse(ok)) != nil)
+    }
+
     @Test func controlCharactersAreEscaped() {
         let v = JSON.string("a\u{0}b\u{1f}")
         #expect(v.text == #""a\u0000b\u001f""#)
@@ -57,6 +75,9 @@ import MeshOps
         #expect(DaemonErrorCode.timeout.exitCode == 4)
         #expect(DaemonErrorCode.refused.exitCode == 5)
         #expect(DaemonErrorCode.notFound.exitCode == 6)
+        // Every kind exits with a code of the README's table (no 1: storage and internal are 7).
+        #expect(DaemonErrorCode.storage.exitCode == 7 && DaemonErrorCode.internal.exitCode == 7)
+        for kind in DaemonErrorCode.allCases { #expect([2, 3, 4, 5, 6, 7, 130].contains(kind.exitCode), "\(kind)") }
         let r = DaemonResponse(id: 9, error: DaemonError(.timeout, "no ACK"))
         #expect(r.json.text == #"{"id":9,"ok":false,"error":{"code":"timeout","exit":4,"message":"no ACK"}}"#)
     }

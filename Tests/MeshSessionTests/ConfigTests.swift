@@ -1,3 +1,4 @@
+import Glibc
 import MeshSession
 import Testing
 @testable import MeshOps
@@ -40,6 +41,8 @@ import Testing
         ("x = 1 y", 1, "after the value"),
         ("a = 1\n[a]", 2, "already a value"),
         ("x = \"\\q\"", 1, "unknown escape"),
+        ("x = 'a\u{1}b'", 1, "control character"),
+        ("x = \"a\u{7F}\"", 1, "control character"),
     ])
     func errorsNameTheLine(text: String, line: Int, says: String) {
         do {
@@ -49,6 +52,43 @@ import Testing
             #expect(error.line == line, "\(text)")
             #expect(error.message.contains(says), "\(error.message)")
         }
+    }
+}
+
+/// Hostile files: nesting and dotted keys that used to overflow the stack (SIGSEGV in every
+/// command that reads the config) are errors naming their line; nothing recurses with them.
+@Suite struct TOMLDepthTests {
+    func expectError(_ text: String, line: Int, says: String) {
+        do {
+            _ = try TOML.parse(text)
+            Issue.record("parsed")
+        } catch {
+            #expect(error.line == line)
+            #expect(error.message.contains(says), "\(error.message)")
+        }
+    }
+
+    @Test func deeplyNestedArrays() {
+        expectError("a = 1\nx = " + String(repeating: "[", count: 200_000), line: 2, says: "nested more than 64 levels")
+        expectError("x = " + String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000), line: 1, says: "nested more than 64")
+        // Up to the limit is fine.
+        let ok = "x = " + String(repeating: "[", count: TOML.maxDepth) + String(repeating: "]", count: TOML.maxDepth)
+        #expect((try? TOML.parse(ok)) != nil)
+    }
+
+    @Test func tableHeadersAndKeysWithManyDottedParts() {
+        let parts = Array(repeating: "a", count: 100_000).joined(separator: ".")
+        expectError("\n[" + parts + "]", line: 2, says: "more than 64 dotted parts")
+        expectError(parts + " = 1", line: 1, says: "more than 64 dotted parts")
+        // A header and a key each within the limit, but deeper together.
+        let half = Array(repeating: "b", count: 40).joined(separator: ".")
+        expectError("[" + half + "]\n" + half + " = 1", line: 2, says: "more than 64 levels deep")
+        // At the limit: the tables are made, and the value is where the key says.
+        let path = (0..<TOML.maxDepth).map { "k\($0)" }
+        let t = try? TOML.parse("[" + path.dropLast().joined(separator: ".") + "]\n" + path.last! + " = 7")
+        var table = t
+        for k in path.dropLast() { table = table?[k]?.table }
+        #expect(table?[path.last!] == .integer(7))
     }
 }
 
@@ -75,12 +115,17 @@ import Testing
         #expect(c.radio("lab")?.linkArguments == ["--tcp", "[::1]:5001", "--timeout", "3.0"])
         let declared = ["--drain-interval": true, "--verbose": false, "--on-message": true]
         // The radio's own drain-interval wins over [daemon]'s; the command line's wins over both.
-        #expect(try Config.daemonArguments(home, declared: declared, given: [], path: "c.toml")
-                == ["--verbose", "--drain-interval", "30", "--on-message", "/a", "--on-message", "/b"])
-        #expect(try Config.daemonArguments(home, declared: declared, given: ["--drain-interval"], path: "c.toml")
-                == ["--verbose", "--on-message", "/a", "--on-message", "/b"])
+        // Each value is joined to its option, so no value can be read as an option.
+        #expect(try Config.daemonArguments(home, declared: declared, repeatable: ["--on-message"], given: [], path: "c.toml")
+                == ["--verbose", "--drain-interval=30", "--on-message=/a", "--on-message=/b"])
+        #expect(try Config.daemonArguments(home, declared: declared, repeatable: ["--on-message"], given: ["--drain-interval"], path: "c.toml")
+                == ["--verbose", "--on-message=/a", "--on-message=/b"])
         #expect(throws: ClientError.self) {
-            try Config.daemonArguments(home, declared: ["--verbose": false], given: [], path: "c.toml")
+            try Config.daemonArguments(home, declared: ["--verbose": false], repeatable: [], given: [], path: "c.toml")
+        }
+        // A list sets only an option that may be given more than once (else all but one would be ignored).
+        #expect(throws: ClientError.usage("c.toml line 10: on-message takes one value, not a list.")) {
+            try Config.daemonArguments(home, declared: declared, repeatable: [], given: [], path: "c.toml")
         }
     }
 
@@ -91,6 +136,16 @@ import Testing
         ("[radio.a]\ntcp = \"h:1\"\nport = 5", 3),
         ("colour = \"red\"", 1),
         ("[radio.a]\ntcp = \"\"", 2),
+        // A daemon table takes daemon settings only: not the link (the daemon talked to the
+        // wrong address), not what is no setting (help printed the help and exited 0).
+        ("[radio.h]\ntcp = \"127.0.0.1:5001\"\n[radio.h.daemon]\ntcp = \"127.0.0.1:9\"", 4),
+        ("[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\nserial = \"/dev/x\"", 4),
+        ("[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\nname = \"x\"\nhelp = true", 5),
+        ("[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\nversion = false", 4),
+        ("[radio.h]\ntcp = \"h:1\"\n[radio.h.daemon]\ntimeout = 3", 4),
+        ("[daemon]\nbaud = 9600", 2),
+        ("[daemon]\nradio = \"h\"", 2),
+        ("[daemon]\nble_min_mtu = 100", 2),
     ])
     func badFilesNameTheLine(text: String, line: Int) {
         do {
@@ -102,3 +157,43 @@ import Testing
     }
 }
 
+/// The file itself: read whole or refused, never used in part.
+@Suite struct ConfigReadTests {
+    func write(_ bytes: [UInt8]) -> String {
+        var template = Array("/tmp/pm-config-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        precondition(fd >= 0)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            precondition(n > 0)
+            off += n
+        }
+        close(fd)
+        return String(cString: template)
+    }
+
+    @Test func aFileOverTheLimitIsAnErrorNotCutShort() throws {
+        // The first MiB is a good file; what follows used to be dropped without a word.
+        var text = Array("[radio.a]\ntcp = \"127.0.0.1:5001\"\n".utf8)
+        text += Array(repeating: UInt8(ascii: "#"), count: Config.maxBytes - text.count - 1) + [0x0A]
+        let good = write(text)
+        defer { unlink(good) }
+        #expect(try Config.load(good)?.radios.count == 1)
+        let big = write(text + Array("colour = \"red\"\n".utf8))
+        defer { unlink(big) }
+        #expect(throws: ClientError.self) { try Config.load(big) }
+        do { _ = try Config.load(big) } catch { #expect(error.exitCode == 2 && error.message.contains("larger than 1024 KiB")) }
+    }
+
+    @Test func notUTF8NamesTheLine() {
+        let path = write(Array("a = 1\nb = \"".utf8) + [0xFF] + Array("\"\n".utf8))
+        defer { unlink(path) }
+        #expect(throws: ClientError.usage("\(path) line 2: the text is not UTF-8; see `pocketmesh config check`.")) { try Config.load(path) }
+    }
+
+    @Test func missingIsNoFileButUnreadableIsAnError() throws {
+        #expect(try Config.load("/nonexistent-pm/config.toml") == nil)
+        #expect(throws: ClientError.self) { try Config.load("/") }  // a folder: EISDIR
+    }
+}

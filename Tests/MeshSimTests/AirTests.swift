@@ -64,6 +64,18 @@ final class ListenerNode: SimNode {
         let bad = #"{"nodes":[{"name":"a","role":"companion"}],"links":[{"a":"a","b":"x"}]}"#
         #expect(throws: Topology.TopologyError.self) { try Topology.decode(json: Array(bad.utf8)) }
     }
+
+    /// A hostile topology file (nesting 200,000 deep where a list or an object goes): an error
+    /// that says the file is not valid, never a stack overflow.
+    @Test(arguments: [
+        "{\"nodes\":" + String(repeating: "[", count: 200_000),
+        "{\"nodes\":[{\"name\":\"a\",\"role\":\"companion\",\"telemetry\":" + String(repeating: "{\"x\":", count: 200_000)
+            + "1" + String(repeating: "}", count: 200_000) + "}],\"links\":[]}",
+        String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000),
+    ])
+    func hostileNestingIsAnError(_ json: String) {
+        #expect(throws: Topology.TopologyError.self) { try Topology.decode(json: Array(json.utf8)) }
+    }
 }
 
 @Suite struct AirTests {

@@ -1,3 +1,4 @@
+import MeshSession
 import Testing
 @testable import MeshTerminal
 
@@ -175,5 +176,32 @@ import Testing
         #expect(col <= 19)
         let back = s.render(title: "t", lines: ["a", "b", "c", "d", "e"], scrollBack: 2, status: "", prompt: "> ", editor: LineEditor())
         #expect(back.contains("a\u{1B}[K\r\nb\u{1B}[K\r\nc\u{1B}[K"))
+    }
+
+    /// A message from the mesh with a newline (and a carriage return) in it: shown on its own
+    /// row(s) with the newline as a visible `\n`, never as a new row that seems to be another
+    /// sender's message.
+    @Test func aNewlineInAMessageCannotForgeAnotherMessage() {
+        let s = ChatScreen(rows: 10, cols: 200)
+        let forged = ChatEntry(kind: .incoming, time: 0, from: "alice", text: "see you\n12:01 bob: send me your key\rx")
+        let rows = s.bodyLines([forged]) { $0.shown(time: "12:00", safe: terminalSafeLine) }
+        #expect(rows == ["12:00 alice: see you\\n12:01 bob: send me your key\\x0dx"])
+        // A name from the mesh, and what is sent, stay on one line too.
+        let named = ChatEntry(kind: .incoming, time: 0, from: "bob\n12:01 carol", text: "hi")
+        #expect(s.bodyLines([named]) { $0.shown(time: "12:00", safe: terminalSafeLine) } == ["12:00 bob\\n12:01 carol: hi"])
+        let sent = ChatEntry(kind: .outgoing, time: 0, from: "me", text: "a\nb", states: ["sending"])
+        #expect(sent.shown(time: "12:00", safe: terminalSafeLine) == "12:00 me: a\\nb  [sending]")
+        // Control sequences are shown as escapes as everywhere else.
+        let esc = ChatEntry(kind: .incoming, time: 0, from: "x", text: "\u{1B}[2J")
+        #expect(esc.shown(time: "12:00", safe: terminalSafeLine) == "12:00 x: \\x1b[2J")
+        // A notice (the chat's own lines, e.g. a node's reply) keeps its lines, indented under it.
+        let notice = ChatEntry(kind: .notice, time: 0, from: "", text: "cmd rpt0:\n12:01 bob: hi\u{1B}")
+        #expect(s.bodyLines([notice]) { $0.shown(time: "12:00", safe: terminalSafeLine) } == ["-- cmd rpt0:", "   12:01 bob: hi\\x1b"])
+    }
+
+    @Test func terminalSafeLineKeepsOneLine() {
+        #expect(terminalSafeLine("a\nb\r\tc") == "a\\nb\\x0d\tc")
+        #expect(terminalSafeLine("plain") == "plain")
+        #expect(terminalSafe("a\nb") == "a\nb")  // multi-line output keeps its lines
     }
 }

@@ -140,6 +140,13 @@ def test_direct_chat(world):
         s = t.wait(r"sim1: an answer")
         assert re.search(r"sim1> half typed\s*$", s, re.M)
         assert "\\x1b]0;pwned\\x07" in s  # the escape is shown, not run
+        # A newline in a message is shown as \n on the message's own row: it cannot start a row
+        # that seems to be another sender's message.
+        cp = run(env, *sim1, "send", "sim0", "see you\n12:00 rpt0: send me your key")
+        assert cp.returncode == 0, cp.stderr
+        s = t.wait(r"sim1: see you\\n12:00 rpt0: send me your key")
+        assert not re.search(r"^12:00 rpt0:", s, re.M), s
+        assert re.search(r"sim1> half typed\s*$", s, re.M)
         # Editing keys: Ctrl-A, Ctrl-E, Ctrl-W, left.
         t.keys("C-a")
         t.type("[")

@@ -131,3 +131,107 @@ def test_the_daemon_from_the_file_and_commands_through_it(sim, home):
         d.send_signal(signal.SIGTERM)
         d.wait(timeout=20)
         log.close()
+
+
+HOSTILE = [
+    # A value nested 200,000 arrays deep, and a table header with 100,000 dotted parts: these
+    # overflowed the stack (SIGSEGV) in every command that read the file.
+    ("x = " + "[" * 200_000 + "\n", 1, "nested more than 64 levels"),
+    ('default_radio = "a"\n[' + ".".join(["a"] * 100_000) + "]\n", 2, "more than 64 dotted parts"),
+    (".".join(["k"] * 100_000) + " = 1\n", 1, "more than 64 dotted parts"),
+]
+
+
+@pytest.mark.parametrize("text,line,says", HOSTILE, ids=["nested-arrays", "dotted-header", "dotted-key"])
+def test_hostile_files_are_errors_not_crashes(home, text, line, says):
+    _, path, env = home
+    env = dict(env, POCKETMESH_NO_DAEMON="1", SWIFT_BACKTRACE="enable=no")
+    write(path, text)
+    for args in (["config", "check"], ["info"], ["daemon"]):
+        code, out, err = run(env, *args)
+        assert code == 2, (args, code, err[:300])
+        assert f"line {line}: " in err and says in err and err.count("\n") == 1, err[:300]
+
+
+def test_a_file_over_the_size_limit_is_refused_not_cut_short(home):
+    _, path, env = home
+    env = dict(env, POCKETMESH_NO_DAEMON="1")
+    head = '[radio.a]\ntcp = "127.0.0.1:9"\n'
+    # Good for its first MiB; a setting past it used to be dropped without a word.
+    write(path, head + "#" * ((1 << 20) - len(head) - 1) + "\n" + 'colour = "red"\n')
+    code, out, err = run(env, "config", "check")
+    assert code == 2 and "larger than 1024 KiB" in err and err.count("\n") == 1, (code, out, err)
+    write(path, head + "#" * ((1 << 20) - len(head) - 1) + "\n")
+    assert run(env, "config", "check")[0] == 0
+    path.write_bytes(b'[radio.a]\ntcp = "127.0.0.1:\xff"\n')
+    code, out, err = run(env, "config", "check")
+    assert code == 2 and "line 2: the text is not UTF-8" in err, err
+
+
+RADIO = '[radio.h]\ntcp = "127.0.0.1:9"\n'
+DAEMON_SETTINGS = [
+    # The radio's link in its daemon table: the daemon talked to 127.0.0.1:9 instead.
+    (RADIO + '[radio.h.daemon]\ntcp = "127.0.0.1:5001"\n', 4, "setting of the radio's link"),
+    (RADIO + '[radio.h.daemon]\nname = "x"\ntimeout = 3\n', 5, "setting of the radio's link"),
+    # Not settings: the daemon printed its help (or version) and exited 0.
+    (RADIO + '[radio.h.daemon]\nhelp = true\n', 4, "not a daemon setting"),
+    (RADIO + '[radio.h.daemon]\nversion = true\n', 4, "not a daemon setting"),
+    # Values are checked with the command line's ranges.
+    (RADIO + '[radio.h.daemon]\nname = "x"\ndrain-interval = -5\n', 5, "--drain-interval must be at least 1"),
+    (RADIO + '[radio.h.daemon]\nhook-concurrency = 0\n', 4, "--hook-concurrency must be 1 to 64"),
+    (RADIO + '[radio.h.daemon]\nhook-concurrency = "many"\n', 4, "'many' is invalid for '--hook-concurrency"),
+    (RADIO + '[radio.h.daemon]\nbattery-every = 1e300\n', 4, "not a usable number"),
+    (RADIO + '[radio.h.daemon]\non-message = "/nonexistent-pm/hook"\n', 4, "cannot run the hook"),
+    (RADIO + '[radio.h.daemon]\nmqtt-user = "u"\n', 4, "go with --mqtt URL"),
+    (RADIO + '[radio.h.daemon]\ncompanion-listen = "nowhere"\n', 4, "give HOST:PORT"),
+    # A list for an option that takes one value: all but one would be ignored.
+    (RADIO + '[radio.h.daemon]\ndrain-interval = [30, 60]\n', 4, "takes one value, not a list"),
+    # The link itself, as the daemon would parse it.
+    ('[radio.h]\ntcp = "127.0.0.1:99999"\n', 2, "the port must be a number"),
+    # [daemon] counts too: its values, and its keys also when no radio uses them.
+    ('[daemon]\ndrain-interval = -5\n' + RADIO + '[radio.h.daemon]\ndrain-interval = 30\n', 2, "--drain-interval must be"),
+    (RADIO + '[daemon]\nno-such-option = 1\n', 4, "no option --no-such-option"),
+]
+
+
+@pytest.mark.parametrize("text,line,says", DAEMON_SETTINGS, ids=[f"line{l}-{s[:24]}" for _, l, s in DAEMON_SETTINGS])
+def test_config_check_and_the_daemon_refuse_the_same_settings(home, text, line, says):
+    """Nothing `config check` accepts is later ignored or misused by the daemon: both refuse the
+    same settings with exit 2 and one sentence naming the line, and the daemon opens no link."""
+    _, path, env = home
+    write(path, text)
+    code, out, err = run(env, "config", "check")
+    assert code == 2, (code, out, err)
+    assert f"line {line}: " in err and says in err and err.count("\n") == 1, err
+    code, out, err = run(env, "daemon", "--radio", "h", timeout=20)
+    assert code == 2, (code, out, err)
+    assert f"line {line}: " in err and says in err and err.count("\n") == 1, err
+    assert "connecting" not in err and "daemon: pid" not in err
+
+
+def test_unknown_keys_are_errors_everywhere(home):
+    _, path, env = home
+    for text, line in [('colour = "red"\n', 1), (RADIO + 'colour = "red"\n', 3),
+                       (RADIO + '[radio.h.daemon]\ncolour = "red"\n', 4), ('[daemon]\ncolour = "red"\n', 2)]:
+        write(path, text)
+        code, out, err = run(env, "config", "check")
+        assert code == 2 and f"line {line}: " in err and "colour" in err, (text, err)
+
+
+def test_values_that_look_like_options_stay_values(home, tmp_path):
+    """A value from the file is passed to the daemon as --option=value: "--help" is a name, not
+    the daemon's help."""
+    _, path, env = home
+    write(path, RADIO + '[radio.h.daemon]\nname = "--help"\n')
+    assert run(env, "config", "check")[0] == 0
+    d = subprocess.Popen([str(BIN), "daemon", "--radio", "h"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        sock = tmp_path / "run" / "pocketmesh" / "--help.sock"
+        deadline = time.time() + 20
+        while not sock.exists() and time.time() < deadline and d.poll() is None:
+            time.sleep(0.1)
+        assert sock.exists(), d.communicate(timeout=5)[0] if d.poll() is not None else "no socket"
+    finally:
+        d.send_signal(signal.SIGTERM)
+        out = d.communicate(timeout=20)[0]
+    assert "USAGE" not in out, out

@@ -442,35 +442,27 @@ final class ChatApp {
 
     var prompt: String {
         guard let c = model.current else { return "> " }
-        return terminalSafe(c.name) + "> "
+        return terminalSafeLine(c.name) + "> "
     }
 
     func draw() {
         guard started else { return }
         let c = model.current
         var title = " pocketmesh chat"
-        if let c { title += " | " + terminalSafe(c.name) + " (\(c.kind.rawValue))" }
-        title += " | " + terminalSafe(linkState)
+        if let c { title += " | " + terminalSafeLine(c.name) + " (\(c.kind.rawValue))" }
+        title += " | " + terminalSafeLine(linkState)
         let others = model.unreadSummary
-        if !others.isEmpty { title += " | unread: " + terminalSafe(others) }
+        if !others.isEmpty { title += " | unread: " + terminalSafeLine(others) }
         let lines = c.map { screen.bodyLines($0.entries, format: format) } ?? []
         model.scrollBack = min(model.scrollBack, max(0, lines.count - screen.bodyRows))
         var st = status
         if model.scrollBack > 0 { st = "scrolled back \(model.scrollBack) lines (Page Down returns) | " + st }
-        ChatTerminal.write(screen.render(title: title, lines: lines, scrollBack: model.scrollBack, status: terminalSafe(st),
+        ChatTerminal.write(screen.render(title: title, lines: lines, scrollBack: model.scrollBack, status: terminalSafeLine(st),
                                          prompt: prompt, editor: editor))
     }
 
     func format(_ e: ChatEntry) -> String {
-        let time = clock(e.time)
-        switch e.kind {
-        case .notice: return "-- " + terminalSafe(e.text)
-        case .outgoing:
-            return "\(time) me: " + terminalSafe(e.text) + (e.stateText.map { "  [\($0)]" } ?? "")
-        case .incoming:
-            let partial = e.parts.map { $0.have < $0.of ? "  [part \($0.have) of \($0.of)]" : "" } ?? ""
-            return "\(time) " + (e.from.isEmpty ? "" : terminalSafe(e.from) + ": ") + terminalSafe(e.text) + partial
-        }
+        e.shown(time: clock(e.time), safe: terminalSafeLine)
     }
 
     /// "HH:MM" in local time.

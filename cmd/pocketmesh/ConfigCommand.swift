@@ -56,12 +56,11 @@ struct ConfigCommand: ParsableCommand {
         }
     }
 
-    /// The file, read and checked (daemon settings against the daemon's options); exit 6 without one.
+    /// The file, read and checked (the daemon settings as the daemon checks them); exit 6 without one.
     static func loadChecked() throws(ClientError) -> Config {
         let path = Config.defaultPath()
         guard let c = try Config.load(path) else { throw .notFound("there is no config file at \(path).") }
-        let declared = declaredOptions(of: DaemonCommand.self)
-        for r in c.radios { _ = try Config.daemonArguments(r, declared: declared, given: [], path: path) }
+        try DaemonSettings.check(c)
         return c
     }
 

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Glibc
 import MeshDaemon
+import MeshLink
 import MeshOps
+import MeshStore
 import MeshSession
 
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
@@ -120,11 +122,23 @@ struct DaemonCommand: ParsableCommand {
     }
 
     // Checked in run(), not validate(): validate() also runs for the hook-exec subcommand.
+    // `config check` runs the same checks on the config file's settings (DaemonSettings).
     func check() throws {
-        if [radio.serial, radio.tcp, radio.ble].compactMap({ $0 }).count != 1 {
-            throw ValidationError("give exactly one of --serial PATH (or auto), --tcp HOST[:PORT] and --ble ADDRESS.")
-        }
+        try checkValues()
+        try checkCombination()
+    }
+
+    /// Each option's value on its own: ranges, and what the daemon would otherwise find only later
+    /// (a link address it cannot parse, a hook it cannot run). Every message names its option.
+    func checkValues() throws {
         if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
+        if let tcp = radio.tcp {
+            do throws(LinkError) { _ = try TCPAddress(parsing: tcp) } catch { throw ValidationError("--tcp: \(error)") }
+        }
+        if let ble = radio.ble {
+            do throws(LinkError) { _ = try BLEAddress(parsing: ble) } catch { throw ValidationError("--ble: \(error)") }
+        }
+        if radio.serial != nil, SerialSpeed(baud: radio.baud) == nil { throw ValidationError("--baud \(radio.baud) is not a serial speed this system supports.") }
         if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
         if companionMaxClients < 1 || companionMaxClients > 256 { throw ValidationError("--companion-max-clients must be 1 to 256.") }
         for l in companionListen + companionWs {
@@ -132,18 +146,12 @@ struct DaemonCommand: ParsableCommand {
         }
         if let mv = lowBattery, !(1...20_000).contains(mv) { throw ValidationError("--low-battery must be 1 to 20000 millivolts.") }
         if !(batteryEvery >= 1 && batteryEvery <= 86_400) { throw ValidationError("--battery-every must be 1 to 86400 seconds.") }
-        if mqtt.isEmpty && (mqttUser != nil || mqttPasswordFile != nil || mqttPrefix != "meshcore" || mqttAllow != nil) {
-            throw ValidationError("--mqtt-user, --mqtt-password-file, --mqtt-prefix and --mqtt-allow go with --mqtt URL.")
-        }
         _ = try mqttAllowed()
-        if mqttObserver.isEmpty && (mqttIata != nil || mqttObserverKey != nil || mqttObserverPasswordFile != nil || mqttObserverAudience != nil) {
-            throw ValidationError("--mqtt-iata, --mqtt-observer-key, --mqtt-observer-password-file and --mqtt-observer-audience go with --mqtt-observer URL.")
-        }
-        if !mqttObserver.isEmpty && mqttIata == nil { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
-        if hooksFromStart && onMessage == nil { throw ValidationError("--hooks-from-start goes with --on-message CMD.") }
-        if !(hookTimeout > 0) || !(drainInterval >= 1) || !(timeout > 0) { throw ValidationError("timeouts and intervals must be positive.") }
+        if !(hookTimeout > 0) { throw ValidationError("--hook-timeout must be a positive number of seconds.") }
+        if !(drainInterval >= 1) { throw ValidationError("--drain-interval must be at least 1 second.") }
+        if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
             throw ValidationError("--on-message: cannot split \"\(cmd)\" into words (unbalanced quote?).")
         }
@@ -151,6 +159,21 @@ struct DaemonCommand: ParsableCommand {
            let problem = Spawn.problem(running: program, path: getenv("PATH").map { String(cString: $0) }) {
             throw ValidationError("--on-message: cannot run the hook: \(problem).")
         }
+    }
+
+    /// The options together: one link, and options that only mean something with another.
+    func checkCombination() throws {
+        if [radio.serial, radio.tcp, radio.ble].compactMap({ $0 }).count != 1 {
+            throw ValidationError("give exactly one of --serial PATH (or auto), --tcp HOST[:PORT] and --ble ADDRESS.")
+        }
+        if mqtt.isEmpty && (mqttUser != nil || mqttPasswordFile != nil || mqttPrefix != "meshcore" || mqttAllow != nil) {
+            throw ValidationError("--mqtt-user, --mqtt-password-file, --mqtt-prefix and --mqtt-allow go with --mqtt URL.")
+        }
+        if hooksFromStart && onMessage == nil { throw ValidationError("--hooks-from-start goes with --on-message CMD.") }
+        if mqttObserver.isEmpty && (mqttIata != nil || mqttObserverKey != nil || mqttObserverPasswordFile != nil || mqttObserverAudience != nil) {
+            throw ValidationError("--mqtt-iata, --mqtt-observer-key, --mqtt-observer-password-file and --mqtt-observer-audience go with --mqtt-observer URL.")
+        }
+        if !mqttObserver.isEmpty && mqttIata == nil { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
     }
 
     func run() throws {
@@ -208,7 +231,7 @@ struct DaemonCommand: ParsableCommand {
             daemon = try Daemon(config: config)
         } catch {
             writeStderr("pocketmesh daemon: \(error)")
-            throw ExitCode(error is DaemonError ? (error as! DaemonError).exitCode : 1)
+            throw ExitCode(startFailureCode(error))
         }
         // Log lines can carry what came from the mesh (names, hook output): shown harmlessly.
         let write = daemon.log
@@ -216,6 +239,14 @@ struct DaemonCommand: ParsableCommand {
         let code = daemon.run()
         if code != 0 { throw ExitCode(code) }
     }
+}
+
+/// The exit code of a daemon that could not start: its own error's, 3 when another process holds
+/// the radio's store, else 7 (the store, a file or a socket could not be opened).
+func startFailureCode(_ error: any Error) -> Int32 {
+    if let e = error as? DaemonError { return e.exitCode }
+    if case .locked? = error as? StoreError { return ErrorKind.busy.exitCode }
+    return ErrorKind.storage.exitCode
 }
 
 /// The wrapper each hook runs under (internal; see HookRunner).

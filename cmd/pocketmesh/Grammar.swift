@@ -116,21 +116,33 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
 /// command's options (and option groups) once after parsing.
 func checkNumbers(_ command: Any) throws(ClientError) {
     func bad(_ d: Double) -> Bool { !d.isFinite || abs(d) > 1e9 }
-    func walk(_ value: Any, depth: Int) throws(ClientError) {
+    func walk(_ value: Any, label: String?, depth: Int) throws(ClientError) {
         if depth > 6 { return }
         var number: Double? = nil
         if let o = value as? Option<Double> { number = o.wrappedValue }
         else if let o = value as? Option<Double?> { number = o.wrappedValue }
         else if let a = value as? Argument<Double> { number = a.wrappedValue }
         if let d = number {
-            if bad(d) { throw .usage("\(d) is not a usable number here: give a finite number no larger than 1000000000.") }
+            if bad(d) {
+                let name = value is Argument<Double> ? "" : label.map { optionName(property: $0) + ": " } ?? ""
+                throw .usage("\(name)\(d) is not a usable number here: give a finite number no larger than 1000000000.")
+            }
             return
         }
         for child in Mirror(reflecting: value).children {
-            try walk(child.value, depth: depth + 1)
+            try walk(child.value, label: child.label, depth: depth + 1)
         }
     }
-    try walk(command, depth: 0)
+    try walk(command, label: nil, depth: 0)
+}
+
+/// The long option ArgumentParser makes of a property (`_drainInterval` → `--drain-interval`).
+func optionName(property label: String) -> String {
+    var name = "--"
+    for c in label.drop(while: { $0 == "_" }) {
+        if c.isUppercase { name += "-" + c.lowercased() } else { name.append(c) }
+    }
+    return name
 }
 
 /// Fills in the radio from the config file when the command line names none: `--radio NAME`,
@@ -187,13 +199,17 @@ func withConfiguredRadio(_ rest: [String], options: [String: Bool], daemon: Bool
     let linkArgs = chosen.linkArguments
     while k + 1 < linkArgs.count {
         let (o, v) = (linkArgs[k], linkArgs[k + 1])
-        if options[o] != nil, !given.contains(o) { inject += [o, v] }
+        if options[o] != nil, !given.contains(o) { inject.append(o + "=" + v) }  // a value is never an option
         k += 2
     }
+    guard let config else { return inject + out }
     if daemon {
-        inject += try Config.daemonArguments(chosen, declared: options, given: given, path: path)
-    } else {  // a mistake in the daemon's settings is reported by every command that reads the radio
-        _ = try Config.daemonArguments(chosen, declared: declaredOptions(of: DaemonCommand.self), given: [], path: path)
+        // What `config check` says about this radio's daemon, the daemon says too, naming the line.
+        try DaemonSettings.check(chosen, config: config)
+        try DaemonSettings.checkShared(config)
+        inject += try Config.daemonArguments(chosen, declared: options, repeatable: DaemonSettings.repeatable, given: given, path: path)
+    } else {  // a mistake in the daemon's settings' names is reported by every command that reads the radio
+        try DaemonSettings.checkNames(config, radio: chosen)
     }
     return inject + out
 }

@@ -10,7 +10,8 @@ struct PocketMesh: ParsableCommand {
         discussion: """
             Exit codes: 0 success, 2 usage error, 3 link failure (cannot open or connect, or the link was lost), \
             4 timeout (no response, no ACK), 5 the radio refused (its error code is named), 6 not found \
-            (unknown contact or channel; `scan` found no radio).
+            (unknown contact or channel; `scan` found no radio), 7 storage or system failure (the store, a file \
+            or a socket could not be read, written or opened; an internal error), 130 interrupted (Ctrl-C or SIGTERM).
             """,
         version: PocketMeshVersion.string,
         subcommands: [
@@ -69,6 +70,12 @@ enum Main {
                 print(message)
                 exit(0)
             }
+            if code == .failure {
+                // Not the command line's fault (ArgumentParser's own errors are usage errors): an
+                // error of ours that no command mapped to its code is a storage or system failure.
+                writeError("pocketmesh: \(sentence("\(error)"))")
+                exit(ErrorKind.storage.exitCode)
+            }
             // One sentence (the usage summary is one `--help` away).
             var line = PocketMesh.message(for: error).split(separator: "\n").first.map(String.init) ?? ""
             if line.hasPrefix("Error: ") { line.removeFirst(7) }
@@ -83,6 +90,13 @@ enum Main {
         writeError("pocketmesh: \(e.description)")
         exit(e.exitCode)
     }
+}
+
+/// `s` as one sentence: its first line, ending with a full stop.
+func sentence(_ s: String) -> String {
+    var line = s.split(separator: "\n").first.map(String.init) ?? s
+    if let last = line.last, !".?!".contains(last) { line += "." }
+    return line
 }
 
 /// Writes a message to stderr (made safe for the terminal: it may name things from the mesh).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import MeshSession
 import MeshSim
 
 /// `pocketmesh sim`: a simulated mesh in real time, each companion node served like a radio.
@@ -65,7 +66,9 @@ struct SimCommand: ParsableCommand {
         if let shape = Topology.Shape(rawValue: topology) {
             topo = Topology.builtIn(shape, companions: nodes, repeaters: repeaters, rooms: rooms, snr: snr, loss: loss)
         } else {
-            topo = try Topology.decode(json: try readFile(topology))
+            do { topo = try Topology.decode(json: try readFile(topology)) } catch let e as Topology.TopologyError {
+                throw ClientError.usage(sentence("\(topology): \(e)"))
+            }
         }
         // Companion i listens on tcpBase + i: every one of those ports must exist.
         let companions = topo.nodes.filter { $0.role == .companion }.count
@@ -81,7 +84,10 @@ struct SimCommand: ParsableCommand {
         options.guestPassword = guestPassword
         options.companion.offlineQueueSize = offlineQueue
         options.companion.maxContacts = maxContacts
-        let world = try SimWorld(topology: topo, options: options)
+        let world: SimWorld
+        do { world = try SimWorld(topology: topo, options: options) } catch let e as Topology.TopologyError {
+            throw ClientError.usage(sentence("\(e)"))
+        }
         if airPort == nil, !world.externals.isEmpty {
             writeError("pocketmesh sim: the topology has external nodes (\(world.externals.map(\.name).joined(separator: ", "))): give --air-port PORT so that they can attach.")
             throw ExitCode(2)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import MeshDaemon
+import MeshSession
 import MeshStore
 
 /// Which radio's store a store command reads.
@@ -45,7 +46,7 @@ struct StoreSelection: ParsableArguments {
         do {
             return try RadioStore(directory: root + "/" + key!, options: MeshStore.StoreOptions(readOnly: true))
         } catch {
-            throw ExitFailure(code: 1, message: "cannot read the store: \(error)")
+            throw ExitFailure(code: ErrorKind.storage.exitCode, message: "cannot read the store: \(error)")
         }
     }
 
@@ -77,7 +78,7 @@ struct ChatsCommand: ParsableCommand {
         try runReporting {
             let s = try store.open()
             let list: [Conversation]
-            do { list = try s.conversations() } catch { throw ExitFailure(code: 1, message: "cannot read the store: \(error)") }
+            do { list = try s.conversations() } catch { throw ExitFailure(code: ErrorKind.storage.exitCode, message: "cannot read the store: \(error)") }
             defer { warnDamage(s) }
             if store.json {
                 let items = list.map { c -> JSON in
@@ -123,7 +124,7 @@ struct HistoryCommand: ParsableCommand {
             }
             let ms: [StoredMessage]
             do { ms = try s.history(key, limit: limit, before: before) } catch {
-                throw ExitFailure(code: 1, message: "cannot read the store: \(error)")
+                throw ExitFailure(code: ErrorKind.storage.exitCode, message: "cannot read the store: \(error)")
             }
             defer { warnDamage(s) }
             if store.json {

@@ -5,11 +5,13 @@ import MeshMQTT
 
 /// `--mqtt-observer URL --mqtt-iata XXX`: the packet uploader of the MeshCore observer networks.
 ///
-/// Every packet the radio hears (LOG_RX_DATA) goes to `meshcore/{IATA}/{PUBLIC KEY}/packets` at
-/// QoS 0 in the analyzers' format (ObserverFormat.packet); `…/status` is retained: `online` with
-/// the radio's model, firmware, radio settings and stats, refreshed every 300 s, and `offline` as
-/// the last will and on a clean stop. The topic names the radio's key, so the connection starts
-/// once the radio's SELF_INFO is known, and starts again if another radio takes its place.
+/// Publishes what meshcore-packet-capture publishes, the same way: every packet the radio hears
+/// (LOG_RX_DATA) goes to `meshcore/{IATA}/{PUBLIC KEY}/packets` at QoS 0, not retained
+/// (ObserverFormat.packet); `…/status` at QoS 0, retained: `online` with the radio's model,
+/// firmware, radio settings and stats once the stats are in after each connection and every 300 s,
+/// `offline` on a clean stop; the last will (QoS 0, retained) is the four-key `offline`. The topic
+/// names the radio's key, so the connection starts once the radio's SELF_INFO is known, and starts
+/// again if another radio takes its place.
 ///
 /// Authentication: a user and password from the URL and a file, or, for the public brokers, the
 /// user `v1_{PUBLIC KEY}` and a JWT signed with the node's key from a 0600 key file, made anew
@@ -53,7 +55,6 @@ final class MQTTObserver {
     private var statsPending = false
     private var nextStatusAt: UInt64 = 0
     private(set) var published = 0
-    private(set) var skipped = 0
 
     init(settings: Settings, clientIdSuffix: String, index: Int) {
         self.settings = settings
@@ -91,10 +92,8 @@ final class MQTTObserver {
         c.onEvent = { [unowned self] e, now in self.event(e, now: now) }
         c.prepareConnect = { [unowned self] connect in
             // The will and the token are made at each CONNECT: the will carries the time, the token expires.
-            var will: [UInt8] = []
-            ObserverFormat.status("offline", origin: s.name, originId: s.publicKey, device: self.device, radio: s.radio, stats: nil,
-                                  epochMicros: self.wallClock()).write(into: &will)
-            connect.will = MQTTWill(topic: root + "/status", payload: will, qos: .atLeastOnce, retain: true)
+            let will = ObserverFormat.dumps(ObserverFormat.will(origin: s.name, originId: s.publicKey, epochMicros: self.wallClock()))
+            connect.will = MQTTWill(topic: root + "/status", payload: will, qos: .atMostOnce, retain: true)
             if let identity = self.settings.identity {
                 let token = ObserverFormat.token(identity: identity, issuedAt: self.wallClock() / 1_000_000,
                                                  lifetimeS: self.settings.tokenLifetimeS, audience: self.settings.audience ?? self.settings.connection.url.host)
@@ -109,35 +108,29 @@ final class MQTTObserver {
     /// A packet the radio heard.
     func packet(raw: [UInt8], snrQuarterDb: Int8, rssi: Int8, now: UInt64) {
         guard let s = radioSelf, let connection, let root else { return }
-        guard let json = ObserverFormat.packet(raw: raw, snrQuarterDb: snrQuarterDb, rssi: rssi, origin: s.name, originId: s.publicKey,
-                                               radio: s.radio, epochMicros: wallClock()) else {
-            skipped += 1
-            return
-        }
-        var out: [UInt8] = []
-        json.write(into: &out)
+        let json = ObserverFormat.packet(raw: raw, snrQuarterDb: snrQuarterDb, rssi: rssi, origin: s.name, originId: s.publicKey,
+                                         radio: s.radio, epochMicros: wallClock())
+        let out = ObserverFormat.dumps(json)
         connection.client.publish(topic: root + "/packets", payload: out, qos: .atMostOnce, now: now)
         published += 1
         connection.flush(now: now)
     }
 
     private func event(_ e: MQTTClient.Event, now: UInt64) {
-        if case .connected = e {
-            publishStatus(now: now)
-            requestStats(now: now)
-        }
+        // As the uploader: the first status waits for the radio's stats (or for their failure).
+        if case .connected = e { requestStats(now: now) }
     }
 
     private func publishStatus(now: UInt64) {
         guard let s = radioSelf, let connection, connection.isUp, let root else { return }
-        var out: [UInt8] = []
-        ObserverFormat.status("online", origin: s.name, originId: s.publicKey, device: device, radio: s.radio, stats: stats,
-                              epochMicros: wallClock()).write(into: &out)
-        connection.client.publish(topic: root + "/status", payload: out, qos: .atLeastOnce, retain: true, now: now)
+        let out = ObserverFormat.dumps(ObserverFormat.status("online", origin: s.name, originId: s.publicKey, device: device,
+                                                             radio: s.radio, stats: stats, epochMicros: wallClock()))
+        connection.client.publish(topic: root + "/status", payload: out, qos: .atMostOnce, retain: true, now: now)
         connection.flush(now: now)
     }
 
-    /// Asks the radio for its stats; the status follows with them (or without, if the radio cannot say).
+    /// Asks the radio for its stats; the status follows with them (or with the last ones, or none,
+    /// if the radio cannot say).
     private func requestStats(now: UInt64) {
         nextStatusAt = now + settings.statusIntervalMS
         guard !statsPending else { return }
@@ -172,9 +165,8 @@ final class MQTTObserver {
     func stop(now: UInt64) {
         guard let connection else { return }
         if connection.isUp, let s = radioSelf, let root {
-            var out: [UInt8] = []
-            ObserverFormat.status("offline", origin: s.name, originId: s.publicKey, device: device, radio: s.radio, stats: nil,
-                                  epochMicros: wallClock()).write(into: &out)
+            let out = ObserverFormat.dumps(ObserverFormat.status("offline", origin: s.name, originId: s.publicKey, device: device,
+                                                                 radio: s.radio, stats: nil, epochMicros: wallClock()))
             connection.client.publish(topic: root + "/status", payload: out, qos: .atMostOnce, retain: true, now: now)
         }
         connection.close(now: now)

@@ -2,10 +2,15 @@ import Glibc
 import MeshAir
 import MeshCompanion
 import MeshSession
+import Crypto
 
-/// What the observer uploader publishes, in the format the MeshCore analyzer and map sites read
-/// (the one meshcoretomqtt and meshcore-packet-capture publish): pure functions of their inputs,
-/// byte-exact tests in ObserverTests.
+/// What the observer uploader publishes, exactly as meshcore-packet-capture (the uploader the
+/// MeshCore analyzer and map sites are built on) publishes it for the same packet and status: the
+/// same keys in the same order, the same values computed the same way from the same frames, and
+/// the same text (`json.dumps`: ", " and ": " separators, non-ASCII escaped, floats as Python
+/// writes them). PocketMesh adds `score` and `duration` to packets (names the uploader does not
+/// use, after its keys). Pure functions of their inputs; byte-exact tests in ObserverTests, and
+/// Tests/interop/test_observer_format.py compares with a recording of the uploader itself.
 enum ObserverFormat {
     /// `meshcore/{IATA}/{PUBLIC KEY}`: the topic root of one observer.
     static func topicRoot(iata: String, publicKey: PublicKey) -> String {
@@ -17,15 +22,6 @@ enum ObserverFormat {
         let up = text.uppercased()
         guard (3...8).contains(up.utf8.count), up.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }) else { return nil }
         return up
-    }
-
-    /// Route letters: F (flood, with or without transport codes), D (direct), T (direct with transport codes).
-    static func route(_ r: RouteType) -> String {
-        switch r {
-        case .flood, .transportFlood: return "F"
-        case .direct: return "D"
-        case .transportDirect: return "T"
-        }
     }
 
     /// SNR in dB from quarter dB, as Python prints a float (12.0, -1.25).
@@ -47,83 +43,266 @@ enum ObserverFormat {
         return Int(max(0, min(1, s)) * 1000)
     }
 
-    /// The UTC wall clock split as the format wants it: ISO 8601 with microseconds, HH:MM:SS, DD/MM/YYYY.
+    /// The UTC wall clock split as the uploader writes it: `datetime.isoformat()` (microseconds
+    /// left out when they are zero, as Python does), `%H:%M:%S` and `%d/%m/%Y`.
     static func clock(epochMicros: Int64) -> (iso: String, time: String, date: String) {
         var t = time_t(epochMicros / 1_000_000)
         var tm = Glibc.tm()
         gmtime_r(&t, &tm)
         func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        let micros = String(epochMicros % 1_000_000)
-        let frac = String(repeating: "0", count: 6 - micros.count) + micros
+        let micros = epochMicros % 1_000_000
+        let digits = String(micros)
+        let frac = micros == 0 ? "" : "." + String(repeating: "0", count: 6 - digits.count) + digits
         let year = "\(tm.tm_year + 1900)"
         let time = "\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))"
-        let iso = "\(year)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(time).\(frac)+00:00"
+        let iso = "\(year)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(time)\(frac)+00:00"
         return (iso, time, "\(two(tm.tm_mday))/\(two(tm.tm_mon + 1))/\(year)")
     }
 
-    /// One received packet (LOG_RX_DATA): nil if the bytes are not a packet this version reads.
+    // MARK: packets
+
+    /// The uploader's reading of a packet (`decode_and_publish_message`): nil where it gives up
+    /// (then the packet still goes out, as route `U`, type and payload length `0`).
+    struct Decoded: Equatable {
+        /// F (flood, with or without transport codes), D (direct), T (direct with transport codes).
+        var route: String
+        var payloadType: UInt8
+        /// The path's hops, lower-case hex, each as wide as the path length byte says.
+        var hops: [String]
+    }
+
+    /// The path length byte as the uploader reads it (`_decode_packed_path_length`): hop count in
+    /// the low 6 bits, bytes per hop − 1 in the top 2; the reserved 4-byte mode and paths longer
+    /// than 64 bytes fall back to the old reading (the whole byte is the length, 1 byte a hop).
+    static func pathBytes(_ b: UInt8) -> (length: Int, perHop: Int) {
+        let hops = Int(b & 0x3F), perHop = Int(b >> 6) + 1
+        if perHop == 4 || hops * perHop > 64 { return (Int(b), 1) }
+        return (hops * perHop, perHop)
+    }
+
+    static func decode(_ raw: [UInt8]) -> Decoded? {
+        guard raw.count >= 2 else { return nil }
+        let route = raw[0] & 3
+        var i = route == 0 || route == 3 ? 5 : 1
+        guard raw.count > i else { return nil }
+        let (length, perHop) = pathBytes(raw[i])
+        i += 1
+        guard raw.count >= i + length else { return nil }
+        let path = raw[i..<(i + length)]
+        let payload = raw[(i + length)...]
+        guard raw[0] >> 6 == 0 else { return nil }  // only version 1 (0)
+        let type = (raw[0] >> 2) & 0x0F
+        if type == 4 {
+            // An advert shorter than key, time and signature is dropped; so is one whose flags
+            // byte has bit 3 set (Python's strict `AdvertFlags(byte)` raises for it).
+            guard payload.count >= 100 else { return nil }
+            if payload.count > 100, payload[payload.startIndex + 100] & 0x08 != 0 { return nil }
+        }
+        let hex = HexCodec.encode(Array(path))
+        let width = perHop * 2
+        let cut = hex.count % width == 0 ? width : 2
+        var hops: [String] = []
+        var at = hex.startIndex
+        while at < hex.endIndex {
+            let next = hex.index(at, offsetBy: cut)
+            hops.append(String(hex[at..<next]))
+            at = next
+        }
+        return Decoded(route: ["F", "F", "D", "T"][Int(route)], payloadType: type, hops: hops)
+    }
+
+    /// `Packet::calculatePacketHash` as the uploader computes it (`calculate_packet_hash`):
+    /// SHA-256 over the payload type, the path length byte as uint16 LE for TRACE only, and the
+    /// payload; the first 8 bytes in upper-case hex, or sixteen zeros for a cut packet.
+    static func hash(_ raw: [UInt8]) -> String {
+        let zeros = "0000000000000000"
+        guard !raw.isEmpty else { return zeros }
+        var i = raw[0] & 3 == 0 || raw[0] & 3 == 3 ? 5 : 1
+        guard raw.count > i else { return zeros }
+        let plen = raw[i]
+        i += 1 + pathBytes(plen).length
+        guard i <= raw.count else { return zeros }
+        let type = (raw[0] >> 2) & 0x0F
+        let input = [type] + (type == 9 ? [plen, 0] : []) + raw[i...]
+        return HexCodec.encode(Array(SHA256.hash(data: input).prefix(8))).uppercased()
+    }
+
+    /// One received packet (LOG_RX_DATA), as `format_packet_data` writes it; then PocketMesh's
+    /// `score` and `duration` when the radio settings are known.
     static func packet(raw: [UInt8], snrQuarterDb: Int8, rssi: Int8, origin: String, originId: PublicKey,
-                       radio: RadioParams?, epochMicros: Int64) -> JSON? {
-        guard let p = try? Packet(bytes: raw) else { return nil }
+                       radio: RadioParams?, epochMicros: Int64) -> JSON {
         let c = clock(epochMicros: epochMicros)
+        let d = decode(raw)
         var fields: [(String, JSON)] = [
             ("origin", .string(origin)), ("origin_id", .string(originId.hex.uppercased())),
             ("timestamp", .string(c.iso)), ("type", "PACKET"), ("direction", "rx"),
             ("time", .string(c.time)), ("date", .string(c.date)), ("len", .string("\(raw.count)")),
-            ("packet_type", .string("\(p.payloadType.rawValue)")), ("route", .string(route(p.routeType))),
-            ("payload_len", .string("\(p.payloadCount)")), ("raw", .string(HexCodec.encode(raw).uppercased())),
-            ("SNR", .string(snr(snrQuarterDb))), ("RSSI", .string("\(rssi)")),
+            ("packet_type", .string("\(d?.payloadType ?? 0)")), ("route", .string(d?.route ?? "U")),
+            // meshcore_py's `payload_length`: the whole packet the radio logged.
+            ("payload_len", .string(d == nil ? "0" : "\(raw.count)")), ("raw", .string(HexCodec.encode(raw).uppercased())),
+            ("SNR", .string(snr(snrQuarterDb))), ("RSSI", .string("\(rssi)")), ("hash", .string(hash(raw))),
         ]
+        if let d, d.route == "D" { fields.append(("path", .string(d.hops.joined(separator: ",")))) }
         if let radio {
             let lora = LoRaSettings(spreadingFactor: Int(radio.spreadingFactor), bandwidthHz: Int(radio.bandwidthHz), codingRate: Int(radio.codingRate))
             fields.append(("score", .string("\(score(snrQuarterDb: snrQuarterDb, spreadingFactor: Int(radio.spreadingFactor), length: raw.count))")))
             fields.append(("duration", .string("\(lora.airtimeMilliseconds(length: raw.count))")))
         }
-        fields.append(("hash", .string(p.hash.description.uppercased())))
-        if p.routeType == .direct {
-            fields.append(("path", .string(p.hops.map { HexCodec.encode($0).uppercased() }.joined(separator: ","))))
-        }
         return .object(fields)
     }
 
-    /// `freq,bw,sf,cr` as the observer networks show a radio: MHz and kHz as decimals.
+    // MARK: status
+
+    /// `freq,bw,sf,cr` as the uploader writes it from meshcore_py's SELF_INFO: MHz and kHz as
+    /// Python floats (`869.618`, `250.0`).
     static func radio(_ r: RadioParams) -> String {
-        func decimal(_ v: UInt32, _ scale: UInt32) -> String {
-            var frac = String(v % scale)
-            frac = String(repeating: "0", count: String(scale).count - 1 - frac.count) + frac
-            while frac.hasSuffix("0") { frac.removeLast() }
-            return "\(v / scale)" + (frac.isEmpty ? "" : "." + frac)
-        }
-        return "\(decimal(r.frequencyKHz, 1000)),\(decimal(r.bandwidthHz, 1000)),\(r.spreadingFactor),\(r.codingRate)"
+        "\(thousandths(r.frequencyKHz)),\(thousandths(r.bandwidthHz)),\(r.spreadingFactor),\(r.codingRate)"
     }
 
-    /// The retained status: `online` (with the radio's stats when known) or `offline` (the will).
+    /// `v / 1000` as Python prints the float: the shortest decimal, at least one digit after the point.
+    static func thousandths(_ v: UInt32) -> String {
+        var frac = String(v % 1000)
+        frac = String(repeating: "0", count: 3 - frac.count) + frac
+        while frac.count > 1, frac.hasSuffix("0") { frac.removeLast() }
+        return "\(v / 1000).\(frac)"
+    }
+
+    /// `model` and `firmware_version` as `get_firmware_info` makes them from DEVICE_INFO: from
+    /// firmware version code 3, the model and `v{VERSION} (Build: {DATE})`; before, `unknown` and
+    /// `v{CODE}`; `unknown` twice when the radio did not answer.
+    static func firmware(_ d: RadioDevice?) -> (model: String, version: String) {
+        guard let d else { return ("unknown", "unknown") }
+        guard d.firmwareVersionCode >= 3 else { return ("unknown", "v\(d.firmwareVersionCode)") }
+        var version = d.version ?? "Unknown"
+        if version.hasPrefix("v") { version.removeFirst() }
+        return (d.model ?? "Unknown", "v\(version) (Build: \(d.buildDate ?? "Unknown"))")
+    }
+
+    /// The status (`publish_status`): `online` (with the radio's stats when known) or, on a clean
+    /// stop, `offline`. `clientVersion` names the software, as the uploader's names itself.
     static func status(_ status: String, origin: String, originId: PublicKey, device: RadioDevice?, radio: RadioParams?,
-                       stats: JSON?, epochMicros: Int64) -> JSON {
+                       stats: JSON?, epochMicros: Int64, clientVersion: String = "pocketmesh/" + PocketMeshVersion.string) -> JSON {
+        let fw = firmware(device)
         var fields: [(String, JSON)] = [
             ("status", .string(status)), ("timestamp", .string(clock(epochMicros: epochMicros).iso)),
             ("origin", .string(origin)), ("origin_id", .string(originId.hex.uppercased())),
-            ("model", .string(device?.model ?? "unknown")), ("firmware_version", .string(device?.version ?? "unknown")),
-            ("radio", .string(radio.map(Self.radio) ?? "unknown")), ("client_version", .string("pocketmesh/" + PocketMeshVersion.string)),
+            ("model", .string(fw.model)), ("firmware_version", .string(fw.version)),
+            ("radio", .string(radio.map(Self.radio) ?? "unknown")), ("client_version", .string(clientVersion)),
         ]
         if let stats { fields.append(("stats", stats)) }
         return .object(fields)
     }
 
-    /// The radio's stats (the `stats` operation's answer: core, radio, packets) as one flat object.
+    /// The last will: only these four keys, as the uploader's (`connect_mqtt_broker`).
+    static func will(origin: String, originId: PublicKey, epochMicros: Int64) -> JSON {
+        .object([("status", "offline"), ("timestamp", .string(clock(epochMicros: epochMicros).iso)),
+                 ("origin", .string(origin)), ("origin_id", .string(originId.hex.uppercased()))])
+    }
+
+    /// The `stats` operation's names → meshcore_py's (STATS_CORE, STATS_RADIO, STATS_PACKETS events),
+    /// which the uploader merges into one object in that order.
+    static let statsNames: [(group: String, ours: String, theirs: String)] = [
+        ("core", "battery_mv", "battery_mv"), ("core", "uptime_s", "uptime_secs"), ("core", "error_flags", "errors"),
+        ("core", "queue_length", "queue_len"),
+        ("radio", "noise_floor", "noise_floor"), ("radio", "last_rssi", "last_rssi"), ("radio", "last_snr", "last_snr"),
+        ("radio", "tx_air_s", "tx_air_secs"), ("radio", "rx_air_s", "rx_air_secs"),
+        ("packets", "received", "recv"), ("packets", "sent", "sent"), ("packets", "sent_flood", "flood_tx"),
+        ("packets", "sent_direct", "direct_tx"), ("packets", "received_flood", "flood_rx"),
+        ("packets", "received_direct", "direct_rx"), ("packets", "receive_errors", "recv_errors"),
+    ]
+
+    /// The radio's stats (the `stats` operation's answer: core, radio, packets) as the uploader's
+    /// `stats` object: meshcore_py's names, `last_snr` a float, and the packet counters' aliases
+    /// `packets_sent` and `packets_received` (`normalize_packet_stats`) after them.
     static func flatStats(_ answer: [(String, JSON)]) -> JSON? {
-        var out: [(String, JSON)] = []
+        var groups: [String: [(String, JSON)]] = [:]
         func take(_ pairs: [(String, JSON)]) {
-            for (k, v) in pairs {
-                guard ["core", "radio", "packets"].contains(k), case .object(let inner) = v else { continue }
-                for (ik, iv) in inner {
-                    out.append((k == "packets" ? "packets_" + ik : ik, iv))
-                }
+            for (k, v) in pairs where ["core", "radio", "packets"].contains(k) {
+                if case .object(let inner) = v { groups[k] = inner }
             }
         }
         take(answer)
         for (k, v) in answer where k == "result" { if case .object(let inner) = v { take(inner) } }
+        var out: [(String, JSON)] = []
+        for n in statsNames {
+            guard let inner = groups[n.group], let v = inner.first(where: { $0.0 == n.ours })?.1 else { continue }
+            if n.theirs == "last_snr", let i = v.int { out.append((n.theirs, .double(Double(i)))) } else { out.append((n.theirs, v)) }
+        }
+        if let p = groups["packets"] {
+            for (alias, ours) in [("packets_sent", "sent"), ("packets_received", "received")] {
+                if let v = p.first(where: { $0.0 == ours })?.1 { out.append((alias, v)) }
+            }
+        }
         return out.isEmpty ? nil : .object(out)
+    }
+
+    // MARK: text
+
+    /// The text Python's `json.dumps` writes for this value (its defaults: ", " and ": " between
+    /// items, non-ASCII and control characters as `\uXXXX`, floats as `repr` writes them).
+    static func dumps(_ j: JSON) -> [UInt8] {
+        var out: [UInt8] = []
+        dumps(j, into: &out)
+        return out
+    }
+
+    static func dumps(_ j: JSON, into out: inout [UInt8]) {
+        switch j {
+        case .null: out += "null".utf8
+        case .bool(let b): out += (b ? "true" : "false").utf8
+        case .int(let v): out += String(v).utf8
+        case .double(let d): out += pythonFloat(d).utf8
+        case .string(let s): pythonString(s, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (n, item) in items.enumerated() {
+                if n > 0 { out += ", ".utf8 }
+                dumps(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let pairs):
+            out.append(UInt8(ascii: "{"))
+            for (n, (k, v)) in pairs.enumerated() {
+                if n > 0 { out += ", ".utf8 }
+                pythonString(k, into: &out)
+                out += ": ".utf8
+                dumps(v, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `repr(float)`: the shortest decimal that reads back the same (Swift's `description` finds
+    /// the same digits and uses an exponent in the same ranges), with ".0" on whole numbers, and
+    /// `NaN`/`Infinity` as `json.dumps` writes them.
+    static func pythonFloat(_ d: Double) -> String {
+        if d.isNaN { return "NaN" }
+        if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
+        if d == d.rounded(), abs(d) < 1e16 { return (d.sign == .minus ? "-" : "") + String(Int64(abs(d))) + ".0" }
+        return d.description
+    }
+
+    static func pythonString(_ s: String, into out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        func escape(_ u: UInt16) {
+            out += "\\u".utf8
+            for shift in [12, 8, 4, 0] { out.append(hex[Int(u >> UInt16(shift)) & 15]) }
+        }
+        out.append(0x22)
+        for u in s.utf16 {
+            switch u {
+            case 0x22: out += "\\\"".utf8
+            case 0x5C: out += "\\\\".utf8
+            case 0x0A: out += "\\n".utf8
+            case 0x0D: out += "\\r".utf8
+            case 0x09: out += "\\t".utf8
+            case 0x08: out += "\\b".utf8
+            case 0x0C: out += "\\f".utf8
+            case 0x20...0x7E: out.append(UInt8(u))
+            default: escape(u)
+            }
+        }
+        out.append(0x22)
     }
 
     // MARK: authentication token

@@ -83,7 +83,7 @@ open class MeshNode: SimNode {
     open func onControl(_ payload: [UInt8], arrival: Arrival) {}
     /// A DIRECT RAW_CUSTOM packet.
     open func onRawCustom(_ payload: [UInt8], arrival: Arrival) {}
-    /// Every packet received, before processing (companion LOG_RX_DATA).
+    /// Every packet received, before it is parsed (companion LOG_RX_DATA), whatever it holds.
     open func onRawReceived(_ bytes: [UInt8], snr: Double, rssi: Int) {}
     /// Every parsed packet, before processing (`onRecvPacket`).
     open func onReceive(_ packet: Packet) {}
@@ -96,9 +96,11 @@ open class MeshNode: SimNode {
         radio.nRecv &+= 1
         radio.lastSNR = snr
         radio.lastRSSI = rssi
+        // Logged before parsing, as `Dispatcher::checkRecv` calls `logRxRaw`: a companion's app
+        // sees what its radio heard even where the firmware then drops it.
+        onRawReceived(bytes, snr: snr, rssi: rssi)
         guard var packet = try? Packet(bytes: bytes) else { return }
         if packet.routeType.isFlood { radio.recvFlood &+= 1 } else { radio.recvDirect &+= 1 }
-        onRawReceived(bytes, snr: snr, rssi: rssi)
         onReceive(packet)
         // The hash is the same for every receiver of one transmission: the air computes it once.
         // Made where needed (most receptions of a flood are duplicates and need none).

@@ -1,4 +1,6 @@
 import Testing
+import MeshAir
+import MeshCompanion
 @testable import MeshSim
 
 @Suite struct AirSocketTests {
@@ -50,5 +52,27 @@ import Testing
         mesh.run(for: 2_000)
         #expect(heard.map(\.0) == [[0x11, 0x00, 9]] && heard[0].1 == 6.5)
         #expect(!ext.transmit([]))
+    }
+}
+
+/// LOG_RX_DATA comes before parsing, as the firmware's `Dispatcher::checkRecv` calls `logRxRaw`:
+/// an app (an observer uploader) sees packets the node then drops.
+@Suite struct RawReceptionTests {
+    @Test func aCompanionLogsWhatItCannotParse() throws {
+        let mesh = SimMesh(seed: 5)
+        let ext = ExternalNode(mesh: mesh, name: "ext0")
+        let node = CompanionNode(mesh: mesh, name: "obs", identity: try LocalIdentity(seed: [UInt8](repeating: 3, count: 32)))
+        mesh.link(ext, node, snr: 6.5)
+        node.connected = true
+        var logged: [[UInt8]] = []
+        node.onFrame = { f in if f.bytes.first == 0x88 { logged.append(Array(f.bytes.dropFirst(3))) } }
+        let packets: [[UInt8]] = [
+            [0x4A, 0x01, 0xAA, 0x42],  // payload version 1
+            [0x0A, 0xC1, 0xAA, 0xBB, 0xCC, 0xDD, 0x01],  // reserved 4-byte hop mode
+            [0x0A, 0x01, 0xAA, 0x42],  // a good one
+        ]
+        for p in packets { #expect(ext.transmit(p)) }
+        mesh.run(for: 10_000)
+        #expect(logged == packets)
     }
 }

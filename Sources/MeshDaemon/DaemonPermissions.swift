@@ -30,6 +30,13 @@ extension DaemonRequest {
     /// usage error it would be anyway).
     public func operationClass() throws(DaemonError) -> OperationClass {
         if let c = op.operationClass { return c }
+        return try requestClass()
+    }
+
+    /// The class by the op's name alone, before its arguments are read (nil for an unknown name).
+    var nameClass: OperationClass? { op.operationClass ?? Request.operationClass(apiOp: name) }
+
+    func requestClass() throws(DaemonError) -> OperationClass {
         var fields: [String: Value] = [:]
         if case .object(let pairs) = args { for (k, v) in pairs { fields[k] = v.value } }
         return try Request(apiOp: name, fields: fields).operationClass
@@ -62,14 +69,22 @@ extension Daemon {
     /// Checks a request against its front end: throws the refusal (and logs it once), logs what
     /// runs of class config, admin or secret.
     func authorize(_ req: DaemonRequest, _ client: Int) throws(DaemonError) {
-        let c = try req.operationClass()
         let fe = frontEnd(of: client)
-        guard fe.allowed.allows(c) else {
-            log("permission: \(fe.name): refused \(req.name) (\(c.rawValue); allowed: \(fe.allowed))")
+        let c: OperationClass
+        do { c = try req.operationClass() } catch {
+            // Arguments that do not parse: a door still refuses an op it does not allow by its
+            // name alone, before saying what is wrong with the arguments.
+            if let least = req.nameClass, !fe.allowed.allows(least) { try refuse(req, least, fe) }
+            throw error
+        }
+        guard fe.allowed.allows(c) else { try refuse(req, c, fe) }
+        if c >= .config { log("permission: \(fe.name): \(req.name) (\(c.rawValue))") }
+    }
+
+    func refuse(_ req: DaemonRequest, _ c: OperationClass, _ fe: FrontEnd) throws(DaemonError) -> Never {
+        log("permission: \(fe.name): refused \(req.name) (\(c.rawValue); allowed: \(fe.allowed))")
             throw DaemonError(.denied, "\(req.name) is a \(c.rawValue) operation, which \(fe.name) does not allow (it allows \(fe.allowed))"
                                 + (fe.widen.isEmpty || c == .secret && fe.widen == "--mqtt-allow" ? "." : "; \(fe.widen) \(c.rawValue) opens it."))
-        }
-        if c >= .config { log("permission: \(fe.name): \(req.name) (\(c.rawValue))") }
     }
 
     /// Checks a hub client's command frame; logs refusals and what runs of class config or above.

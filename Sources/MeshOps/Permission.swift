@@ -144,3 +144,30 @@ extension Request {
         }
     }
 }
+
+extension Request {
+    /// The class an API op has by its name alone (the least it can be: `set` is config, or admin
+    /// for the PIN, secret for the key), so that a door refuses an op it does not allow before its
+    /// arguments are even read. nil: not an op of the command line.
+    public static func operationClass(apiOp op: String) -> OperationClass? {
+        switch op {
+        case "contacts_show", "contacts_export", "contacts_path", "contacts_uri", "contacts_connected", "channel_list",
+             "channel_uri", "time_get", "get", "battery", "stats", "status", "regions", "owner", "clock", "telemetry",
+             "neighbours", "acl", "trace", "mma":
+            return .read
+        case "channel_send", "channel_data":
+            return .message
+        case "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_share", "contacts_import",
+             "contacts_discover_path", "contacts_favourite", "contacts_set_path", "contacts_permissions",
+             "channel_set", "channel_remove", "channel_import", "channel_add", "time_sync", "time_set", "scope",
+             "discover", "set":
+            return .config
+        case "login", "logout", "cmd", "reboot", "factory_reset", "raw", "raw_data", "raw_packet", "cli", "request":
+            return .admin
+        case "sign", "key_export", "key_import":
+            return .secret
+        default:
+            return nil
+        }
+    }
+}

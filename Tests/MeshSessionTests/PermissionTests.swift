@@ -44,3 +44,24 @@ import Testing
         #expect(OperationClass(frame: [UInt8]()) == .admin)
     }
 }
+
+@Suite struct APIOpClassTests {
+    @Test func everyAPIOpHasAClassByItsName() {
+        for op in Request.apiOps { #expect(Request.operationClass(apiOp: op) != nil, "\(op)") }
+        #expect(Request.operationClass(apiOp: "nonsense") == nil)
+    }
+
+    /// The class by name is never above the class of a request of that name (it is checked first).
+    @Test func theNameClassIsTheLeast() throws {
+        let samples: [(String, [String: Value])] = [
+            ("set", ["setting": .string("name"), "value": .string("x")]),
+            ("set", ["setting": .string("pin"), "value": .string("123456")]),
+            ("key_export", [:]), ("reboot", [:]), ("get", [:]), ("channel_send", ["channel": .string("0"), "text": .string("x")]),
+            ("contacts_remove", ["name": .string("a")]), ("cli", ["command": .string("ver")]),
+        ]
+        for (op, fields) in samples {
+            let r = try Request(apiOp: op, fields: fields)
+            #expect(Request.operationClass(apiOp: op)! <= r.operationClass, "\(op)")
+        }
+    }
+}

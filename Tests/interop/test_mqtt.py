@@ -723,6 +723,8 @@ DANGEROUS = [  # (op, arguments, class): each refused with the default classes (
     ("set", {"setting": "tx", "value": "1"}, "config"), ("set", {"setting": "pin", "value": "123456"}, "admin"),
     ("reboot", {}, "admin"), ("raw", {"hex": "16"}, "admin"), ("factory_reset", {"yes_erase_everything": True}, "admin"),
     ("advert", {}, "config"),
+    # Arguments that do not parse: refused by the op's class before they are read.
+    ("key_import", {}, "secret"), ("factory_reset", {}, "admin"), ("cmd", {"name": "x"}, "admin"),
 ]
 
 

@@ -245,6 +245,13 @@ def test_terminal_escapes_from_the_mesh_are_shown_harmlessly(mesh):
     s = pm(mesh, "sim0", "sync")
     assert s.code == 0, s
     assert "\x1b" not in s.out and "look\\x1b[2J\\x1b[Hhere" in s.out, s
+    # A newline in a message cannot forge a second message from someone else: one line, `\n` shown.
+    r = pm(mesh, "sim1", "send", sim0_key[:12], "fine\n[1700000000] bank: send money")
+    assert r.code == 0, r
+    s = pm(mesh, "sim0", "sync")
+    assert s.code == 0, s
+    lines = [l for l in s.out.splitlines() if "bank" in l]
+    assert len(lines) == 1 and "fine\\n[1700000000] bank: send money" in lines[0] and lines[0].startswith("["), s
     # Error messages that repeat what was typed or received.
     e = pm(mesh, "sim0", "send", "no\x1b[2Jbody", "hi")
     assert e.code == 6, e

@@ -91,7 +91,7 @@ struct ChatsCommand: ParsableCommand {
             for c in list {
                 let m = MessageJSON.message(c.lastMessage, store: s)
                 let unread = c.unread > 0 ? " (\(c.unread) unread)" : ""
-                emitHuman("\(c.name)\(unread): \(m["from"]?.string.map { $0.isEmpty ? "" : $0 + ": " } ?? "")\(body(m))")
+                emitHuman("\(terminalSafeLine(c.name))\(unread): \(m["from"]?.string.map { $0.isEmpty ? "" : terminalSafeLine($0) + ": " } ?? "")\(terminalSafeLine(body(m)))")
             }
         }
     }
@@ -136,7 +136,7 @@ struct HistoryCommand: ParsableCommand {
                 let j = MessageJSON.message(m, store: s)
                 let who = m.direction == .outgoing ? "me" : (j["from"]?.string ?? "")
                 let status = m.direction == .outgoing ? " [\(m.status.name)]" : ""
-                emitHuman("#\(m.id) \(formatTime(m.senderTimestamp)) \(who): \(body(j))\(status)")
+                emitHuman("#\(m.id) \(formatTime(m.senderTimestamp)) \(terminalSafeLine(who)): \(terminalSafeLine(body(j)))\(status)")
             }
         }
     }

@@ -12,14 +12,16 @@ struct Sync: RadioCommand {
     }
 }
 
-/// One message as a line of text.
+/// One message as a line of text: exactly one line, whatever the sender put in its name or text
+/// (a newline shows as `\n`), so a message cannot pass itself off as several.
 func messageLine(_ m: Value) -> String {
     let ts = m["timestamp"]?.intValue ?? 0
+    let text = terminalSafeLine(m["text"]?.stringValue ?? "")
     switch m["type"]?.stringValue {
-    case "channel": return "[\(ts)] #\(m["channel"]?.intValue ?? 0) \(m["text"]?.stringValue ?? "")"
+    case "channel": return "[\(ts)] #\(m["channel"]?.intValue ?? 0) \(text)"
     case "channel_data": return "[\(ts)] #\(m["channel"]?.intValue ?? 0) data \(m["data_type"]?.intValue ?? 0): \(m["data"]?.stringValue ?? "")"
     default:
-        let from = m["name"]?.stringValue ?? m["from"]?.stringValue ?? "?"
-        return "[\(ts)] \(from): \(m["text"]?.stringValue ?? "")"
+        let from = terminalSafeLine(m["name"]?.stringValue ?? m["from"]?.stringValue ?? "?")
+        return "[\(ts)] \(from): \(text)"
     }
 }

@@ -233,9 +233,10 @@ struct DaemonCommand: ParsableCommand {
             writeStderr("pocketmesh daemon: \(error)")
             throw ExitCode(startFailureCode(error))
         }
-        // Log lines can carry what came from the mesh (names, hook output): shown harmlessly.
+        // Log lines can carry what came from the mesh, a broker or a client (names, texts, hook
+        // output): shown harmlessly, a newline as `\n`.
         let write = daemon.log
-        daemon.log = { write(terminalSafe($0)) }
+        daemon.log = { write(terminalSafeLine($0)) }  // one call, one line: nothing from outside forges a line
         let code = daemon.run()
         if code != 0 { throw ExitCode(code) }
     }

@@ -53,6 +53,10 @@ public final class Daemon {
         /// `--companion-listen`: the companion hub's TCP listeners (none: no hub).
         public var companionListeners: [HubListener] = []
         public var companionMaxClients = 8
+        /// `--companion-idle-timeout`: a hub client silent this long is disconnected.
+        public var companionIdleTimeoutMS: UInt64 = 15 * 60_000
+        /// A hub client that leaves a frame unfinished this long is disconnected.
+        public var companionPartialFrameMS: UInt64 = 5_000
         /// `--low-battery MV`: a `low_battery` event when the radio's battery reads below this
         /// (checked every `batteryCheckMS`); `battery_ok` once it is 50 mV above it again.
         public var lowBatteryMV: Int? = nil
@@ -157,6 +161,12 @@ public final class Daemon {
     /// The companion hub (DaemonHub.swift), its clients' sessions, and whose send each ACK code confirms.
     var hub: HubServer? = nil
     var hubSessions: [Int: HubSession] = [:]
+    /// The hub clients' requests, in order per client, and their turns at the radio (HubQueue.swift).
+    var hubQueue = HubQueue()
+    /// The hub request at the radio: its client and frame.
+    var hubTickets: [Ticket: (client: Int, frame: [UInt8])] = [:]
+    /// When this daemon last wrote each app cursor (wall-clock seconds): it marks the app seen.
+    var hubCursorTouched: [String: Int] = [:]
     var hubAckOwners: [(ack: UInt32, client: Int)] = []
     /// MQTT (DaemonMQTT.swift).
     var bridges: [MQTTBridge] = []
@@ -199,6 +209,9 @@ public final class Daemon {
         if !config.companionListeners.isEmpty {
             let h = try HubServer(listeners: config.companionListeners)
             h.maxClients = config.companionMaxClients
+            h.idleTimeoutMS = config.companionIdleTimeoutMS
+            h.partialFrameTimeoutMS = config.companionPartialFrameMS
+            h.room = { [unowned self] client in self.hubRoom(client) }
             h.log = { [unowned self] in self.log($0) }
             h.onFrame = { [unowned self] client, frame in self.hubFrame(client, frame) }
             h.onDisconnect = { [unowned self] client in self.hubGone(client) }
@@ -208,7 +221,7 @@ public final class Daemon {
         try DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: socket, name: config.name))
         log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
         log("api: \(socket) (mode 0600) allows \(AllowedClasses.everything)")
-        for l in config.companionListeners { log("hub: companion protocol\(l.webSocket ? " over WebSocket" : "") on \(l.address) allows \(l.allowed)") }
+        for l in config.companionListeners { log("hub: \(l.summary)") }
         try openKnownStore()
     }
 
@@ -250,7 +263,9 @@ public final class Daemon {
                 } else if operations[p.fd] != nil {
                     operationReady(p.fd)
                 } else if mqttHandle(p) {
-                } else if hub?.handle(p, now: monotonicNow()) != true {
+                } else if let h = hub, h.handle(p, now: monotonicNow()) {
+                    pump(now: monotonicNow())  // the frames it read: answered or queued for the radio
+                } else {
                     api.handle(p)
                 }
                 if stopping { break }
@@ -362,7 +377,10 @@ public final class Daemon {
         }
         if let h = hooks { soon(h.tick(now: now)) }
         soon(api.tick(now: now))
-        if let h = hub { soon(h.tick(now: now)) }
+        if let h = hub {
+            soon(h.tick(now: now))
+            soon(hubTimers(now: now))
+        }
         if !operations.isEmpty { soon(operationTimers(now: now)) }
         if !bridges.isEmpty || !observers.isEmpty { soon(mqttTimers(now: now)) }
         soon(notify.tick(now: now))

@@ -66,6 +66,7 @@ extension Daemon {
                 f.append(("hooks_failed", .int(Int64(h.failed.count))))
             }
             f += mqttStatus
+            f += hubStatus
             return DaemonResponse(id: req.id, ok: f)
 
         case .info:
@@ -363,19 +364,22 @@ extension Daemon {
     }
 
     func tunnelReply(_ client: APIServer.ClientID, frame: [UInt8], _ r: Reply) {
+        // The answer first; the store's bookkeeping (an fsync or two) after it.
+        if client >= 0 { tunnelReplyFrames(frame, r) { api.sendFrame($0, to: client) } }
         recordTunnelSend(frame, r)
-        guard client >= 0 else { return }
-        if HubServer.isHubClient(client) {
-            tunnelReplyFrames(frame, r) { hub?.send($0, to: client) }
-            hubAnswered(client, frame: frame, r)
-            return
-        }
-        tunnelReplyFrames(frame, r) { api.sendFrame($0, to: client) }
+        keepListedContacts(frame, r)
+    }
+
+    /// A contacts listing a client asked for is fresh: the store's copy follows (after the answer
+    /// went out; only the contacts that changed are written, so a listing costs no fsync).
+    func keepListedContacts(_ frame: [UInt8], _ r: Reply) {
+        guard frame.first == CommandCode.getContacts.rawValue, case .contacts(let listing) = r, let store else { return }
+        let changed = listing.records.compactMap { try? StoredContact(frame: $0) }.filter { store.contact(publicKey: $0.publicKey) != $0 }
+        if !changed.isEmpty { try? store.saveContacts(changed) }
     }
 
     /// The frames that answer a forwarded command, as the radio sent them.
     func tunnelReplyFrames(_ frame: [UInt8], _ r: Reply, _ out: ([UInt8]) -> Void) {
-        let code = frame.first ?? 0
         switch r {
         case .ok: out(ResponseFrame.ok().bytes)
         case .frame(let f): out(f)
@@ -385,11 +389,6 @@ extension Daemon {
             out(ResponseFrame.contactsStart(count: listing.total).bytes)
             for rec in listing.records { out(rec) }
             out(ResponseFrame.endOfContacts(lastModified: listing.lastmod).bytes)
-            if code == CommandCode.getContacts.rawValue, let store {
-                // The listing is fresh: keep the store's copy current too.
-                let cs = listing.records.compactMap { try? StoredContact(frame: $0) }
-                if !cs.isEmpty { try? store.saveContacts(cs) }
-            }
         case .timeout, .cancelled, .sent:
             break  // the client's own timeout reports it
         }

@@ -4,25 +4,32 @@ import MeshSession
 import MeshStore
 
 /// The companion hub's sessions: what the daemon keeps for each hub client (HubServer.swift).
-struct HubSession {
-    /// The app name from APP_START ("" until then).
+/// A class: the hub updates it for every frame, without copying it in and out of a dictionary.
+final class HubSession {
+    /// The app identity: the listener's `app=`, else the name from APP_START ("" until then).
     var app = ""
-    /// The app's persisted cursor name in the store (`hub-<app>`), once APP_START named it.
+    /// The app's persisted cursor name in the store (`hub-<app>`), once the app is known.
     var cursorName: String? = nil
     /// The id of the last stored message handed to this connection.
     var cursor: UInt64 = 0
     var seeded = false
     /// DEVICE_QUERY's app_target_ver ≥ 3: messages as V3 frames (with SNR).
     var v3 = false
-    /// Requests waiting for their turn at the radio (one in flight per client: round robin).
-    var waiting: [[UInt8]] = []
-    var inFlight = false
+    /// Requests received, and messages handed over (for `status`).
+    var requests = 0
+    var delivered = 0
 }
 
 /// Per-app cursors and the bounded backlog an app never seen before starts from.
 enum HubCursors {
-    /// A never-seen app gets the incoming messages among the last 50 stored ones.
+    /// A never-seen app gets the incoming messages among the last 50 stored.
     static let backlog: UInt64 = 50
+    /// App cursors kept per radio; beyond this the least recently seen are removed.
+    static let maxApps = 64
+    /// An app unseen this long loses its cursor (seconds).
+    static let maxAgeS = 30 * 86_400
+    /// How often a connected app's cursor file is rewritten to mark it seen (seconds).
+    static let touchEveryS = 3_600
 
     /// `hub-` + the app name reduced to the store's cursor alphabet (a-z, 0-9, -, _), at most 64.
     static func name(forApp app: String) -> String {
@@ -35,55 +42,188 @@ enum HubCursors {
         if out == "hub-" { out += "unnamed" }
         return out
     }
+
+    /// The cursors to remove: those last seen more than `maxAgeS` before `now`, then the least
+    /// recently seen beyond `maxApps`; never one in `inUse`.
+    static func expired(_ cursors: [(name: String, writtenAt: Int)], now: Int, inUse: Set<String>) -> [String] {
+        var keep: [(name: String, writtenAt: Int)] = []
+        var out: [String] = []
+        for c in cursors {
+            if !inUse.contains(c.name) && now - c.writtenAt > maxAgeS { out.append(c.name) } else { keep.append(c) }
+        }
+        if keep.count > maxApps {
+            let oldest = keep.filter { !inUse.contains($0.name) }.sorted { ($0.writtenAt, $0.name) < ($1.writtenAt, $1.name) }
+            out += oldest.prefix(keep.count - maxApps).map(\.name)
+        }
+        return out
+    }
 }
 
 extension Daemon {
-    /// A frame from a hub client.
+    /// How many more frames a hub client may queue now (the hub does not read it at 0).
+    func hubRoom(_ client: Int) -> Int {
+        hubQueue.clients[client] == nil ? HubQueue.capacity : hubQueue.room(client)
+    }
+
+    /// A frame from a hub client: checked against its listener's classes (a refusal is logged now
+    /// and answered in its turn), then queued behind the client's earlier requests.
     func hubFrame(_ client: Int, _ frame: UnsafeRawBufferPointer) {
-        guard let hub, let code = frame.first else { return }
-        guard authorizeHub(client, frame) else {
+        guard let code = frame.first else { return }
+        let s = hubSession(client)
+        s.requests += 1
+        let now = monotonicNow()
+        let kind: HubQueue.Kind
+        if !authorizeHub(client, frame) {
+            kind = .refused
+        } else {
+            switch code {
+            case CommandCode.deviceQuery.rawValue, CommandCode.appStart.rawValue, CommandCode.syncNextMessage.rawValue:
+                kind = .local
+            default:
+                kind = .radio
+            }
+        }
+        hubQueue.push(client, HubQueue.Request(frame: Array(frame), kind: kind), now: now)
+    }
+
+    func hubSession(_ client: Int) -> HubSession {
+        if let s = hubSessions[client] { return s }
+        let s = HubSession()
+        s.app = hub?.listener(of: client)?.app ?? ""
+        hubSessions[client] = s
+        hubQueue.add(client, now: monotonicNow())
+        return s
+    }
+
+    /// Answers what the daemon answers itself and gives the radio's turn to the next client, as
+    /// far as each can go now; true if a request went to the radio (its frames are for `pump`).
+    @discardableResult
+    func hubDispatch(now: UInt64) -> Bool {
+        guard let hub else { return false }
+        var submitted = false
+        var progress = true
+        while progress {
+            progress = false
+            for id in hubSessions.keys {
+                while let r = hubQueue.takeLocal(id) {
+                    hubAnswerLocal(id, r)
+                    progress = true
+                }
+            }
+            if let s = session, phase == .ready || phase == .syncing {
+                // The daemon's own commands (sync, keepalive, outbox, API clients) go first: a hub
+                // request gets the radio only when none of those waits.
+                if s.commandsPending == 0, let (id, r) = hubQueue.nextRadio(now: now) {
+                    do {
+                        let t = try s.submit(frame: r.frame, expecting: .answering(r.frame), now: now)
+                        hubTickets[t] = (id, r.frame)
+                        submitted = true
+                    } catch {
+                        hub.send(ResponseFrame.error(.tableFull).bytes, to: id)
+                        hubQueue.answered(id)
+                    }
+                    progress = true
+                }
+            } else {
+                // No radio right now: each request for it gets ERR (bad state) in its turn.
+                for id in hubSessions.keys {
+                    while hubQueue.takeRadioHead(id) != nil {
+                        hub.send(ResponseFrame.error(.badState).bytes, to: id)
+                        progress = true
+                    }
+                }
+            }
+            if hub.resume() { progress = true }
+        }
+        return submitted
+    }
+
+    /// When the hub next needs `hubDispatch` for a client waiting on its request rate.
+    func hubTimers(now: UInt64) -> UInt64? {
+        guard let d = hubQueue.nextDeadline(now: now) else { return nil }
+        if d <= now {
+            pump(now: now)
+            return hubQueue.nextDeadline(now: now).map { max($0, now + 1) }
+        }
+        return d
+    }
+
+    /// A request the daemon answers itself, in its client's turn.
+    func hubAnswerLocal(_ client: Int, _ r: HubQueue.Request) {
+        guard let hub, let s = hubSessions[client] else { return }
+        if r.kind == .refused {
             hub.send(ResponseFrame.error(.unsupportedCommand).bytes, to: client)
             return
         }
-        var s = hubSessions[client] ?? HubSession()
-        switch code {
+        switch r.frame.first {
         case CommandCode.deviceQuery.rawValue:
-            s.v3 = frame.count >= 2 && frame[1] >= 3
-            hubSessions[client] = s
+            s.v3 = r.frame.count >= 2 && r.frame[1] >= 3
             hub.send(deviceInfo, to: client)
         case CommandCode.appStart.rawValue:
-            if case .appStart(let name)? = try? CompanionCommand.decode(frame) {
-                s.app = String(decoding: name, as: UTF8.self)
+            let named = r.frame.withUnsafeBytes { b -> String? in
+                if case .appStart(let name)? = try? CompanionCommand.decode(b) { return String(decoding: name, as: UTF8.self) }
+                return nil
             }
-            hubSeed(&s)
-            hubSessions[client] = s
+            let listenerApp = hub.listener(of: client)?.app
+            let app = listenerApp ?? named ?? s.app
+            if app != s.app || !s.seeded {
+                if s.seeded { hubSaveCursor(s) }
+                s.app = app
+                hubSeed(s)
+            }
             hub.send(selfInfo, to: client)
         case CommandCode.syncNextMessage.rawValue:
-            if !s.seeded { hubSeed(&s) }
-            hub.send(hubNextMessage(&s), to: client)
-            hubSessions[client] = s
+            if !s.seeded { hubSeed(s) }
+            let f = hubNextMessage(s)
+            if f.first != ResponseCode.noMoreMessages.rawValue { s.delivered += 1 }
+            hub.send(f, to: client)
         default:
-            s.waiting.append(Array(frame))
-            hubSessions[client] = s
-            hubSubmitNext(client)
+            hub.send(ResponseFrame.error(.unsupportedCommand).bytes, to: client)
         }
     }
 
-    /// Seeds a connection's cursor from its app's persisted one, or the recent backlog.
-    func hubSeed(_ s: inout HubSession) {
+    /// Seeds a connection's cursor from its app's persisted one, or the recent backlog, and marks
+    /// the app seen (its cursor file is written; a new app may make room by removing old ones).
+    func hubSeed(_ s: HubSession) {
         s.seeded = true
         guard let store else { return }
         let newest = store.nextMessageId > 0 ? store.nextMessageId - 1 : 0
         let start = newest > HubCursors.backlog ? newest - HubCursors.backlog : 0
-        guard !s.app.isEmpty else { s.cursor = start; return }
+        guard !s.app.isEmpty else { s.cursor = start; s.cursorName = nil; return }
         let name = HubCursors.name(forApp: s.app)
         s.cursorName = name
-        s.cursor = ((try? store.storedCursor(name)) ?? nil) ?? start
+        let stored = (try? store.storedCursor(name)) ?? nil
+        s.cursor = stored ?? start
+        let wall = Int(time(nil))
+        if stored == nil || wall - (hubCursorTouched[name] ?? 0) >= HubCursors.touchEveryS {
+            do {
+                try store.setCursor(name, s.cursor)
+                hubCursorTouched[name] = wall
+            } catch { log("store: cannot save the cursor \(name): \(error)") }
+            if stored == nil { hubCursorHousekeeping() }
+        }
+    }
+
+    /// Removes the cursors of apps unseen for 30 days, and the least recently seen beyond 64.
+    func hubCursorHousekeeping() {
+        guard let store, !store.readOnly else { return }
+        let inUse = Set(hubSessions.values.compactMap(\.cursorName))
+        let gone = HubCursors.expired(store.cursors(prefix: "hub-"), now: Int(time(nil)), inUse: inUse)
+        guard !gone.isEmpty else { return }
+        var removed = 0
+        for name in gone {
+            do {
+                try store.removeCursor(name)
+                hubCursorTouched[name] = nil
+                removed += 1
+            } catch { log("store: cannot remove the cursor \(name): \(error)") }
+        }
+        log("hub: removed \(removed) app cursor(s) unseen for \(HubCursors.maxAgeS / 86_400) days or beyond the \(HubCursors.maxApps) kept")
     }
 
     /// The answer to a hub client's SYNC_NEXT_MESSAGE: the next received message past its cursor,
     /// or NO_MORE_MESSAGES (persisting the app's cursor).
-    func hubNextMessage(_ s: inout HubSession) -> [UInt8] {
+    func hubNextMessage(_ s: HubSession) -> [UInt8] {
         guard let store else { return ResponseFrame.noMoreMessages().bytes }
         while let m = (try? store.messages(after: s.cursor, limit: 1, incomingOnly: true))?.first {
             s.cursor = m.id
@@ -98,7 +238,10 @@ extension Daemon {
         // Two connections of one app: the app's cursor is the furthest either reached.
         let old = ((try? store.storedCursor(name)) ?? nil) ?? 0
         guard s.cursor > old else { return }
-        do { try store.setCursor(name, s.cursor) } catch { log("store: cannot save the cursor \(name): \(error)") }
+        do {
+            try store.setCursor(name, s.cursor)
+            hubCursorTouched[name] = Int(time(nil))
+        } catch { log("store: cannot save the cursor \(name): \(error)") }
     }
 
     /// A stored message as the frame version the client negotiated.
@@ -117,38 +260,29 @@ extension Daemon {
         }
     }
 
-    /// Sends a client's next waiting request to the radio, unless one of its own is in flight.
-    func hubSubmitNext(_ client: Int) {
-        guard var s = hubSessions[client], !s.inFlight, !s.waiting.isEmpty, let hub else { return }
-        let bytes = s.waiting.removeFirst()
-        guard let session, phase == .ready || phase == .syncing else {
-            hubSessions[client] = s
-            hub.send(ResponseFrame.error(.badState).bytes, to: client)  // no radio right now
-            hubSubmitNext(client)
-            return
+    /// The radio answered (or did not) a hub client's request: the answer to that client, in one
+    /// write; the radio's turn is free again. False if the ticket is not the hub's.
+    func hubReply(_ t: Ticket, _ r: Reply) -> Bool {
+        guard let w = hubTickets.removeValue(forKey: t) else { return false }
+        hubQueue.answered(w.client)
+        // The answer goes out first, in one write; the store's bookkeeping after it.
+        if let hub, hubSessions[w.client] != nil {
+            tunnelReplyFrames(w.frame, r) { hub.send($0, to: w.client, flush: false) }
+            switch r {
+            case .timeout, .cancelled: hub.send(ResponseFrame.error(.badState).bytes, to: w.client, flush: false)
+            case .frame(let f):
+                if let sent = Self.sentInfo(f) {
+                    hubAckOwners.append((sent.tag, w.client))
+                    if hubAckOwners.count > 256 { hubAckOwners.removeFirst() }
+                }
+            default: break
+            }
+            hub.flush(w.client)
         }
-        let now = monotonicNow()
-        do {
-            let t = try session.submit(frame: bytes, expecting: .answering(bytes), now: now)
-            tunnelTickets[t] = (client, bytes)
-            s.inFlight = true
-        } catch {
-            hub.send(ResponseFrame.error(.tableFull).bytes, to: client)
-        }
-        hubSessions[client] = s
-        pump(now: now)
-    }
-
-    /// The radio answered a hub client's request (after `tunnelReply` sent the answer).
-    func hubAnswered(_ client: Int, frame: [UInt8], _ r: Reply) {
-        if case .frame(let f) = r, let sent = Self.sentInfo(f) {
-            hubAckOwners.append((sent.tag, client))
-            if hubAckOwners.count > 256 { hubAckOwners.removeFirst() }
-        }
-        if case .timeout = r { hub?.send(ResponseFrame.error(.badState).bytes, to: client) }
-        if case .cancelled = r { hub?.send(ResponseFrame.error(.badState).bytes, to: client) }
+        recordTunnelSend(w.frame, r)
+        keepListedContacts(w.frame, r)
         // Contacts and channels a client changed: the daemon's copies follow.
-        switch CommandCode(rawValue: frame.first ?? 0) {
+        switch CommandCode(rawValue: w.frame.first ?? 0) {
         case .addUpdateContact, .removeContact, .importContact, .resetPath, .setAdvertName, .setAdvertLatLon, .setOtherParams:
             if contactsResyncAt == nil { contactsResyncAt = monotonicNow() }
         case .setChannel:
@@ -156,11 +290,7 @@ extension Daemon {
         default:
             break
         }
-        if var s = hubSessions[client] {
-            s.inFlight = false
-            hubSessions[client] = s
-            hubSubmitNext(client)
-        }
+        return true
     }
 
     /// A push: to every hub client, except SEND_CONFIRMED, which goes to the client whose send it
@@ -183,20 +313,41 @@ extension Daemon {
         for c in hub.clientIDs { hub.send(PushFrame.messageWaiting().bytes, to: c) }
     }
 
-    /// The radio link went down: requests in flight get ERR (bad state); they are not retried.
+    /// The radio link went down: a request at the radio was cancelled with the session (and got
+    /// ERR); the waiting ones get theirs in their turn (`hubDispatch`).
     func hubLinkLost() {
-        guard let hub else { return }
-        for (c, var s) in hubSessions where s.inFlight || !s.waiting.isEmpty {
-            for _ in 0..<(s.waiting.count + (s.inFlight ? 1 : 0)) { hub.send(ResponseFrame.error(.badState).bytes, to: c) }
-            s.inFlight = false
-            s.waiting = []
-            hubSessions[c] = s
-        }
+        for (t, _) in hubTickets { _ = hubReply(t, .cancelled) }
+        hubDispatch(now: monotonicNow())
     }
 
     func hubGone(_ client: Int) {
         if let s = hubSessions.removeValue(forKey: client) { hubSaveCursor(s) }
-        for (t, w) in tunnelTickets where w.client == client { tunnelTickets[t] = (-1, w.frame) }
+        hubQueue.remove(client)
         hubAckOwners.removeAll { $0.client == client }
+    }
+
+    /// Each hub client as `status` shows it.
+    var hubStatus: [(String, JSON)] {
+        guard let hub else { return [] }
+        let now = monotonicNow()
+        let list: [JSON] = hub.clientIDs.sorted().compactMap { id in
+            guard let info = hub.info(id) else { return nil }
+            let s = hubSessions[id]
+            let listener: String = info.listener.address.description + (info.listener.webSocket ? " (WebSocket)" : "")
+            let idle: UInt64 = now >= info.lastHeard ? now - info.lastHeard : 0
+            var f: [(String, JSON)] = []
+            f.append(("client", .int(Int64(HubServer.number(id)))))
+            f.append(("app", .string(s?.app ?? "")))
+            f.append(("listener", .string(listener)))
+            f.append(("allows", .string(info.listener.allowed.description)))
+            f.append(("address", .string(info.peer)))
+            f.append(("requests", .int(Int64(s?.requests ?? 0))))
+            f.append(("messages_delivered", .int(Int64(s?.delivered ?? 0))))
+            f.append(("waiting", .int(Int64(hubQueue.waitingCount(id)))))
+            f.append(("connected_s", .int(Int64((now - info.connectedAt) / 1000))))
+            f.append(("idle_s", .int(Int64(idle / 1000))))
+            return JSON.object(f)
+        }
+        return [("hub_clients", .array(list))]
     }
 }

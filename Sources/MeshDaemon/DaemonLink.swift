@@ -154,6 +154,8 @@ extension Daemon {
     /// Handles the session's events, then writes its frames. The order is the durability rule.
     func pump(now: UInt64) {
         processEvents(now: now)
+        // The hub's turn at the radio comes when the daemon's own commands are done.
+        if hub != nil { while hubDispatch(now: now) { processEvents(now: now) } }
         guard let s = session, let l = link else { return }
         while let payload = s.nextFrame() {
             do throws(LinkError) {

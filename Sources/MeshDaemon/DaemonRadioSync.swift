@@ -167,6 +167,7 @@ extension Daemon {
             if case .timeout = r { linkLostLater("the radio stopped answering") }
             return
         }
+        if hubReply(t, r) { return }
         if let w = tunnelTickets.removeValue(forKey: t) {
             tunnelReply(w.client, frame: w.frame, r)
             return

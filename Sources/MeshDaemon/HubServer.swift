@@ -3,13 +3,18 @@ import MeshCompanion
 import MeshLink
 import MeshOps
 
-/// One `--companion-listen` listener: where, and which operation classes its clients may use.
+/// One `--companion-listen` or `--companion-ws` listener: where, which operation classes its
+/// clients may use, and who they are.
 ///
-/// Syntax: `HOST:PORT[,read-only][,allow=CLASS+CLASS...]` (IPv6 as `[::1]:5000`). By default a
-/// listener allows `read`, `message` and `config` (`AllowedClasses.hubDefault`); `read-only` allows
-/// `read` only; `allow=` widens either with more classes (`admin`, `secret`, ...). The older
-/// command names are still read as the class they belong to (`reboot` and `factory-reset`: admin;
-/// `export-key` and `import-key`: secret; `radio-params`: config).
+/// Syntax: `HOST:PORT[,read-only][,allow=CLASS+CLASS...][,app=NAME][,origin=URL...]` (IPv6 as
+/// `[::1]:5000`). By default a listener allows `read`, `message` and `config`
+/// (`AllowedClasses.hubDefault`); `read-only` allows `read` only; `allow=` widens either with more
+/// classes (`admin`, `secret`, ...). The older command names are still read as the class they
+/// belong to (`reboot` and `factory-reset`: admin; `export-key` and `import-key`: secret;
+/// `radio-params`: config). `app=NAME` gives every client of the listener that app identity and
+/// message cursor, whatever name it sends in APP_START (meshcore_py-based apps all send `mccli`).
+/// `origin=URL` (WebSocket only; repeatable, or `+`-separated) is a web page origin whose scripts
+/// may connect; a browser request from any other origin gets HTTP 403.
 public struct HubListener: Equatable, Sendable {
     public var address: TCPAddress
     public var readOnly = false
@@ -17,23 +22,24 @@ public struct HubListener: Equatable, Sendable {
     public var webSocket = false
     /// The operation classes this listener's clients may use.
     public var allowed = AllowedClasses.hubDefault
+    /// `app=`: the app identity (and cursor) of every client on this listener.
+    public var app: String? = nil
+    /// `origin=`: the browser origins a WebSocket listener accepts.
+    public var origins: [String] = []
 
     /// Command names `allow=` took before operation classes, and their class.
     static let legacyNames: [String: OperationClass] = [
         "factory-reset": .admin, "reboot": .admin, "export-key": .secret, "import-key": .secret, "radio-params": .config,
     ]
 
-    public init(parsing text: String, webSocket: Bool) throws(DaemonError) {
-        try self.init(parsing: text)
+    public init(parsing text: String, webSocket: Bool = false) throws(DaemonError) {
         self.webSocket = webSocket
-    }
-
-    public init(parsing text: String) throws(DaemonError) {
+        let option = webSocket ? "--companion-ws" : "--companion-listen"
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         do { address = try TCPAddress(parsing: parts[0]) } catch {
-            throw DaemonError(.usage, "--companion-listen \(text): \(error).")
+            throw DaemonError(.usage, "\(option) \(text): \(error).")
         }
-        guard parts[0].contains(":") else { throw DaemonError(.usage, "--companion-listen \(text): give HOST:PORT.") }
+        guard parts[0].contains(":") else { throw DaemonError(.usage, "\(option) \(text): give HOST:PORT.") }
         var widen: [OperationClass] = []
         for p in parts.dropFirst() {
             if p == "read-only" { readOnly = true; continue }
@@ -41,14 +47,41 @@ public struct HubListener: Equatable, Sendable {
                 for name in p.dropFirst(6).split(separator: "+").map(String.init) {
                     if let c = OperationClass(rawValue: name) ?? Self.legacyNames[name] { widen.append(c); continue }
                     if name == "all" { widen += OperationClass.allCases; continue }
-                    throw DaemonError(.usage, "--companion-listen \(text): unknown class \"\(name)\" in allow= (the classes are \(AllowedClasses.names), or all).")
+                    throw DaemonError(.usage, "\(option) \(text): unknown class \"\(name)\" in allow= (the classes are \(AllowedClasses.names), or all).")
                 }
                 continue
             }
-            throw DaemonError(.usage, "--companion-listen \(text): unknown option \"\(p)\" (read-only or allow=CLASS+CLASS).")
+            if p.hasPrefix("app=") {
+                let name = String(p.dropFirst(4))
+                guard (1...32).contains(name.utf8.count), name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                    throw DaemonError(.usage, "\(option) \(text): app= takes a name of 1 to 32 printable characters without spaces.")
+                }
+                app = name
+                continue
+            }
+            if p.hasPrefix("origin=") {
+                guard webSocket else {
+                    throw DaemonError(.usage, "\(option) \(text): origin= is for WebSocket listeners (--companion-ws).")
+                }
+                for o in p.dropFirst(7).split(separator: "+").map(String.init) {
+                    guard Self.isOrigin(o) else {
+                        throw DaemonError(.usage, "\(option) \(text): origin= takes a web page origin, scheme and host (and port), e.g. http://localhost:8080.")
+                    }
+                    origins.append(WebSocketServer.normalizedOrigin(o))
+                }
+                continue
+            }
+            throw DaemonError(.usage, "\(option) \(text): unknown option \"\(p)\" (read-only, allow=CLASS+CLASS, app=NAME" + (webSocket ? ", origin=URL)." : ")."))
         }
         if readOnly { allowed = AllowedClasses([.read]) }
         for c in widen { allowed.insert(c) }
+    }
+
+    /// `http://host[:port]` or `https://...`, no path.
+    static func isOrigin(_ o: String) -> Bool {
+        let lower = WebSocketServer.normalizedOrigin(o)
+        guard let rest = ["http://", "https://"].first(where: { lower.hasPrefix($0) }).map({ lower.dropFirst($0.count) }) else { return false }
+        return !rest.isEmpty && !rest.contains("/") && rest.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
     /// Why a client of this listener may not send this command frame, or nil when it may.
@@ -59,42 +92,72 @@ public struct HubListener: Equatable, Sendable {
     }
 
     public func refusal(_ frame: [UInt8]) -> String? { frame.withUnsafeBytes { refusal($0) } }
+
+    /// How the start-up log line describes it.
+    public var summary: String {
+        "companion protocol\(webSocket ? " over WebSocket" : "") on \(address) allows \(allowed)"
+            + (app.map { ", app \($0)" } ?? "")
+            + (webSocket ? (origins.isEmpty ? ", no browser origins" : ", origins \(origins.joined(separator: " "))") : "")
+    }
 }
 
 /// The companion hub's TCP side: listening sockets, and connections speaking the WiFi firmware's
 /// framing ('<' + u16 LE length + frame from the app, '>' + length + frame back).
 ///
 /// Non-blocking, driven by the daemon's poll loop like `APIServer`. Bounds:
-/// - at most `maxClients` connections; one more is accepted and closed at once (nothing is evicted);
+/// - at most `maxClients` connections; when full, a new connection evicts a connection that never
+///   sent a whole frame, else the client idle the longest (a few silent connections cannot lock
+///   every new app out, and a storm of connections evicts its own before an app);
+/// - a client's frames are taken only while the daemon has room for them (`room`): a client whose
+///   request queue is full is not read at all (backpressure through poll), and each poll round
+///   reads at most one chunk from each client, so one flooding client cannot starve the radio
+///   link or the others;
 /// - a client whose unread output exceeds `maxOutput` bytes is disconnected (overflow policy: drop
 ///   the client, never block the radio or the other clients);
-/// - a client that sends nothing for `idleTimeoutMS` is disconnected (apps poll; meshcore_py and
-///   the official app send a command at least every few minutes);
-/// - a frame longer than the companion maximum, or bytes outside frames, close that client only.
+/// - a client that sends nothing for `idleTimeoutMS` is disconnected, and one that leaves a frame
+///   unfinished (a header, then silence) for `partialFrameTimeoutMS`;
+/// - a frame longer than the companion maximum, bytes outside frames, or a WebSocket message that
+///   is not exactly one frame close that client only.
 public final class HubServer {
     public typealias ClientID = Int
     /// Hub client ids start here, so they never collide with the API server's.
     public static let firstID = 1 << 30
+    /// Bytes read from one client per poll round.
+    static let readChunk = 4096
 
     public var maxClients = 8
     public var maxOutput = 256 * 1024
     public var idleTimeoutMS: UInt64 = 15 * 60_000
+    public var partialFrameTimeoutMS: UInt64 = 5_000
     public var log: (String) -> Void = { _ in }
     public var onFrame: (ClientID, UnsafeRawBufferPointer) -> Void = { _, _ in }
     public var onDisconnect: (ClientID) -> Void = { _ in }
+    /// How many more frames the daemon takes from a client now (0: leave its socket unread).
+    public var room: (ClientID) -> Int = { _ in Int.max }
 
     final class Client {
         let fd: Int32
         let listener: Int
+        let peer: String
+        let connectedAt: UInt64
         var deframer = StreamDeframer(marker: UInt8(ascii: "<"))
         /// WebSocket listeners: the connection's WebSocket state.
         var ws: WebSocketServer? = nil
-        var closing = false
         var output: [UInt8] = []
         var outputStart = 0
         var lastHeard: UInt64
-        init(fd: Int32, listener: Int, now: UInt64) { self.fd = fd; self.listener = listener; lastHeard = now }
+        /// Frames read but not yet taken by the daemon (at most one chunk's worth).
+        var inbox: [[UInt8]] = []
+        var inboxHead = 0
+        /// Since when part of a frame has waited for the rest.
+        var partialSince: UInt64? = nil
+        /// It has sent a whole frame (connections that never did are evicted first).
+        var spoke = false
+        init(fd: Int32, listener: Int, peer: String, now: UInt64) {
+            self.fd = fd; self.listener = listener; self.peer = peer; connectedAt = now; lastHeard = now
+        }
         var unsent: Int { output.count - outputStart }
+        var inboxEmpty: Bool { inboxHead >= inbox.count }
     }
 
     public let listeners: [HubListener]
@@ -102,19 +165,22 @@ public final class HubServer {
     private var clients: [ClientID: Client] = [:]
     private var byFD: [Int32: ClientID] = [:]
     private var nextID = HubServer.firstID
-    public private(set) var refusedCount = 0
+    public private(set) var evictedCount = 0
 
     public var clientIDs: [ClientID] { Array(clients.keys) }
     public var clientCount: Int { clients.count }
 
     public static func isHubClient(_ id: Int) -> Bool { id >= firstID }
 
+    /// A client's number as the log and `status` show it (1, 2, ...).
+    public static func number(_ id: ClientID) -> Int { id - firstID + 1 }
+
     public init(listeners: [HubListener]) throws(DaemonError) {
         self.listeners = listeners
         for l in listeners {
             do { listenFDs.append(try Self.listen(l.address)) } catch {
                 for fd in listenFDs { close(fd) }
-                throw DaemonError(.usage, "--companion-listen \(l.address): \(error).")
+                throw DaemonError(.usage, "\(l.webSocket ? "--companion-ws" : "--companion-listen") \(l.address): \(error).")
             }
         }
     }
@@ -129,6 +195,18 @@ public final class HubServer {
 
     /// The listener a client came in on.
     public func listener(of id: ClientID) -> HubListener? { clients[id].map { listeners[$0.listener] } }
+
+    /// What `status` shows of a client's connection.
+    public struct ClientInfo {
+        public var listener: HubListener
+        public var peer: String
+        public var connectedAt: UInt64
+        public var lastHeard: UInt64
+    }
+
+    public func info(_ id: ClientID) -> ClientInfo? {
+        clients[id].map { ClientInfo(listener: listeners[$0.listener], peer: $0.peer, connectedAt: $0.connectedAt, lastHeard: $0.lastHeard) }
+    }
 
     /// A TCP listening socket (non-blocking, close-on-exec, SO_REUSEADDR; IPv6 sockets IPv6 only).
     static func listen(_ a: TCPAddress) throws(SystemError) -> Int32 {
@@ -158,12 +236,38 @@ public final class HubServer {
         return fd
     }
 
+    /// The peer of a connected socket as `host:port` (`[v6]:port`).
+    static func peerAddress(_ fd: Int32) -> String {
+        var ss = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &ss) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &len) == 0 }
+        }
+        guard ok else { return "?" }
+        let family = Int32(ss.ss_family)
+        var host = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        if family == AF_INET {
+            var a = withUnsafeBytes(of: ss) { $0.load(as: sockaddr_in.self) }
+            inet_ntop(AF_INET, &a.sin_addr, &host, socklen_t(host.count))
+            return String(cString: host) + ":" + String(UInt16(bigEndian: a.sin_port))
+        }
+        if family == AF_INET6 {
+            var a = withUnsafeBytes(of: ss) { $0.load(as: sockaddr_in6.self) }
+            inet_ntop(AF_INET6, &a.sin6_addr, &host, socklen_t(host.count))
+            return "[" + String(cString: host) + "]:" + String(UInt16(bigEndian: a.sin6_port))
+        }
+        return "?"
+    }
+
     // MARK: poll integration
 
     public func pollDescriptors(into fds: inout [pollfd]) {
         for fd in listenFDs { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-        for c in clients.values {
-            fds.append(pollfd(fd: c.fd, events: Int16(POLLIN) | (c.unsent > 0 ? Int16(POLLOUT) : 0), revents: 0))
+        for (id, c) in clients {
+            // Not read while the daemon has no room for its frames: the client's own socket
+            // buffers fill and its writes block, nobody else's.
+            let reading = c.inboxEmpty && room(id) > 0
+            fds.append(pollfd(fd: c.fd, events: (reading ? Int16(POLLIN) : 0) | (c.unsent > 0 ? Int16(POLLOUT) : 0), revents: 0))
         }
     }
 
@@ -176,22 +280,55 @@ public final class HubServer {
         guard let id = byFD[p.fd], let c = clients[id] else { return false }
         if p.revents & Int16(POLLOUT) != 0 { flush(id, c) }
         guard clients[id] != nil else { return true }
-        if p.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readFrom(id, c, now: now) }
+        if p.revents & Int16(POLLIN) != 0 {
+            readFrom(id, c, now: now)
+        } else if p.revents & Int16(POLLHUP | POLLERR) != 0 {
+            drop(id, reason: nil)  // gone while not being read
+        }
         return true
     }
 
-    /// Closes idle clients; returns when it next needs to be called.
+    /// Hands frames already read to the daemon as far as it has room; true if any went.
+    @discardableResult
+    public func resume() -> Bool {
+        var any = false
+        for (id, c) in clients where !c.inboxEmpty {
+            if deliver(id, c) { any = true }
+        }
+        return any
+    }
+
+    /// Closes idle clients and unfinished frames; returns when it next needs to be called.
     public func tick(now: UInt64) -> UInt64? {
         var next: UInt64? = nil
         for (id, c) in clients {
+            // A client whose frames wait for the daemon is busy, not idle, and a frame it left
+            // unfinished waits on the daemon too (its socket is not being read).
+            if !c.inboxEmpty || room(id) <= 0 {
+                c.lastHeard = now
+                if c.partialSince != nil { c.partialSince = now }
+            }
             let due = c.lastHeard + idleTimeoutMS
-            if now >= due { drop(id, reason: "idle for \((now - c.lastHeard) / 1000) s; disconnected") } else { next = min(next ?? due, due) }
+            if now >= due {
+                drop(id, reason: "idle for \((now - c.lastHeard) / 1000) s; disconnected")
+                continue
+            }
+            next = min(next ?? due, due)
+            if let since = c.partialSince {
+                let d = since + partialFrameTimeoutMS
+                if now >= d {
+                    drop(id, reason: "left a frame unfinished for \((now - since) / 1000) s; disconnected")
+                    continue
+                }
+                next = min(next ?? d, d)
+            }
         }
         return next
     }
 
-    /// Sends one frame ('>' + length + payload) to a client.
-    public func send(_ payload: [UInt8], to id: ClientID) {
+    /// Sends one frame ('>' + length + payload) to a client; `flush: false` only queues it (the
+    /// caller sends several answers in one write, then calls `flush(_:)`).
+    public func send(_ payload: [UInt8], to id: ClientID, flush now: Bool = true) {
         guard let c = clients[id] else { return }
         let framed = StreamDeframer.frame(payload, marker: UInt8(ascii: ">"))
         // Over WebSocket, one binary message carries one frame, header included.
@@ -200,7 +337,12 @@ public final class HubServer {
             drop(id, reason: "\(c.unsent) unread bytes (limit \(maxOutput)); disconnected")
             return
         }
-        flush(id, c)
+        if now { flush(id, c) }
+    }
+
+    /// Writes what `send(_:to:flush: false)` queued.
+    public func flush(_ id: ClientID) {
+        if let c = clients[id] { flush(id, c) }
     }
 
     /// Closes a client (a malformed frame, a policy decision).
@@ -217,80 +359,132 @@ public final class HubServer {
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             UnixSocket.setNonBlocking(fd)
-            if clients.count >= maxClients {
-                close(fd)
-                refusedCount += 1
-                // One line per 100 refusals: a flood of connections cannot flood the log.
-                if refusedCount % 100 == 1 { log("hub: refused a client: \(maxClients) connected (\(refusedCount) refused so far)") }
-                continue
+            // Answers go out as they are written (many are several small frames): no Nagle delay.
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            if clients.count >= maxClients, let victim = evictionCandidate() {
+                evictedCount += 1
+                let idle = (now - victim.value.lastHeard) / 1000
+                // Every eviction is logged at first; then one line per 100, so churn cannot flood the log.
+                if evictedCount <= 10 || evictedCount % 100 == 0 {
+                    drop(victim.key, reason: "evicted for a new client (\(maxClients) connected; it was idle the longest, \(idle) s"
+                         + (victim.value.spoke ? "" : ", without a whole frame") + "; \(evictedCount) evicted so far)")
+                } else {
+                    drop(victim.key, reason: "")
+                }
             }
             let id = nextID
             nextID += 1
-            let client = Client(fd: fd, listener: listener, now: now)
-            if listeners[listener].webSocket { client.ws = WebSocketServer() }
+            let client = Client(fd: fd, listener: listener, peer: Self.peerAddress(fd), now: now)
+            let l = listeners[listener]
+            if l.webSocket { client.ws = WebSocketServer(allowedOrigins: l.origins) }
             clients[id] = client
             byFD[fd] = id
-            log("hub: client \(id - Self.firstID + 1) connected on \(listeners[listener].address)")
+            log("hub: client \(Self.number(id)) connected on \(l.address) from \(client.peer)")
         }
     }
 
+    /// The client a new connection replaces when the hub is full: one that never sent a whole
+    /// frame (a connection storm's own, a stalled one) before an app's, then the one idle longest.
+    private func evictionCandidate() -> (key: ClientID, value: Client)? {
+        clients.min { a, b in
+            a.value.spoke != b.value.spoke ? !a.value.spoke : a.value.lastHeard < b.value.lastHeard
+        }.map { (key: $0.key, value: $0.value) }
+    }
+
+    /// One chunk from a client (only when its earlier frames were all taken and the daemon has
+    /// room): its frames go to the inbox, then to the daemon as far as it takes them.
     private func readFrom(_ id: ClientID, _ c: Client, now: UInt64) {
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while clients[id] != nil {
-            let n = chunk.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { return }
-                drop(id, reason: nil)
-                return
-            }
-            if n == 0 {
-                drop(id, reason: nil)
-                return
-            }
-            c.lastHeard = now
-            var frames: [[UInt8]] = []
-            if c.ws != nil {
-                var events: [WebSocketServer.Event] = []
-                chunk.withUnsafeBytes { raw in events = c.ws!.receive(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
-                for e in events {
-                    switch e {
-                    case .write(let bytes):
-                        c.output.append(contentsOf: bytes)
-                        flush(id, c)
-                    case .message(let m):
-                        // A frame with its '<' header, or the bare payload.
-                        var f = m[...]
-                        if f.count >= 3, f.first == UInt8(ascii: "<"), Int(f[f.startIndex + 1]) | Int(f[f.startIndex + 2]) << 8 == f.count - 3 {
-                            f = f.dropFirst(3)
-                        }
-                        guard (1...CompanionLimits.maxFrameSize).contains(f.count) else {
-                            drop(id, reason: "sent a WebSocket message of \(m.count) bytes, not a companion frame; disconnected")
-                            return
-                        }
-                        frames.append(Array(f))
-                    case .close(let why):
-                        guard clients[id] != nil else { return }
-                        flush(id, c)
-                        drop(id, reason: "WebSocket: \(why)")
+        guard c.inboxEmpty, room(id) > 0 else { return }
+        var chunk = [UInt8](repeating: 0, count: Self.readChunk)
+        var n = 0
+        while true {
+            n = chunk.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            break
+        }
+        if n < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK { return }
+            drop(id, reason: nil)
+            return
+        }
+        if n == 0 {
+            drop(id, reason: nil)
+            return
+        }
+        c.lastHeard = now
+        c.inbox.removeAll(keepingCapacity: true)
+        c.inboxHead = 0
+        var partial = false
+        if c.ws != nil {
+            var events: [WebSocketServer.Event] = []
+            chunk.withUnsafeBytes { raw in events = c.ws!.receive(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+            for e in events {
+                switch e {
+                case .write(let bytes):
+                    c.output.append(contentsOf: bytes)
+                    flush(id, c)
+                case .message(let m):
+                    guard let f = Self.frame(inWebSocketMessage: m) else {
+                        drop(id, reason: "sent a WebSocket message of \(m.count) bytes that is not one companion frame; disconnected")
                         return
                     }
+                    c.inbox.append(f)
+                case .close(let why):
+                    guard clients[id] != nil else { return }
+                    flush(id, c)
+                    drop(id, reason: "WebSocket: \(why)")
+                    return
                 }
-            } else {
-                chunk.withUnsafeBytes { raw in
-                    c.deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { frames.append(Array($0)) }
-                }
+                guard clients[id] != nil else { return }
+            }
+            partial = c.ws!.hasPartial
+        } else {
+            chunk.withUnsafeBytes { raw in
+                c.deframer.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) { c.inbox.append(Array($0)) }
             }
             if c.deframer.skippedBytes > 0 || c.deframer.oversizedFrames > 0 {
                 drop(id, reason: "sent \(c.deframer.skippedBytes) byte(s) outside companion frames (or an oversized frame); disconnected")
                 return
             }
-            for f in frames {
-                guard clients[id] != nil else { return }
-                f.withUnsafeBytes { onFrame(id, $0) }
-            }
-            if n < chunk.count { return }
+            partial = c.deframer.bufferedCount > 0
         }
+        // The time a frame may take counts from the last one completed: a client streaming frames
+        // whose reads end mid-frame is not stalled.
+        c.partialSince = partial ? (c.inbox.isEmpty ? (c.partialSince ?? now) : now) : nil
+        if !c.inbox.isEmpty { c.spoke = true }
+        deliver(id, c)
+    }
+
+    /// The companion frame a WebSocket message holds: the frame with its '<' header (the length
+    /// must match the message exactly: one message, one frame) or the bare frame. A message that
+    /// starts with '<' and is longer than a bare GET_ALLOWED_REPEAT_FREQ (0x3C) must be one framed
+    /// frame; anything else (two frames in one message) is nil.
+    static func frame(inWebSocketMessage m: [UInt8]) -> [UInt8]? {
+        if m.count >= 3, m[0] == UInt8(ascii: "<") {
+            let n = Int(m[1]) | Int(m[2]) << 8
+            guard n == m.count - 3, (1...CompanionLimits.maxFrameSize).contains(n) else { return nil }
+            return Array(m[3...])
+        }
+        guard (1...CompanionLimits.maxFrameSize).contains(m.count) else { return nil }
+        return m
+    }
+
+    /// Gives the daemon the client's read frames while it has room; true if any went.
+    @discardableResult
+    private func deliver(_ id: ClientID, _ c: Client) -> Bool {
+        var any = false
+        while !c.inboxEmpty, clients[id] != nil, room(id) > 0 {
+            let f = c.inbox[c.inboxHead]
+            c.inboxHead += 1
+            any = true
+            f.withUnsafeBytes { onFrame(id, $0) }
+        }
+        if c.inboxEmpty {
+            c.inbox.removeAll(keepingCapacity: true)
+            c.inboxHead = 0
+        }
+        return any
     }
 
     private func flush(_ id: ClientID, _ c: Client) {
@@ -313,11 +507,12 @@ public final class HubServer {
         }
     }
 
+    /// Closes a client; `reason` "" closes it without a log line.
     private func drop(_ id: ClientID, reason: String?) {
         guard let c = clients.removeValue(forKey: id) else { return }
         byFD[c.fd] = nil
         close(c.fd)
-        log("hub: client \(id - Self.firstID + 1) " + (reason ?? "disconnected"))
+        if reason != "" { log("hub: client \(Self.number(id)) " + (reason ?? "disconnected")) }
         onDisconnect(id)
     }
 }

@@ -14,6 +14,9 @@ public struct StreamDeframer {
     /// Headers seen with a length over the companion maximum.
     public var oversizedFrames: Int { Int(decoder.oversizedFrames) }
 
+    /// Bytes held that do not make a whole frame yet (a frame still arriving).
+    public var bufferedCount: Int { decoder.bufferedCount }
+
     public init(marker: UInt8) {
         self.marker = marker
         decoder = FrameDecoder(side: marker == UInt8(ascii: ">") ? .client : .device)

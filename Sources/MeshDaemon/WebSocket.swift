@@ -3,6 +3,10 @@ import Crypto
 /// The server side of a WebSocket (RFC 6455), sans-I/O: bytes in, events out. It answers the
 /// HTTP upgrade, then reassembles the client's (masked) messages, answers pings, and closes on a
 /// close frame, a protocol error or a message over `maxMessage` bytes.
+///
+/// A browser sends the page's `Origin` with the upgrade; one that is not in `allowedOrigins`
+/// gets HTTP 403, so a web page open in a local browser cannot reach a loopback listener. A
+/// request without `Origin` does not come from a browser page and is accepted.
 struct WebSocketServer {
     enum Event: Equatable {
         /// Bytes to write to the client (the handshake answer, a pong, a close).
@@ -15,13 +19,28 @@ struct WebSocketServer {
 
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
     let maxMessage: Int
+    /// Origins accepted (lowercase, no trailing '/'); any other one is refused with 403.
+    let allowedOrigins: [String]
     private(set) var open = false
     private var closed = false
     private var buffer: [UInt8] = []
     private var fragments: [UInt8] = []
     private var fragmented = false
 
-    init(maxMessage: Int = 1024) { self.maxMessage = maxMessage }
+    init(maxMessage: Int = 1024, allowedOrigins: [String] = []) {
+        self.maxMessage = maxMessage
+        self.allowedOrigins = allowedOrigins.map(Self.normalizedOrigin)
+    }
+
+    /// An origin as compared: lowercase, without a trailing '/'.
+    static func normalizedOrigin(_ origin: String) -> String {
+        var o = origin.lowercased()
+        while o.hasSuffix("/") { o.removeLast() }
+        return o
+    }
+
+    /// Bytes of a request or message received in part, waiting for the rest.
+    var hasPartial: Bool { !closed && (!buffer.isEmpty || fragmented) }
 
     /// A binary message to the client (servers do not mask).
     static func frame(_ payload: [UInt8], opcode: UInt8 = 0x2) -> [UInt8] {
@@ -115,6 +134,11 @@ struct WebSocketServer {
               headers["sec-websocket-version"] == "13",
               let key = headers["sec-websocket-key"], !key.isEmpty else {
             _ = fail(&events, http: "400 Bad Request", "not a WebSocket upgrade (version 13)")
+            return
+        }
+        if let origin = headers["origin"], !allowedOrigins.contains(Self.normalizedOrigin(origin)) {
+            let printable = String(origin.unicodeScalars.prefix(100).map { $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" })
+            _ = fail(&events, http: "403 Forbidden", "a page from origin \(printable), which this listener does not accept (origin=\(printable) accepts it)")
             return
         }
         events.append(.write(Array(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"

@@ -193,6 +193,10 @@ public final class Session {
         return d
     }
 
+    /// Commands queued or in flight: the radio's own turn-taking. A shell that shares the radio
+    /// (the daemon's hub) hands over work of lower priority only when this is 0.
+    public var commandsPending: Int { queue.count + (inFlight == nil ? 0 : 1) }
+
     /// True while anything is queued, in flight or awaited.
     public var isBusy: Bool {
         inFlight != nil || !queue.isEmpty || !messages.isEmpty || slotRequest != nil || commandRequest != nil

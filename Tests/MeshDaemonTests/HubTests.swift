@@ -79,4 +79,82 @@ import Testing
         #expect(HubCursors.name(forApp: "") == "hub-unnamed")
         #expect(HubCursors.name(forApp: String(repeating: "x", count: 200)).utf8.count == 64)
     }
+
+    @Test func listenerAppAndOrigins() throws {
+        let app = try HubListener(parsing: "127.0.0.1:5000,app=homeassistant")
+        #expect(app.app == "homeassistant" && app.origins.isEmpty)
+        let ws = try HubListener(parsing: "127.0.0.1:5001,origin=http://localhost:8080+https://app.example/,origin=http://[::1]:3000", webSocket: true)
+        #expect(ws.origins == ["http://localhost:8080", "https://app.example", "http://[::1]:3000"])
+        // origin= is for WebSocket listeners; an origin is a scheme and a host, no path.
+        #expect(throws: DaemonError.self) { try HubListener(parsing: "127.0.0.1:5000,origin=http://localhost") }
+        #expect(throws: DaemonError.self) { try HubListener(parsing: "127.0.0.1:5000,origin=localhost", webSocket: true) }
+        #expect(throws: DaemonError.self) { try HubListener(parsing: "127.0.0.1:5000,origin=http://a/b", webSocket: true) }
+        #expect(throws: DaemonError.self) { try HubListener(parsing: "127.0.0.1:5000,app=") }
+        #expect(throws: DaemonError.self) { try HubListener(parsing: "127.0.0.1:5000,app=two words") }
+    }
+
+    static let batt = HubQueue.Request(frame: [CommandCode.getBatteryAndStorage.rawValue], kind: .radio)
+    static let time = HubQueue.Request(frame: [CommandCode.getDeviceTime.rawValue], kind: .radio)
+    static let sync = HubQueue.Request(frame: [CommandCode.syncNextMessage.rawValue], kind: .local)
+
+    @Test func aClientsLocalAnswerWaitsBehindItsRadioRequest() {
+        // `<\x01\x00\x05<\x01\x00\x0a` in one write: GET_DEVICE_TIME, then SYNC_NEXT_MESSAGE. The
+        // firmware answers 0x09 then 0x0A; so must the hub.
+        var q = HubQueue()
+        q.push(1, Self.time, now: 0)
+        q.push(1, Self.sync, now: 0)
+        #expect(q.takeLocal(1) == nil)  // the radio request is first
+        #expect(q.nextRadio(now: 0)?.request == Self.time)
+        #expect(q.takeLocal(1) == nil)  // still at the radio
+        q.answered(1)
+        #expect(q.takeLocal(1) == Self.sync)
+        // Another client's local request does not wait for this one's radio request.
+        q.push(1, Self.time, now: 0)
+        q.push(2, Self.sync, now: 0)
+        #expect(q.nextRadio(now: 0)?.client == 1)
+        #expect(q.takeLocal(2) == Self.sync)
+    }
+
+    @Test func turnsGoRoundAndARateHoldsBackOnlyTheFlooder() {
+        var q = HubQueue(ratePerSecond: 10, burst: 2)
+        for _ in 0..<HubQueue.capacity { q.push(1, Self.batt, now: 0) }
+        #expect(q.room(1) == 0 && !q.push(1, Self.batt, now: 0))  // bounded: the hub stops reading it
+        q.push(2, Self.batt, now: 0)
+        q.push(2, Self.batt, now: 0)
+        // One hub request at the radio at a time, turns alternating.
+        var served: [Int] = []
+        for _ in 0..<4 {
+            guard let (c, _) = q.nextRadio(now: 0) else { break }
+            #expect(q.nextRadio(now: 0) == nil)
+            served.append(c)
+            q.answered(c)
+        }
+        #expect(served == [1, 2, 1, 2])
+        // Client 1 used its burst: it waits for a token (100 ms at 10 a second); client 3 does not.
+        q.push(3, Self.batt, now: 0)
+        #expect(q.nextRadio(now: 0)?.client == 3)
+        q.answered(3)
+        #expect(q.nextRadio(now: 0) == nil)
+        #expect(q.nextDeadline(now: 0) == 100)
+        #expect(q.nextRadio(now: 99) == nil)
+        #expect(q.nextRadio(now: 100)?.client == 1)
+        // A client gone with its request at the radio frees the turn.
+        q.remove(1)
+        q.answered(1)
+        q.push(4, Self.batt, now: 100)
+        #expect(q.nextRadio(now: 100)?.client == 4)
+    }
+
+    @Test func appCursorsUnseenFor30DaysOrBeyond64Go() {
+        let now = 100 * 86_400
+        // 70 apps seen a day apart, one of them connected now though seen long ago.
+        let cursors = (0..<70).map { (name: "hub-app\($0)", writtenAt: now - $0 * 86_400 / 2) }
+        let gone = HubCursors.expired(cursors, now: now, inUse: ["hub-app69"])
+        // Unseen for over 30 days: app61...app68 (app60 is exactly 30 days); app69 is in use.
+        #expect(Set(gone) == Set((61...68).map { "hub-app\($0)" }))
+        // 80 apps all seen today: the 16 least recently seen go.
+        let recent = (0..<80).map { (name: "hub-r\($0)", writtenAt: now - $0) }
+        #expect(Set(HubCursors.expired(recent, now: now, inUse: [])) == Set((64..<80).map { "hub-r\($0)" }))
+        #expect(HubCursors.expired(Array(recent.prefix(64)), now: now, inUse: []).isEmpty)
+    }
 }

@@ -55,4 +55,56 @@ import Testing
         guard case .write(let answer) = events.first else { Issue.record("no answer"); return }
         #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 400"))
     }
+
+    static func upgrade(origin: String?) -> [UInt8] {
+        Array(("GET / HTTP/1.1\r\nHost: 127.0.0.1:5001\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + (origin.map { "Origin: \($0)\r\n" } ?? "")
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+    }
+
+    @Test func anOriginNotAllowedIsA403AndNoOriginIsAccepted() {
+        // A page in a local browser: refused unless its origin was named.
+        var page = WebSocketServer()
+        let refused = feed(&page, Self.upgrade(origin: "http://evil.example"))
+        guard case .write(let answer) = refused.first else { Issue.record("no answer"); return }
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 403"))
+        if case .close = refused.last {} else { Issue.record("not closed: \(refused)") }
+        #expect(!page.open)
+        // The origin named (case and a trailing slash aside) is accepted; others still are not.
+        var allowed = WebSocketServer(allowedOrigins: ["http://localhost:8080/"])
+        guard case .write(let ok) = feed(&allowed, Self.upgrade(origin: "HTTP://localhost:8080")).first else { Issue.record("no answer"); return }
+        #expect(String(decoding: ok, as: UTF8.self).hasPrefix("HTTP/1.1 101") && allowed.open)
+        var other = WebSocketServer(allowedOrigins: ["http://localhost:8080"])
+        guard case .write(let no) = feed(&other, Self.upgrade(origin: "http://localhost:8081")).first else { Issue.record("no answer"); return }
+        #expect(String(decoding: no, as: UTF8.self).hasPrefix("HTTP/1.1 403"))
+        // No Origin header: not a browser page.
+        var tool = WebSocketServer()
+        _ = feed(&tool, Self.upgrade(origin: nil))
+        #expect(tool.open)
+    }
+
+    @Test func aMessageIsExactlyOneCompanionFrame() {
+        // With its header (length matching) or bare.
+        #expect(HubServer.frame(inWebSocketMessage: [0x3C, 0x01, 0x00, 0x05]) == [0x05])
+        #expect(HubServer.frame(inWebSocketMessage: [0x05]) == [0x05])
+        // GET_ALLOWED_REPEAT_FREQ (0x3C) bare is a frame too.
+        #expect(HubServer.frame(inWebSocketMessage: [0x3C]) == [0x3C])
+        // Two frames in one message: refused (it ran as a command 0x3C).
+        #expect(HubServer.frame(inWebSocketMessage: [0x3C, 0x01, 0x00, 0x05, 0x3C, 0x01, 0x00, 0x0A]) == nil)
+        // A header whose length does not match, empty, or over the companion maximum.
+        #expect(HubServer.frame(inWebSocketMessage: [0x3C, 0x05, 0x00, 0x05]) == nil)
+        #expect(HubServer.frame(inWebSocketMessage: []) == nil)
+        #expect(HubServer.frame(inWebSocketMessage: [UInt8](repeating: 1, count: 177)) == nil)
+    }
+
+    @Test func aPartialRequestOrFrameIsSeen() {
+        var ws = WebSocketServer()
+        #expect(!ws.hasPartial)
+        _ = feed(&ws, Array("GET / HTTP/1.1\r\n".utf8))
+        #expect(ws.hasPartial)
+        _ = feed(&ws, Array(Self.upgrade(origin: nil).dropFirst(16)))
+        #expect(ws.open && !ws.hasPartial)
+        _ = feed(&ws, [0x82, 0x85, 0, 0])
+        #expect(ws.hasPartial)
+    }
 }

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from test_daemon_faults import BIN, Daemon, tmpdir_short  # noqa: F401
+from test_daemon_faults import BIN, Daemon, free_ports, tmpdir_short, wait_for  # noqa: F401
 from test_hub import frame as tcp_frame, pm, read_frame, send_channel
 from test_sim_clients import Sim, free_port_base
 
@@ -20,15 +20,23 @@ pytestmark = pytest.mark.skipif(not BIN.exists(), reason="pocketmesh binary not 
 
 
 class WS:
-    def __init__(self, port):
+    def __init__(self, port, origin=None, expect=b"HTTP/1.1 101"):
         self.s = socket.create_connection(("127.0.0.1", port))
         key = base64.b64encode(os.urandom(16)).decode()
         self.s.sendall((f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+                        + (f"Origin: {origin}\r\n" if origin else "")
+                        + f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
         head = b""
         self.s.settimeout(10)
         while b"\r\n\r\n" not in head:
-            head += self.s.recv(1)
+            chunk = self.s.recv(1)
+            if not chunk:
+                break
+            head += chunk
+        self.head = head
+        if expect != b"HTTP/1.1 101":
+            assert head.startswith(expect), head
+            return
         want = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
         assert head.startswith(b"HTTP/1.1 101") and f"Sec-WebSocket-Accept: {want}".encode() in head, head
         self.buf = b""
@@ -68,8 +76,9 @@ class WS:
 @pytest.fixture
 def ws_hub(tmpdir_short):
     sim = Sim("--repeaters", "1", "--seed", "5")
-    port = free_port_base(2)
-    d = Daemon(tmpdir_short, sim.port("sim0"), hook=False, extra=("--companion-ws", f"127.0.0.1:{port}"))
+    port = free_ports(2)
+    d = Daemon(tmpdir_short, sim.port("sim0"), hook=False,
+               extra=("--companion-ws", f"127.0.0.1:{port}", "--companion-ws", f"127.0.0.1:{port + 1},origin=http://localhost:8080"))
     try:
         d.wait_ready(timeout=60)
         yield sim, d, port
@@ -120,3 +129,29 @@ def test_protocol_errors_close_that_client_only(ws_hub):
     assert s.recv(100).startswith(b"HTTP/1.1 400")
     assert good.request(bytes([0x16, 3]))[0] == 0x0D
     assert pm("daemon", "--tcp", "127.0.0.1:1", "--companion-ws", "nope").returncode == 2
+
+
+def test_a_browser_page_from_an_origin_not_named_is_refused(ws_hub):
+    """A web page open in a local browser cannot reach the loopback listener: its Origin must be
+    one the listener names (origin=); a client that sends no Origin is not a browser page."""
+    sim, d, port = ws_hub
+    for p in (port, port + 1):
+        w = WS(p, origin="http://evil.example", expect=b"HTTP/1.1 403")
+        w.s.settimeout(5)
+        assert w.s.recv(10) == b""
+    ok = WS(port + 1, origin="http://localhost:8080")
+    assert ok.request(bytes([0x16, 3]))[0] == 0x0D
+    assert wait_for(lambda: "does not accept" in open(d.tmp / "daemon.log").read(), timeout=5)
+
+
+def test_a_message_is_exactly_one_frame(ws_hub):
+    """Two companion frames in one WebSocket message (they ran as a command 0x3C) close the client."""
+    sim, d, port = ws_hub
+    w = WS(port)
+    assert w.request(bytes([0x16, 3]))[0] == 0x0D
+    w.send(b"<\x01\x00\x05<\x01\x00\x0a")
+    r = w.recv()
+    while r is not None and r[0] == 2 and r[1][3] >= 0x80:  # pushes
+        r = w.recv()
+    assert r is None, r
+    assert wait_for(lambda: "not one companion frame" in open(d.tmp / "daemon.log").read(), timeout=5)

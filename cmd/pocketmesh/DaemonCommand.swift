@@ -62,14 +62,17 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds to wait for each radio response.", valueName: "seconds"))
     var timeout: Double = 5
 
-    @Option(help: ArgumentHelp("Serve the companion protocol (WiFi framing) to apps on this address; repeatable. Its clients may use the operation classes read, message and config; options after commas: read-only (read only), allow=CLASS+CLASS (adds admin, secret, ...).", valueName: "host:port[,opts]"))
+    @Option(help: ArgumentHelp("Serve the companion protocol (WiFi framing) to apps on this address; repeatable. Its clients may use the operation classes read, message and config; options after commas: read-only (read only), allow=CLASS+CLASS (adds admin, secret, ...), app=NAME (every client on it is app NAME, with its own message cursor: one listener per meshcore_py-based app, which all send the name mccli).", valueName: "host:port[,opts]"))
     var companionListen: [String] = []
 
-    @Option(help: ArgumentHelp("Serve the companion protocol over WebSocket on this address (one binary message per frame, '<'/'>' header included), for browser apps; repeatable; the same options as --companion-listen.", valueName: "host:port[,opts]"))
+    @Option(help: ArgumentHelp("Serve the companion protocol over WebSocket on this address (one binary message per frame, '<'/'>' header included), for browser apps; repeatable; the same options as --companion-listen, and origin=URL (repeatable or '+'-separated): a web page origin allowed to connect (a browser page from any other origin gets HTTP 403; clients that send no Origin are accepted).", valueName: "host:port[,opts]"))
     var companionWs: [String] = []
 
-    @Option(help: ArgumentHelp("Companion hub clients connected at once.", valueName: "n"))
+    @Option(help: ArgumentHelp("Companion hub clients connected at once; a new one beyond this evicts the client idle the longest.", valueName: "n"))
     var companionMaxClients: Int = 8
+
+    @Option(help: ArgumentHelp("Disconnect a companion hub client that sends nothing for this many seconds (1 to 86400).", valueName: "seconds"))
+    var companionIdleTimeout: Int = 900
 
     @Option(help: ArgumentHelp("Publish a low_battery event (API subscribers) when the radio's battery reads below this many millivolts, and battery_ok when it is 50 mV above again.", valueName: "mv"))
     var lowBattery: Int?
@@ -141,9 +144,13 @@ struct DaemonCommand: ParsableCommand {
         if radio.serial != nil, SerialSpeed(baud: radio.baud) == nil { throw ValidationError("--baud \(radio.baud) is not a serial speed this system supports.") }
         if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
         if companionMaxClients < 1 || companionMaxClients > 256 { throw ValidationError("--companion-max-clients must be 1 to 256.") }
-        for l in companionListen + companionWs {
+        for l in companionListen {
             do { _ = try HubListener(parsing: l) } catch { throw ValidationError(error.message) }
         }
+        for l in companionWs {
+            do { _ = try HubListener(parsing: l, webSocket: true) } catch { throw ValidationError(error.message) }
+        }
+        if !(1...86_400).contains(companionIdleTimeout) { throw ValidationError("--companion-idle-timeout must be 1 to 86400 seconds.") }
         if let mv = lowBattery, !(1...20_000).contains(mv) { throw ValidationError("--low-battery must be 1 to 20000 millivolts.") }
         if !(batteryEvery >= 1 && batteryEvery <= 86_400) { throw ValidationError("--battery-every must be 1 to 86400 seconds.") }
         _ = try mqttAllowed()
@@ -203,6 +210,7 @@ struct DaemonCommand: ParsableCommand {
         config.companionListeners = companionListen.compactMap { try? HubListener(parsing: $0) }
             + companionWs.compactMap { try? HubListener(parsing: $0, webSocket: true) }
         config.companionMaxClients = companionMaxClients
+        config.companionIdleTimeoutMS = UInt64(companionIdleTimeout) * 1000
         func broker(_ url: String) -> MQTTSettings {
             var m = MQTTSettings(url: url)
             m.prefix = mqttPrefix

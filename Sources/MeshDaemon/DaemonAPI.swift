@@ -289,8 +289,9 @@ extension Daemon {
             syncNext(client)
             return
         case CommandCode.sendTextMessage.rawValue:
-            // A repeater CLI command (txt_type 1): its reply is this client's answer.
-            if case .sendTextMessage(let m)? = try? CompanionCommand.decode(frame), m.textType == .cliData {
+            // A remote CLI command (txt_type 1, or 3 to a companion on protocol 14): its reply is
+            // this client's answer.
+            if case .sendTextMessage(let m)? = try? CompanionCommand.decode(frame), m.textType == .cliData || m.textType == .cliCommand {
                 tunnelQueue.expectCLIReply(from: m.recipientPrefix.bytes, to: client)
             }
         default:

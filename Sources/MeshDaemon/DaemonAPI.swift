@@ -417,6 +417,11 @@ extension Daemon {
             case .setFloodScopeKey:
                 guard case .ok = r else { return }
                 floodScopeFrame = frame
+            case .removeContact(let k):
+                // The store follows the radio: a removed contact is no longer live (its history
+                // keeps the name), so its next advert is pending again in manual-add mode.
+                guard case .ok = r else { return }
+                do { try store.markContactRemoved(publicKey: k.bytes, now: wall) } catch { log("store: marking a removed contact failed: \(error)") }
             case .sendChannelTextMessage(let m) where m.textType == .plain:
                 guard case .ok = r else { return }
                 let rec = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: m.channelIndex, senderTimestamp: m.timestamp,

@@ -387,6 +387,21 @@ public final class RadioStore {
         try saveContacts([c])
     }
 
+    /// Flags removed every live contact whose key is not in `keys` (the radio's whole list), with
+    /// one fsync; returns how many.
+    @discardableResult
+    public func markContactsRemoved(except keys: Set<[UInt8]>, now: UInt32) throws -> Int {
+        var gone: [StoredContact] = []
+        for c in contacts where !c.removed && !keys.contains(c.publicKey) {
+            var r = c
+            r.removed = true
+            r.updatedAt = now
+            gone.append(r)
+        }
+        if !gone.isEmpty { try saveContacts(gone) }
+        return gone.count
+    }
+
     func rebuildContactIndex() {
         contactByPrefix = [:]
         for (i, c) in contactFile.slots.enumerated() {

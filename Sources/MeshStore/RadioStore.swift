@@ -119,6 +119,12 @@ public final class RadioStore {
         try reconcileOutbox()
     }
 
+    /// The radio's public key (hex), the name of its folder; nil for a folder named otherwise.
+    public var radioKeyHex: String? {
+        let name = directory.split(separator: "/").last.map(String.init) ?? ""
+        return name.count == 64 && bytesFromHex(name) != nil ? name : nil
+    }
+
     /// Opens the store of the radio with `publicKey` under the state root.
     public convenience init(publicKey: [UInt8], stateDir: String? = nil, options: StoreOptions = StoreOptions()) throws {
         let root = try StoreLocation.stateRoot(stateDir: stateDir)

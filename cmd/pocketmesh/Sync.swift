@@ -9,6 +9,10 @@ struct Sync: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "sync", abstract: "Fetch and print the messages waiting in the radio.")
     @OptionGroup var link: LinkOptions
     func request() throws(ClientError) -> Request { .sync }
+    func text(_ value: Value) -> String {
+        guard case .array(let items) = value else { return value.text() }
+        return items.map(messageLine).joined(separator: "\n")
+    }
 
     /// Without a daemon, what `sync` takes off the radio is also kept in the radio's store (as the
     /// chat does), so `history` and `chats` show it; through a daemon, the daemon stores.
@@ -35,10 +39,6 @@ func storeTaken(_ messages: [ReceivedMessage], contacts: [ContactSummary], radio
         if let spec { StoreLinks.remember(stateRoot: root, link: spec, publicKey: radioKey) }
     } catch {
         writeStderr("pocketmesh: warning: the messages were printed but not stored (\(error)); `history` will not show them.")
-    }
-    func text(_ value: Value) -> String {
-        guard case .array(let items) = value else { return value.text() }
-        return items.map(messageLine).joined(separator: "\n")
     }
 }
 

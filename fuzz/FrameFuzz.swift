@@ -20,6 +20,7 @@
     case .advertPath(let a): n &+= a.path.count
     case .allowedRepeatFrequencies(let r): for x in r { n &+= Int(x.lowerBound) }
     case .defaultFloodScope(let s): n &+= (s?.name.utf8.count ?? 0) &+ (s?.key.count ?? 0)
+    case .cliReply(let t): n &+= t.count
     case .rawData(let r): n &+= r.payload.count
     case .statusResponse(let s): n &+= Int(s.stats?.uptimeSeconds ?? 0) &+ s.statsBytes.count
     case .logRxData(let l): n &+= l.packet.count
@@ -47,12 +48,12 @@
     case .addUpdateContact(let r): n &+= r.contact.name.utf8.count &+ r.outPath.count
     case .sendChannelData(let d): n &+= d.path.count &+ d.payload.count &+ Int(d.dataType)
     case .sendLogin(let k), .sendBinaryRequest(let k), .sendAnonRequest(let k): n &+= k.data.count &+ k.text.utf8.count
-    case .sendRawData(let r): n &+= r.path.count &+ r.payload.count
+    case .sendRawData(let r): n &+= r.path.count &+ r.payload.count &+ (r.encodedPath?.count ?? 0) &+ r.encodedPayload.count
     case .sendTracePath(let t): n &+= t.hashes.count &+ (t.isValid ? 1 : 0)
     case .setChannel(let s): n &+= s.name.utf8.count &+ s.secret.count
     case .setDefaultFloodScope(let s): n &+= (s?.name.utf8.count ?? 0) &+ (s?.key.count ?? 0)
     case .appStart(let b), .setAdvertName(let b), .importContact(let b), .importPrivateKey(let b), .signData(let b),
-         .setCustomVar(let b), .sendControlData(let b): n &+= b.count
+         .setCustomVar(let b), .sendControlData(let b), .runCLICommand(let b): n &+= b.count
     case .sendRawPacket(_, let p): n &+= p.count
     case .setFloodScopeKey(.key(let k)): n &+= k.count
     case .unknown(let r): n &+= r.body.count

@@ -1,4 +1,5 @@
-// Companion protocol codes and limits (firmware v1.17.1, protocol version 13).
+// Companion protocol codes and limits (firmware v1.17.1, protocol version 13, and protocol 14 of the
+// firmware's dev line: RUN_CLI_COMMAND, CLI_REPLY, text type 3, contact flag 0x10).
 
 /// Command codes (app → radio), byte 0 of a command frame.
 ///
@@ -63,6 +64,8 @@ public enum CommandCode: UInt8, Sendable, CaseIterable {
     case setDefaultFloodScope = 0x3F
     case getDefaultFloodScope = 0x40
     case sendRawPacket = 0x41
+    /// Protocol 14: runs the radio's own CLI; answered with `CLI_REPLY` (older firmware: ERR 1).
+    case runCLICommand = 0x42
 }
 
 /// Response codes (radio → app, below 0x80): the one reply to a command.
@@ -98,6 +101,8 @@ public enum ResponseCode: UInt8, Sendable, CaseIterable {
     case allowedRepeatFrequencies = 0x1A
     case channelData = 0x1B
     case defaultFloodScope = 0x1C
+    /// Protocol 14: the reply text of `RUN_CLI_COMMAND`.
+    case cliReply = 0x1D
 }
 
 /// Push codes (radio → app, 0x80 and above): unsolicited, may arrive between any two frames.
@@ -189,6 +194,10 @@ public enum RadioErrorCode: UInt8, Sendable, CaseIterable, CustomStringConvertib
 public enum CompanionLimits {
     /// Companion protocol version this module implements (`FIRMWARE_VER_CODE`).
     public static let protocolVersion: UInt8 = 13
+    /// The protocol version of the firmware's dev line ("Companion CLI"): RUN_CLI_COMMAND and
+    /// CLI_REPLY, text type 3 (a CLI command to a companion), contact flag 0x10 (remote CLI
+    /// permission), and SEND_RAW_DATA's path length encoded like every other path length.
+    public static let protocolVersionCLI: UInt8 = 14
     /// Largest companion frame payload (`MAX_FRAME_SIZE`).
     public static let maxFrameSize = 176
     /// Transport header: marker byte plus u16 LE length.

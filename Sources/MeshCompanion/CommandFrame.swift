@@ -40,10 +40,11 @@ public enum CommandFrame {
         return f
     }
 
-    /// `CMD_SEND_TXT_MSG` (0x02). `type` is `.plain` or `.cliData`; text ≤ 160 bytes (158 if attempt > 3).
+    /// `CMD_SEND_TXT_MSG` (0x02). `type` is `.plain`, `.cliData` or (protocol 14) `.cliCommand`;
+    /// text ≤ 160 bytes (158 if attempt > 3).
     public static func sendTextMessage(to recipient: KeyPrefix, text: String, timestamp: UInt32,
                                        attempt: UInt8 = 0, type: TextType = .plain) throws(CompanionEncodeError) -> EncodedFrame {
-        if type != .plain && type != .cliData { throw .invalid(.textType) }
+        if type != .plain && type != .cliData && type != .cliCommand { throw .invalid(.textType) }
         if recipient.count < 6 { throw .tooShort(.prefix, length: recipient.count, minimum: 6) }
         let limit = attempt > 3 && type == .plain ? CompanionLimits.maxTextLengthHighAttempt : CompanionLimits.maxTextLength
         try checkMax(.text, text.utf8.count, limit)
@@ -221,13 +222,30 @@ public enum CommandFrame {
     }
 
     /// `CMD_SEND_RAW_DATA` (0x19): sent DIRECT along `path` (raw byte count, v1.17.1 main);
-    /// payload ≥ 4 bytes.
+    /// payload ≥ 4 bytes. Protocol 14 radios read the length byte as an encoded path length: use
+    /// `sendRawData(pathLength:path:payload:)` for them.
     public static func sendRawData(path: some Collection<UInt8>, payload: some Collection<UInt8>) throws(CompanionEncodeError) -> EncodedFrame {
         try checkMax(.path, path.count, CompanionLimits.maxPathSize)
         if payload.count < 4 { throw .tooShort(.payload, length: payload.count, minimum: 4) }
         try checkMax(.payload, payload.count, CompanionLimits.maxFrameSize - 2 - path.count)
         var f = simple(.sendRawData)
         try f.append(UInt8(path.count))
+        try f.append(contentsOf: path)
+        try f.append(contentsOf: payload)
+        return f
+    }
+
+    /// `CMD_SEND_RAW_DATA` (0x19) as the firmware's dev line (protocol 14) reads it: the path
+    /// length byte is encoded like every other path length (hash size in the top two bits, hop
+    /// count below), so multi-byte hop hashes go through; payload ≥ 4 bytes.
+    public static func sendRawData(pathLength: PathLength, path: some Collection<UInt8>,
+                                   payload: some Collection<UInt8>) throws(CompanionEncodeError) -> EncodedFrame {
+        if pathLength.isUnknown || !pathLength.isValid { throw .invalid(.pathLength) }
+        if path.count != pathLength.byteCount { throw .wrongLength(.path, length: path.count, expected: pathLength.byteCount) }
+        if payload.count < 4 { throw .tooShort(.payload, length: payload.count, minimum: 4) }
+        try checkMax(.payload, payload.count, CompanionLimits.maxFrameSize - 2 - path.count)
+        var f = simple(.sendRawData)
+        try f.append(pathLength.rawValue)
         try f.append(contentsOf: path)
         try f.append(contentsOf: payload)
         return f
@@ -487,6 +505,16 @@ public enum CommandFrame {
         var f = simple(.sendRawPacket)
         try f.append(priority)
         try f.append(contentsOf: packet)
+        return f
+    }
+
+    /// `CMD_RUN_CLI_COMMAND` (0x42, protocol 14): a line for the radio's own CLI (answered with
+    /// `CLI_REPLY`). The firmware wants at least 2 bytes of text.
+    public static func runCLICommand(_ text: String) throws(CompanionEncodeError) -> EncodedFrame {
+        if text.utf8.count < 2 { throw .tooShort(.text, length: text.utf8.count, minimum: 2) }
+        try checkMax(.text, text.utf8.count, CompanionLimits.maxFrameSize - 1)
+        var f = simple(.runCLICommand)
+        try f.append(text: text)
         return f
     }
 

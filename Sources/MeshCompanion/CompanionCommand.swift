@@ -50,8 +50,25 @@ public struct KeyedDataCommand {
 /// `CMD_SEND_RAW_DATA` view.
 public struct RawDataCommand {
     public let bytes: UnsafeRawBufferPointer
-    public var path: UnsafeRawBufferPointer { bytes.slice(2, Int(bytes[1])) }
-    public var payload: UnsafeRawBufferPointer { bytes.tail(2 + Int(bytes[1])) }
+    /// The length byte: a byte count (as an int8) up to protocol 13, an encoded `PathLength` from 14 on.
+    public var pathByte: UInt8 { bytes[1] }
+
+    /// Protocol 13 (v1.17.1): the path is `pathByte` bytes, which must leave a 4-byte payload.
+    public var legacyIsValid: Bool { bytes[1] < 0x80 && 2 + Int(bytes[1]) + 4 <= bytes.count }
+    /// The protocol 13 path and payload (empty when not `legacyIsValid`).
+    public var path: UnsafeRawBufferPointer { legacyIsValid ? bytes.slice(2, Int(bytes[1])) : bytes.tail(bytes.count) }
+    public var payload: UnsafeRawBufferPointer { legacyIsValid ? bytes.tail(2 + Int(bytes[1])) : bytes.tail(bytes.count) }
+
+    /// Protocol 14 (the firmware's dev line): the length byte is an encoded path length.
+    public var pathLength: PathLength { PathLength(rawValue: bytes[1]) }
+    /// The path under protocol 14: nil when the length is not a valid path length (ERR 1), or the
+    /// frame leaves no 4-byte payload after it (ERR 6).
+    public var encodedPath: UnsafeRawBufferPointer? {
+        let p = pathLength
+        guard p.isValid, 2 + p.byteCount + 4 <= bytes.count else { return nil }
+        return bytes.slice(2, p.byteCount)
+    }
+    public var encodedPayload: UnsafeRawBufferPointer { bytes.tail(min(bytes.count, 2 + pathLength.byteCount)) }
 }
 
 /// `CMD_SEND_TRACE_PATH` view.
@@ -176,6 +193,8 @@ public enum CompanionCommand {
     case setDefaultFloodScope(DefaultFloodScopeCommand?)
     case getDefaultFloodScope
     case sendRawPacket(priority: UInt8, packet: UnsafeRawBufferPointer)
+    /// Protocol 14: a line for the radio's own CLI (at least 2 bytes; the firmware cuts it at a NUL).
+    case runCLICommand(UnsafeRawBufferPointer)
     /// A code this module does not know (the firmware answers ERR 1).
     case unknown(RawFrame)
 
@@ -248,6 +267,7 @@ public enum CompanionCommand {
         case .setDefaultFloodScope: return 0x3F
         case .getDefaultFloodScope: return 0x40
         case .sendRawPacket: return 0x41
+        case .runCLICommand: return 0x42
         case .unknown(let r): return r.code
         }
     }
@@ -314,9 +334,9 @@ public enum CompanionCommand {
         case .exportPrivateKey: return .exportPrivateKey
         case .importPrivateKey: try need(65); return .importPrivateKey(b.slice(1, 64))
         case .sendRawData:
+            // The path length byte means a byte count up to protocol 13 and an encoded path length
+            // from 14 on: the radio checks it with `legacyIsValid` or `encodedPath`.
             try need(6)
-            let p = Int(b.i8(1))
-            guard p >= 0, 2 + p + 4 <= n else { throw .malformed(code: c, field: .path) }
             return .sendRawData(RawDataCommand(bytes: b))
         case .sendLogin: try need(33); return .sendLogin(KeyedDataCommand(bytes: b))
         case .sendStatusRequest: return .sendStatusRequest(try key())
@@ -390,6 +410,9 @@ public enum CompanionCommand {
         case .sendRawPacket:
             try need(4)
             return .sendRawPacket(priority: b[1], packet: b.tail(2))
+        case .runCLICommand:
+            try need(3)
+            return .runCLICommand(b.cField(1, n - 1))
         }
     }
 }

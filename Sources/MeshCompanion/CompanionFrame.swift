@@ -40,6 +40,8 @@ public enum CompanionFrame {
     case channelData(ChannelData)
     /// nil when no default scope is set.
     case defaultFloodScope(DefaultFloodScope?)
+    /// Protocol 14: the reply text of `RUN_CLI_COMMAND` (`text` bytes, no NUL).
+    case cliReply(text: UnsafeRawBufferPointer)
     // Pushes (≥ 0x80)
     case advert(PublicKey)
     case pathUpdated(PublicKey)
@@ -91,6 +93,7 @@ public enum CompanionFrame {
         case .allowedRepeatFrequencies: return 0x1A
         case .channelData: return 0x1B
         case .defaultFloodScope: return 0x1C
+        case .cliReply: return 0x1D
         case .advert: return 0x80
         case .pathUpdated: return 0x81
         case .sendConfirmed: return 0x82
@@ -197,6 +200,7 @@ public enum CompanionFrame {
             if b.count == 1 { return .defaultFloodScope(nil) }
             try need(48)
             return .defaultFloodScope(DefaultFloodScope(bytes: b))
+        case 0x1D: return .cliReply(text: b.tail(1))
         case 0x80: try need(33); return .advert(b.key(1))
         case 0x81: try need(33); return .pathUpdated(b.key(1))
         case 0x82: try need(9); return .sendConfirmed(SendConfirmed(ack: b.u32(1), roundTripMs: b.u32(5)))

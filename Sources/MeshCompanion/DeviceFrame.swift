@@ -303,6 +303,14 @@ public enum ResponseFrame {
         try f.append(contentsOf: key)
         return f
     }
+
+    /// `RESP_CODE_CLI_REPLY` (0x1D, protocol 14): the reply text of `RUN_CLI_COMMAND`.
+    public static func cliReply(_ text: some Collection<UInt8>) throws(CompanionEncodeError) -> EncodedFrame {
+        if text.count > CompanionLimits.maxFrameSize - 1 { throw .tooLong(.text, length: text.count, limit: CompanionLimits.maxFrameSize - 1) }
+        var f = simple(.cliReply)
+        try f.append(contentsOf: text)
+        return f
+    }
 }
 
 /// Push frame encoders (radio → app, code ≥ 0x80).

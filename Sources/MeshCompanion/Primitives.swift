@@ -196,11 +196,15 @@ public struct TextType: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let cliData = TextType(rawValue: 1)
     /// Room server post, carries a 4-byte author prefix.
     public static let signedPlain = TextType(rawValue: 2)
+    /// Protocol 14: a CLI command to a companion node (run there if we have its remote CLI
+    /// permission, otherwise handed to its app); the reply comes back as `cliData`.
+    public static let cliCommand = TextType(rawValue: 3)
     public var description: String {
         switch rawValue {
         case 0: return "plain"
         case 1: return "cli"
         case 2: return "signed"
+        case 3: return "cli_command"
         default: return "type\(rawValue)"
         }
     }

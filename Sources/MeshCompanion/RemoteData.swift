@@ -190,14 +190,6 @@ public enum ContactFlags {
     public static let telemetryLocation: UInt8 = 1 << 2
     public static let telemetryEnvironment: UInt8 = 1 << 3
     public static let telemetry: UInt8 = telemetryBase | telemetryLocation | telemetryEnvironment
-}
-
-/// Companion protocol 14 (no released firmware has it yet; gate on the reported version):
-/// RUN_CLI_COMMAND runs the radio's own CLI, CLI_REPLY carries its text.
-public enum CompanionProtocol14 {
-    public static let version: UInt8 = 14
-    public static let runCLICommand: UInt8 = 0x42
-    public static let cliReply: UInt8 = 0x1D
-
-    public static func runCLICommand(_ text: String) -> [UInt8] { [runCLICommand] + Array(text.utf8) }
+    /// Protocol 14: the contact may run CLI commands on this radio (text type 3).
+    public static let remoteCLI: UInt8 = 1 << 4
 }

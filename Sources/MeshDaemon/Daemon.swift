@@ -118,6 +118,11 @@ public final class Daemon {
 
     // sync bookkeeping
     var contactsTicket: Ticket? = nil
+    /// Whether the contacts listing in flight is a full one (not `since` the watermark).
+    var contactsListingFull = false
+    /// The next contacts sync lists every contact: the radio has fewer than the store (one was
+    /// removed behind the daemon's back), so the store finds out which.
+    var contactsFullSyncWanted = false
     var contactsResyncAt: UInt64? = nil
     var channelTickets: [Ticket: UInt8] = [:]
     var channelsFound: [StoredChannel] = []

@@ -294,8 +294,9 @@ extension Daemon {
             syncNext(client)
             return
         case CommandCode.sendTextMessage.rawValue:
-            // A repeater CLI command (txt_type 1): its reply is this client's answer.
-            if case .sendTextMessage(let m)? = try? CompanionCommand.decode(frame), m.textType == .cliData {
+            // A remote CLI command (txt_type 1, or 3 to a companion on protocol 14): its reply is
+            // this client's answer.
+            if case .sendTextMessage(let m)? = try? CompanionCommand.decode(frame), m.textType == .cliData || m.textType == .cliCommand {
                 tunnelQueue.expectCLIReply(from: m.recipientPrefix.bytes, to: client)
             }
         default:
@@ -419,6 +420,11 @@ extension Daemon {
             case .setFloodScopeKey:
                 guard case .ok = r else { return }
                 floodScopeFrame = frame
+            case .removeContact(let k):
+                // The store follows the radio: a removed contact is no longer live (its history
+                // keeps the name), so its next advert is pending again in manual-add mode.
+                guard case .ok = r else { return }
+                do { try store.markContactRemoved(publicKey: k.bytes, now: wall) } catch { log("store: marking a removed contact failed: \(error)") }
             case .sendChannelTextMessage(let m) where m.textType == .plain:
                 guard case .ok = r else { return }
                 let rec = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: m.channelIndex, senderTimestamp: m.timestamp,

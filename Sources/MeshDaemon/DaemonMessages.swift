@@ -119,8 +119,7 @@ extension Daemon {
     /// Opens the store of the radio this link had last time, so the API works before the radio answers.
     func openKnownStore() throws {
         let root = try StoreLocation.stateRoot(stateDir: config.stateDir)
-        if let hex = StateFile.readString(root + "/links/" + DaemonRegistry.slug(forLink: config.link)),
-           let key = bytesFromHex(hex.filter { !$0.isWhitespace }), key.count == 32 {
+        if let hex = StoreLinks.radio(stateRoot: root, link: config.link), let key = bytesFromHex(hex), key.count == 32 {
             do { try openStore(publicKey: key) } catch where Self.refusesStateFolder(error) {
                 throw DaemonError(.usage, "\(error).")
             }
@@ -161,8 +160,7 @@ extension Daemon {
             log("outbox: \(s.outbox.count) message(s) waiting" + (awaiting.isEmpty ? "" :
                 "; \(awaiting.count) sent before, awaiting its ACK for up to \(awaiting.map { $0.nextAttemptAt - wall }.max()!) s before another attempt"))
         }
-        try? UnixSocket.makeDirectory(root + "/links")
-        try? StateFile.write(root + "/links/" + DaemonRegistry.slug(forLink: config.link), hexString(publicKey) + "\n")
+        StoreLinks.remember(stateRoot: root, link: config.link, publicKey: publicKey)
         if let argv = config.hook {
             var hc = HookRunner.Config(argv: argv, dir: dir + "/hooks", wrapper: config.hookWrapper)
             hc.concurrency = config.hookConcurrency

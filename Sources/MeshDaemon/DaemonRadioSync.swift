@@ -95,9 +95,11 @@ extension Daemon {
 
     func syncContacts(now: UInt64) {
         guard let s = session, contactsTicket == nil else { return }
-        let since = (try? store?.contactsWatermark()) ?? 0
+        let since = contactsFullSyncWanted ? 0 : (try? store?.contactsWatermark()) ?? 0
         log("radio: syncing contacts" + (since > 0 ? " changed since \(since)" : ""))
         contactsTicket = try? s.listContacts(since: since == 0 ? nil : since, now: now)
+        contactsListingFull = since == 0
+        if contactsTicket != nil { contactsFullSyncWanted = false }
     }
 
     func syncChannels(now: UInt64) {
@@ -135,6 +137,17 @@ extension Daemon {
                     if let store {
                         if !cs.isEmpty { try store.saveContacts(cs) }
                         try store.setContactsWatermark(listing.lastmod)
+                        // The store follows removals: a full listing names every contact the radio
+                        // has; after an incremental one, a radio with fewer contacts than the store
+                        // lost some (removed by another program, or while the daemon was away).
+                        let wall = UInt32(truncatingIfNeeded: time(nil))
+                        if contactsListingFull {
+                            let removed = try store.markContactsRemoved(except: Set(cs.map(\.publicKey)), now: wall)
+                            if removed > 0 { log("store: \(removed) contact(s) no longer on the radio") }
+                        } else if store.contacts.filter({ !$0.removed }).count > Int(listing.total) {
+                            contactsFullSyncWanted = true
+                            if contactsResyncAt == nil { contactsResyncAt = now }
+                        }
                     }
                     log("radio: \(cs.count) contact(s) updated (radio has \(listing.total))")
                 } catch {
@@ -218,6 +231,11 @@ extension Daemon {
             // `contacts pending` / `contacts add-pending`.
             c.updatedAt = UInt32(truncatingIfNeeded: time(nil))
             do { try store.savePending(c) } catch { log("store: saving a pending advert failed: \(error)") }
+        }
+        if case .contactDeleted(let k) = p.kind, let store {
+            // The radio overwrote its oldest contact (auto-add with a full table).
+            do { try store.markContactRemoved(publicKey: k.bytes, now: UInt32(truncatingIfNeeded: time(nil))) }
+            catch { log("store: marking a deleted contact failed: \(error)") }
         }
         switch p.kind {
         case .advert, .newAdvert, .contactDeleted:

@@ -55,16 +55,38 @@ public enum MessageJSON {
             pairs.append(("data", .string(hexString(m.text))))
         }
         pairs.append(("text_type", .int(Int64(m.textType))))
-        pairs.append(("timestamp", .int(Int64(m.senderTimestamp))))
+        // A channel datagram carries no timestamp (CHANNEL_DATA_RECV has none).
+        if !m.isDatagram { pairs.append(("timestamp", .int(Int64(m.senderTimestamp)))) }
         pairs.append(("received", .int(Int64(m.receivedAt))))
-        pairs.append(("hops", PathLength(rawValue: m.pathLength).isUnknown ? .null : .int(Int64(PathLength(rawValue: m.pathLength).hopCount))))
+        if m.direction == .incoming {
+            let (route, hops) = Self.route(m, store: store)
+            pairs.append(("route", .string(route)))
+            pairs.append(("hops", hops.map { .int(Int64($0)) } ?? .null))
+        } else {
+            pairs.append(("hops", PathLength(rawValue: m.pathLength).isUnknown ? .null : .int(Int64(PathLength(rawValue: m.pathLength).hopCount))))
+        }
         pairs.append(("snr", m.snr == 0 ? .null : .double(Double(m.snr) / 4)))
         pairs.append(("status", .string(m.status.name)))
+        // The radio that received (or sent) it: the store is the radio's, named by its key.
+        if let radio = store?.radioKeyHex { pairs.append(("radio", .string(radio))) }
         if m.direction == .outgoing {
             pairs.append(("attempts", .int(Int64(m.attempts))))
             if m.roundTripMs > 0 { pairs.append(("round_trip_ms", .int(Int64(m.roundTripMs)))) }
         }
         return .object(pairs)
+    }
+
+    /// How an incoming message arrived. The radio gives the flood path's length, or 0xFF for a
+    /// message sent direct (its path was used up on the way): then the hops are those of the
+    /// stored path to the sender (the route runs both ways), or unknown without one. So the same
+    /// sender gives the same count whether its message floods or comes direct.
+    static func route(_ m: StoredMessage, store: RadioStore?) -> (String, Int?) {
+        let p = PathLength(rawValue: m.pathLength)
+        if !p.isUnknown { return ("flood", p.hopCount) }
+        if m.kind != .channel, let c = store?.contact(prefix: m.peer), !PathLength(rawValue: c.outPathLength).isUnknown {
+            return ("direct", PathLength(rawValue: c.outPathLength).hopCount)
+        }
+        return ("direct", nil)
     }
 
     /// A contact with the fields of `pocketmesh contacts --json` (one definition: ContactSummary).

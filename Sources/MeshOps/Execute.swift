@@ -245,6 +245,7 @@ public final class Executor {
             _ = try call(frame, expecting: .ok, what: "importing the contact")
             return Outcome(ok("contact imported"))
         case .contactFavourite(let who, let on): return try contactFavourite(who, on: on)
+        case .contactResetAdvertTime(let who): return try contactResetAdvertTime(who)
         case .contactURI(let who): return try contactURI(who)
         case .contactImportLink(let text): return try importLink(text)
         case .channelURI(let which): return try channelURI(which)
@@ -516,13 +517,22 @@ public final class Executor {
         return (c, old != nil)
     }
 
-    // MARK: repeater CLI
+    // MARK: remote CLI
 
-    /// Runs a CLI command on a repeater. Its reply is a contact message (txt_type 1) that the radio
-    /// queues: the session drains on MSG_WAITING while the command waits, and looks once more at
-    /// the end. Other messages taken off the queue meanwhile are part of the result, so none is lost.
+    /// Runs a CLI command on a repeater, room server or sensor (txt_type 1), or on a companion
+    /// (txt_type 3, companion protocol 14: the node runs it only if it gave this radio remote CLI
+    /// permission, else its app gets it as a message). The reply is a contact message (txt_type 1)
+    /// that the radio queues: the session drains on MSG_WAITING while the command waits, and looks
+    /// once more at the end. Other messages taken off the queue meanwhile are part of the result,
+    /// so none is lost.
     func command(_ text: String, to c: ContactSummary) throws(ClientError) -> Outcome {
-        let o = try radio.request(.command(publicKey: c.publicKey, text: text, timestamp: wallClockEpoch()))
+        let companion = c.type == ContactType.chat.rawValue
+        if companion {
+            try requireCLIProtocol("a CLI command to the companion \(c.name) (text type 3)",
+                                   alternative: "send it as a message (`pocketmesh send`)")
+        }
+        let o = try radio.request(.command(publicKey: c.publicKey, text: text, timestamp: wallClockEpoch(),
+                                           textType: companion ? .cliCommand : .cliData))
         var reply: String? = nil
         var failure: ClientError? = nil
         switch o {
@@ -530,9 +540,13 @@ public final class Executor {
             reply = (try? ReceivedMessage(frame: f))?.textString ?? ""
         case .timeout:
             reply = try lateCommandReply(from: c)
-            if reply == nil { failure = .timeout("no reply to the command to \(c.name) in time: log in as admin first (`pocketmesh login`), or try again.") }
+            if reply == nil {
+                failure = .timeout(companion
+                    ? "no reply to the command to \(c.name) in time: that node runs commands only from contacts it gave remote CLI permission (`pocketmesh contacts permissions NAME cli` there), or try again."
+                    : "no reply to the command to \(c.name) in time: log in as admin first (`pocketmesh login`), or try again.")
+            }
         default:
-            _ = try requestReply(o, what: "the command to \(c.name)", timeoutHint: "log in as admin first")
+            _ = try requestReply(o, what: "the command to \(c.name)", timeoutHint: companion ? "give this radio remote CLI permission on that node" : "log in as admin first")
         }
         // The drain that brought the reply may still be under way: no message is left half taken.
         try radio.finishDrain()

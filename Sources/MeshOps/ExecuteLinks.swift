@@ -123,6 +123,19 @@ extension Executor {
         return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)), .init("favourite", .bool(on))]))
     }
 
+    /// ADD_UPDATE_CONTACT with the last advert time 0 (meshcore-cli's `reset_advert_time`): the
+    /// radio drops adverts no newer than the last one it took, so after this it takes the next
+    /// advert of the contact whatever its timestamp. The rest of the contact is kept.
+    func contactResetAdvertTime(_ who: String) throws(ClientError) -> Outcome {
+        let c = try resolve(who)
+        var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
+        contact.lastAdvertTimestamp = 0
+        let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
+        _ = try call(frame, expecting: .ok, what: "updating \(c.name)")
+        contactCache = nil
+        return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)), .init("last_advert", .int(0))]))
+    }
+
     func contactURI(_ who: String) throws(ClientError) -> Outcome {
         let c = try resolve(who)
         let f = try call(CommandFrame.exportContact(publicKey(c)), expecting: .exportContact, what: "exporting \(c.name)")

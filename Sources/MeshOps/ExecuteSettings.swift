@@ -101,6 +101,50 @@ extension Executor {
         }
     }
 
+    /// A whole number, decimal or hex (`0x1e`).
+    func parseIntOrHex(_ s: String, _ what: String) throws(ClientError) -> Int {
+        let l = s.lowercased()
+        if l.hasPrefix("0x"), let v = Int(l.dropFirst(2), radix: 16) { return v }
+        guard let v = Int(s) else { throw .usage("\(what) must be a whole number (decimal, or hex as 0x1e), not \"\(s)\".") }
+        return v
+    }
+
+    /// `ADVERT_LOC_NONE` (0), `ADVERT_LOC_SHARE` (1), `ADVERT_LOC_PREFS` (2, the servers' CLI name),
+    /// or the number.
+    func advertLocationPolicy(_ s: String) throws(ClientError) -> UInt8 {
+        switch s.lowercased() {
+        case "none": return 0
+        case "share": return 1
+        case "prefs": return 2
+        default:
+            guard let n = try? parseIntOrHex(s, "the policy"), n >= 0, n < 256 else {
+                throw .usage("the advert location policy must be none, share, prefs or a number 0–255, not \"\(s)\".")
+            }
+            return UInt8(n)
+        }
+    }
+
+    /// The auto-add flags: a number (decimal or 0x hex), or the firmware's bits by name, comma-separated:
+    /// overwrite (0x01, overwrite the oldest non-favourite when full), chat (0x02), repeater (0x04),
+    /// room (0x08), sensor (0x10); none is 0.
+    func autoAddFlags(_ s: String) throws(ClientError) -> Int {
+        if let n = try? parseIntOrHex(s, "the auto-add flags") { return n }
+        var bits = 0
+        for part in s.lowercased().split(separator: ",") {
+            switch part {
+            case "overwrite", "overwrite-oldest": bits |= 0x01
+            case "chat", "companion": bits |= 0x02
+            case "repeater": bits |= 0x04
+            case "room", "room-server": bits |= 0x08
+            case "sensor": bits |= 0x10
+            case "none": break
+            default:
+                throw .usage("the auto-add flags must be a number (0–255, or hex as 0x1e) or names from overwrite, chat, repeater, room, sensor (comma-separated), not \"\(s)\".")
+            }
+        }
+        return bits
+    }
+
     func telemetryMode(_ s: String) throws(ClientError) -> UInt8 {
         switch s.lowercased() {
         case "deny", "0": return 0
@@ -170,10 +214,8 @@ extension Executor {
             let packed = try telemetryMode(v[2]) << 4 | telemetryMode(v[1]) << 2 | telemetryMode(v[0])
             try setOther(telemetry: packed)
         case "advert-loc-policy":
-            try needs(v, 1, "advert-loc-policy N")
-            let n = try parseInt(v[0], "the policy")
-            guard n >= 0, n < 256 else { throw .usage("the policy must be 0–255.") }
-            try setOther(policy: UInt8(n))
+            try needs(v, 1, "advert-loc-policy none|share|prefs (or 0–255)")
+            try setOther(policy: try advertLocationPolicy(v[0]))
         case "multi-acks":
             try needs(v, 1, "multi-acks N")
             let n = try parseInt(v[0], "multi-acks")
@@ -187,9 +229,9 @@ extension Executor {
             _ = try call(frame, expecting: .ok, what: "the PIN")
         case "auto-add":
             guard v.count == 1 || v.count == 2 else { throw .usage("usage: pocketmesh set auto-add FLAGS [MAX_HOPS].") }
-            let flags = try parseInt(v[0], "the auto-add flags")
+            let flags = try autoAddFlags(v[0])
             let hops: Int? = v.count == 2 ? try parseInt(v[1], "max hops") : nil
-            guard flags >= 0, flags < 256, (hops ?? 0) >= 0, (hops ?? 0) <= 64 else { throw .usage("the flags must be 0–255 and max hops 0–64.") }
+            guard flags >= 0, flags < 256, (hops ?? 0) >= 0, (hops ?? 0) <= 64 else { throw .usage("the flags must be 0–255 (0x00–0xFF) and max hops 0–64.") }
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setAutoAddConfig(flags: UInt8(flags), maxHops: hops.map(UInt8.init)) }
             _ = try call(frame, expecting: .ok, what: "the auto-add configuration")
         case "path-hash-mode":

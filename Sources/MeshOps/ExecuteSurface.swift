@@ -120,8 +120,10 @@ extension Executor {
                                 .init("hops", .int(contact.outPathLength.hopCount))]))
     }
 
-    /// Telemetry permissions granted to a contact (flags bits 1–3), used when the radio's
-    /// telemetry modes are `flags`; the favourite bit and the rest of the contact are kept.
+    /// Permissions granted to a contact (flags bits 1–4): telemetry (bits 1–3, used when the radio's
+    /// telemetry modes are `flags`) and, on protocol 14 radios, remote CLI (bit 4: the contact may
+    /// run CLI commands on this radio). The list is the whole set; the favourite bit and the rest of
+    /// the contact are kept.
     func contactPermissions(_ who: String, _ grant: String) throws(ClientError) -> Outcome {
         var bits: UInt8 = 0
         for p in grant.split(separator: ",") {
@@ -130,20 +132,26 @@ extension Executor {
             case "location", "loc": bits |= ContactFlags.telemetryLocation
             case "environment", "env": bits |= ContactFlags.telemetryEnvironment
             case "all": bits |= ContactFlags.telemetry
+            case "cli", "remote-cli": bits |= ContactFlags.remoteCLI
             case "none": break
-            default: throw .usage("permissions are base, location, environment, all or none (comma-separated), not \"\(p)\".")
+            default: throw .usage("permissions are base, location, environment, all (the three), cli or none (comma-separated), not \"\(p)\".")
             }
+        }
+        if bits & ContactFlags.remoteCLI != 0 {
+            try requireCLIProtocol("the remote CLI permission (contact flag 0x10)", alternative: "leave `cli` out")
         }
         let c = try resolve(who)
         var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
-        contact.flags = contact.flags & ~ContactFlags.telemetry | bits
+        let mask = ContactFlags.telemetry | ContactFlags.remoteCLI
+        contact.flags = contact.flags & ~mask | bits
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
         _ = try call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil
         return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)),
                                 .init("base", .bool(bits & ContactFlags.telemetryBase != 0)),
                                 .init("location", .bool(bits & ContactFlags.telemetryLocation != 0)),
-                                .init("environment", .bool(bits & ContactFlags.telemetryEnvironment != 0)), .init("flags", .int(contact.flags))]))
+                                .init("environment", .bool(bits & ContactFlags.telemetryEnvironment != 0)),
+                                .init("cli", .bool(bits & ContactFlags.remoteCLI != 0)), .init("flags", .int(contact.flags))]))
     }
 
     /// GET_CONTACT_BY_KEY: also finds contacts the listing leaves out (transient ones).
@@ -216,12 +224,48 @@ extension Executor {
                                 .init("data_type", .int(dataType)), .init("bytes", .int(payload.count))]))
     }
 
-    /// SEND_RAW_DATA: a RAW_CUSTOM payload sent direct along `path` (hex hop hashes).
+    /// SEND_RAW_DATA: a RAW_CUSTOM payload sent direct along `path` (hex hop hashes). Up to
+    /// protocol 13 the frame carries the path's byte count (one-byte hashes); from protocol 14 on
+    /// (the firmware's dev line) its encoded path length, so hop hashes of 2 or 3 bytes go through:
+    /// comma-separated hops give the hash size by their width, otherwise the radio's path hash size.
     func rawData(path: String, hex: String) throws(ClientError) -> Outcome {
-        guard let p = Hex.decode(path.filter { $0 != "," }), let payload = Hex.decode(hex) else { throw .usage("give the path and the payload as hex.") }
-        let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendRawData(path: p, payload: payload) }
+        guard let payload = Hex.decode(hex) else { throw .usage("give the path and the payload as hex.") }
+        let frame: EncodedFrame
+        let pathBytes: [UInt8]
+        let hops: Int
+        if protocolVersion >= CompanionLimits.protocolVersionCLI {
+            let hops0 = path.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            var hashSize = Int(radio.session.radioDevice?.pathHashMode ?? 0) + 1
+            var bytes: [UInt8] = []
+            if path.isEmpty {
+                bytes = []
+            } else if hops0.count > 1 {
+                let decoded = hops0.map { Hex.decode($0) }
+                guard decoded.allSatisfy({ $0 != nil && !$0!.isEmpty }), let first = decoded.first??.count,
+                      decoded.allSatisfy({ $0!.count == first }) else {
+                    throw .usage("give the path as hex hop hashes of one width, comma-separated (5f,33 or 5f1a,33b2).")
+                }
+                hashSize = first
+                bytes = decoded.flatMap { $0! }
+            } else {
+                guard let b = Hex.decode(path) else { throw .usage("give the path and the payload as hex.") }
+                bytes = b
+            }
+            guard bytes.count % hashSize == 0, let len = PathLength(hopCount: bytes.count / hashSize, hashSize: hashSize), len.isValid else {
+                throw .usage("the path must be whole hop hashes of 1 to 3 bytes (\(hashSize) here), at most 64 bytes.")
+            }
+            frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendRawData(pathLength: len, path: bytes, payload: payload) }
+            pathBytes = bytes
+            hops = len.hopCount
+        } else {
+            guard let p = Hex.decode(path.filter { $0 != "," }) else { throw .usage("give the path and the payload as hex.") }
+            frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendRawData(path: p, payload: payload) }
+            pathBytes = p
+            hops = p.count
+        }
         _ = try call(frame, expecting: .ok, what: "sending raw data")
-        return Outcome(.object([.init("status", .string("sent")), .init("path", .hex(p)), .init("bytes", .int(payload.count))]))
+        return Outcome(.object([.init("status", .string("sent")), .init("path", .hex(pathBytes)), .init("hops", .int(hops)),
+                                .init("bytes", .int(payload.count))]))
     }
 
     /// SEND_RAW_PACKET: a whole on-air packet, checked first by MeshAir's parser.
@@ -235,13 +279,21 @@ extension Executor {
 
     /// RUN_CLI_COMMAND (companion protocol 14): the radio's own CLI; CLI_REPLY carries the text.
     func localCommand(_ text: String) throws(ClientError) -> Outcome {
-        let code = radio.session.radioDevice?.firmwareVersionCode ?? 0
-        guard code >= CompanionProtocol14.version else {
-            throw ClientError(.unsupported, "this command needs firmware with companion protocol 14 or later (RUN_CLI_COMMAND); this radio reports protocol \(code): update its firmware, or use `get`/`set`.")
+        try requireCLIProtocol("`cli` (RUN_CLI_COMMAND)", alternative: "use `get`/`set`")
+        let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.runCLICommand(text) }
+        let f = try call(frame, expecting: .cliReply, what: "the CLI command")
+        return Outcome(.object([.init("reply", .string(String(decoding: f.dropFirst().prefix { $0 != 0 }, as: UTF8.self)))]))
+    }
+
+    /// The radio's companion protocol version (DEVICE_INFO); 0 before the handshake.
+    var protocolVersion: UInt8 { radio.session.radioDevice?.firmwareVersionCode ?? 0 }
+
+    /// Refuses (exit 2, one sentence) what only protocol 14 radios do.
+    func requireCLIProtocol(_ what: String, alternative: String) throws(ClientError) {
+        let code = protocolVersion
+        guard code >= CompanionLimits.protocolVersionCLI else {
+            throw ClientError(.unsupported, "\(what) needs firmware with companion protocol 14 or later; this radio reports protocol \(code): update its firmware, or \(alternative).")
         }
-        let r = try radio.call(CompanionProtocol14.runCLICommand(text), expecting: .codes(CodeSet(CompanionProtocol14.cliReply)), timeout: timeout)
-        let f = try check(r, what: "the CLI command")
-        return Outcome(.object([.init("reply", .string(String(decoding: f.dropFirst(), as: UTF8.self)))]))
     }
 
     /// GET_ALLOWED_REPEAT_FREQ: the frequency ranges (kHz) where client repeat may be on.

@@ -33,8 +33,8 @@ public enum OperationClass: String, Sendable, CaseIterable, Comparable {
     /// A text message of the CLI type is a remote command (`admin`), not a message.
     public init(frame: UnsafeRawBufferPointer) {
         guard let first = frame.first, let code = CommandCode(rawValue: first) else {
-            // RUN_CLI_COMMAND (protocol 14) and any code this build does not know: the strictest
-            // class short of secret, so nothing unknown passes a default front end.
+            // Any code this build does not know: the strictest class short of secret, so nothing
+            // unknown passes a default front end.
             self = .admin
             return
         }
@@ -64,7 +64,8 @@ public enum OperationClass: String, Sendable, CaseIterable, Comparable {
              .setChannel, .setOtherParams, .setCustomVar, .sendPathDiscoveryRequest, .setFloodScopeKey,
              .sendControlData, .setAutoAddConfig, .setPathHashMode, .setDefaultFloodScope:
             self = .config
-        case .reboot, .factoryReset, .sendRawData, .sendRawPacket, .sendLogin, .logout, .setDevicePin, .sendBinaryRequest:
+        case .reboot, .factoryReset, .sendRawData, .sendRawPacket, .sendLogin, .logout, .setDevicePin, .sendBinaryRequest,
+             .runCLICommand:
             self = .admin
         case .exportPrivateKey, .importPrivateKey, .signStart, .signData, .signFinish:
             self = .secret
@@ -126,7 +127,7 @@ extension Request {
             return .read
         case .send, .channelSend, .sync, .channelData:
             return .message
-        case .contactAdd, .contactRemove, .contactResetPath, .contactShare, .contactImport, .contactFavourite,
+        case .contactAdd, .contactRemove, .contactResetPath, .contactResetAdvertTime, .contactShare, .contactImport, .contactFavourite,
              .contactImportLink, .contactDiscoverPath, .channelSet, .channelRemove, .channelImport, .channelAdd,
              .advert, .timeSync, .timeSet, .scope, .discover, .contactSetPath, .contactPermissions:
             return .config

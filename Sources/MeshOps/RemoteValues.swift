@@ -18,7 +18,11 @@ extension Executor {
                 .init("error_events", .int(st.errorEvents)), .init("direct_duplicates", .int(st.directDuplicates)),
                 .init("flood_duplicates", .int(st.floodDuplicates)),
             ]
+            // The tail differs by server type (the names of `stats radio` and `stats packets`).
+            if let a = st.rxAirTimeSeconds { o.append(.init("rx_air_s", .int(a))) }
+            if let e = st.receiveErrors { o.append(.init("receive_errors", .int(e))) }
             if let p = st.postedCount { o.append(.init("posted", .int(p))) }
+            if let p = st.postPushCount { o.append(.init("post_pushes", .int(p))) }
             return .object(o)
         }
         fields.append(.init("stats", ok ?? .hex(f.dropFirst(8))))

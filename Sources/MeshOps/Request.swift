@@ -12,6 +12,9 @@ public enum Request: Sendable, Equatable, Codable {
     case contactAdd(publicKey: String, name: String, type: UInt8?, path: String?)
     case contactRemove(String)
     case contactResetPath(String)
+    /// Sets a contact's last advert time to 0 (as meshcore-cli's `reset_advert_time`), so that the
+    /// radio takes its next advert whatever its timestamp (a node whose clock went back).
+    case contactResetAdvertTime(String)
     case contactShare(String)
     /// Exports a contact's advert (nil: this radio's own advert) as hex.
     case contactExport(String?)

@@ -8,7 +8,7 @@ extension Request {
     /// Every operation reachable this way. (`info`, `contacts`, `send`, `channel_send`, `advert`,
     /// `sync` and the daemon's `status` are answered by the daemon itself, with the same fields.)
     public static let apiOps: Set<String> = [
-        "contacts_show", "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_share",
+        "contacts_show", "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_reset_advert_time", "contacts_share",
         "contacts_export", "contacts_import", "contacts_path", "contacts_discover_path",
         "contacts_favourite", "contacts_uri",
         "channel_list", "channel_set", "channel_remove", "channel_uri", "channel_import", "channel_add",
@@ -45,6 +45,7 @@ extension Request {
                                type: try Request.contactType(try optional("type")), path: try optional("path"))
         case "contacts_remove": self = .contactRemove(try string("name"))
         case "contacts_reset_path": self = .contactResetPath(try string("name"))
+        case "contacts_reset_advert_time": self = .contactResetAdvertTime(try string("name"))
         case "contacts_share": self = .contactShare(try string("name"))
         case "contacts_export": self = .contactExport(try optional("name"))
         case "contacts_import":

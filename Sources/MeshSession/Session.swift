@@ -380,9 +380,9 @@ public final class Session {
                 frame = try CommandFrame.sendAnonRequest(key!, data: data).bytes
             case .pathDiscovery:
                 frame = CommandFrame.sendPathDiscoveryRequest(key!).bytes
-            case .command(_, let text, let ts):
+            case .command(_, let text, let ts, let type):
                 guard text.utf8.count <= CompanionLimits.maxTextLength else { throw SubmitError.textTooLong(limit: CompanionLimits.maxTextLength) }
-                frame = try CommandFrame.sendTextMessage(to: key!, text: text, timestamp: ts, type: .cliData).bytes
+                frame = try CommandFrame.sendTextMessage(to: key!, text: text, timestamp: ts, type: type).bytes
             case .trace(let tag, let auth, let flags, let path):
                 frame = try CommandFrame.sendTracePath(tag: tag, authCode: auth, flags: flags, hashes: path).bytes
             }

@@ -1,3 +1,5 @@
+import MeshCompanion
+
 /// Identifies one submitted command, direct message or remote request.
 public typealias Ticket = UInt32
 
@@ -104,15 +106,16 @@ public enum RemoteRequest: Sendable, Equatable {
     case binary(publicKey: [UInt8], data: [UInt8])
     case anon(publicKey: [UInt8], data: [UInt8])
     case pathDiscovery(publicKey: [UInt8])
-    /// Repeater CLI: SEND_TXT_MSG txt_type 1; the reply is a contact message of txt_type 1.
-    case command(publicKey: [UInt8], text: String, timestamp: UInt32)
+    /// A remote CLI command: SEND_TXT_MSG txt_type 1 to a repeater or room server, txt_type 3
+    /// (protocol 14) to a companion; the reply is a contact message of txt_type 1 either way.
+    case command(publicKey: [UInt8], text: String, timestamp: UInt32, textType: TextType = .cliData)
     /// SEND_TRACE_PATH; matched by tag.
     case trace(tag: UInt32, auth: UInt32, flags: UInt8, path: [UInt8])
 
     var publicKey: [UInt8] {
         switch self {
         case .login(let k, _), .status(let k), .telemetry(let k), .binary(let k, _), .anon(let k, _),
-             .pathDiscovery(let k), .command(let k, _, _): return k
+             .pathDiscovery(let k), .command(let k, _, _, _): return k
         case .trace: return []
         }
     }

@@ -28,7 +28,7 @@ extension CompanionNode {
         switch command {
         case let .deviceQuery(version):
             appTargetVersion = version
-            if let f = try? ResponseFrame.deviceInfo(maxContacts: config.maxContacts, maxChannels: UInt8(config.maxChannels), blePin: blePin,
+            if let f = try? ResponseFrame.deviceInfo(firmwareVersionCode: config.protocolVersion, maxContacts: config.maxContacts, maxChannels: UInt8(config.maxChannels), blePin: blePin,
                                                      buildDate: Self.buildDate, model: Self.model, version: Self.firmwareVersion,
                                                      clientRepeat: clientRepeat, pathHashMode: UInt8(pathHashSize - 1)) { emit(f) }
         case .appStart:
@@ -108,7 +108,15 @@ extension CompanionNode {
             guard let id = try? LocalIdentity(privateKey: Array(raw)), !id.publicKey.hasReservedPrefix else { return err(.illegalArgument) }
             identity = id; forgetSecrets(); ok()
         case let .sendRawData(r):
-            sendDirect(.rawCustom, payload: Array(r.payload), path: Array(r.path)) ? ok() : err(.tableFull)
+            if speaksCLIProtocol {
+                // The dev line: the length byte is an encoded path length (multi-byte hashes).
+                guard r.pathLength.isValid else { return err(.unsupportedCommand) }
+                guard let path = r.encodedPath else { return err(.illegalArgument) }
+                sendDirect(.rawCustom, payload: Array(r.encodedPayload), path: Array(path), hashSize: r.pathLength.hashSize) ? ok() : err(.tableFull)
+            } else {
+                guard r.legacyIsValid else { return err(.unsupportedCommand) }
+                sendDirect(.rawCustom, payload: Array(r.payload), path: Array(r.path)) ? ok() : err(.tableFull)
+            }
         case let .sendLogin(k):
             login(key: k.publicKey, password: Array(k.text.utf8.prefix(15)))
         case let .sendStatusRequest(k):
@@ -243,6 +251,10 @@ extension CompanionNode {
         case let .sendRawPacket(priority, raw):
             guard let pkt = try? Packet(bytes: Array(raw)) else { return err(.illegalArgument) }
             send(pkt, priority: priority, delay: 0) ? ok() : err(.tableFull)
+        case let .runCLICommand(text):
+            guard speaksCLIProtocol else { return err(.unsupportedCommand) }
+            let reply = cliCommand(String(decoding: text, as: UTF8.self), senderTimestamp: 0)
+            if powered, let f = try? ResponseFrame.cliReply(utf8Cut(Array(reply.utf8), max: CompanionLimits.maxFrameSize - 1)) { emit(f) }
         case .unknown:
             err(.unsupportedCommand)
         }
@@ -301,11 +313,12 @@ extension CompanionNode {
     }
 
     func sendText(type txtType: UInt8, attempt: UInt8, timestamp ts0: UInt32, prefix: KeyPrefix, text: [UInt8]) {
-        guard txtType == TextType.plain.rawValue || txtType == TextType.cliData.rawValue else { return err(.unsupportedCommand) }
+        let cli = txtType == TextType.cliData.rawValue || (txtType == TextType.cliCommand.rawValue && speaksCLIProtocol)
+        guard txtType == TextType.plain.rawValue || cli else { return err(.unsupportedCommand) }
         guard let i = contacts.firstIndex(where: { $0.publicKey.prefix(6) == prefix }) else { return err(.notFound) }
         let c = contacts[i]
         guard text.count <= (attempt > 3 ? 158 : 160), let ak = Optional(c.publicKey), let s = secret(for: ak) else { return err(.tableFull) }
-        let ts = txtType == TextType.cliData.rawValue ? uniqueTime() : ts0
+        let ts = cli ? uniqueTime() : ts0
         var pt: [UInt8] = []
         put32(ts, &pt)
         pt.append(txtType << 2 | attempt & 3)

@@ -19,6 +19,10 @@ public final class CompanionNode: MeshNode {
         public var maxContacts = 100
         public var offlineQueueSize = 16
         public var maxChannels = 40
+        /// The companion protocol version it speaks (DEVICE_INFO): 13 as firmware v1.17.1, or 14 as
+        /// the firmware's dev line (RUN_CLI_COMMAND, text type 3, contact flag 0x10, SEND_RAW_DATA
+        /// with an encoded path length).
+        public var protocolVersion: UInt8 = CompanionLimits.protocolVersion
         public init() {}
     }
 
@@ -42,6 +46,12 @@ public final class CompanionNode: MeshNode {
     public var blePin: UInt32 = 0
     public var clientRepeat = false
     public var maxTxPower: Int8 = 22
+    /// Time zone offset in hours (the protocol 14 CLI's `tz.offset`).
+    public var tzOffset: Int8 = 0
+    /// Radio settings the CLI's `set radio` saved for the next boot.
+    public var savedRadio: RadioParams?
+    /// Whether it speaks companion protocol 14 (the firmware's dev line).
+    public var speaksCLIProtocol: Bool { config.protocolVersion >= CompanionLimits.protocolVersionCLI }
     var customVars: [(String, String)] = [("gps", "0")]
     var defaultScopeName: String? = nil
     var defaultScopeKey: [UInt8] = []
@@ -232,6 +242,15 @@ public final class CompanionNode: MeshNode {
                     ack = TextAck.signedCode(timestamp: ts, attempt: flags & 3, authorPrefix: author ?? [], text: text, receiver: publicKey).bytes
                 }
                 sendAck(ack, to: from, secret: secret, arrival: arrival, contact: sender)
+            } else if txtType == TextType.cliCommand.rawValue && speaksCLIProtocol {
+                // Protocol 14: a CLI command from a contact with the remote CLI permission runs
+                // here and its reply (if any) goes back as CLI data; from anyone else it is queued
+                // for the app. No ACK and no path return either way.
+                if sender.flags & ContactFlags.remoteCLI != 0 {
+                    let reply = cliCommand(String(decoding: text, as: UTF8.self), senderTimestamp: ts)
+                    sendCLIReply(reply, to: sender, secret: secret)
+                    return
+                }
             } else if txtType != TextType.cliData.rawValue {
                 return
             }
@@ -268,6 +287,26 @@ public final class CompanionNode: MeshNode {
         }
         reply(to: peer, secret: secret, arrival: arrival, type: .ack, body: ack, outPath: out, delay: delay)
     }
+
+    /// A CLI reply: a text message of type 1 (at most 160 bytes), direct along the stored path or
+    /// flooded, after the firmware's CLI reply delay; nothing for an empty reply.
+    func sendCLIReply(_ reply: String, to contact: Contact, secret: SharedSecret) {
+        let text = utf8Cut(Array(reply.utf8), max: CompanionLimits.maxTextLength)
+        guard powered, !text.isEmpty else { return }
+        var pt: [UInt8] = []
+        put32(uniqueTime(), &pt)
+        pt.append(TextType.cliData.rawValue << 2)
+        pt += text
+        let payload = datagram(to: contact.publicKey, secret: secret, plaintext: pt)
+        if contact.outPathLength.isUnknown {
+            sendFlood(.txtMsg, payload: payload, delay: Self.cliReplyDelay, scope: effectiveScope())
+        } else {
+            sendDirect(.txtMsg, payload: payload, path: contact.outPath, hashSize: contact.outPathLength.hashSize, delay: Self.cliReplyDelay)
+        }
+    }
+
+    /// Milliseconds between a CLI command and its reply (`CLI_REPLY_DELAY_MILLIS`).
+    static let cliReplyDelay: UInt64 = 600
 
     func queueMessage(_ f: EncodedFrame) {
         queue.append(f.bytes)
@@ -455,6 +494,7 @@ public final class CompanionNode: MeshNode {
 
     override public func boot() {
         super.boot()
+        if let r = savedRadio { radio.params = r; savedRadio = nil }
         queue.removeAll()
         appTargetVersion = 0
         expectedAcks.removeAll()
@@ -474,7 +514,7 @@ public final class CompanionNode: MeshNode {
         channels = [ChannelSlot](repeating: .empty, count: config.maxChannels)
         channels[0] = ChannelSlot(name: "Public", secret: ChannelSecret.publicChannel.key)
         advertLatitude = 0; advertLongitude = 0; manualAddContacts = 0; telemetryModes = 0; advertLocationPolicy = 0
-        multiAcks = 0; autoAddFlags = 0; autoAddMaxHops = 0; blePin = 0; clientRepeat = false
+        multiAcks = 0; autoAddFlags = 0; autoAddMaxHops = 0; blePin = 0; clientRepeat = false; tzOffset = 0; savedRadio = nil
         defaultScopeName = nil; defaultScopeKey = []
         name = String(identity.publicKey.hex.prefix(8)).uppercased()
         radio.params = RadioParams()

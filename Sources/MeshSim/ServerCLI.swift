@@ -145,12 +145,13 @@ extension ServerNode {
 
     // MARK: radio
 
-    /// `tempradio freq bw sf cr minutes`: new radio settings 2 s from now (after the reply has gone),
-    /// back to the saved ones after `minutes`.
+    /// `tempradio FREQ,BW,SF,CR,MINUTES`: new radio settings 2 s from now (after the reply has gone),
+    /// back to the saved ones after `minutes`. Comma-separated, as the firmware's parseTextParts splits.
     func tempRadio(_ args: Substring) -> String {
-        let p = textParts(args, max: 5)
+        let p = textParts(args, max: 5, separator: ",")
         let freq = p.count > 0 ? cDouble(p[0]) : 0, bw = p.count > 1 ? cDouble(p[1]) : 0
-        let sf = p.count > 2 ? cInt(p[2]) : 0, cr = p.count > 3 ? cInt(p[3]) : 0, mins = p.count > 4 ? cInt(p[4]) : 0
+        let sf = p.count > 2 ? Int(UInt8(truncatingIfNeeded: cInt(p[2]))) : 0, cr = p.count > 3 ? Int(UInt8(truncatingIfNeeded: cInt(p[3]))) : 0
+        let mins = p.count > 4 ? cInt(p[4]) : 0
         guard (150...2500).contains(freq), (5...12).contains(sf), (5...8).contains(cr), (7...500).contains(bw), mins > 0 else {
             return "Error, invalid params"
         }
@@ -230,8 +231,8 @@ func cDouble<S: StringProtocol>(_ s: S) -> Double {
     return sign * v
 }
 
-/// `parseTextParts`: split at spaces into at most `max` parts (empty parts kept), the last one cut
-/// at its next space.
+/// `parseTextParts`: split at `separator` (the firmware's default is a comma; callers that split at
+/// spaces say so) into at most `max` parts (empty parts kept), the last one cut at its next separator.
 func textParts(_ s: Substring, max: Int, separator: Character = " ") -> [Substring] {
     var parts: [Substring] = []
     var rest = s

@@ -113,15 +113,8 @@ extension ServerNode {
         if let v = value("radio.rxgain ") { prefs.rxBoostedGain = v.hasPrefix("on"); return ok() }
         if value("radio.fem.rxgain ") != nil || value("radio.fem.txgain ") != nil { return "Error: unsupported" }
         if let v = value("radio ") {
-            let p = textParts(v, max: 4)
-            let freq = p.count > 0 ? cDouble(p[0]) : 0, bw = p.count > 1 ? cDouble(p[1]) : 0
-            let sf = p.count > 2 ? cInt(p[2]) : 0, cr = p.count > 3 ? cInt(p[3]) : 0
-            guard (150...2500).contains(freq), (5...12).contains(sf), (5...8).contains(cr), (7...500).contains(bw) else {
-                return "Error, invalid radio params"
-            }
-            var r = configuredRadio
-            r.freqKHz = UInt32((Float(freq) * 1000).rounded()); r.bwHz = UInt32((Float(bw) * 1000).rounded())
-            r.sf = UInt8(sf); r.cr = UInt8(cr)
+            // `set radio FREQ,BW,SF,CR`: comma-separated, as the firmware's parseTextParts splits.
+            guard let r = parseRadioParams(v, into: configuredRadio) else { return "Error, invalid radio params" }
             savedRadio = r
             return "OK - reboot to apply"
         }

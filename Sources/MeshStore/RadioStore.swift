@@ -141,6 +141,12 @@ public final class RadioStore {
         }
     }
 
+    /// The radio's public key (hex), the name of its folder; nil for a folder named otherwise.
+    public var radioKeyHex: String? {
+        let name = directory.split(separator: "/").last.map(String.init) ?? ""
+        return name.count == 64 && bytesFromHex(name) != nil ? name : nil
+    }
+
     /// Opens the store of the radio with `publicKey` under the state root.
     public convenience init(publicKey: [UInt8], stateDir: String? = nil, options: StoreOptions = StoreOptions()) throws {
         let root = try StoreLocation.stateRoot(stateDir: stateDir)
@@ -411,6 +417,21 @@ public final class RadioStore {
         c.removed = true
         c.updatedAt = now
         try saveContacts([c])
+    }
+
+    /// Flags removed every live contact whose key is not in `keys` (the radio's whole list), with
+    /// one fsync; returns how many.
+    @discardableResult
+    public func markContactsRemoved(except keys: Set<[UInt8]>, now: UInt32) throws -> Int {
+        var gone: [StoredContact] = []
+        for c in contacts where !c.removed && !keys.contains(c.publicKey) {
+            var r = c
+            r.removed = true
+            r.updatedAt = now
+            gone.append(r)
+        }
+        if !gone.isEmpty { try saveContacts(gone) }
+        return gone.count
     }
 
     func rebuildContactIndex() {

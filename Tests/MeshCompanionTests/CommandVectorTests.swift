@@ -90,6 +90,11 @@ import Testing
             ("SET_DEFAULT_FLOOD_SCOPE clear", try CommandFrame.setDefaultFloodScope(name: nil), "3F"),
             ("GET_DEFAULT_FLOOD_SCOPE", CommandFrame.getDefaultFloodScope(), "40"),
             ("SEND_RAW_PACKET", try CommandFrame.sendRawPacket(priority: 1, packet: hex("260130A24D89BD0000000000FB")), "41 01 260130A24D89BD0000000000FB"),
+            ("RUN_CLI_COMMAND (protocol 14)", try CommandFrame.runCLICommand("get name"), "42 676574206e616d65"),
+            ("SEND_RAW_DATA (protocol 14, 2-byte hashes)", try CommandFrame.sendRawData(pathLength: PathLength(hopCount: 2, hashSize: 2)!, path: [0x5F, 0x1A, 0x33, 0xB2], payload: [1, 2, 3, 4]),
+             "19 42 5f1a33b2 01020304"),
+            ("SEND_TXT_MSG CLI command (protocol 14)", try CommandFrame.sendTextMessage(to: KeyPrefix(hex("a1a2a3a4a5a6"))!, text: "ver", timestamp: 1, type: .cliCommand),
+             "02 03 00 01000000 a1a2a3a4a5a6 766572"),
         ]
     }
 
@@ -185,7 +190,8 @@ import Testing
         #expect(fails([0x3E, 1, 0xC1, 0, 0]) == .malformed(code: 0x3E, field: .pathLength))
         #expect(CompanionCommand.radioError(for: .malformed(code: 0x3E, field: .pathLength)) == .illegalArgument)
         #expect(CompanionCommand.radioError(for: .truncated(code: 0x09, length: 5, minimum: 136)) == .unsupportedCommand)
-        [0x2C, 0x35, 0x42, 0x7F].forEach { code in
+        #expect(fails([0x42, 0x76]) != nil)  // RUN_CLI_COMMAND needs 2 bytes of text (ERR 1)
+        [0x2C, 0x35, 0x43, 0x7F].forEach { code in
             [UInt8(code)].withUnsafeBytes { raw in
                 guard case .unknown = try? CompanionCommand.decode(raw) else { Issue.record("0x\(code) not unknown"); return }
             }

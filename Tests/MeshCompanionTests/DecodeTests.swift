@@ -48,6 +48,7 @@ func touch(_ f: CompanionFrame) {
     case .advertPath(let a): _ = a.path.count
     case .allowedRepeatFrequencies(let r): for x in r { _ = x }
     case .defaultFloodScope(let s): _ = s?.name; _ = s?.key.count
+    case .cliReply(let t): _ = t.count
     case .rawData(let r): _ = r.payload.count
     case .statusResponse(let s): _ = s.stats; _ = s.prefix
     case .logRxData(let l): _ = l.packet.count

@@ -49,8 +49,9 @@ import Testing
                 == [0x04, 0x10, 0x0E, 0x00, 0x00, 0x3C, 0x00, 0x00, 0x00, 0x00, 0x00])
     }
 
-    @Test func runCLICommandBytes() {
-        #expect(CompanionProtocol14.runCLICommand("ver") == [0x42, 0x76, 0x65, 0x72])
-        #expect(ContactFlags.telemetry == 0x0E && ContactFlags.favourite == 0x01)
+    @Test func runCLICommandBytes() throws {
+        #expect(try CommandFrame.runCLICommand("ver").bytes == [0x42, 0x76, 0x65, 0x72])
+        #expect(throws: CompanionEncodeError.self) { try CommandFrame.runCLICommand("v") }  // the firmware wants 2 bytes
+        #expect(ContactFlags.telemetry == 0x0E && ContactFlags.favourite == 0x01 && ContactFlags.remoteCLI == 0x10)
     }
 }

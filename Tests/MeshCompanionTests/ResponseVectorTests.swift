@@ -81,6 +81,9 @@ import Testing
             #expect(d.snr == 10 && d.channelIndex == 1 && d.pathLength.isUnknown && d.dataType == 0xFF00 && Array(d.data) == [0xAA, 0xBB])
         }
         try check(try ResponseFrame.defaultFloodScope(name: nil), "1C") { guard case .defaultFloodScope(nil) = $0 else { throw Unexpected(what: "\($0)") } }
+        try check(try ResponseFrame.cliReply(Array("OK".utf8)), "1D 4f4b") {
+            guard case .cliReply(let t) = $0, Array(t) == Array("OK".utf8) else { throw Unexpected(what: "\($0)") }
+        }
         try check(try ResponseFrame.defaultFloodScope(name: "#test", key: Self.secret),
                   "1C 2374657374" + String(repeating: "00", count: 26) + "8b3387e9c5cdea6ac9e5edbaa115cd72") {
             guard case .defaultFloodScope(let s?) = $0 else { throw Unexpected(what: "\($0)") }
@@ -302,8 +305,11 @@ import Testing
             guard case .unknown(let r) = try CompanionFrame.decode(raw) else { throw Unexpected(what: "") }
             #expect(r.code == 0x9A && Array(r.body) == [1, 2])
         }
-        try hex("1D").withUnsafeBytes { raw in
+        try hex("1E").withUnsafeBytes { raw in
             guard case .unknown = try CompanionFrame.decode(raw) else { throw Unexpected(what: "") }
+        }
+        try hex("1D").withUnsafeBytes { raw in  // protocol 14: an empty CLI reply
+            guard case .cliReply(let t) = try CompanionFrame.decode(raw), t.isEmpty else { throw Unexpected(what: "") }
         }
     }
 
@@ -329,7 +335,7 @@ import Testing
             ResponseFrame.stats(.core(CoreStats(batteryMillivolts: 0, uptimeSeconds: 0, errorFlags: 0, queueLength: 0))),
             ResponseFrame.autoAddConfig(AutoAddConfig(flags: 0, maxHops: 0)), try ResponseFrame.allowedRepeatFrequencies([]),
             try ResponseFrame.channelData(channelIndex: 0, pathLength: .unknown, dataType: 1, data: [UInt8]()),
-            try ResponseFrame.defaultFloodScope(name: nil),
+            try ResponseFrame.defaultFloodScope(name: nil), try ResponseFrame.cliReply(Array("> sim0".utf8)),
         ]
         frames += [
             PushFrame.advert(keyA), PushFrame.pathUpdated(keyA), PushFrame.sendConfirmed(SendConfirmed(ack: 0, roundTripMs: 0)),

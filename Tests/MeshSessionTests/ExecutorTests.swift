@@ -9,7 +9,9 @@ import Testing
     func connected() throws -> (Radio, ScriptedRadio, Executor) {
         let (radio, peer) = makePair(oneShot: true)
         try radio.connect(timeoutMilliseconds: 2_000)
-        peer.answers[0x04] = [[0x02] + le32(1), contactFrame(key: keyA, name: "rpt", lastmod: 1), [0x04] + le32(1)]
+        var rpt = contactFrame(key: keyA, name: "rpt", lastmod: 1)
+        rpt[33] = 2  // a repeater: `cmd` sends it text type 1 (a companion gets type 3, protocol 14)
+        peer.answers[0x04] = [[0x02] + le32(1), rpt, [0x04] + le32(1)]
         return (radio, peer, Executor(radio: radio, timeout: 500))
     }
 

@@ -104,7 +104,7 @@ func channelReaches(_ w: SimWorld, _ a: FrameApp, _ b: FrameApp, scope: FloodSco
         #expect(b.call(try CommandFrame.setRadioParams(moved))?.first == 0x00)
         #expect(try !channelReaches(w, a, b, scope: .clear, text: "other frequency"))
         // The repeater follows with `set radio` and a reboot; a is now the one left behind.
-        #expect(r.command("set radio 915 62.5 8 7") == "OK - reboot to apply")
+        #expect(r.command("set radio 915,62.5,8,7") == "OK - reboot to apply")
         _ = r.command("reboot")
         w.mesh.run(for: 2_000)
         #expect(try !channelReaches(w, a, b, scope: .clear, text: "a left behind"))

@@ -68,8 +68,10 @@ import Testing
             ("get lat", "> 51.5"),
             ("set guest.password visitor", "OK"),
             ("get guest.password", "> visitor"),
-            ("set radio 100 250 10 5", "Error, invalid radio params"),
-            ("set radio 915 250 10 5", "OK - reboot to apply"),
+            ("set radio 100,250,10,5", "Error, invalid radio params"),
+            // The firmware splits at commas (parseTextParts): the space-separated form is refused.
+            ("set radio 915 250 10 5", "Error, invalid radio params"),
+            ("set radio 915,250,10,5", "OK - reboot to apply"),
             ("get radio", "> 915.0,250,10,5"),
             ("set freq 868", "unknown config: freq 868"), // serial console only
             ("set whatever 1", "unknown config: whatever 1"),
@@ -194,11 +196,25 @@ import Testing
 
     @Test func setRadioAppliesAtTheNextBootAndReboots() throws {
         let (w, r) = try repeater()
-        #expect(r.command("set radio 915 250 10 5") == "OK - reboot to apply")
+        #expect(r.command("set radio 915,250,10,5") == "OK - reboot to apply")
         #expect(r.command("reboot") == "")
         #expect(!r.powered)
         w.mesh.run(for: 2_000)
         #expect(r.powered && r.radio.params.freqKHz == 915_000 && r.radio.params.bwHz == 250_000 && r.radio.params.sf == 10)
+    }
+
+    /// `set radio` and `tempradio` take comma-separated values, as the firmware's parseTextParts
+    /// splits them; the space-separated form that a real repeater refuses is refused here too.
+    @Test func radioSettingsAreCommaSeparatedAsInTheFirmware() throws {
+        let (w, r) = try repeater()
+        #expect(r.command("set radio 869.525 250 11 5") == "Error, invalid radio params")
+        #expect(r.command("set radio 869.525,250,11,5") == "OK - reboot to apply")
+        #expect(r.command("get radio") == "> 869.5250244,250,11,5")
+        #expect(r.command("tempradio 869.525 250 11 5 1") == "Error, invalid params")
+        #expect(r.command("tempradio 869.525,250,11,5,0") == "Error, invalid params")
+        #expect(r.command("tempradio 915,125,9,5,1") == "OK - temp params for 1 mins")
+        w.mesh.run(for: 3_000)
+        #expect(r.radio.params.freqKHz == 915_000 && r.radio.params.bwHz == 125_000 && r.radio.params.sf == 9)
     }
 
     @Test func neighboursFromZeroHopAdvertsAndDiscovery() throws {

@@ -75,6 +75,15 @@ def test_pending_adverts_through_the_daemon(tmp_path):
         code, out, err = pm("--json", "contacts", "pending", "--clear")
         assert code == 0 and json.loads(out) == {"dropped": 1}, (out, err)
         assert json.loads(pm("--json", "contacts", "pending")[1]) == []
+        # The store follows removals: sim1, added and then removed, is pending again when it adverts.
+        assert pm("contacts", "remove", "sim1")[0] == 0
+        assert pm("advert", "--flood", node="sim1", direct=True)[0] == 0
+        pending = []
+        deadline = time.time() + 20
+        while not pending and time.time() < deadline:
+            pending = json.loads(pm("--json", "contacts", "pending")[1])
+            time.sleep(0.3)
+        assert [p["name"] for p in pending] == ["sim1"], pending
     finally:
         if d:
             d.stop()

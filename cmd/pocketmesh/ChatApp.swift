@@ -184,7 +184,14 @@ final class ChatApp {
         let dir = StoreLocation.radioDirectory(stateRoot: root, publicKey: key)
         if !throughDaemon {
             _ = mkdir(root, 0o700)
-            if let s = try? RadioStore(directory: dir) { store = s; storeWritable = true; loadHistory(); return }
+            if let s = try? RadioStore(directory: dir) {
+                store = s; storeWritable = true
+                // The radio's contacts name the threads for `history`; it finds this store by the link.
+                try? s.saveContacts(contacts.map(StoredContact.init(summary:)))
+                if let spec = target.daemonLinkSpec { StoreLinks.remember(stateRoot: root, link: spec, publicKey: key) }
+                loadHistory()
+                return
+            }
         }
         if let s = try? RadioStore(directory: dir, options: MeshStore.StoreOptions(readOnly: true)) { store = s; loadHistory() }
     }

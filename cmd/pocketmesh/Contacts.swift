@@ -7,7 +7,7 @@ struct Contacts: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "contacts",
         abstract: "List and manage contacts.",
-        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, Share.self, Export.self, Import.self, Favourite.self, URI.self, Pending.self, AddPending.self,
+        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, ResetAdvertTime.self, Share.self, Export.self, Import.self, Favourite.self, URI.self, Pending.self, AddPending.self,
                       Path.self, DiscoverPath.self, SetPath.self, Permissions.self, Connected.self],
         defaultSubcommand: List.self)
 
@@ -69,6 +69,15 @@ struct Contacts: ParsableCommand {
         @OptionGroup var link: LinkOptions
         @Argument(help: "Contact name or hex key prefix.") var contact: String
         func request() throws(ClientError) -> Request { .contactResetPath(contact) }
+    }
+
+    struct ResetAdvertTime: RadioCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-advert-time",
+            abstract: "Set a contact's last advert time to 0, so the radio takes its next advert whatever its timestamp (meshcore-cli's reset_advert_time).")
+        @OptionGroup var link: LinkOptions
+        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        func request() throws(ClientError) -> Request { .contactResetAdvertTime(contact) }
     }
 
     struct Share: RadioCommand {

@@ -114,16 +114,25 @@ extension RadioCommand {
 /// The body of every `RadioCommand`, once: not specialised per command (which cost 2 KB of binary
 /// for each of the sixty commands).
 @inline(never)
-func runRequest(_ req: Request, link: LinkOptions, render: (Value) -> String) throws {
+func runRequest(_ req: Request, link: LinkOptions, render: (Value) -> String,
+                keep: ((Executor, [ReceivedMessage]) -> Void)? = nil) throws {
     try req.validate()
     let radio = try link.connect(drain: false)
     let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
     let progress = Progress(radio: radio, json: link.json)
-    radio.onEvent = { e in if case .message(let m) = e { executor.collect(m); progress?.message() } }
+    var taken: [ReceivedMessage] = []
+    radio.onEvent = { e in
+        if case .message(let m) = e {
+            executor.collect(m)
+            if keep != nil { taken.append(m) }
+            progress?.message()
+        }
+    }
     radio.onProgress = progress.map { p in { p.update() } }
     let outcome: Outcome
-    do { outcome = try executor.execute(req) } catch { progress?.finish(); throw error }
+    do { outcome = try executor.execute(req) } catch { progress?.finish(); keep?(executor, taken); throw error }
     progress?.finish()
+    keep?(executor, taken)
     if link.json {
         emitLine(outcome.value.json)
     } else {

@@ -156,7 +156,7 @@ struct ACL: RadioCommand {
 }
 
 struct Cmd: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "cmd", abstract: "Run a CLI command on a repeater (admin) and print its reply.")
+    static let configuration = CommandConfiguration(commandName: "cmd", abstract: "Run a CLI command on a repeater (admin), or on a companion (protocol 14, with its remote CLI permission), and print its reply.")
     @OptionGroup var link: LinkOptions
     @Argument(help: "Node name or hex key prefix.") var node: String
     @Argument(help: "The command, e.g. ver.") var command: [String]

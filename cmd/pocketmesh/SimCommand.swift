@@ -47,6 +47,8 @@ struct SimCommand: ParsableCommand {
     var offlineQueue: Int = 16
     @Option(name: .customLong("max-contacts"), help: "Contact table size of each companion.")
     var maxContacts: Int = 100
+    @Option(name: .customLong("protocol"), help: ArgumentHelp("Companion protocol version of the simulated radios: 13 (firmware v1.17.1) or 14 (the firmware's dev line: RUN_CLI_COMMAND, CLI commands to companions, remote CLI permission).", valueName: "version"))
+    var protocolVersion: UInt8 = 13
     @Flag(help: "Simulate collisions (half-duplex radios, overlapping receptions destroy each other).")
     var collisions = false
     @Option(name: .customLong("air-port"), help: ArgumentHelp("Serve the air on 127.0.0.1:PORT for the topology's external nodes (other implementations; see the README).", valueName: "port"))
@@ -59,6 +61,7 @@ struct SimCommand: ParsableCommand {
         guard (0...1).contains(loss) else { throw ValidationError("--loss must be within 0...1") }
         guard tcpBase >= 1 else { throw ValidationError("--tcp-base must be a port from 1 to 65535.") }
         guard offlineQueue >= 1, maxContacts >= 1 else { throw ValidationError("--offline-queue and --max-contacts must be at least 1") }
+        guard protocolVersion == 13 || protocolVersion == 14 else { throw ValidationError("--protocol must be 13 or 14") }
     }
 
     func run() throws {
@@ -84,6 +87,7 @@ struct SimCommand: ParsableCommand {
         options.guestPassword = guestPassword
         options.companion.offlineQueueSize = offlineQueue
         options.companion.maxContacts = maxContacts
+        options.companion.protocolVersion = protocolVersion
         let world: SimWorld
         do { world = try SimWorld(topology: topo, options: options) } catch let e as Topology.TopologyError {
             throw ClientError.usage(sentence("\(e)"))
@@ -127,6 +131,8 @@ struct SimBenchCommand: ParsableCommand {
     var messages: Int = 1000
     @Option(help: "Seed.")
     var seed: UInt64 = 1
+    @Option(name: .customLong("protocol"), help: ArgumentHelp("Companion protocol version of the simulated radios: 13 (firmware v1.17.1) or 14 (the firmware's dev line: RUN_CLI_COMMAND, CLI commands to companions, remote CLI permission).", valueName: "version"))
+    var protocolVersion: UInt8 = 13
     @Flag(help: "Simulate collisions.")
     var collisions = false
 

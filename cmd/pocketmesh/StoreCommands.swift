@@ -28,8 +28,8 @@ struct StoreSelection: ParsableArguments {
         let radios = StoreLocation.radios(stateRoot: root)
         var key: String? = nil
         if let spec = serial.map({ "serial:" + $0 }) ?? tcp.map({ "tcp:" + $0 }) {
-            key = StateFile.readString(root + "/links/" + DaemonRegistry.slug(forLink: spec))?.filter { !$0.isWhitespace }
-            if key == nil { throw notFound("no stored radio was seen on \(spec) yet: run `pocketmesh daemon` or `pocketmesh sync` with it first.") }
+            key = StoreLinks.radio(stateRoot: root, link: spec)
+            if key == nil { throw notFound("no stored radio was seen on \(spec) yet: run `pocketmesh daemon`, `pocketmesh sync` or `pocketmesh chat` with it first.") }
         } else if let r = radio?.lowercased() {
             let hits = radios.filter { $0.hasPrefix(r) }
             if hits.count != 1 {

@@ -51,10 +51,10 @@ extension Contacts {
     struct Permissions: RadioCommand {
         static let configuration = CommandConfiguration(
             commandName: "permissions",
-            abstract: "Grant a contact telemetry (used when the radio's telemetry modes are `flags`): base, location, environment, all or none.")
+            abstract: "Set what the radio grants a contact (the whole set): telemetry (used when the telemetry modes are `flags`) and, on protocol 14 radios, remote CLI.")
         @OptionGroup var link: LinkOptions
         @Argument(help: "Contact name or hex key prefix.") var contact: String
-        @Argument(help: "Comma-separated: base, location, environment; or all, none.") var grant: String
+        @Argument(help: "Comma-separated: base, location, environment (all: the three), cli (remote CLI, protocol 14); or none.") var grant: String
         func request() throws(ClientError) -> Request { .contactPermissions(contact, grant: grant) }
     }
 

@@ -158,7 +158,7 @@ extension Request {
             return .read
         case "channel_send", "channel_data":
             return .message
-        case "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_share", "contacts_import",
+        case "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_reset_advert_time", "contacts_share", "contacts_import",
              "contacts_discover_path", "contacts_favourite", "contacts_set_path", "contacts_permissions",
              "channel_set", "channel_remove", "channel_import", "channel_add", "time_sync", "time_set", "scope",
              "discover", "set":

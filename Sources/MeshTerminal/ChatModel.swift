@@ -11,6 +11,8 @@ public struct ChatEntry: Equatable, Sendable {
     public var states: [String]
     /// Parts of a split message ("(i/n) …") joined so far, and how many there are.
     public var parts: (have: Int, of: Int)?
+    /// A split message's parts by number (nil: not here yet); `text` is those here, in order.
+    var pieces: [String?] = []
 
     public init(kind: Kind, time: UInt32, from: String, text: String, states: [String] = []) {
         self.kind = kind
@@ -42,6 +44,13 @@ public struct ChatEntry: Equatable, Sendable {
         }
     }
 
+    /// `text` and `parts` from the pieces here.
+    mutating func join() {
+        let here = pieces.compactMap { $0 }
+        text = here.joined(separator: " ")
+        parts = (here.count, pieces.count)
+    }
+
     /// The delivery state as shown: one state, or each part's.
     public var stateText: String? {
         guard !states.isEmpty else { return nil }
@@ -68,21 +77,30 @@ public final class ChatConversation {
         self.kind = kind
     }
 
-    /// Adds an entry; an incoming part "(i/n) …" that follows part i-1 of the same sender is
-    /// joined to it. The index of the entry that shows it.
+    /// How far back a part looks for the rest of its message.
+    static let partWindow = 16
+
+    /// Adds an entry; an incoming part "(i/n) …" joins the newest unfinished message of n parts
+    /// from the same sender that lacks part i (parts may arrive in any order: each went its own
+    /// way through the mesh), and the message shows its parts in their order. The index of the
+    /// entry that shows it.
     @discardableResult
     public func add(_ e: ChatEntry) -> Int {
         lastActivity = max(lastActivity, e.time)
         if e.kind == .incoming, let (i, n, rest) = Self.part(e.text) {
-            if i > 1, let k = entries.lastIndex(where: { $0.kind == .incoming && $0.from == e.from }),
-               let p = entries[k].parts, p.of == n, p.have == i - 1 {
-                entries[k].text += " " + rest
-                entries[k].parts = (i, n)
+            let window = entries.indices.suffix(Self.partWindow)
+            if let k = window.last(where: { k in
+                let x = entries[k]
+                return x.kind == .incoming && x.from == e.from && x.parts?.of == n && x.pieces.count == n && x.pieces[i - 1] == nil
+            }) {
+                entries[k].pieces[i - 1] = rest
+                entries[k].join()
                 return k
             }
             var first = e
-            first.text = rest
-            first.parts = (i, n)
+            first.pieces = [String?](repeating: nil, count: n)
+            first.pieces[i - 1] = rest
+            first.join()
             entries.append(first)
             return entries.count - 1
         }

@@ -132,6 +132,23 @@ import Testing
         #expect(c.entries.last?.text == "(5) plain")
     }
 
+    /// Parts take their own ways through the mesh: they join in their order whatever order they
+    /// arrive in, and a message is one unread entry.
+    @Test func splitPartsJoinInAnyOrder() {
+        let model = ChatModel()
+        let c = model.conversation(id: "channel:0", name: "Public", kind: .channel)
+        model.add(ChatEntry(kind: .incoming, time: 1, from: "sim1", text: "(1/3) one"), to: c)
+        model.add(ChatEntry(kind: .incoming, time: 1, from: "sim1", text: "(3/3) three"), to: c)
+        #expect(c.entries.count == 1 && c.entries[0].text == "one three" && c.entries[0].parts?.have == 2)
+        model.add(ChatEntry(kind: .incoming, time: 1, from: "sim1", text: "(2/3) two"), to: c)
+        #expect(c.entries.count == 1 && c.entries[0].text == "one two three" && c.entries[0].parts?.have == 3)
+        #expect(c.unread == 1)
+        // A second message of three parts from the same sender: its own entry.
+        model.add(ChatEntry(kind: .incoming, time: 2, from: "sim1", text: "(2/3) b"), to: c)
+        model.add(ChatEntry(kind: .incoming, time: 2, from: "sim1", text: "(1/3) a"), to: c)
+        #expect(c.entries.count == 2 && c.entries[1].text == "a b" && c.unread == 2)
+    }
+
     @Test func unreadAndCompletion() {
         let m = ChatModel()
         let a = m.conversation(id: "key:01", name: "Alice", kind: .contact)

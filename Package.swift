@@ -4,7 +4,8 @@ import PackageDescription
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
 //   pocketmesh (cmd) -> MeshDaemon -> MeshOps -> MeshSession; MeshDaemon -> MeshStore;
 //   MeshSession, MeshSim -> MeshLink, MeshAir; MeshDaemon -> MeshMQTT (sans-I/O MQTT);
-//   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only)
+//   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
+//   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshDaemon -> CMeshTLS (mbedTLS)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
 // simulator's inner loop they were an eighth of the time, and the binary is smaller without them.
 let releaseSettings: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
@@ -24,17 +25,17 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Companion frames: codes, zero-copy decoders, encoders, serial/TCP framing. Standard library only.
         .target(name: "MeshCompanion", swiftSettings: releaseSettings),
         // On-air packets and their crypto.
-        .target(name: "MeshAir", dependencies: [
-            "MeshCompanion",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "CryptoExtras", package: "swift-crypto"),
-        ], swiftSettings: releaseSettings),
+        .target(name: "MeshAir", dependencies: ["MeshCompanion", "CSodium", "CMeshCrypto"], swiftSettings: releaseSettings),
+        // libsodium (Debian's libsodium-dev, static archive): SHA-256/512, Ed25519, X25519, random bytes.
+        .systemLibrary(name: "CSodium"),
+        // MeshCore's crypto in C over libsodium and mbedTLS: Ed25519 from a 64-byte expanded key, the
+        // firmware's ECDH, AES-128 blocks, HMAC-SHA256, and SHA-1 for the WebSocket handshake.
+        .target(name: "CMeshCrypto", linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("mbedcrypto")]),
         // BlueZ headers only (libbluetooth-dev): structs and constants; nothing is linked, so the
         // binary starts on systems without BlueZ.
         .systemLibrary(name: "CBluetooth"),
@@ -65,7 +66,7 @@ let package = Package(
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"], swiftSettings: releaseSettings),
         // The long-running service.
         .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
-                                                   .product(name: "Crypto", package: "swift-crypto")], swiftSettings: releaseSettings),  // SHA-1 of the WebSocket handshake
+                                                   "CMeshCrypto"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
@@ -76,14 +77,14 @@ let package = Package(
             swiftSettings: releaseSettings
         ),
         .testTarget(name: "MeshCompanionTests", dependencies: ["MeshCompanion"]),
-        .testTarget(name: "MeshAirTests", dependencies: ["MeshAir"]),
+        .testTarget(name: "MeshAirTests", dependencies: ["MeshAir", "CSodium"]),  // libsodium's own signing checks ours
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
         .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshSim"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal"]),
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
-        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim"]),
+        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim", "CSodium"]),
     ],
     swiftLanguageModes: [.v5]
 )

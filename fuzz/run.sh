@@ -25,7 +25,7 @@ mkdir -p "$out/artifacts"
 # The Swift runtime's backtracer and ASan's report fight over a crashing process: let ASan report.
 export SWIFT_BACKTRACE=enable=no
 
-if [ ! -f "$deps/Modules/MeshSession.swiftmodule" ] || [ ! -f "$deps/Modules/CryptoExtras.swiftmodule" ]; then
+if [ ! -f "$deps/Modules/MeshSession.swiftmodule" ] || [ ! -d "$deps/CMeshCrypto.build" ]; then
     (cd "$root" && swift build) || { echo "the package's debug build failed" >&2; exit 1; }
 fi
 
@@ -38,7 +38,7 @@ objects() {
     done
 }
 
-crypto=(Crypto CryptoExtras CryptoBoringWrapper CCryptoBoringSSL CCryptoBoringSSLShims CXKCP CXKCPShims SwiftASN1 _CryptoExtras)
+crypto=(CMeshCrypto)  # with libsodium and mbedTLS's libmbedcrypto
 link=(MeshLink CMeshLink)
 
 # build TARGET FILE MODULE "SOURCES..." DEP-MODULES...: compiles fuzz/FILE.swift into $out/TARGET-fuzz.
@@ -48,15 +48,17 @@ build() {
     objs=()
     objects "$@"
     local maps=() libs=()
-    # mbedTLS for the daemon's TLS sessions (CMeshTLS).
+    # mbedTLS for the daemon's TLS sessions (CMeshTLS); libsodium and mbedTLS's crypto for CMeshCrypto.
     [[ " $* " == *" CMeshTLS "* ]] && libs=(-lmbedtls -lmbedx509 -lmbedcrypto)
+    [[ " $* " == *" CMeshCrypto "* ]] && libs+=(-lsodium -lmbedcrypto)
     [ -f "$deps/CMeshLink.build/module.modulemap" ] && maps=(-Xcc "-fmodule-map-file=$deps/CMeshLink.build/module.modulemap")
     [ -f "$deps/CMeshTLS.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshTLS.build/module.modulemap")
+    [ -f "$deps/CMeshCrypto.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshCrypto.build/module.modulemap")
     rm -f "$out/$name-fuzz"
     # (ld.gold warns about every ASan helper symbol; those lines are noise.)
     # shellcheck disable=SC2086
     swiftc -parse-as-library -module-name "$module" -sanitize=fuzzer,address -O \
-        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" -I "$root/Sources/CMeshTLS/include" "${maps[@]}" \
+        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" -I "$root/Sources/CMeshTLS/include" -I "$root/Sources/CSodium" -I "$root/Sources/CMeshCrypto/include" "${maps[@]}" \
         $sources "$root/fuzz/$file.swift" "${objs[@]}" "${libs[@]}" -o "$out/$name-fuzz" 2>&1 \
         | { grep -v 'Cannot export local symbol' || true; }
     [ -x "$out/$name-fuzz" ] || { echo "fuzz target $name did not build" >&2; return 1; }

@@ -1,4 +1,4 @@
-import Crypto
+import CSodium
 import MeshAir
 import MeshCompanion
 import MeshSession
@@ -22,7 +22,7 @@ import Testing
         let j = ObserverFormat.packet(raw: raw, snrQuarterDb: -21, rssi: -97, origin: "obs", originId: key, radio: radio,
                                       epochMicros: 1_764_000_000_012_345)
         // The hash, computed here as the firmware does: SHA-256(type, payload), first 8 bytes.
-        let expectedHash = HexCodec.encode(Array(SHA256.hash(data: [0x02, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66])).prefix(8)).uppercased()
+        let expectedHash = HexCodec.encode(sha256([0x02, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66]).prefix(8)).uppercased()
         #expect(expectedHash == "6CD071A9112BCB8B")
         // Score: (-5.25 + 10) / 10 * (1 - 10/256) = 0.456... -> 456. Duration: SF8 62.5 kHz CR 4/5, 10 bytes:
         // (32 + 8) * 4 + 17 + ceil((80 + 16 - 32 + 8 + 20) / 32) * 5 * 4 = 237 quarter symbols of 4,096 us -> 242 ms.
@@ -41,7 +41,7 @@ import Testing
         #expect(j?["route"]?.string == "T" && j?["path"] == nil && j?["score"] == nil && j?["payload_len"]?.string == "1")
         // TRACE (9) hashes the path length as uint16 LE too.
         let trace: [UInt8] = [0x26, 0x01, 0x20, 0x01, 0x02, 0x03, 0x04]
-        let expected = HexCodec.encode(Array(SHA256.hash(data: [0x09, 0x01, 0x00, 0x01, 0x02, 0x03, 0x04])).prefix(8)).uppercased()
+        let expected = HexCodec.encode(sha256([0x09, 0x01, 0x00, 0x01, 0x02, 0x03, 0x04]).prefix(8)).uppercased()
         #expect(ObserverFormat.packet(raw: trace, snrQuarterDb: 0, rssi: -1, origin: "o", originId: key, radio: nil, epochMicros: 0)?["hash"]?.string == expected)
         // Bytes that are no packet (a reserved path hash size, a cut path) are not published.
         #expect(ObserverFormat.packet(raw: [0x0A, 0xC1, 0x00], snrQuarterDb: 0, rssi: 0, origin: "o", originId: key, radio: nil, epochMicros: 0) == nil)
@@ -85,9 +85,16 @@ import Testing
             let claims = #"{"publicKey":"\#(id.publicKey.hex.uppercased())","iat":1764000000,"exp":1764003600,"aud":"mqtt.example"}"#
             #expect(parts[1] == ObserverFormat.base64url(Array(claims.utf8)))
             let signature = HexCodec.decode(parts[2]) ?? []
-            let verifier = try Curve25519.Signing.PublicKey(rawRepresentation: id.publicKey.bytes)
-            #expect(signature.count == 64 && verifier.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8)))
+            let signed = Array((parts[0] + "." + parts[1]).utf8)
+            #expect(signature.count == 64 && crypto_sign_verify_detached(signature, signed, UInt64(signed.count), id.publicKey.bytes) == 0)
         }
         #expect(ObserverFormat.base64url([0xFB, 0xFF]) == "-_8")
     }
+}
+
+/// SHA-256 (libsodium), computed here as the firmware does.
+private func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: 32)
+    crypto_hash_sha256(&out, bytes, UInt64(bytes.count))
+    return out
 }

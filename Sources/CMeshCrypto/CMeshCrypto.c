@@ -5,8 +5,13 @@
 #include <mbedtls/md.h>
 #include <mbedtls/sha1.h>
 #include <mbedtls/version.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <string.h>
+
+// sodium_init() is not called: the functions used here need no set-up (their implementations are
+// chosen when libsodium is compiled, and randombytes readies itself, see meshcrypto_random), and
+// calling it would link every implementation it chooses among (Argon2, BLAKE2b, ChaCha20, ...).
 
 // MeshCore's private key is the orlp "expanded" Ed25519 key: SHA-512(seed) with the first half
 // clamped (the scalar a) and the second half the nonce prefix; the seed is never exported. libsodium's
@@ -133,6 +138,10 @@ int meshcrypto_sha1(uint8_t digest[20], const uint8_t *message, size_t length) {
 #endif
 }
 
+static pthread_once_t random_once = PTHREAD_ONCE_INIT;
+static void random_init(void) { randombytes_stir(); }
+
 void meshcrypto_random(uint8_t *buffer, size_t length) {
+    pthread_once(&random_once, random_init);  // the first use opens the source once, on one thread
     randombytes_buf(buffer, length);
 }

@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "MeshStore", targets: ["MeshStore"]),
         .library(name: "MeshTerminal", targets: ["MeshTerminal"]),
         .library(name: "MeshMQTT", targets: ["MeshMQTT"]),
+        .library(name: "MeshNet", targets: ["MeshNet"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -58,6 +59,8 @@ let package = Package(
         .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession"], swiftSettings: releaseSettings),
         // Flat-file persistence.
         .target(name: "MeshStore", dependencies: ["MeshCompanion"], swiftSettings: releaseSettings),
+        // Network codecs with no I/O: JSON.
+        .target(name: "MeshNet", dependencies: ["MeshSession", "MeshOps"], swiftSettings: releaseSettings),
         // The MQTT 3.1.1 client session and broker URLs, without I/O. Standard library only.
         .target(name: "MeshMQTT", swiftSettings: releaseSettings),
         // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).
@@ -66,11 +69,11 @@ let package = Package(
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"], swiftSettings: releaseSettings),
         // The long-running service.
         .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
-                                                   "CMeshCrypto"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
+                                                   "CMeshCrypto", "MeshNet"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
-                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal",
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal", "MeshNet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cmd/pocketmesh",
@@ -84,7 +87,7 @@ let package = Package(
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal"]),
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
-        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim", "CSodium"]),
+        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim", "MeshNet", "CSodium"]),
     ],
     swiftLanguageModes: [.v5]
 )

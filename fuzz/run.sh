@@ -7,7 +7,7 @@
 #   air       on-air packets, payloads, adverts, plaintexts (MeshAir)
 #   att       ATT PDUs into the GATT client and the simulated GATT server (MeshLink)
 #   store     store records, the index file, contacts/channels/outbox/state files (MeshStore)
-#   json      API request lines: JSONParser and DaemonRequest.parse (MeshDaemon)
+#   json      API request lines: JSONParser (MeshNet) and DaemonRequest.parse (MeshDaemon)
 #   topology  simulator topology files (MeshSim)
 #   config    the config file: the TOML reader and the config model (MeshOps)
 #   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshMQTT)
@@ -106,7 +106,7 @@ for t in "${targets[@]}"; do
         att) build att ATTFuzz MeshLink "$root/Sources/MeshLink/ATT.swift $root/Sources/MeshLink/ATTClient.swift $root/Sources/MeshLink/SimulatedGATTServer.swift" ;;
         store) build store StoreFuzz MeshStore "$root/Sources/MeshStore/*.swift" MeshCompanion ;;
         json) build json JSONFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
-                  MeshOps MeshMQTT CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshNet MeshOps MeshMQTT CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \
                   MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \

@@ -1,6 +1,7 @@
 import Glibc
 import MeshAir
 import MeshCompanion
+import MeshNet
 import MeshSession
 
 /// What the observer uploader publishes, in the format the MeshCore analyzer and map sites read

@@ -1,6 +1,7 @@
 import CSodium
 import MeshAir
 import MeshCompanion
+import MeshNet
 import MeshSession
 import Testing
 @testable import MeshDaemon

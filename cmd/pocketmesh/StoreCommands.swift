@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import MeshDaemon
+import MeshNet
 import MeshStore
 
 /// Which radio's store a store command reads.

@@ -59,8 +59,8 @@ let package = Package(
         .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession"], swiftSettings: releaseSettings),
         // Flat-file persistence.
         .target(name: "MeshStore", dependencies: ["MeshCompanion"], swiftSettings: releaseSettings),
-        // Network codecs with no I/O: JSON.
-        .target(name: "MeshNet", dependencies: ["MeshSession", "MeshOps"], swiftSettings: releaseSettings),
+        // Network codecs with no I/O: JSON. Standard library only.
+        .target(name: "MeshNet", swiftSettings: releaseSettings),
         // The MQTT 3.1.1 client session and broker URLs, without I/O. Standard library only.
         .target(name: "MeshMQTT", swiftSettings: releaseSettings),
         // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).

@@ -4,6 +4,7 @@ import PackageDescription
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
 //   pocketmesh (cmd) -> MeshDaemon -> MeshOps -> MeshSession; MeshDaemon -> MeshStore;
 //   MeshSession, MeshSim -> MeshLink, MeshAir; MeshDaemon -> MeshMQTT (sans-I/O MQTT);
+//   MeshDaemon, MeshSim -> MeshNet (JSON, standard library only);
 //   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
 //   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshDaemon -> CMeshTLS (mbedTLS)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
@@ -66,7 +67,7 @@ let package = Package(
         // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).
         .target(name: "MeshTerminal", swiftSettings: releaseSettings),
         // Simulated radios and the air between them.
-        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"], swiftSettings: releaseSettings),
+        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink", "MeshNet"], swiftSettings: releaseSettings),
         // The long-running service.
         .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
                                                    "CMeshCrypto", "MeshNet"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
@@ -86,7 +87,7 @@ let package = Package(
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal"]),
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
-        .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
+        .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession", "MeshNet"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim", "MeshNet", "CSodium"]),
     ],
     swiftLanguageModes: [.v5]

@@ -108,7 +108,7 @@ for t in "${targets[@]}"; do
         json) build json JSONFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
                   MeshNet MeshOps MeshMQTT CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \
-                  MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshNet MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \
                   MeshSession MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         mqtt) build mqtt MQTTFuzz MeshMQTT "$root/Sources/MeshMQTT/*.swift" ;;

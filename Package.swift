@@ -4,7 +4,9 @@ import PackageDescription
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
 //   pocketmesh (cmd) -> MeshDaemon -> MeshOps -> MeshSession; MeshDaemon -> MeshStore;
 //   MeshSession, MeshSim -> MeshLink, MeshAir; MeshDaemon -> MeshMQTT (sans-I/O MQTT);
-//   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only)
+//   MeshDaemon, MeshSim -> MeshNet (JSON, standard library only);
+//   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
+//   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshDaemon -> CMeshTLS (mbedTLS)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
 // simulator's inner loop they were an eighth of the time, and the binary is smaller without them.
 let releaseSettings: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
@@ -21,20 +23,21 @@ let package = Package(
         .library(name: "MeshStore", targets: ["MeshStore"]),
         .library(name: "MeshTerminal", targets: ["MeshTerminal"]),
         .library(name: "MeshMQTT", targets: ["MeshMQTT"]),
+        .library(name: "MeshNet", targets: ["MeshNet"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Companion frames: codes, zero-copy decoders, encoders, serial/TCP framing. Standard library only.
         .target(name: "MeshCompanion", swiftSettings: releaseSettings),
         // On-air packets and their crypto.
-        .target(name: "MeshAir", dependencies: [
-            "MeshCompanion",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "CryptoExtras", package: "swift-crypto"),
-        ], swiftSettings: releaseSettings),
+        .target(name: "MeshAir", dependencies: ["MeshCompanion", "CSodium", "CMeshCrypto"], swiftSettings: releaseSettings),
+        // libsodium (Debian's libsodium-dev, static archive): SHA-256/512, Ed25519, X25519, random bytes.
+        .systemLibrary(name: "CSodium"),
+        // MeshCore's crypto in C over libsodium and mbedTLS: Ed25519 from a 64-byte expanded key, the
+        // firmware's ECDH, AES-128 blocks, HMAC-SHA256, and SHA-1 for the WebSocket handshake.
+        .target(name: "CMeshCrypto", linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("mbedcrypto")]),
         // BlueZ headers only (libbluetooth-dev): structs and constants; nothing is linked, so the
         // binary starts on systems without BlueZ.
         .systemLibrary(name: "CBluetooth"),
@@ -57,33 +60,35 @@ let package = Package(
         .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession"], swiftSettings: releaseSettings),
         // Flat-file persistence.
         .target(name: "MeshStore", dependencies: ["MeshCompanion"], swiftSettings: releaseSettings),
+        // Network codecs with no I/O: JSON. Standard library only.
+        .target(name: "MeshNet", swiftSettings: releaseSettings),
         // The MQTT 3.1.1 client session and broker URLs, without I/O. Standard library only.
         .target(name: "MeshMQTT", swiftSettings: releaseSettings),
         // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).
         .target(name: "MeshTerminal", swiftSettings: releaseSettings),
         // Simulated radios and the air between them.
-        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"], swiftSettings: releaseSettings),
+        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink", "MeshNet"], swiftSettings: releaseSettings),
         // The long-running service.
-        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
-                                                   .product(name: "Crypto", package: "swift-crypto")], swiftSettings: releaseSettings),  // SHA-1 of the WebSocket handshake
+        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
+                                                   "CMeshCrypto", "MeshNet"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
-                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal",
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal", "MeshNet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cmd/pocketmesh",
             swiftSettings: releaseSettings
         ),
         .testTarget(name: "MeshCompanionTests", dependencies: ["MeshCompanion"]),
-        .testTarget(name: "MeshAirTests", dependencies: ["MeshAir"]),
+        .testTarget(name: "MeshAirTests", dependencies: ["MeshAir", "CSodium"]),  // libsodium's own signing checks ours
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
         .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshSim"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
-        .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
-        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim"]),
+        .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession", "MeshNet"]),
+        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim", "MeshNet", "CSodium"]),
     ],
     swiftLanguageModes: [.v5]
 )

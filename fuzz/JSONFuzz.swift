@@ -11,6 +11,7 @@
 import Glibc
 import MeshCompanion
 import MeshMQTT
+import MeshNet
 
 func fuzzCheck(_ ok: Bool, _ what: StaticString, line: UInt = #line) {
     if !ok { fatalError("invariant failed: \(what)", line: line) }

@@ -7,7 +7,7 @@
 #   air       on-air packets, payloads, adverts, plaintexts (MeshAir)
 #   att       ATT PDUs into the GATT client and the simulated GATT server (MeshLink)
 #   store     store records, the index file, contacts/channels/outbox/state files (MeshStore)
-#   json      API request lines: JSONParser and DaemonRequest.parse (MeshDaemon)
+#   json      API request lines: JSONParser (MeshNet) and DaemonRequest.parse (MeshDaemon)
 #   topology  simulator topology files (MeshSim)
 #   config    the config file: the TOML reader and the config model (MeshOps)
 #   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshMQTT)
@@ -25,7 +25,7 @@ mkdir -p "$out/artifacts"
 # The Swift runtime's backtracer and ASan's report fight over a crashing process: let ASan report.
 export SWIFT_BACKTRACE=enable=no
 
-if [ ! -f "$deps/Modules/MeshSession.swiftmodule" ] || [ ! -f "$deps/Modules/CryptoExtras.swiftmodule" ]; then
+if [ ! -f "$deps/Modules/MeshSession.swiftmodule" ] || [ ! -d "$deps/CMeshCrypto.build" ]; then
     (cd "$root" && swift build) || { echo "the package's debug build failed" >&2; exit 1; }
 fi
 
@@ -38,7 +38,7 @@ objects() {
     done
 }
 
-crypto=(Crypto CryptoExtras CryptoBoringWrapper CCryptoBoringSSL CCryptoBoringSSLShims CXKCP CXKCPShims SwiftASN1 _CryptoExtras)
+crypto=(CMeshCrypto)  # with libsodium and mbedTLS's libmbedcrypto
 link=(MeshLink CMeshLink)
 
 # build TARGET FILE MODULE "SOURCES..." DEP-MODULES...: compiles fuzz/FILE.swift into $out/TARGET-fuzz.
@@ -48,15 +48,17 @@ build() {
     objs=()
     objects "$@"
     local maps=() libs=()
-    # mbedTLS for the daemon's TLS sessions (CMeshTLS).
+    # mbedTLS for the daemon's TLS sessions (CMeshTLS); libsodium and mbedTLS's crypto for CMeshCrypto.
     [[ " $* " == *" CMeshTLS "* ]] && libs=(-lmbedtls -lmbedx509 -lmbedcrypto)
+    [[ " $* " == *" CMeshCrypto "* ]] && libs+=(-lsodium -lmbedcrypto)
     [ -f "$deps/CMeshLink.build/module.modulemap" ] && maps=(-Xcc "-fmodule-map-file=$deps/CMeshLink.build/module.modulemap")
     [ -f "$deps/CMeshTLS.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshTLS.build/module.modulemap")
+    [ -f "$deps/CMeshCrypto.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshCrypto.build/module.modulemap")
     rm -f "$out/$name-fuzz"
     # (ld.gold warns about every ASan helper symbol; those lines are noise.)
     # shellcheck disable=SC2086
     swiftc -parse-as-library -module-name "$module" -sanitize=fuzzer,address -O \
-        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" -I "$root/Sources/CMeshTLS/include" "${maps[@]}" \
+        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" -I "$root/Sources/CMeshTLS/include" -I "$root/Sources/CSodium" -I "$root/Sources/CMeshCrypto/include" "${maps[@]}" \
         $sources "$root/fuzz/$file.swift" "${objs[@]}" "${libs[@]}" -o "$out/$name-fuzz" 2>&1 \
         | { grep -v 'Cannot export local symbol' || true; }
     [ -x "$out/$name-fuzz" ] || { echo "fuzz target $name did not build" >&2; return 1; }
@@ -104,9 +106,9 @@ for t in "${targets[@]}"; do
         att) build att ATTFuzz MeshLink "$root/Sources/MeshLink/ATT.swift $root/Sources/MeshLink/ATTClient.swift $root/Sources/MeshLink/SimulatedGATTServer.swift" ;;
         store) build store StoreFuzz MeshStore "$root/Sources/MeshStore/*.swift" MeshCompanion ;;
         json) build json JSONFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
-                  MeshOps MeshMQTT CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshNet MeshOps MeshMQTT CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \
-                  MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshNet MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \
                   MeshSession MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         mqtt) build mqtt MQTTFuzz MeshMQTT "$root/Sources/MeshMQTT/*.swift" ;;

@@ -3,7 +3,7 @@
 # needed at run time), optimised for size, linked by lld with identical-code folding and
 # with the functions the common commands and the daemon run placed next to each other
 # (scripts/release-order.txt, made by scripts/release-order.sh), so that a command maps
-# as few of the binary's pages as possible. C code (BoringSSL inside swift-crypto, the C helpers)
+# as few of the binary's pages as possible. The C code built here (the C helpers and shims)
 # is built without unwind tables: nothing unwinds through it (it throws no exceptions), and they
 # were a large part of .eh_frame. Writes dist/pocketmesh (stripped).
 #

@@ -13,7 +13,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-  libudev-dev libbluetooth-dev libmbedtls-dev pkg-config \
+  libudev-dev libbluetooth-dev libmbedtls-dev libsodium-dev pkg-config \
   socat umockdev libumockdev-dev \
   python3 python3-venv time binutils man-db tmux mosquitto openssl >/dev/null
 VENV="${POCKETMESH_VENV:-$PWD/.venv-interop}"

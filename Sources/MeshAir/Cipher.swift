@@ -1,6 +1,5 @@
+import CMeshCrypto
 import MeshCompanion
-import Crypto
-import CryptoExtras
 
 /// A 32-byte secret shared with a peer (ECDH) or a channel secret padded with zeros.
 /// AES-128-ECB uses bytes 0..15; the 2-byte MAC is HMAC-SHA256 keyed with all 32 bytes.
@@ -16,27 +15,20 @@ public struct SharedSecret: Hashable, Sendable {
         }
     }
 
-    /// X25519(scalar = prv[0..32], u = (1+y)/(1-y) of the peer's Ed25519 key), like
-    /// `ed25519_key_exchange`.
+    /// X25519(scalar = prv[0..32] clamped, u = (1+y)/(1-y) of the peer's Ed25519 key), like
+    /// `ed25519_key_exchange`. A peer key of small order (an all-zero result) is refused.
     static func exchange(privateKey: [UInt8], peer: PublicKey) throws(AirError) -> SharedSecret {
-        guard privateKey.count >= 32 else { throw .invalidKey }
-        let u = Edwards25519.cachedMontgomeryU(fromEdwards: peer.bytes)
-        do {
-            let mine = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: Array(privateKey[0 ..< 32]))
-            let theirs = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: u)
-            let secret = try mine.sharedSecretFromKeyAgreement(with: theirs)
-            return try SharedSecret(secret.withUnsafeBytes { Array($0) })
-        } catch {
-            throw .cryptoFailure
-        }
+        guard privateKey.count == 64 else { throw .invalidKey }
+        var out = [UInt8](repeating: 0, count: 32)
+        let theirs = peer.bytes
+        guard meshcrypto_shared_secret(&out, privateKey, theirs) == 0 else { throw .cryptoFailure }
+        return try SharedSecret(out)
     }
 
     /// The first 2 bytes of HMAC-SHA256(key = 32-byte secret, ciphertext).
     public func mac<C: Collection<UInt8>>(for ciphertext: C) -> (UInt8, UInt8) {
-        var h = HMAC<SHA256>(key: SymmetricKey(data: bytes))
-        h.update(data: Array(ciphertext))
-        let code = h.finalize()
-        return code.withUnsafeBytes { ($0[0], $0[1]) }
+        let code = Digest.hmacSHA256(key: bytes, ciphertext)
+        return (code[0], code[1])
     }
 
     /// AES-128-ECB of `plaintext` zero-padded to 16 bytes (an empty plaintext stays empty).
@@ -44,12 +36,7 @@ public struct SharedSecret: Hashable, Sendable {
         var out = Array(plaintext)
         let padded = (out.count + 15) / 16 * 16
         out += [UInt8](repeating: 0, count: padded - out.count)
-        let key = SymmetricKey(data: bytes[0 ..< 16])
-        var i = 0
-        while i < out.count {
-            try? AES.permute(&out[i ..< i + 16], key: key)
-            i += 16
-        }
+        _ = AES128.ecb(&out, key: bytes[0 ..< 16], encrypt: true)
         return out
     }
 
@@ -70,12 +57,7 @@ public struct SharedSecret: Hashable, Sendable {
         let (m0, m1) = mac(for: ct)
         guard m0 == all[0], m1 == all[1] else { throw .macMismatch }
         var out = Array(ct)
-        let key = SymmetricKey(data: bytes[0 ..< 16])
-        var i = 0
-        while i < out.count {
-            do { try AES.inversePermute(&out[i ..< i + 16], key: key) } catch { throw .cryptoFailure }
-            i += 16
-        }
+        guard AES128.ecb(&out, key: bytes[0 ..< 16], encrypt: false) else { throw .cryptoFailure }
         return out
     }
 }
@@ -93,7 +75,7 @@ public struct ChannelSecret: Hashable, Sendable {
     /// Hashtag channel: key = SHA256("#name")[0..16] (a '#' is prepended when missing).
     public init(hashtag name: String) {
         let full = name.hasPrefix("#") ? name : "#" + name
-        key = Array(SHA256.hash(data: Array(full.utf8)).prefix(16))
+        key = Array(Digest.sha256(full.utf8).prefix(16))
     }
 
     /// The built-in "Public" channel, PSK `8b3387e9c5cdea6ac9e5edbaa115cd72`.
@@ -103,7 +85,7 @@ public struct ChannelSecret: Hashable, Sendable {
     /// SHA256(secret)[0] over 16 bytes, or over 32 when the upper half is non-zero.
     public var hash: UInt8 {
         let upperZero = key.count == 16 || key[16...].allSatisfy { $0 == 0 }
-        return Array(SHA256.hash(data: upperZero ? Array(key.prefix(16)) : key))[0]
+        return Digest.sha256(upperZero ? Array(key.prefix(16)) : key)[0]
     }
 
     /// The 32-byte form (secret || zeros) used for encryption and the MAC.

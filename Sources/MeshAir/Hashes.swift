@@ -1,5 +1,4 @@
 import MeshCompanion
-import Crypto
 
 /// The 8-byte packet hash used for dedup (`Packet::calculatePacketHash`):
 /// SHA256(payload_type || [TRACE: path_len as u16 LE] || payload)[0..8].
@@ -22,16 +21,15 @@ public struct PacketHash: Hashable, Sendable, CustomStringConvertible {
     public var description: String { hex }
 
     public static func compute(payloadType: PayloadType, pathLength: PathLength, payload: UnsafeRawBufferPointer) -> PacketHash {
-        var h = SHA256()
+        var h = SHA256Hasher()
         var t = payloadType.rawValue
-        withUnsafeBytes(of: &t) { h.update(bufferPointer: $0) }
+        withUnsafeBytes(of: &t) { h.update($0) }
         if payloadType == .trace {
             var len = UInt16(pathLength.encoded).littleEndian
-            withUnsafeBytes(of: &len) { h.update(bufferPointer: $0) }
+            withUnsafeBytes(of: &len) { h.update($0) }
         }
-        h.update(bufferPointer: payload)
-        let digest = h.finalize()
-        return digest.withUnsafeBytes { d in try! PacketHash(d.prefix(8)) }
+        h.update(payload)
+        return try! PacketHash(h.finalize().prefix(8))
     }
 
     public static func compute<C: Collection<UInt8>>(payloadType: PayloadType, pathLength: PathLength, payload: C) -> PacketHash {
@@ -50,21 +48,21 @@ public enum TextAck {
     /// `text` is the UTF-8 text without NUL (and without author prefix).
     public static func code<T: Collection<UInt8>>(timestamp: UInt32, txtType: UInt8, attempt: UInt8,
                                                    text: T, sender: PublicKey) -> AckCode {
-        var h = SHA256()
-        h.update(data: le32(timestamp) + [txtType << 2 | attempt & 3])
-        h.update(data: Array(text))
-        h.update(data: sender.bytes)
+        var h = SHA256Hasher()
+        h.update(le32(timestamp) + [txtType << 2 | attempt & 3])
+        h.update(text)
+        h.update(sender.bytes)
         return try! AckCode(Array(h.finalize().prefix(4)))
     }
 
     /// Signed (room) text, txt_type 2: SHA256(ts || flags || author_pfx4 || text || RECEIVER pubkey)[0..4].
     public static func signedCode<T: Collection<UInt8>>(timestamp: UInt32, attempt: UInt8, authorPrefix: [UInt8],
                                                          text: T, receiver: PublicKey) -> AckCode {
-        var h = SHA256()
-        h.update(data: le32(timestamp) + [TextType.signedPlain.rawValue << 2 | attempt & 3])
-        h.update(data: Array(authorPrefix.prefix(4)))
-        h.update(data: Array(text))
-        h.update(data: receiver.bytes)
+        var h = SHA256Hasher()
+        h.update(le32(timestamp) + [TextType.signedPlain.rawValue << 2 | attempt & 3])
+        h.update(authorPrefix.prefix(4))
+        h.update(text)
+        h.update(receiver.bytes)
         return try! AckCode(Array(h.finalize().prefix(4)))
     }
 }
@@ -82,15 +80,13 @@ public struct RegionKey: Hashable, Sendable {
     /// key = SHA256("#" + name)[0..16]; a '#' is prepended when missing.
     public init(name: String) {
         let full = name.hasPrefix("#") ? name : "#" + name
-        key = Array(SHA256.hash(data: Array(full.utf8)).prefix(16))
+        key = Array(Digest.sha256(full.utf8).prefix(16))
     }
 
     /// u16 LE of HMAC-SHA256(key, payload_type || payload)[0..2], with 0 -> 1 and 0xFFFF -> 0xFFFE.
     public func transportCode<C: Collection<UInt8>>(payloadType: PayloadType, payload: C) -> UInt16 {
-        var h = HMAC<SHA256>(key: SymmetricKey(data: key))
-        h.update(data: [payloadType.rawValue])
-        h.update(data: Array(payload))
-        let code = h.finalize().withUnsafeBytes { UInt16($0[0]) | UInt16($0[1]) << 8 }
+        let mac = Digest.hmacSHA256(key: key, [payloadType.rawValue] + Array(payload))
+        let code = UInt16(mac[0]) | UInt16(mac[1]) << 8
         switch code {
         case 0x0000: return 0x0001
         case 0xFFFF: return 0xFFFE

@@ -1,5 +1,5 @@
+import CMeshCrypto
 import MeshCompanion
-import Crypto
 
 /// The public key is MeshCompanion's `PublicKey` (one type for frames, packets, the store and the
 /// simulator); on air its first 1, 2 or 3 bytes are the node's "hash" in paths and datagram headers.
@@ -24,11 +24,12 @@ extension PublicKey {
     /// Starts with 0x00 or 0xFF, which the firmware never uses for its own identity.
     public var hasReservedPrefix: Bool { self[0] == 0x00 || self[0] == 0xFF }
 
-    /// Verifies an Ed25519 signature with swift-crypto.
+    /// Verifies an Ed25519 signature (libsodium; a non-canonical S, or an R or key of small order,
+    /// is refused).
     public func isValidSignature<S: Collection<UInt8>, M: Collection<UInt8>>(_ signature: S, for message: M) -> Bool {
-        guard signature.count == AirLimits.signatureSize,
-              let key = try? Curve25519.Signing.PublicKey(rawRepresentation: bytes) else { return false }
-        return key.isValidSignature(Array(signature), for: Array(message))
+        guard signature.count == AirLimits.signatureSize else { return false }
+        let sig = Array(signature), msg = Array(message), key = bytes
+        return meshcrypto_ed25519_verify(sig, msg, msg.count, key) == 0
     }
 }
 
@@ -41,38 +42,36 @@ public struct LocalIdentity {
     public let publicKey: PublicKey
     /// 64-byte expanded private key (export form).
     public let privateKey: [UInt8]
-    /// Set when the identity came from a seed: signing goes through swift-crypto.
-    private let seedKey: Curve25519.Signing.PrivateKey?
+    /// Whether the identity was made from a seed (a radio's exported key has none). Signing does
+    /// not depend on it: it always uses the expanded key.
+    public let hasSeed: Bool
 
     /// From a 32-byte Ed25519 seed. Throws `.reservedKeyPrefix` if the public key starts with 0x00/0xFF.
     public init<C: Collection<UInt8>>(seed: C) throws(AirError) {
         guard seed.count == 32 else { throw .invalidKey }
-        let seedBytes = Array(seed)
-        guard let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: seedBytes) else { throw .invalidKey }
-        let pub = try PublicKey(air: key.publicKey.rawRepresentation)
-        guard !pub.hasReservedPrefix else { throw .reservedKeyPrefix }
-        var expanded = Array(SHA512.hash(data: seedBytes))
+        var expanded = Digest.sha512(seed)
         expanded[0] &= 248
         expanded[31] &= 63
         expanded[31] |= 64
-        publicKey = pub
-        privateKey = expanded
-        seedKey = key
+        try self.init(expanded: expanded, hasSeed: true)
     }
 
-    /// Imports a 64-byte expanded private key (no seed). The public key is scalar * B; signatures are
-    /// computed from the scalar and prefix with `Edwards25519` (not constant-time).
+    /// Imports a 64-byte expanded private key (no seed). The public key is scalar * B (the scalar
+    /// taken mod L).
     /// Throws `.reservedKeyPrefix` for public keys starting with 0x00/0xFF, like the firmware's import.
     public init<C: Collection<UInt8>>(privateKey expanded: C) throws(AirError) {
         guard expanded.count == 64 else { throw .invalidKey }
-        let bytes = Array(expanded)
-        let scalar = UInt256(littleEndian: bytes[0 ..< 32])
-        guard scalar != .zero else { throw .invalidKey }
-        let pub = try PublicKey(air: Edwards25519.encode(Edwards25519.multiplyBase(scalar)))
-        guard !pub.hasReservedPrefix else { throw .reservedKeyPrefix }
-        publicKey = pub
-        privateKey = bytes
-        seedKey = nil
+        try self.init(expanded: Array(expanded), hasSeed: false)
+    }
+
+    private init(expanded: [UInt8], hasSeed: Bool) throws(AirError) {
+        var pub = [UInt8](repeating: 0, count: 32)
+        guard meshcrypto_ed25519_public_key(&pub, expanded) == 0 else { throw .invalidKey }  // scalar 0 mod L
+        let key = try PublicKey(air: pub)
+        guard !key.hasReservedPrefix else { throw .reservedKeyPrefix }
+        publicKey = key
+        privateKey = expanded
+        self.hasSeed = hasSeed
     }
 
     /// A new identity from `rng` (32 seed bytes), regenerated until the public key does not start
@@ -85,45 +84,24 @@ public struct LocalIdentity {
         }
     }
 
-    /// A new identity from the system generator.
+    /// A new identity from the system's generator (libsodium's random bytes).
     public static func generate() -> LocalIdentity {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SecureRandom()
         return generate(using: &rng)
     }
 
-    /// Whether this identity can sign through swift-crypto (it was made from a seed).
-    public var hasSeed: Bool { seedKey != nil }
-
-    /// Deterministic Ed25519 signature (64 bytes) over `message`.
+    /// Deterministic Ed25519 signature (64 bytes) over `message`, from the expanded key
+    /// (constant-time, libsodium).
     public func sign<M: Collection<UInt8>>(_ message: M) -> [UInt8] {
         let msg = Array(message)
-        if let key = seedKey, let sig = try? key.signature(for: msg) {
-            return Array(sig)
-        }
-        return Ed25519Expanded.sign(msg, privateKey: privateKey, publicKey: publicKey.bytes)
+        var sig = [UInt8](repeating: 0, count: AirLimits.signatureSize)
+        let pub = publicKey.bytes
+        _ = meshcrypto_ed25519_sign(&sig, msg, msg.count, privateKey, pub)  // fails only for r = 0 mod L
+        return sig
     }
 
     /// The firmware's ECDH secret with `peer` (raw X25519 output, no KDF). Cache it per contact.
     public func sharedSecret(with peer: PublicKey) throws(AirError) -> SharedSecret {
         try SharedSecret.exchange(privateKey: privateKey, peer: peer)
-    }
-}
-
-/// Ed25519 signing from an expanded key (RFC 8032 steps with a given scalar and prefix).
-enum Ed25519Expanded {
-    static func sign(_ message: [UInt8], privateKey: [UInt8], publicKey: [UInt8]) -> [UInt8] {
-        let a = Scalar(reducing: UInt256(littleEndian: privateKey[0 ..< 32]))
-        var h = SHA512()
-        h.update(data: privateKey[32 ..< 64])
-        h.update(data: message)
-        let r = h.finalize().withUnsafeBytes { Scalar(reducing: $0) }
-        let R = Edwards25519.encode(Edwards25519.multiplyBase(r.value))
-        var hk = SHA512()
-        hk.update(data: R)
-        hk.update(data: publicKey)
-        hk.update(data: message)
-        let k = hk.finalize().withUnsafeBytes { Scalar(reducing: $0) }
-        let s = r + k * a
-        return R + s.bytes
     }
 }

@@ -361,7 +361,7 @@ public struct Advert: Hashable, Sendable {
         key.bytes + le32(ts) + appData
     }
 
-    /// Verifies the signature over `pubkey || ts || appdata[0..32]` with swift-crypto.
+    /// Verifies the signature over `pubkey || ts || appdata[0..32]` (libsodium).
     public var isValid: Bool {
         publicKey.isValidSignature(signature, for: Self.signedMessage(publicKey, timestamp, cappedAppData))
     }

@@ -1,3 +1,4 @@
+import MeshNet
 import MeshSession
 import MeshOps
 

@@ -1,5 +1,6 @@
 import MeshLink
 import Glibc
+import MeshNet
 
 /// The local API: a Unix stream socket speaking newline-delimited JSON (see APIMessages.swift).
 ///

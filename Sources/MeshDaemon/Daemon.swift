@@ -1,6 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshLink
+import MeshNet
 import MeshOps
 import MeshSession
 import MeshStore

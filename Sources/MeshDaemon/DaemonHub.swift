@@ -1,4 +1,5 @@
 import Glibc
+import MeshNet
 import MeshCompanion
 import MeshSession
 import MeshStore

@@ -2,6 +2,7 @@ import Glibc
 import MeshCompanion
 import MeshLink
 import MeshMQTT
+import MeshNet
 import MeshOps
 import MeshSession
 import MeshStore

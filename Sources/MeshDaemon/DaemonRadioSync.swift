@@ -1,6 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshLink
+import MeshNet
 import MeshSession
 import MeshStore
 

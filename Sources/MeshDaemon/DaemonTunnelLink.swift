@@ -1,5 +1,6 @@
 import Glibc
 import MeshLink
+import MeshNet
 
 /// A `ByteLink` to a radio that a daemon owns: companion frames through the daemon's API socket
 /// (`{"op":"tunnel"}`, then '<'/'>' framed frames, the same framing as serial and TCP).

@@ -1,4 +1,5 @@
 import Glibc
+import MeshNet
 
 /// A stored message handed to the hook: its store id (ascending) and its JSON form.
 public struct HookMessage: Sendable {

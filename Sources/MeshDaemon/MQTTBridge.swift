@@ -1,6 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshMQTT
+import MeshNet
 import MeshOps
 import MeshStore
 

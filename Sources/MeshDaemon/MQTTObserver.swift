@@ -2,6 +2,7 @@ import Glibc
 import MeshAir
 import MeshCompanion
 import MeshMQTT
+import MeshNet
 
 /// `--mqtt-observer URL --mqtt-iata XXX`: the packet uploader of the MeshCore observer networks.
 ///

@@ -1,8 +1,8 @@
 import Glibc
 import MeshAir
 import MeshCompanion
+import MeshNet
 import MeshSession
-import Crypto
 
 /// What the observer uploader publishes, exactly as meshcore-packet-capture (the uploader the
 /// MeshCore analyzer and map sites are built on) publishes it for the same packet and status: the
@@ -124,7 +124,7 @@ enum ObserverFormat {
         guard i <= raw.count else { return zeros }
         let type = (raw[0] >> 2) & 0x0F
         let input = [type] + (type == 9 ? [plen, 0] : []) + raw[i...]
-        return HexCodec.encode(Array(SHA256.hash(data: input).prefix(8))).uppercased()
+        return HexCodec.encode(Digest.sha256(input).prefix(8)).uppercased()
     }
 
     /// One received packet (LOG_RX_DATA), as `format_packet_data` writes it; then PocketMesh's

@@ -1,5 +1,6 @@
 import MeshAir
 import MeshCompanion
+import MeshNet
 import MeshOps
 import MeshSession
 

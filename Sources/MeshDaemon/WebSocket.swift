@@ -1,4 +1,4 @@
-import Crypto
+import CMeshCrypto
 
 /// The server side of a WebSocket (RFC 6455), sans-I/O: bytes in, events out. It answers the
 /// HTTP upgrade, then reassembles the client's (masked) messages, answers pings, and closes on a
@@ -57,11 +57,15 @@ struct WebSocketServer {
     }
 
     /// SHA-1, for the client side's check of `Sec-WebSocket-Accept` (MeshMQTT has no crypto).
-    static func sha1(_ bytes: [UInt8]) -> [UInt8] { Array(Insecure.SHA1.hash(data: bytes)) }
+    static func sha1(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 20)
+        _ = meshcrypto_sha1(&out, bytes, bytes.count)  // (mbedTLS)
+        return out
+    }
 
     /// `Sec-WebSocket-Accept` for a client's key: base64(SHA-1(key + GUID)).
     static func accept(key: String) -> String {
-        base64(Array(Insecure.SHA1.hash(data: Array((key + guid).utf8))))
+        base64(sha1(Array((key + guid).utf8)))
     }
 
     static func base64(_ bytes: [UInt8]) -> String {

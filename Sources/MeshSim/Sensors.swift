@@ -7,8 +7,8 @@ import MeshCompanion
 ///
 /// Topology form: `"telemetry": {"voltage": 3.9, "temperature": 31.5, "location": [51.5, -0.12, 35],
 /// "sensors": [{"type": "temperature", "value": 18.2}, {"type": "humidity", "value": 55}]}`.
-public struct Sensors: Codable, Sendable, Equatable {
-    public struct Sensor: Codable, Sendable, Equatable {
+public struct Sensors: Sendable, Equatable {
+    public struct Sensor: Sendable, Equatable {
         /// An LPP type name: temperature, humidity, barometer, illuminance, voltage, current, …
         public var type: String
         public var value: Double
@@ -25,14 +25,6 @@ public struct Sensors: Codable, Sendable, Equatable {
 
     public init(voltage: Double = 4.15, temperature: Double? = nil, location: [Double]? = nil, sensors: [Sensor] = []) {
         self.voltage = voltage; self.temperature = temperature; self.location = location; self.sensors = sensors
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        voltage = try c.decodeIfPresent(Double.self, forKey: .voltage) ?? 4.15
-        temperature = try c.decodeIfPresent(Double.self, forKey: .temperature)
-        location = try c.decodeIfPresent([Double].self, forKey: .location)
-        sensors = try c.decodeIfPresent([Sensor].self, forKey: .sensors) ?? []
     }
 
     static let basePermission: UInt8 = 1, locationPermission: UInt8 = 2, environmentPermission: UInt8 = 4

@@ -1,14 +1,12 @@
-import FoundationEssentials
-
 /// What a simulated node is.
-public enum NodeRole: String, Codable, Sendable {
+public enum NodeRole: String, Sendable {
     case companion, repeater, room
     /// A node of another implementation, attached over the air socket (`sim --air-port`).
     case external
 }
 
 /// One node of a topology, before it exists.
-public struct NodeSpec: Codable, Sendable, Equatable {
+public struct NodeSpec: Sendable, Equatable {
     public var name: String
     public var role: NodeRole
     /// Admin password (repeaters and rooms).
@@ -30,14 +28,10 @@ public struct NodeSpec: Codable, Sendable, Equatable {
         self.name = name; self.role = role; self.password = password; self.guestPassword = guestPassword; self.seed = seed
         self.regions = regions; self.volatileClock = volatileClock
     }
-
-    enum CodingKeys: String, CodingKey {
-        case name, role, password, guestPassword = "guest_password", seed, regions, volatileClock = "volatile_clock", telemetry
-    }
 }
 
 /// A radio link between two nodes: SNR at the receiver and the probability a packet is lost.
-public struct LinkSpec: Codable, Sendable, Equatable {
+public struct LinkSpec: Sendable, Equatable {
     public var a: String
     public var b: String
     public var snr: Double
@@ -47,15 +41,6 @@ public struct LinkSpec: Codable, Sendable, Equatable {
 
     public init(a: String, b: String, snr: Double = 8, loss: Double = 0, oneway: Bool = false) {
         self.a = a; self.b = b; self.snr = snr; self.loss = loss; self.oneway = oneway
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        a = try c.decode(String.self, forKey: .a)
-        b = try c.decode(String.self, forKey: .b)
-        snr = try c.decodeIfPresent(Double.self, forKey: .snr) ?? 8
-        loss = try c.decodeIfPresent(Double.self, forKey: .loss) ?? 0
-        oneway = try c.decodeIfPresent(Bool.self, forKey: .oneway) ?? false
     }
 }
 
@@ -71,8 +56,8 @@ public struct LinkSpec: Codable, Sendable, Equatable {
 /// Links are two-way unless `"oneway": true`; `snr` defaults to 8 dB and `loss` to 0. A server's
 /// `regions` allow scoped floods for those regions (without any, it relays only unscoped floods);
 /// `volatile_clock` is a radio without a battery-backed clock; `telemetry` sets its battery and
-/// sensors (see `Sensors`).
-public struct Topology: Codable, Sendable, Equatable {
+/// sensors (see `Sensors`). Read and written in TopologyJSON.swift.
+public struct Topology: Sendable, Equatable {
     public var nodes: [NodeSpec]
     public var links: [LinkSpec]
 
@@ -96,16 +81,6 @@ public struct Topology: Codable, Sendable, Equatable {
             case .badValue(let m): return "topology: \(m)"
             }
         }
-    }
-
-    /// Decodes a topology from JSON bytes and checks it.
-    public static func decode(json: [UInt8]) throws -> Topology {
-        let t: Topology
-        do { t = try JSONDecoder().decode(Topology.self, from: Data(json)) } catch {
-            throw TopologyError.badJSON(String(describing: error))
-        }
-        try t.validate()
-        return t
     }
 
     public func validate() throws {

@@ -1,6 +1,5 @@
 import MeshCompanion
 import Testing
-import Crypto
 @testable import MeshAir
 
 @Suite struct IdentityTests {
@@ -11,13 +10,12 @@ import Crypto
         #expect(!Vectors.a.hasSeed)
     }
 
-    @Test func importedKeySignaturesVerifyWithSwiftCrypto() throws {
+    @Test func importedKeySignaturesVerifyWithLibsodium() throws {
         for id in [Vectors.a, Vectors.b] {
             for msg in [[UInt8](), Array("hello".utf8), [UInt8](repeating: 0xAB, count: 200)] {
                 let sig = id.sign(msg)
                 #expect(sig.count == 64)
-                let key = try Curve25519.Signing.PublicKey(rawRepresentation: id.publicKey.bytes)
-                #expect(key.isValidSignature(sig, for: msg))
+                #expect(Sodium.verify(sig, msg, publicKey: id.publicKey.bytes))
                 #expect(id.publicKey.isValidSignature(sig, for: msg))
                 #expect(!id.publicKey.isValidSignature(sig, for: msg + [0]))
             }
@@ -33,9 +31,45 @@ import Crypto
         #expect(id.privateKey[31] & 0xC0 == 0x40)
         let back = try LocalIdentity(privateKey: id.privateKey)
         #expect(back.publicKey == id.publicKey)
-        // Ed25519 is deterministic: signing from the expanded key equals swift-crypto's signature.
+        // Ed25519 is deterministic: signing from the expanded key equals libsodium's from the seed.
         let msg = Array("MeshCore".utf8)
         #expect(back.sign(msg) == id.sign(msg))
+        #expect(id.sign(msg) == Sodium.sign(msg, secretKey: Sodium.keyPair(seed: seed).secretKey))
+    }
+
+    @Test func seedVectorMatchesTheFirmware() throws {
+        // Seed 01 02 … 20: the firmware's orlp code and Python `cryptography` agree on the key and the
+        // signature (reference 4.5); the expanded key is SHA-512(seed) clamped.
+        let id = try LocalIdentity(seed: (1 ... 32).map { UInt8($0) })
+        #expect(hexOf(id.privateKey) == "70788f1a0cea001a2631dae5d05dbd062008d5b30f50b9e29beb2a7822289044573dfc9b6ffeb1c786a16349e70f9836876a743c31c0a7a2a70727a852eec372")
+        #expect(id.publicKey.hex == "79b5562e8fe654f94078b112e8a98ba7901f853ae695bed7e0e3910bad049664")
+        #expect(hexOf(id.sign(Array("MeshCore".utf8))) == "ca34d00a99cbe9d98813f0a949f033ba0362a8b7657f32d2c2d5d818e3bfe67eaccd6108041f09167b1fb3c36662556cb2a374071e8f2f1ba97cee3365e9c003")
+    }
+
+    @Test func signaturesFromFirmwareKeysMatchRFC8032() {
+        // The firmware's keys have no seed: RFC 8032 signing from the scalar and prefix, computed with an
+        // independent implementation (and checked there with Python `cryptography`'s verifier).
+        let cases: [(LocalIdentity, String, String)] = [
+            (Vectors.a, "", "d270b32c30edac86327ed9586b7584f2d9253aad90703f706fd3b3a00021afc9b2c9714785d51a89a7a64c7623f0a205be5f9e28fdc5e60eda0e0d10e928f504"),
+            (Vectors.a, "MeshCore", "97456ba72ad9d2150355843247c48f6e62fc4faccc244429494817418580d23e6b19877b3ef66a76d131c965d11f9e7e17c5dca9c29a2b67ed3dfe0fd6b19703"),
+            (Vectors.b, "", "c4a00e8e188b4793405fbff317cce4fbf1d7fcd31c5f745730ce1f0b23792a710ff9d348fe4c80ba9c4bc90f07d4845ccc62b4aa5982613e516d16653b5a450c"),
+            (Vectors.b, "MeshCore", "4d8fe3cfbcf452548e7a2e0a86ddfab807cc41a143da578461470aba65568784c3bc4cbd7e530c0f18e2250bd0cf134462428841151375bc356473a13774d800"),
+        ]
+        for (id, message, signature) in cases {
+            #expect(hexOf(id.sign(Array(message.utf8))) == signature)
+            #expect(id.publicKey.isValidSignature(hex(signature), for: Array(message.utf8)))
+        }
+        // A signature with S >= L (S + L) is refused, as is one of the wrong length.
+        var sig = hex(cases[1].2)
+        var carry = 0
+        let order = hex("edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010")
+        for i in 0 ..< 32 {
+            let v = Int(sig[32 + i]) + Int(order[i]) + carry
+            sig[32 + i] = UInt8(v & 0xFF)
+            carry = v >> 8
+        }
+        #expect(!Vectors.a.publicKey.isValidSignature(sig, for: Array("MeshCore".utf8)))
+        #expect(!Vectors.a.publicKey.isValidSignature(hex(cases[1].2).prefix(63), for: Array("MeshCore".utf8)))
     }
 
     @Test func generationAvoidsReservedPrefixes() {
@@ -55,11 +89,10 @@ import Crypto
         for i in 0 ..< 2000 {
             var seed = [UInt8](repeating: 0, count: 32)
             seed[0] = UInt8(i & 0xFF); seed[1] = UInt8(i >> 8); seed[2] = s
-            let key = try Curve25519.Signing.PrivateKey(rawRepresentation: seed)
-            let first = key.publicKey.rawRepresentation.first!
+            let first = Sodium.keyPair(seed: seed).publicKey.first!
             if first == 0 || first == 0xFF {
                 #expect(throws: AirError.reservedKeyPrefix) { try LocalIdentity(seed: seed) }
-                var expanded = Array(SHA512.hash(data: seed))
+                var expanded = Sodium.sha512(seed)
                 expanded[0] &= 248; expanded[31] &= 63; expanded[31] |= 64
                 #expect(throws: AirError.reservedKeyPrefix) { try LocalIdentity(privateKey: expanded) }
                 found += 1
@@ -85,6 +118,20 @@ import Crypto
         let ba = try Vectors.b.sharedSecret(with: Vectors.a.publicKey)
         #expect(hexOf(ab.bytes) == Vectors.secretAB)
         #expect(ab == ba)
+    }
+
+    @Test func ecdhVectors() throws {
+        // Computed independently (u = (1 + y) / (1 - y), then X25519 with the clamped scalar).
+        let seeded = try LocalIdentity(seed: (1 ... 32).map { UInt8($0) })
+        let expected = "cc53d979824e5ea28edde3a29e8053835dd143a3f6f4b9b6be57a63881943742"
+        #expect(hexOf(try seeded.sharedSecret(with: Vectors.a.publicKey).bytes) == expected)
+        #expect(hexOf(try Vectors.a.sharedSecret(with: seeded.publicKey).bytes) == expected)
+        // Any 32 bytes get the firmware's secret, even a y with no curve point (u from y alone).
+        let offCurve = PublicKey(hex: "02" + String(repeating: "00", count: 31))!
+        #expect(hexOf(try Vectors.a.sharedSecret(with: offCurve).bytes) == "8487b7b46a89de60f5169b640694b11c562352290bab0d6ee1cbefc43d364f60")
+        // The identity point (y = 1, so u = 0) makes an all-zero secret: refused.
+        let identity = PublicKey(hex: "01" + String(repeating: "00", count: 31))!
+        #expect(throws: AirError.cryptoFailure) { try Vectors.a.sharedSecret(with: identity) }
     }
 
     @Test func ecdhSeedIdentities() throws {

@@ -1,3 +1,4 @@
+import CSodium
 @testable import MeshAir
 
 func hex(_ s: String) -> [UInt8] { AirHex.decode(s)! }
@@ -15,4 +16,30 @@ enum Vectors {
 
     static let a = try! LocalIdentity(privateKey: hex(aPrivate))
     static let b = try! LocalIdentity(privateKey: hex(bPrivate))
+}
+
+/// libsodium's own seed-based Ed25519 (`crypto_sign_seed_keypair`, `crypto_sign_detached`,
+/// `crypto_sign_verify_detached`): a path independent of MeshAir's signing from the expanded key.
+enum Sodium {
+    static func keyPair(seed: [UInt8]) -> (publicKey: [UInt8], secretKey: [UInt8]) {
+        var pk = [UInt8](repeating: 0, count: 32), sk = [UInt8](repeating: 0, count: 64)
+        precondition(crypto_sign_seed_keypair(&pk, &sk, seed) == 0)
+        return (pk, sk)
+    }
+
+    static func sign(_ message: [UInt8], secretKey: [UInt8]) -> [UInt8] {
+        var sig = [UInt8](repeating: 0, count: 64)
+        precondition(crypto_sign_detached(&sig, nil, message, UInt64(message.count), secretKey) == 0)
+        return sig
+    }
+
+    static func verify(_ signature: [UInt8], _ message: [UInt8], publicKey: [UInt8]) -> Bool {
+        signature.count == 64 && crypto_sign_verify_detached(signature, message, UInt64(message.count), publicKey) == 0
+    }
+
+    static func sha512(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 64)
+        crypto_hash_sha512(&out, bytes, UInt64(bytes.count))
+        return out
+    }
 }

@@ -1,5 +1,4 @@
 import Testing
-import Crypto
 import MeshCompanion
 @testable import MeshAir
 
@@ -75,8 +74,7 @@ import MeshCompanion
         let a = try p.advert()
         #expect(a.timestamp == 1_758_455_660)
         #expect(a.isValid)
-        let sig = try Curve25519.Signing.PublicKey(rawRepresentation: a.publicKey.bytes)
-        #expect(sig.isValidSignature(a.signature, for: a.publicKey.bytes + le32(a.timestamp) + a.appData))
+        #expect(Sodium.verify(a.signature, a.publicKey.bytes + le32(a.timestamp) + a.appData, publicKey: a.publicKey.bytes))
         let d = try a.data()
         #expect(a.appData[0] == 0x92)
         #expect(d.type == .repeater)

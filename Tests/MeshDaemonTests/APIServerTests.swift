@@ -1,4 +1,5 @@
 import Glibc
+import MeshNet
 import Testing
 @testable import MeshDaemon
 

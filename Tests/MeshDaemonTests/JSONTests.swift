@@ -1,3 +1,4 @@
+import MeshNet
 import Testing
 @testable import MeshDaemon
 import MeshSession

@@ -1,4 +1,5 @@
 import MeshMQTT
+import MeshNet
 import MeshOps
 import Testing
 @testable import MeshDaemon

@@ -1,6 +1,7 @@
-import Crypto
+import CSodium
 import MeshAir
 import MeshCompanion
+import MeshNet
 import MeshSession
 import Testing
 @testable import MeshDaemon
@@ -161,9 +162,16 @@ import Testing
             let claims = #"{"publicKey":"\#(id.publicKey.hex.uppercased())","iat":1764000000,"exp":1764003600,"aud":"mqtt.example"}"#
             #expect(parts[1] == ObserverFormat.base64url(Array(claims.utf8)))
             let signature = HexCodec.decode(parts[2]) ?? []
-            let verifier = try Curve25519.Signing.PublicKey(rawRepresentation: id.publicKey.bytes)
-            #expect(signature.count == 64 && verifier.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8)))
+            let signed = Array((parts[0] + "." + parts[1]).utf8)
+            #expect(signature.count == 64 && crypto_sign_verify_detached(signature, signed, UInt64(signed.count), id.publicKey.bytes) == 0)
         }
         #expect(ObserverFormat.base64url([0xFB, 0xFF]) == "-_8")
     }
+}
+
+/// SHA-256 (libsodium), computed here as the firmware does.
+private func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: 32)
+    crypto_hash_sha256(&out, bytes, UInt64(bytes.count))
+    return out
 }

@@ -1,6 +1,7 @@
 import Glibc
 import MeshLink
 @testable import MeshDaemon
+import MeshNet
 
 /// A fresh temporary folder for one test.
 func temporaryDirectory(_ tag: String = "pm") -> String {

@@ -1,3 +1,4 @@
+import MeshNet
 import Testing
 @testable import MeshSim
 
@@ -75,6 +76,41 @@ final class ListenerNode: SimNode {
     ])
     func hostileNestingIsAnError(_ json: String) {
         #expect(throws: Topology.TopologyError.self) { try Topology.decode(json: Array(json.utf8)) }
+    }
+
+    @Test func jsonFileErrorsSayWhere() {
+        func message(_ json: String) -> String {
+            do { _ = try Topology.decode(json: Array(json.utf8)); return "decoded" } catch { return "\(error)" }
+        }
+        let links = #""links":[]"#
+        #expect(message(#"{"nodes":[{"name":"a","role":"companion"},{"name":"b","role":"router"}],\#(links)}"#)
+            == #"topology file is not valid: nodes[1].role "router" is not one of companion, repeater, room, external"#)
+        #expect(message(#"{"nodes":[{"role":"companion"}],\#(links)}"#) == #"topology file is not valid: nodes[0] has no "name""#)
+        #expect(message(#"{"nodes":[]}"#) == #"topology file is not valid: the topology has no "links""#)
+        #expect(message(#"{"nodes":[{"name":"a","role":"room","seed":-1}],\#(links)}"#)
+            == "topology file is not valid: nodes[0].seed must be a whole number from 0 to 2^64 - 1")
+        #expect(message(#"{"nodes":[{"name":"a","role":"room","telemetry":{"sensors":[{"type":"humidity","value":"wet"}]}}],\#(links)}"#)
+            == "topology file is not valid: nodes[0].telemetry.sensors[0].value must be a number")
+        #expect(message(#"{"nodes":[{"name":"a","role":"companion"}],"links":[{"a":"a","b":"a","oneway":1}]}"#)
+            == "topology file is not valid: links[0].oneway must be true or false")
+        #expect(message("[1, 2") == "topology file is not valid: unexpected end of JSON")
+        #expect(message("[]") == "topology file is not valid: the topology must be an object")
+    }
+
+    @Test func jsonFileNullsUnknownKeysAndRoundTrip() throws {
+        // Unknown keys are ignored and a null counts as absent.
+        let json = #"{"comment":"two nodes","nodes":[{"name":"a","role":"companion","password":null,"x":{"y":[1]}},"#
+            + ##"{"name":"r","role":"repeater","seed":18446744073709549568,"regions":["#north"],"volatile_clock":true,"##
+            + #""telemetry":{"voltage":3.9,"location":[51.5,-0.12],"sensors":[{"type":"temperature","value":18.25}]}}],"#
+            + #""links":[{"a":"a","b":"r","snr":-3,"loss":null,"oneway":true}]}"#
+        let t = try Topology.decode(json: Array(json.utf8))
+        #expect(t.nodes[0].password == nil && t.nodes[1].seed == 18_446_744_073_709_549_568 && t.nodes[1].volatileClock == true)
+        #expect(t.nodes[1].telemetry == Sensors(voltage: 3.9, location: [51.5, -0.12], sensors: [.init(type: "temperature", value: 18.25)]))
+        #expect(t.links == [LinkSpec(a: "a", b: "r", snr: -3, loss: 0, oneway: true)])
+        // The file form written back reads the same.
+        #expect(try Topology.decode(json: Array(t.json.text.utf8)) == t)
+        let built = Topology.builtIn(.grid, companions: 3, repeaters: 4, rooms: 1, snr: 6.5, loss: 0.125)
+        #expect(try Topology.decode(json: Array(built.json.text.utf8)) == built)
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import MeshDaemon
+import MeshNet
 
 /// `pocketmesh hooks failed|retry ID|drop ID`: messages whose `--on-message` hook was given up.
 struct HooksCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import MeshDaemon
+import MeshNet
 import MeshSession
 import MeshOps
 

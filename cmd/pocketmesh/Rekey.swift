@@ -1,4 +1,5 @@
 import ArgumentParser
+import MeshAir
 import MeshCompanion
 import MeshOps
 import MeshSession
@@ -26,8 +27,7 @@ struct Rekey: ParsableCommand {
         let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
         let c = try executor.resolveChannel(channel)
         let people = try names.map { n throws(ClientError) in try executor.resolve(n) }
-        var rng = SystemRandomNumberGenerator()  // getrandom(2): the kernel's CSPRNG
-        let secret = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let secret = SecureRandom.bytes(count: 16)  // the kernel's generator (libsodium's randombytes)
         let set = try executor.execute(.channelSet(index: Int(c.index), name: c.name, secret: HexCodec.encode(secret), hashtag: false))
         if let e = set.error { throw e }
         let uri = MeshLinkURI.channel(name: c.name, secret: secret).text

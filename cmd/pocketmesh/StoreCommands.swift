@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import MeshDaemon
 import MeshSession
+import MeshNet
 import MeshStore
 
 /// Which radio's store a store command reads.

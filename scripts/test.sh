@@ -30,8 +30,8 @@ if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
   echo "== release binary (scripts/release.sh): fully static, at most 20 MiB stripped, runs the demo and the CLI/daemon interop tests"
   bash scripts/release.sh
   size=$(stat -c %s dist/pocketmesh)
-  # Budget: 20 MiB. TLS (Debian's mbedTLS) took the binary 702,704 B past 20,000,000
-  # (bench/README.md, "Binary size with TLS ..." says why); the decimal 20 MB line is the goal.
+  # Budget: 20 MiB for now (18.6 MB with libsodium and mbedTLS); the goal is 10,000,000 bytes
+  # once swift-argument-parser, and with it FoundationEssentials, is gone (bench/README.md).
   [ "$size" -le 20971520 ] || { echo "release binary is $size bytes, over the 20 MiB budget" >&2; exit 1; }
   if ldd dist/pocketmesh >/dev/null 2>&1; then echo "release binary is not static" >&2; exit 1; fi
   dist/pocketmesh demo >/dev/null
@@ -39,5 +39,21 @@ if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
   # command-line and daemon interop tests against it as well.
   POCKETMESH_BIN="$PWD/dist/pocketmesh" "$POCKETMESH_VENV/bin/python" -m pytest -q -p no:cacheprovider \
     Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py
+fi
+if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ] && [ "${POCKETMESH_SKIP_AARCH64:-0}" != 1 ]; then
+  echo "== aarch64 release binary (Debian trixie's Swift 6.0.3, scripts/release.sh --arch aarch64), run under qemu-user"
+  bash scripts/release.sh --arch aarch64
+  size=$(stat -c %s dist/pocketmesh-aarch64)
+  [ "$size" -le 20971520 ] || { echo "aarch64 release binary is $size bytes, over the 20 MiB budget" >&2; exit 1; }
+  file dist/pocketmesh-aarch64 | grep -q "ARM aarch64.*statically linked" || { echo "dist/pocketmesh-aarch64 is not a static aarch64 executable" >&2; exit 1; }
+  qemu-aarch64-static dist/pocketmesh-aarch64 --version
+  qemu-aarch64-static dist/pocketmesh-aarch64 demo >/dev/null
+  # The same command-line and daemon interop tests as the x86_64 release, through qemu-user.
+  QEMU_BIN="$(mktemp -d)"
+  printf '#!/bin/sh\nexec qemu-aarch64-static "%s" "$@"\n' "$PWD/dist/pocketmesh-aarch64" > "$QEMU_BIN/pocketmesh"
+  chmod +x "$QEMU_BIN/pocketmesh"
+  POCKETMESH_BIN="$QEMU_BIN/pocketmesh" "$POCKETMESH_VENV/bin/python" -m pytest -q -p no:cacheprovider \
+    Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py
+  rm -rf "$QEMU_BIN"
 fi
 echo "all test stages passed"

@@ -45,6 +45,7 @@ struct PocketMesh: ParsableCommand {
             Discover.self, BinaryRequestCommand.self, MMA.self, LocalCLI.self,
             ChatCommand.self, DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
             ConfigCommand.self,
+            OpsCommand.self, CompletionsCommand.self,
             DemoCommand.self,
             SimCommand.self, SimBenchCommand.self,
         ]

@@ -23,7 +23,6 @@ let package = Package(
         .library(name: "MeshMQTT", targets: ["MeshMQTT"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
@@ -70,7 +69,6 @@ let package = Package(
             name: "pocketmesh",
             dependencies: [
                 "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cmd/pocketmesh",
             swiftSettings: releaseSettings
@@ -85,8 +83,7 @@ let package = Package(
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim"]),
         // The command line against the operation table (MeshOps' OperationTable).
-        .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshOps",
-                                                              .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshOps"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -122,13 +122,15 @@ public struct Operation: Sendable {
 public struct OperationGroup: Sendable {
     public var path: [String]
     public var help: String
+    public var discussion: String
     /// The subcommand run when the group is given alone or with options only (`contacts` lists).
     public var defaultSubcommand: String?
     public var hidden: Bool
 
-    public init(_ path: String, help: String, default d: String? = nil, hidden: Bool = false) {
+    public init(_ path: String, help: String, discussion: String = "", default d: String? = nil, hidden: Bool = false) {
         self.path = path.split(separator: " ").map(String.init)
         self.help = help
+        self.discussion = discussion
         defaultSubcommand = d
         self.hidden = hidden
     }
@@ -137,6 +139,9 @@ public struct OperationGroup: Sendable {
 public enum OperationTable {
     /// The root command's one-line description.
     public static let summary = "Talk to a MeshCore companion radio over USB serial, TCP or BLE."
+
+    /// What `pocketmesh --help` says after the summary: the exit codes.
+    public static let discussion = "Exit codes: 0 success, 2 usage error, 3 link failure (cannot open or connect, or the link was lost), 4 timeout (no response, no ACK), 5 the radio refused (its error code is named), 6 not found (unknown contact or channel; `scan` found no radio), 7 storage or system failure (the store, a file or a socket could not be read, written or opened; an internal error), 130 interrupted (Ctrl-C or SIGTERM)."
 
     /// The row of a command path, nil if it is no operation.
     public static func row(_ path: [String]) -> Operation? { byPath[path] }
@@ -169,8 +174,10 @@ public enum OperationTable {
         OperationGroup("time", help: "Read or set the radio's clock.", default: "get"),
         OperationGroup("key", help: "Export or import the radio's private key."),
         OperationGroup("daemon", help: "Own one radio: keep the link up, store every message, send the outbox, run hooks, serve the local API."),
-        OperationGroup("hooks", help: "List, retry or drop the messages whose hook the daemon gave up on."),
-        OperationGroup("config", help: "Show or check the config file (named radios, the default radio, daemon settings)."),
+        OperationGroup("hooks", help: "List, retry or drop the messages whose hook the daemon gave up on.",
+                       discussion: "The daemon runs a message's hook up to 10 times (with backoff), then gives up on it, logs it and goes on with the other messages. These commands ask the running daemon (its socket API: hooks_failed, hooks_retry, hooks_drop)."),
+        OperationGroup("config", help: "Show or check the config file (named radios, the default radio, daemon settings).",
+                       discussion: "The file is $XDG_CONFIG_HOME/pocketmesh/config.toml (~/.config/pocketmesh/config.toml; POCKETMESH_CONFIG names another). A command without --serial, --tcp or --ble uses --radio NAME, else POCKETMESH_RADIO, else default_radio; `pocketmesh daemon --radio NAME` also takes the radio's daemon settings."),
     ]
 
     /// Every operation, in the order `pocketmesh --help` lists them.

@@ -1,117 +1,60 @@
-import ArgumentParser
 @testable import MeshDaemon
 import MeshOps
 import MeshSession
 import Testing
 @testable import pocketmesh
 
-/// The operation table against the command line as ArgumentParser declares it: every command has a
-/// row with the same path, help, options and arguments (names, kinds, value names, defaults,
-/// help), and every row a command, so the two cannot drift.
+/// The command line against the operation table: every command type has a row (or is a group of
+/// the table) with the same path and aliases, and declares exactly the row's arguments, in its
+/// order, of the same kinds (the parser fills the declarations from the row by position); every
+/// row has a command.
 @Suite struct OperationTableCLITests {
-    /// The command tree as ArgumentParser describes it (`--experimental-dump-help`).
-    static func dump() throws -> JSONValue {
-        do {
-            _ = try PocketMesh.parseAsRoot(["--experimental-dump-help"])
-        } catch {
-            return try JSONValue.parse(PocketMesh.fullMessage(for: error))
+    /// Every command type of the tree with its path.
+    static func commands() -> [([String], ParsableCommand.Type)] {
+        var out: [([String], ParsableCommand.Type)] = []
+        func walk(_ t: ParsableCommand.Type, _ path: [String]) {
+            out.append((path, t))
+            for s in t.configuration.subcommands { walk(s, path + [s._commandName]) }
         }
-        throw TableError("--experimental-dump-help printed nothing")
-    }
-
-    struct TableError: Error, CustomStringConvertible {
-        var description: String
-        init(_ d: String) { description = d }
-    }
-
-    /// Every command of the tree: (path, its dump entry, its type).
-    static func commands() throws -> [([String], JSONValue, ParsableCommand.Type)] {
-        var out: [([String], JSONValue, ParsableCommand.Type)] = []
-        func walk(_ info: JSONValue, _ type: ParsableCommand.Type, _ path: [String]) {
-            out.append((path, info, type))
-            for sub in info["subcommands"]?.array ?? [] {
-                let name = sub["commandName"]?.string ?? ""
-                guard let t = type.configuration.subcommands.first(where: { $0._commandName == name }) else {
-                    if name != "help" { Issue.record("no type for \(path + [name])") }
-                    // ArgumentParser's own help command.
-                    out.append((path + [name], sub, HelpCommandStandIn.self))
-                    continue
-                }
-                walk(sub, t, path + [name])
-            }
-        }
-        walk(try dump()["command"]!, PocketMesh.self, [])
+        walk(PocketMesh.self, [])
         return out
     }
 
-    struct HelpCommandStandIn: ParsableCommand {}
-
-    /// An argument of the dump as a table argument would be.
-    static func argument(_ a: JSONValue) -> OperationArgument {
-        let kind = OperationArgument.Kind(rawValue: a["kind"]?.string ?? "") ?? .flag
-        let names = a["names"]?.array ?? []
-        let long = names.first { $0["kind"]?.string != "short" }?["name"]?.string
-        let short = names.first { $0["kind"]?.string == "short" }?["name"]?.string?.first
-        var arg = OperationArgument(
-            kind: kind, name: kind == .positional ? a["valueName"]?.string ?? "" : long ?? "", short: short,
-            valueName: kind == .flag ? nil : a["valueName"]?.string, type: .string,
-            required: !(a["isOptional"]?.bool ?? false), defaultValue: a["defaultValue"]?.string, choices: [],
-            repeatable: a["isRepeating"]?.bool ?? false, hidden: !(a["shouldDisplay"]?.bool ?? true),
-            remaining: a["parsingStrategy"]?.string == "allRemainingInput", help: a["abstract"]?.string ?? "")
-        if kind == .flag { arg.required = false }
-        return arg
-    }
-
-    /// The table's argument with what the dump does not carry (type, choices) set as the dump's.
-    static func comparable(_ a: OperationArgument) -> OperationArgument {
-        var a = a
-        a.type = .string
-        a.choices = []
-        if a.kind == .positional, a.defaultValue != nil { a.required = false }
-        return a
-    }
-
-    @Test func everyCommandHasARowAndEveryRowACommand() throws {
-        var seenRows = Swift.Set<[String]>()
-        var seenGroups = Swift.Set<[String]>()
-        for (path, info, type) in try Self.commands() where !path.isEmpty {
-            let subs = (info["subcommands"]?.array ?? []).filter { $0["commandName"]?.string != "help" || !path.isEmpty }
-            let args = (info["arguments"]?.array ?? []).filter {
-                let n = $0["preferredName"]?["name"]?.string
-                return !($0["kind"]?.string == "flag" && (n == "help" || n == "version"))
+    @Test func everyCommandHasARowAndEveryRowACommand() {
+        var rows = Swift.Set<[String]>()
+        var groups = Swift.Set<[String]>()
+        for (path, type) in Self.commands() where !path.isEmpty {
+            let config = type.configuration
+            if !config.subcommands.isEmpty {
+                groups.insert(path)
+                let g = OperationTable.group(path)
+                #expect(g != nil, "no group \(path)")
+                #expect(g?.defaultSubcommand == config.defaultSubcommand?._commandName, "\(path)")
+                #expect(g?.hidden == !config.shouldDisplay, "\(path)")
             }
-            let help = info["abstract"]?.string ?? ""
-            let hidden = !(info["shouldDisplay"]?.bool ?? true)
-            if !subs.isEmpty {
-                seenGroups.insert(path)
-                guard let g = OperationTable.group(path) else { Issue.record("no group \(path.joined(separator: " "))"); continue }
-                #expect(g.help == help, "\(path)")
-                #expect(g.defaultSubcommand == info["defaultSubcommand"]?.string, "\(path)")
-                #expect(g.hidden == hidden, "\(path)")
-                if args.isEmpty { continue }
+            let (slots, _) = CommandParser.slots(of: type.init())
+            guard let row = OperationTable.row(path) else {
+                #expect(slots.isEmpty && !config.subcommands.isEmpty, "no row for \(path.joined(separator: " "))")
+                continue
             }
-            seenRows.insert(path)
-            guard let row = OperationTable.row(path) else { Issue.record("no row for \(path.joined(separator: " "))"); continue }
-            #expect(row.help == help, "\(path)")
-            #expect(row.discussion == info["discussion"]?.string ?? "", "\(path)")
-            #expect(row.hidden == hidden, "\(path)")
-            #expect(row.aliases == type.configuration.aliases, "\(path)")
-            let mine = row.args.map(Self.comparable)
-            let theirs = args.map(Self.argument)
-            #expect(mine.map(\.display) == theirs.map(\.display), "\(path): arguments")
-            for (m, t) in zip(mine, theirs) where m != t {
-                Issue.record("\(path.joined(separator: " ")) \(m.display): table \(m), command line \(t)")
+            rows.insert(path)
+            #expect(row.aliases == config.aliases, "\(path)")
+            #expect(row.hidden == !config.shouldDisplay, "\(path)")
+            #expect(slots.map(\.slotKind) == row.args.map(\.kind), "\(row.cli): declared arguments against the table's")
+            for (slot, a) in zip(slots, row.args) where a.kind != .flag {
+                // What must be given is what the table calls required (a repeatable positional
+                // taking the rest may be empty only where the table says so).
+                #expect(slot.needsValue == a.required, "\(row.cli) \(a.display)")
             }
         }
-        #expect(Swift.Set(OperationTable.rows.map(\.path)) == seenRows)
-        #expect(Swift.Set(OperationTable.groups.map(\.path)) == seenGroups)
-        #expect(OperationTable.rows.count == seenRows.count, "one row per path")
+        #expect(Swift.Set(OperationTable.rows.map(\.path)).subtracting([["help"]]) == rows)
+        #expect(Swift.Set(OperationTable.groups.map(\.path)) == groups)
     }
 
     /// The rows are in the order `pocketmesh --help` lists the commands.
-    @Test func rowsInTheCommandLinesOrder() throws {
-        let paths = try Self.commands().map(\.0).filter { OperationTable.row($0) != nil }
-        #expect(OperationTable.rows.map(\.path) == paths)
+    @Test func rowsInTheCommandLinesOrder() {
+        let paths = Self.commands().map(\.0).filter { OperationTable.row($0) != nil }
+        #expect(OperationTable.rows.map(\.path).filter { $0 != ["help"] } == paths)
     }
 
     /// Every op the daemon answers itself has a row marked so, with the class the daemon checks.
@@ -126,107 +69,38 @@ import Testing
             #expect(DaemonOp(rawValue: row.api ?? "") != nil, "\(row.cli)")
         }
     }
-}
 
-/// Just enough JSON for ArgumentParser's help dump.
-enum JSONValue: Equatable {
-    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-    subscript(key: String) -> JSONValue? { if case .object(let o) = self { return o[key] }; return nil }
-    var string: String? { if case .string(let s) = self { return s }; return nil }
-    var bool: Bool? { if case .bool(let b) = self { return b }; return nil }
-    var array: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
-
-    struct Bad: Error {}
-
-    static func parse(_ text: String) throws -> JSONValue {
-        var p = Parser(bytes: Array(text.utf8))
-        let v = try p.value()
-        p.space()
-        guard p.i == p.bytes.count else { throw Bad() }
-        return v
-    }
-
-    struct Parser {
-        var bytes: [UInt8]
-        var i = 0
-
-        mutating func space() { while i < bytes.count, [9, 10, 13, 32].contains(bytes[i]) { i += 1 } }
-
-        mutating func literal(_ s: String) throws { for b in s.utf8 { guard i < bytes.count, bytes[i] == b else { throw Bad() }; i += 1 } }
-
-        mutating func value() throws -> JSONValue {
-            space()
-            guard i < bytes.count else { throw Bad() }
-            switch bytes[i] {
-            case UInt8(ascii: "{"):
-                i += 1
-                var o: [String: JSONValue] = [:]
-                space()
-                if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(o) }
-                while true {
-                    space()
-                    guard case .string(let k) = try value() else { throw Bad() }
-                    space(); try literal(":")
-                    o[k] = try value()
-                    space()
-                    if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                    try literal("}")
-                    return .object(o)
-                }
-            case UInt8(ascii: "["):
-                i += 1
-                var a: [JSONValue] = []
-                space()
-                if bytes[i] == UInt8(ascii: "]") { i += 1; return .array(a) }
-                while true {
-                    a.append(try value())
-                    space()
-                    if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                    try literal("]")
-                    return .array(a)
-                }
-            case UInt8(ascii: "\""):
-                i += 1
-                var out: [UInt8] = []
-                while bytes[i] != UInt8(ascii: "\"") {
-                    if bytes[i] == UInt8(ascii: "\\") {
-                        i += 1
-                        switch bytes[i] {
-                        case UInt8(ascii: "n"): out.append(10)
-                        case UInt8(ascii: "t"): out.append(9)
-                        case UInt8(ascii: "r"): out.append(13)
-                        case UInt8(ascii: "b"): out.append(8)
-                        case UInt8(ascii: "f"): out.append(12)
-                        case UInt8(ascii: "u"):
-                            let hex = String(decoding: bytes[(i + 1)...(i + 4)], as: UTF8.self)
-                            guard var code = UInt32(hex, radix: 16) else { throw Bad() }
-                            i += 4
-                            if code >= 0xD800, code < 0xDC00, bytes[i + 1] == UInt8(ascii: "\\") {
-                                let low = UInt32(String(decoding: bytes[(i + 3)...(i + 6)], as: UTF8.self), radix: 16) ?? 0
-                                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                                i += 6
-                            }
-                            out += Array(String(Character(Unicode.Scalar(code) ?? "?")).utf8)
-                        default: out.append(bytes[i])
-                        }
-                        i += 1
-                    } else {
-                        out.append(bytes[i])
-                        i += 1
-                    }
-                }
-                i += 1
-                return .string(String(decoding: out, as: UTF8.self))
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
-            default:
-                let start = i
-                while i < bytes.count, "+-0123456789.eE".utf8.contains(bytes[i]) { i += 1 }
-                guard let d = Double(String(decoding: bytes[start ..< i], as: UTF8.self)) else { throw Bad() }
-                return .number(d)
-            }
+    /// The parser reads the table: options anywhere, values that start with "-", "--", and the
+    /// usage errors in ArgumentParser's words.
+    @Test func parsing() throws {
+        func parse(_ args: [String]) throws -> ParsableCommand {
+            guard case .run(let c) = try CommandParser.parse(args) else { throw UsageError("not a command") }
+            return c
         }
+        let remove = try #require(try parse(["contacts", "remove", "--tcp", "h:1", "-j", "alice"]) as? Contacts.Remove)
+        #expect(remove.contact == "alice" && remove.link.tcp == "h:1" && remove.link.json)
+        let set = try #require(try parse(["--tcp=h:1", "set", "coords", "45.42", "-75.70"]) as? Set)
+        #expect(set.setting == "coords" && set.values == ["45.42", "-75.70"])
+        let send = try #require(try parse(["send", "--tcp", "h:1", "--", "bob", "--json"]) as? Send)
+        #expect(send.text == ["--json"] && !send.link.json)
+        let fav = try #require(try parse(["contacts", "favorite", "a", "on", "-t", "h"]) as? Contacts.Favourite)
+        #expect(fav.state == "on")
+        func message(_ args: [String]) -> String {
+            do { _ = try CommandParser.parse(args); return "" } catch { return "\(error)" }
+        }
+        #expect(message(["info", "--bogus", "-t", "h"]) == "Unknown option '--bogus'. Did you mean '--baud'?")
+        #expect(message(["info", "--zzzzzzzz", "-t", "h"]) == "Unknown option '--zzzzzzzz'")
+        // A missing argument is reported before an unknown option, and that before an extra value.
+        #expect(message(["contacts", "remove", "--bogus", "-t", "h"]) == "Missing expected argument '<contact>'")
+        #expect(message(["info", "extra", "--bogus", "-t", "h"]) == "Unknown option '--bogus'. Did you mean '--baud'?")
+        // An option's value that starts with "-" is read as an option (`--name=-x` gives one).
+        #expect(message(["login", "n", "-p", "-secret", "-t", "h"]) == "Missing value for '-p <password>'")
+        let login = try #require(try parse(["login", "n", "--password=-secret", "-t", "h"]) as? Login)
+        #expect(login.password == "-secret")
+        #expect(message(["contacts", "remove", "-t", "h"]) == "Missing expected argument '<contact>'")
+        #expect(message(["info", "extra", "-t", "h"]) == "Unexpected argument 'extra'")
+        #expect(message(["scan", "--for", "x"]) == "The value 'x' is invalid for '--for <seconds>'")
+        #expect(message(["info", "-t", "h", "--timeout"]) == "Missing value for '--timeout <seconds>'")
+        #expect(message(["send", "alice", "-t", "h"]) == "Missing expected argument '<text> ...'")
     }
 }

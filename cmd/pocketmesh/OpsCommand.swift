@@ -1,13 +1,11 @@
-import ArgumentParser
 import MeshOps
 import MeshSession
 
 /// `pocketmesh ops [--json]`: the operation table, as the front ends read it.
 struct OpsCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "ops", abstract: row.help, discussion: row.discussion)
-    static var row: Operation { OperationTable.row(["ops"])! }
+    static let configuration = CommandConfiguration(commandName: "ops")
 
-    @Flag(name: [.customShort("j"), .long], help: ArgumentHelp(row.args[0].help)) var json = false
+    @Flag var json = false
 
     func run() {
         if json { emitLine(OperationTable.value.json) } else { print(OperationTable.text, terminator: "") }
@@ -16,10 +14,9 @@ struct OpsCommand: ParsableCommand {
 
 /// `pocketmesh completions bash|zsh|fish`: a shell completion script generated from the table.
 struct CompletionsCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "completions", abstract: row.help, discussion: row.discussion)
-    static var row: Operation { OperationTable.row(["completions"])! }
+    static let configuration = CommandConfiguration(commandName: "completions")
 
-    @Argument(help: ArgumentHelp(row.args[0].help)) var shell: String
+    @Argument var shell: String
 
     func run() throws {
         guard let s = OperationTable.Shell(rawValue: shell) else {

@@ -210,10 +210,10 @@ enum CommandParser {
                 if slot.needsValue { throw UsageError("Missing expected argument '\(label(a))'") }
                 continue
             }
-            do {
+            do throws(SlotError) {
                 try slot.assign(given[k])
             } catch {
-                guard case .invalid(let text) = error else { throw error }
+                guard case .invalid(let text) = error else { return }
                 let shown = a.kind == .option ? "\(typed[k]) <\(a.valueName ?? "value")>" : label(a)
                 throw UsageError("The value '\(text)' is invalid for '\(shown)'")
             }

@@ -25,9 +25,8 @@ let package = Package(
         .library(name: "MeshMQTT", targets: ["MeshMQTT"]),
         .library(name: "MeshNet", targets: ["MeshNet"]),
     ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-    ],
+    // No package dependencies: crypto comes from libsodium and mbedTLS (Debian's static archives), the
+    // command line's grammar from the operation table.
     targets: [
         // Companion frames: codes, zero-copy decoders, encoders, serial/TCP framing. Standard library only.
         .target(name: "MeshCompanion", swiftSettings: releaseSettings),
@@ -75,7 +74,6 @@ let package = Package(
             name: "pocketmesh",
             dependencies: [
                 "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal", "MeshNet",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cmd/pocketmesh",
             swiftSettings: releaseSettings
@@ -89,6 +87,8 @@ let package = Package(
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession", "MeshNet"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim", "MeshNet", "CSodium"]),
+        // The command line against the operation table (MeshOps' OperationTable).
+        .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshOps"]),
     ],
     swiftLanguageModes: [.v5]
 )

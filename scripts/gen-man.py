@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the man page docs/pocketmesh.1 from the command tree the binary itself reports
-(`pocketmesh --experimental-dump-help`): every command, its arguments and options, with the
-help text the commands carry. Run after changing a command; a test checks the page is current.
+(`pocketmesh --experimental-dump-help`, made from its operation table): every command, its
+arguments and options, with the help text of the table's rows. Run after changing a command; a test checks the page is current.
 
     python3 scripts/gen-man.py [BINARY] > docs/pocketmesh.1
 """

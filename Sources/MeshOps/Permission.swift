@@ -118,57 +118,93 @@ public struct AllowedClasses: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Request {
-    /// The request's permission class (see `OperationClass`).
+    /// The request's permission class (see `OperationClass`): its operation's row in
+    /// `OperationTable`, except that `set` of the BLE PIN is `admin` and of the private key `secret`.
     public var operationClass: OperationClass {
-        switch self {
-        case .info, .contacts, .contactShow, .contactExport, .contactURI, .contactPath, .channels, .channelURI,
-             .timeGet, .get, .battery, .stats, .status, .regions, .owner, .clock, .telemetry, .neighbours, .acl,
-             .trace, .contactByKey, .hasConnection, .mma:
-            return .read
-        case .send, .channelSend, .sync, .channelData:
-            return .message
-        case .contactAdd, .contactRemove, .contactResetPath, .contactResetAdvertTime, .contactShare, .contactImport, .contactFavourite,
-             .contactImportLink, .contactDiscoverPath, .channelSet, .channelRemove, .channelImport, .channelAdd,
-             .advert, .timeSync, .timeSet, .scope, .discover, .contactSetPath, .contactPermissions:
-            return .config
-        case .set(let key, _):
+        if case .set(let key, _) = self {
             // The BLE PIN guards the radio itself; the private key is not a setting.
             switch key {
             case "pin": return .admin
             case "private-key", "private_key": return .secret
-            default: return .config
+            default: break
             }
-        case .login, .logout, .command, .binaryRequest, .reboot, .factoryReset, .raw, .rawData, .rawPacket, .localCommand:
-            return .admin
-        case .sign, .keyExport, .keyImport:
-            return .secret
+        }
+        // Every request has a row (a test checks it); a request without one would be refused by
+        // every door short of admin.
+        return OperationTable.row(api: apiName)?.opClass ?? .admin
+    }
+
+    /// The API op (and row of `OperationTable`) the request belongs to.
+    public var apiName: String {
+        switch self {
+        case .info: return "info"
+        case .contacts: return "contacts"
+        case .contactShow, .contactByKey: return "contacts_show"
+        case .contactAdd: return "contacts_add"
+        case .contactRemove: return "contacts_remove"
+        case .contactResetPath: return "contacts_reset_path"
+        case .contactResetAdvertTime: return "contacts_reset_advert_time"
+        case .contactShare: return "contacts_share"
+        case .contactExport: return "contacts_export"
+        case .contactImport, .contactImportLink: return "contacts_import"
+        case .contactFavourite: return "contacts_favourite"
+        case .contactURI: return "contacts_uri"
+        case .contactPath: return "contacts_path"
+        case .contactDiscoverPath: return "contacts_discover_path"
+        case .contactSetPath: return "contacts_set_path"
+        case .contactPermissions: return "contacts_permissions"
+        case .hasConnection: return "contacts_connected"
+        case .send: return "send"
+        case .channels: return "channel_list"
+        case .channelSet: return "channel_set"
+        case .channelRemove: return "channel_remove"
+        case .channelURI: return "channel_uri"
+        case .channelImport: return "channel_import"
+        case .channelAdd: return "channel_add"
+        case .channelSend: return "channel_send"
+        case .channelData: return "channel_data"
+        case .sync: return "sync"
+        case .advert: return "advert"
+        case .timeGet: return "time_get"
+        case .timeSync: return "time_sync"
+        case .timeSet: return "time_set"
+        case .scope: return "scope"
+        case .get: return "get"
+        case .set: return "set"
+        case .battery: return "battery"
+        case .stats: return "stats"
+        case .login: return "login"
+        case .logout: return "logout"
+        case .status: return "status"
+        case .regions: return "regions"
+        case .owner: return "owner"
+        case .clock: return "clock"
+        case .telemetry: return "telemetry"
+        case .neighbours: return "neighbours"
+        case .acl: return "acl"
+        case .command: return "cmd"
+        case .trace: return "trace"
+        case .sign: return "sign"
+        case .keyExport: return "key_export"
+        case .keyImport: return "key_import"
+        case .reboot: return "reboot"
+        case .factoryReset: return "factory_reset"
+        case .raw: return "raw"
+        case .discover: return "discover"
+        case .binaryRequest: return "request"
+        case .mma: return "mma"
+        case .rawData: return "raw_data"
+        case .rawPacket: return "raw_packet"
+        case .localCommand: return "cli"
         }
     }
 }
 
 extension Request {
-    /// The class an API op has by its name alone (the least it can be: `set` is config, or admin
-    /// for the PIN, secret for the key), so that a door refuses an op it does not allow before its
-    /// arguments are even read. nil: not an op of the command line.
+    /// The class an API op has by its name alone (its row's class: the least it can be, as `set`
+    /// is config, or admin for the PIN, secret for the key), so that a door refuses an op it does
+    /// not allow before its arguments are even read. nil: no operation of that name.
     public static func operationClass(apiOp op: String) -> OperationClass? {
-        switch op {
-        case "contacts_show", "contacts_export", "contacts_path", "contacts_uri", "contacts_connected", "channel_list",
-             "channel_uri", "time_get", "get", "battery", "stats", "status", "regions", "owner", "clock", "telemetry",
-             "neighbours", "acl", "trace", "mma":
-            return .read
-        case "channel_send", "channel_data":
-            return .message
-        case "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_reset_advert_time", "contacts_share", "contacts_import",
-             "contacts_discover_path", "contacts_favourite", "contacts_set_path", "contacts_permissions",
-             "channel_set", "channel_remove", "channel_import", "channel_add", "time_sync", "time_set", "scope",
-             "discover", "set":
-            return .config
-        case "login", "logout", "cmd", "reboot", "factory_reset", "raw", "raw_data", "raw_packet", "cli", "request":
-            return .admin
-        case "sign", "key_export", "key_import":
-            return .secret
-        default:
-            return nil
-        }
+        OperationTable.row(api: op)?.opClass
     }
 }

@@ -5,19 +5,10 @@ import MeshSession
 /// command's own (`{"op":"contacts_remove","name":"alice"}`). One table, used by the daemon to
 /// run any command-line operation for an API client, with the result fields of `--json`.
 extension Request {
-    /// Every operation reachable this way. (`info`, `contacts`, `send`, `channel_send`, `advert`,
-    /// `sync` and the daemon's `status` are answered by the daemon itself, with the same fields.)
-    public static let apiOps: Set<String> = [
-        "contacts_show", "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_reset_advert_time", "contacts_share",
-        "contacts_export", "contacts_import", "contacts_path", "contacts_discover_path",
-        "contacts_favourite", "contacts_uri",
-        "channel_list", "channel_set", "channel_remove", "channel_uri", "channel_import", "channel_add",
-        "time_get", "time_sync", "time_set", "scope", "get", "set", "battery", "stats",
-        "login", "logout", "status", "regions", "owner", "clock", "telemetry", "neighbours", "acl", "cmd", "trace", "sign",
-        "key_export", "key_import", "reboot", "factory_reset", "raw",
-        "discover", "contacts_set_path", "contacts_permissions", "contacts_connected", "request", "mma", "channel_data",
-        "raw_data", "raw_packet", "cli",
-    ]
+    /// Every operation reachable this way: the rows of `OperationTable` with an API name that the
+    /// daemon does not answer itself. (`info`, `contacts`, `send`, `channel_send`, `advert`, `sync`
+    /// and the daemon's `status` are answered by the daemon itself, with the same fields.)
+    public static let apiOps: Set<String> = Set(OperationTable.rows.filter { !$0.daemon }.compactMap(\.api))
 
     /// The request an API op names, from the request's fields.
     public init(apiOp op: String, fields f: [String: Value]) throws(ClientError) {

@@ -1,4 +1,3 @@
-import ArgumentParser
 import MeshCompanion
 import MeshSession
 import MeshOps
@@ -6,12 +5,11 @@ import MeshOps
 struct Channel: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "channel",
-        abstract: "List, set, remove and send to channels.",
         subcommands: [List.self, SetChannel.self, Add.self, Remove.self, SendChannel.self, URI.self, Import.self, Rekey.self, DataCommand.self],
         defaultSubcommand: List.self)
 
     struct List: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the channels in use.")
+        static let configuration = CommandConfiguration(commandName: "list")
         @OptionGroup var link: LinkOptions
         func request() throws(ClientError) -> Request { .channels }
         func text(_ value: Value) -> String {
@@ -22,21 +20,20 @@ struct Channel: ParsableCommand {
     }
 
     struct SetChannel: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "set", abstract: "Set a channel slot (a #name makes a hashtag channel).")
+        static let configuration = CommandConfiguration(commandName: "set")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Slot index.") var index: Int
-        @Argument(help: "Channel name; #name derives the key from the name.") var name: String
-        @Option(help: "Secret, 32 hex digits.") var secret: String?
-        @Flag(help: "Hashtag channel: key = SHA-256(\"#name\")[0..16].") var hashtag = false
+        @Argument var index: Int
+        @Argument var name: String
+        @Option var secret: String?
+        @Flag var hashtag = false
         func request() throws(ClientError) -> Request { .channelSet(index: index, name: name, secret: secret, hashtag: hashtag) }
     }
 
     struct Add: RadioCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "add", abstract: "Add a channel in the first free slot (a #name is a hashtag channel; otherwise give --secret).")
+        static let configuration = CommandConfiguration(commandName: "add")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Channel name.") var name: String
-        @Option(help: "Secret, 32 hex digits.") var secret: String?
+        @Argument var name: String
+        @Option var secret: String?
         func request() throws(ClientError) -> Request {
             guard secret != nil || name.hasPrefix("#") else { throw .usage("give --secret HEX, or a #name for a hashtag channel.") }
             return .channelAdd(name: name, secret: secret)
@@ -45,38 +42,35 @@ struct Channel: ParsableCommand {
     }
 
     struct URI: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "uri", abstract: "Print a channel's link: meshcore://channel/add?name=…&secret=….")
+        static let configuration = CommandConfiguration(commandName: "uri")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Slot index or channel name.") var channel: String
+        @Argument var channel: String
         func request() throws(ClientError) -> Request { .channelURI(channel) }
         func text(_ v: Value) -> String { v["uri"]?.stringValue ?? "" }
     }
 
     struct Import: RadioCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "import", abstract: "Add a channel from its meshcore://channel/add link (into the slot with its name, else the first free one).")
+        static let configuration = CommandConfiguration(commandName: "import")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "meshcore://channel/add?name=…&secret=….") var uri: String
+        @Argument var uri: String
         func request() throws(ClientError) -> Request { .channelImport(uri) }
         func text(_ v: Value) -> String { "channel \(v["index"]?.intValue ?? 0): \(v["name"]?.stringValue ?? "")" }
     }
 
     struct Remove: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Clear a channel slot.")
+        static let configuration = CommandConfiguration(commandName: "remove")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Slot index or channel name.") var channel: String
+        @Argument var channel: String
         func request() throws(ClientError) -> Request { .channelRemove(channel) }
     }
 
     struct SendChannel: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "send", abstract: "Send a text to a channel (no ACK).")
+        static let configuration = CommandConfiguration(commandName: "send")
         @OptionGroup var link: LinkOptions
-        @Flag(help: "Send a text longer than one message as numbered parts, \"(1/3) …\", cut at spaces.")
-        var split = false
-        @Option(help: ArgumentHelp("How long to listen for repeaters re-sending the message (heard repeats); 0: do not.", valueName: "seconds"))
-        var repeatsWait: Double = 2
-        @Argument(help: "Slot index or channel name.") var channel: String
-        @Argument(help: "The text.") var text: [String]
+        @Flag var split = false
+        @Option var repeatsWait: Double = 2
+        @Argument var channel: String
+        @Argument var text: [String]
         func request() throws(ClientError) -> Request { .channelSend(channel, text: joined(text), repeatsWaitMs: try waitMs()) }
         func waitMs() throws(ClientError) -> Int {
             guard repeatsWait >= 0, repeatsWait <= 60 else { throw .usage("--repeats-wait must be between 0 and 60 seconds.") }

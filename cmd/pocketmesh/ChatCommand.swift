@@ -1,25 +1,13 @@
-import ArgumentParser
 import CMeshLink
 import Glibc
 import MeshSession
 
 /// `pocketmesh chat [NAME|CHANNEL]`: the interactive terminal chat.
 struct ChatCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "chat",
-        abstract: "Chat interactively in the terminal (conversations, delivery states, repeater commands).",
-        discussion: """
-            Opens NAME (a contact, room, repeater or channel) or the most recent conversation. \
-            Type to send; /to NAME switches (Tab completes names), /list shows the conversations, \
-            /login, /logout, /status and /cmd talk to repeaters and rooms, /help lists the commands; \
-            Page Up/Down scroll back; Ctrl-D, Ctrl-C or /quit leave. Works directly or through a \
-            running daemon, and reconnects when the radio or the daemon comes back.
-            """)
+    static let configuration = CommandConfiguration(commandName: "chat")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "The conversation to open: a contact, room or channel name, or a key prefix.")
-    var name: String?
-    @Option(help: ArgumentHelp("State folder for the message history (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
-    var stateDir: String?
+    @Argument var name: String?
+    @Option var stateDir: String?
 
     func run() throws {
         guard isatty(0) == 1, isatty(1) == 1 else {

@@ -1,28 +1,18 @@
-import ArgumentParser
 import MeshOps
 import MeshSession
 
 /// `pocketmesh config path|show|check`: where the config file is, what it says, whether it is right.
 struct ConfigCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "config",
-        abstract: "Show or check the config file (named radios, the default radio, daemon settings).",
-        discussion: """
-            The file is $XDG_CONFIG_HOME/pocketmesh/config.toml (~/.config/pocketmesh/config.toml; \
-            POCKETMESH_CONFIG names another). A command without --serial, --tcp or --ble uses \
-            --radio NAME, else POCKETMESH_RADIO, else default_radio; `pocketmesh daemon --radio NAME` \
-            also takes the radio's daemon settings.
-            """,
-        subcommands: [Path.self, Show.self, Check.self])
+    static let configuration = CommandConfiguration(commandName: "config", subcommands: [Path.self, Show.self, Check.self])
 
     struct Path: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "path", abstract: "Print where the config file is (it may not exist).")
+        static let configuration = CommandConfiguration(commandName: "path")
         func run() { emitLine(Config.defaultPath()) }
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show", abstract: "Print the radios and settings the config file gives.")
-        @Flag(name: [.customShort("j"), .long], help: "JSON output.") var json = false
+        static let configuration = CommandConfiguration(commandName: "show")
+        @Flag var json = false
         func run() throws {
             let c = try ConfigCommand.loadChecked()
             var radios: [Value] = []
@@ -49,7 +39,7 @@ struct ConfigCommand: ParsableCommand {
     }
 
     struct Check: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "check", abstract: "Check the config file; errors name the line.")
+        static let configuration = CommandConfiguration(commandName: "check")
         func run() throws {
             let c = try ConfigCommand.loadChecked()
             emitLine("\(c.path): ok (\(c.radios.count) radio(s)\(c.defaultRadio.map { ", default \($0)" } ?? ""))")

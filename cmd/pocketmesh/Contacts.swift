@@ -1,21 +1,18 @@
 import Glibc
-import ArgumentParser
 import MeshSession
 import MeshOps
 
 struct Contacts: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "contacts",
-        abstract: "List and manage contacts.",
         subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, ResetAdvertTime.self, Share.self, Export.self, Import.self, Favourite.self, URI.self, Pending.self, AddPending.self,
                       Path.self, DiscoverPath.self, SetPath.self, Permissions.self, Connected.self],
         defaultSubcommand: List.self)
 
     struct List: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List contacts.")
+        static let configuration = CommandConfiguration(commandName: "list")
         @OptionGroup var link: LinkOptions
-        @Flag(help: "A GeoJSON FeatureCollection of the contacts that have a position (for geojson.io, QGIS, uMap).")
-        var geojson = false
+        @Flag var geojson = false
         func request() throws(ClientError) -> Request { .contacts }
 
         func run() throws {
@@ -39,77 +36,72 @@ struct Contacts: ParsableCommand {
     }
 
     struct Show: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one contact.")
+        static let configuration = CommandConfiguration(commandName: "show")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix (a whole 64-digit key also finds contacts the list leaves out).") var contact: String
+        @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactShow(contact) }
     }
 
     struct Add: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add or update a contact by public key.")
+        static let configuration = CommandConfiguration(commandName: "add")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Public key, 64 hex digits.") var publicKey: String
-        @Argument(help: "Name (at most 31 bytes).") var name: String
-        @Option(help: "chat, repeater, room or sensor (default: chat, or what the radio has for a known contact).") var type: String?
-        @Option(help: "Out path as hex hop hashes; empty: send flood (default: unknown, or the known contact's path).") var path: String?
+        @Argument var publicKey: String
+        @Argument var name: String
+        @Option var type: String?
+        @Option var path: String?
         func request() throws(ClientError) -> Request {
             return .contactAdd(publicKey: publicKey, name: name, type: try Request.contactType(type), path: path)
         }
     }
 
     struct Remove: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a contact.")
+        static let configuration = CommandConfiguration(commandName: "remove")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactRemove(contact) }
     }
 
     struct ResetPath: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "reset-path", abstract: "Forget a contact's path (next message floods).")
+        static let configuration = CommandConfiguration(commandName: "reset-path")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactResetPath(contact) }
     }
 
     struct ResetAdvertTime: RadioCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "reset-advert-time",
-            abstract: "Set a contact's last advert time to 0, so the radio takes its next advert whatever its timestamp (meshcore-cli's reset_advert_time).")
+        static let configuration = CommandConfiguration(commandName: "reset-advert-time")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactResetAdvertTime(contact) }
     }
 
     struct Share: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "share", abstract: "Re-send a contact's advert zero-hop.")
+        static let configuration = CommandConfiguration(commandName: "share")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactShare(contact) }
     }
 
     struct Export: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "export", abstract: "Print a contact's advert as hex (no contact: this radio's own).")
+        static let configuration = CommandConfiguration(commandName: "export")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String?
+        @Argument var contact: String?
         func request() throws(ClientError) -> Request { .contactExport(contact) }
         func text(_ value: Value) -> String { value["advert"]?.stringValue ?? value.text() }
     }
 
     struct Import: RadioCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "import", abstract: "Import a contact from a meshcore:// link (a card or contact/add) or an exported advert (hex).")
+        static let configuration = CommandConfiguration(commandName: "import")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "meshcore://HEX, meshcore://contact/add?name=…&public_key=…&type=…, or the advert as hex.") var advert: String
+        @Argument var advert: String
         func request() throws(ClientError) -> Request { .contactImportLink(advert) }
     }
 
     struct Favourite: RadioCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "favourite", abstract: "Mark a contact a favourite (kept when the radio's table is full and auto-add overwrites), or not.",
-            aliases: ["favorite"])
+        static let configuration = CommandConfiguration(commandName: "favourite", aliases: ["favorite"])
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
-        @Argument(help: "on or off.") var state: String
+        @Argument var contact: String
+        @Argument var state: String
         func request() throws(ClientError) -> Request {
             switch state.lowercased() {
             case "on", "yes", "true", "1": return .contactFavourite(contact, on: true)
@@ -121,24 +113,24 @@ struct Contacts: ParsableCommand {
     }
 
     struct URI: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "uri", abstract: "Print a contact's share links (meshcore://), as the phone apps make them.")
+        static let configuration = CommandConfiguration(commandName: "uri")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactURI(contact) }
         func text(_ v: Value) -> String { "\(v["uri"]?.stringValue ?? "")\n\(v["contact_uri"]?.stringValue ?? "")" }
     }
 
     struct Path: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "path", abstract: "Show a contact's stored path and the path of its last advert.")
+        static let configuration = CommandConfiguration(commandName: "path")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactPath(contact) }
     }
 
     struct DiscoverPath: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "discover-path", abstract: "Ask a contact for the paths to and from it.")
+        static let configuration = CommandConfiguration(commandName: "discover-path")
         @OptionGroup var link: LinkOptions
-        @Argument(help: "Contact name or hex key prefix.") var contact: String
+        @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactDiscoverPath(contact) }
     }
 }

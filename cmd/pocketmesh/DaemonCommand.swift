@@ -1,4 +1,3 @@
-import ArgumentParser
 import Glibc
 import MeshDaemon
 import MeshLink
@@ -8,110 +7,63 @@ import MeshSession
 
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
 struct DaemonCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "daemon",
-        abstract: "Own one radio: keep the link up, store every message, send the outbox, run hooks, serve the local API.",
-        discussion: """
-            Runs in the foreground and logs one line per step to stderr. Every message drained from the radio \
-            is appended to the store (fsync) before the next one is requested. While it runs, other pocketmesh \
-            commands for the same radio go through its socket.
-
-            API: newline-delimited JSON on a Unix socket (default $XDG_RUNTIME_DIR/pocketmesh/NAME.sock, \
-            mode 0600), e.g. {"id":1,"op":"send","to":"alice","text":"hi"}; {"op":"subscribe"} streams events.
-
-            Hook: --on-message CMD runs CMD (split into words, no shell) once per received message, with the \
-            message as JSON on stdin and POCKETMESH_ID, POCKETMESH_KIND, POCKETMESH_FROM, POCKETMESH_TEXT, \
-            POCKETMESH_CHANNEL, POCKETMESH_TIMESTAMP, ... in the environment. Exit 0 marks it delivered; \
-            anything else is retried with backoff. Delivery survives restarts.
-
-            systemd: with NOTIFY_SOCKET set it sends READY=1 after the first handshake and sync, STATUS= lines, \
-            and WATCHDOG=1 at half of WatchdogSec. See contrib/pocketmesh.service.
-            """,
-        subcommands: [HookExecCommand.self, OpExecCommand.self]
-    )
+    static let configuration = CommandConfiguration(commandName: "daemon", subcommands: [HookExecCommand.self, OpExecCommand.self])
 
     @OptionGroup var radio: RadioLinkOptions
 
-    @Option(help: ArgumentHelp("State folder (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
-    var stateDir: String?
+    @Option var stateDir: String?
 
-    @Option(help: ArgumentHelp("API socket path (default $XDG_RUNTIME_DIR/pocketmesh/NAME.sock).", valueName: "path"))
-    var socket: String?
+    @Option var socket: String?
 
-    @Option(help: ArgumentHelp("Name of this daemon's socket and registry entry (default: from the link).", valueName: "name"))
-    var name: String?
+    @Option var name: String?
 
-    @Option(help: ArgumentHelp("Program to run for each received message (no shell; words split like a shell would, without expansion).", valueName: "cmd"))
-    var onMessage: String?
+    @Option var onMessage: String?
 
-    @Option(help: ArgumentHelp("Hooks running at once.", valueName: "n"))
-    var hookConcurrency: Int = 2
+    @Option var hookConcurrency: Int = 2
 
-    @Option(help: ArgumentHelp("Seconds a hook may run before SIGTERM (then SIGKILL).", valueName: "seconds"))
-    var hookTimeout: Double = 30
+    @Option var hookTimeout: Double = 30
 
-    @Option(help: ArgumentHelp("Runs of a message's hook before it is given up (see `pocketmesh hooks`).", valueName: "n"))
-    var hookAttempts: Int = 10
+    @Option var hookAttempts: Int = 10
 
-    @Flag(help: "A hook with no delivery cursor in the store (new, or its cursor lost) gets every stored message, oldest first (default: it starts after the newest, and the log says so).")
-    var hooksFromStart = false
+    @Flag var hooksFromStart = false
 
-    @Option(help: ArgumentHelp("Seconds between safety-net drains of the radio's queue.", valueName: "seconds"))
-    var drainInterval: Double = 60
+    @Option var drainInterval: Double = 60
 
-    @Option(help: ArgumentHelp("Seconds to wait for each radio response.", valueName: "seconds"))
-    var timeout: Double = 5
+    @Option var timeout: Double = 5
 
-    @Option(help: ArgumentHelp("Serve the companion protocol (WiFi framing) to apps on this address; repeatable. Its clients may use the operation classes read, message and config; options after commas: read-only (read only), allow=CLASS+CLASS (adds admin, secret, ...), app=NAME (every client on it is app NAME, with its own message cursor: one listener per meshcore_py-based app, which all send the name mccli).", valueName: "host:port[,opts]"))
-    var companionListen: [String] = []
+    @Option var companionListen: [String] = []
 
-    @Option(help: ArgumentHelp("Serve the companion protocol over WebSocket on this address (one binary message per frame, '<'/'>' header included), for browser apps; repeatable; the same options as --companion-listen, and origin=URL (repeatable or '+'-separated): a web page origin allowed to connect (a browser page from any other origin gets HTTP 403; clients that send no Origin are accepted).", valueName: "host:port[,opts]"))
-    var companionWs: [String] = []
+    @Option var companionWs: [String] = []
 
-    @Option(help: ArgumentHelp("Companion hub clients connected at once; a new one beyond this evicts the client idle the longest.", valueName: "n"))
-    var companionMaxClients: Int = 8
+    @Option var companionMaxClients: Int = 8
 
-    @Option(help: ArgumentHelp("Disconnect a companion hub client that sends nothing for this many seconds (1 to 86400).", valueName: "seconds"))
-    var companionIdleTimeout: Int = 900
+    @Option var companionIdleTimeout: Int = 900
 
-    @Option(help: ArgumentHelp("Publish a low_battery event (API subscribers) when the radio's battery reads below this many millivolts, and battery_ok when it is 50 mV above again.", valueName: "mv"))
-    var lowBattery: Int?
+    @Option var lowBattery: Int?
 
-    @Option(help: ArgumentHelp("Seconds between battery readings for --low-battery.", valueName: "seconds"))
-    var batteryEvery: Double = 300
+    @Option var batteryEvery: Double = 300
 
-    @Option(help: ArgumentHelp("Bridge messages, adverts, deliveries and commands to this MQTT broker (mqtt://, mqtts:// (TLS), ws:// or wss:// (WebSocket, path /mqtt by default), [USER@]HOST[:PORT]); repeatable.", valueName: "url"))
-    var mqtt: [String] = []
+    @Option var mqtt: [String] = []
 
-    @Option(help: ArgumentHelp("Topic prefix of the MQTT bridge. Commands on PREFIX/command/OP reach every radio bridged with this prefix, PREFIX/radio/KEY/command/OP (KEY: 12 hex of the radio's key) this radio only.", valueName: "prefix"))
-    var mqttPrefix: String = "meshcore"
+    @Option var mqttPrefix: String = "meshcore"
 
-    @Option(help: ArgumentHelp("User name for the MQTT brokers (or mqtt://USER@HOST).", valueName: "user"))
-    var mqttUser: String?
+    @Option var mqttUser: String?
 
-    @Option(help: ArgumentHelp("File holding the MQTT password (first line; mode 0600). Never the password itself.", valueName: "file"))
-    var mqttPasswordFile: String?
+    @Option var mqttPasswordFile: String?
 
-    @Option(help: ArgumentHelp("Operation classes MQTT commands may use besides read and message: config, admin (comma-separated); secret is never allowed over MQTT.", valueName: "classes"))
-    var mqttAllow: String?
+    @Option var mqttAllow: String?
 
-    @Option(help: ArgumentHelp("CA certificates (PEM) that mqtts:// and wss:// brokers must chain to (default: the system's CA bundle).", valueName: "file"))
-    var mqttCaFile: String?
+    @Option var mqttCaFile: String?
 
-    @Option(help: ArgumentHelp("Upload every packet the radio hears to this MQTT broker in the observer networks' format (meshcore/IATA/KEY/packets, retained status); repeatable.", valueName: "url"))
-    var mqttObserver: [String] = []
+    @Option var mqttObserver: [String] = []
 
-    @Option(help: ArgumentHelp("Region (airport code, e.g. SEA) of the observer topics.", valueName: "code"))
-    var mqttIata: String?
+    @Option var mqttIata: String?
 
-    @Option(help: ArgumentHelp("The node's private key (hex, as `pocketmesh key export` prints; mode 0600): sign in to the observer brokers as v1_KEY with a JWT.", valueName: "file"))
-    var mqttObserverKey: String?
+    @Option var mqttObserverKey: String?
 
-    @Option(help: ArgumentHelp("File holding the observer broker's password, for the user in its URL (mode 0600).", valueName: "file"))
-    var mqttObserverPasswordFile: String?
+    @Option var mqttObserverPasswordFile: String?
 
-    @Option(help: ArgumentHelp("The JWT's audience (default: the broker's host name).", valueName: "name"))
-    var mqttObserverAudience: String?
+    @Option var mqttObserverAudience: String?
 
     /// The MQTT bridge's classes: the default (read, message) widened by --mqtt-allow.
     func mqttAllowed() throws -> AllowedClasses {
@@ -260,8 +212,7 @@ func startFailureCode(_ error: any Error) -> Int32 {
 
 /// The wrapper each hook runs under (internal; see HookRunner).
 struct HookExecCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "hook-exec", abstract: "Run one hook under its delivery marker (internal).",
-                                                    shouldDisplay: false)
+    static let configuration = CommandConfiguration(commandName: "hook-exec", shouldDisplay: false)
 
     @Option var timeoutMs: UInt64 = 30_000
     @Option var graceMs: UInt64 = 3_000

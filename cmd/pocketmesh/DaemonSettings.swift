@@ -1,4 +1,3 @@
-import ArgumentParser
 import MeshOps
 import MeshSession
 
@@ -8,19 +7,11 @@ import MeshSession
 /// would refuse, ignore or misuse is an error naming its line (exit 2) in both.
 enum DaemonSettings {
     /// The daemon's options: name → takes a value.
-    static var declared: [String: Bool] { declaredOptions(of: DaemonCommand.self) }
+    static var declared: [String: Bool] { declaredOptions(of: ["daemon"]) }
 
-    /// The daemon's options that may be given more than once (the only ones a list can set): its
-    /// array-valued options, found on a parsed command.
+    /// The daemon's options that may be given more than once (the only ones a list can set).
     static var repeatable: Swift.Set<String> {
-        guard let command = try? DaemonCommand.parse(["--tcp", "127.0.0.1"]) else { return [] }
-        var out = Swift.Set<String>()
-        for child in Mirror(reflecting: command).children {
-            guard let label = child.label, label.hasPrefix("_"),
-                  String(describing: type(of: child.value)).hasPrefix("Option<Array<") else { continue }
-            out.insert(optionName(property: label))
-        }
-        return out
+        Swift.Set((OperationTable.row(["daemon"])?.args ?? []).filter { $0.kind == .option && $0.repeatable }.map { "--" + $0.name })
     }
 
     /// The names only: every key of every daemon table is one of the daemon's options (what every

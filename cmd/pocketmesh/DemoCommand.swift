@@ -1,4 +1,3 @@
-import ArgumentParser
 import Glibc
 import MeshAir
 import MeshCompanion
@@ -8,20 +7,10 @@ import MeshSim
 /// `pocketmesh demo`: a small simulated mesh driven by the same session code as the CLI, in virtual
 /// time, with a transcript of what happened.
 struct DemoCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "demo",
-        abstract: "Run a small simulated mesh in virtual time and show what happens on it.",
-        discussion: """
-        Two companion radios (alice, bob) three repeater hops apart, with a second branch between \
-        them, and a room server. Both radios are driven by the same session code the CLI uses, \
-        over the real companion protocol; the mesh uses the real on-air format and crypto. \
-        Every line is something that happened in the simulation.
-        """)
+    static let configuration = CommandConfiguration(commandName: "demo")
 
-    @Option(help: "Seed: the same seed gives the same run.")
-    var seed: UInt64 = 7
-    @Flag(help: "Also print every packet put on the air.")
-    var packets = false
+    @Option var seed: UInt64 = 7
+    @Flag var packets = false
 
     func run() throws {
         let demo = try DemoRig(seed: seed, showPackets: packets)

@@ -1,5 +1,4 @@
 import Glibc
-import ArgumentParser
 import MeshOps
 import MeshSession
 
@@ -7,10 +6,10 @@ import MeshSession
 // words of its path), and a value that starts with "-" is a value where the command takes one
 // (`set coords 45.42 -75.70`, `channel send '#status' "-3 C outside"`).
 //
-// The arguments are put in the one order ArgumentParser reads without guessing: the command path,
-// then every option the command declares (with its value, taken as it is, even when it starts
-// with "-"), then "--" and the positional values. Which options a command has, and which take a
-// value, is read from the command's own help, so a new option needs nothing here.
+// The arguments are put in one order that the parser (CommandParser) reads without guessing: the
+// command path, then every option the command declares (with its value, taken as it is, even when
+// it starts with "-"), then "--" and the positional values. Which options a command has, and which
+// take a value, is read from its row of the operation table, so a new option needs nothing here.
 
 /// Options that take a value wherever they appear before the command path is known (they mean
 /// the same in every command that has them).
@@ -18,32 +17,14 @@ private let valuedEverywhere: Swift.Set<String> = [
     "-s", "--serial", "--baud", "-t", "--tcp", "--ble", "--ble-min-mtu", "--timeout", "--radio", "--state-dir",
 ]
 
-/// The options of `command`: name → whether it takes a value, read from its help.
-func declaredOptions(of command: ParsableCommand.Type) -> [String: Bool] {
-    var out: [String: Bool] = ["-h": false, "--help": false]
-    let help = PocketMesh.helpMessage(for: command, includeHidden: true, columns: 10_000)
-    var inOptions = false
-    for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
-        if line.hasSuffix(":"), !line.hasPrefix(" ") { inOptions = line == "OPTIONS:"; continue }
-        guard inOptions, line.hasPrefix("  "), !line.hasPrefix("   ") else { continue }
-        // "  -s, --serial <path>   text", "  --flood/--no-flood   text", "  -j, --json   text"
-        var head = line.dropFirst(2)
-        var k = head.startIndex
-        while k < head.endIndex {  // the names end at the first double space
-            let n = head.index(after: k)
-            if head[k] == " ", n < head.endIndex, head[n] == " " { head = head[..<k]; break }
-            k = n
-        }
-        let takesValue = head.contains("<")
-        for part in head.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "/" }) where part.hasPrefix("-") {
-            out[String(part)] = takesValue
-        }
+/// The options of the command at `path`: name → whether it takes a value, from its row of the table.
+func declaredOptions(of path: [String]) -> [String: Bool] {
+    var out: [String: Bool] = ["-h": false, "--help": false, "--version": false]
+    for a in OperationTable.row(path)?.args ?? [] where a.kind != .positional {
+        out["--" + a.name] = a.kind == .option
+        if let c = a.short { out["-" + String(c)] = a.kind == .option }
     }
     return out
-}
-
-private func subcommand(of command: ParsableCommand.Type, named word: String) -> ParsableCommand.Type? {
-    command.configuration.subcommands.first { $0._commandName == word || $0.configuration.aliases.contains(word) }
 }
 
 /// True for a token that can only be meant as an option: `--name` or a one-letter `-x`. Anything
@@ -54,7 +35,7 @@ private func looksLikeOption(_ t: String) -> Bool {
     return t.count == 2 && t.dropFirst().first?.isLetter == true
 }
 
-/// The arguments in the order ArgumentParser reads: path, options, "--", values.
+/// The arguments in the order the parser reads: path, options, "--", values.
 func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
     var command: ParsableCommand.Type = PocketMesh.self
     var path: [String] = []
@@ -70,9 +51,9 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
             i += 1
             continue
         }
-        guard let sub = subcommand(of: command, named: a) else { break }
+        guard let sub = CommandParser.subcommand(of: command, named: a) else { break }
         command = sub
-        path.append(a)
+        path.append(sub._commandName)
         i += 1
     }
     rest += args[i...]
@@ -83,7 +64,7 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
     }
     // Internal commands that pass their arguments on (hook-exec) keep them as they are.
     if !command.configuration.shouldDisplay { return path + rest }
-    let options = declaredOptions(of: command)
+    let options = declaredOptions(of: path)
     rest = try withConfiguredRadio(rest, options: options, daemon: command == DaemonCommand.self)
     var leading: [String] = []
     var values: [String] = []
@@ -102,7 +83,7 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
                 j += 1
             }
         } else if t.hasPrefix("-"), looksLikeOption(t) {
-            leading.append(t)  // not an option of this command: ArgumentParser says so
+            leading.append(t)  // not an option of this command: the parser says so
         } else {
             values.append(t)
         }
@@ -112,37 +93,16 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
 }
 
 /// Every number option of a parsed command is finite and no larger than a billion: `inf`, `nan`
-/// and `1e300` are usage errors, not crashes where a duration becomes whole milliseconds. Walks the
-/// command's options (and option groups) once after parsing.
-func checkNumbers(_ command: Any) throws(ClientError) {
-    func bad(_ d: Double) -> Bool { !d.isFinite || abs(d) > 1e9 }
-    func walk(_ value: Any, label: String?, depth: Int) throws(ClientError) {
-        if depth > 6 { return }
-        var number: Double? = nil
-        if let o = value as? Option<Double> { number = o.wrappedValue }
-        else if let o = value as? Option<Double?> { number = o.wrappedValue }
-        else if let a = value as? Argument<Double> { number = a.wrappedValue }
-        if let d = number {
-            if bad(d) {
-                let name = value is Argument<Double> ? "" : label.map { optionName(property: $0) + ": " } ?? ""
-                throw .usage("\(name)\(d) is not a usable number here: give a finite number no larger than 1000000000.")
-            }
-            return
-        }
-        for child in Mirror(reflecting: value).children {
-            try walk(child.value, label: child.label, depth: depth + 1)
-        }
+/// and `1e300` are usage errors, not crashes where a duration becomes whole milliseconds.
+func checkNumbers(_ command: ParsableCommand) throws(ClientError) {
+    let path = CommandParser.path(of: type(of: command))
+    guard let row = OperationTable.row(path) else { return }
+    for (k, slot) in CommandParser.slots(of: command).slots.enumerated() where k < row.args.count {
+        guard let d = slot.number, !d.isFinite || abs(d) > 1e9 else { continue }
+        let a = row.args[k]
+        let name = a.kind == .positional ? "" : "--\(a.name): "
+        throw .usage("\(name)\(d) is not a usable number here: give a finite number no larger than 1000000000.")
     }
-    try walk(command, label: nil, depth: 0)
-}
-
-/// The long option ArgumentParser makes of a property (`_drainInterval` → `--drain-interval`).
-func optionName(property label: String) -> String {
-    var name = "--"
-    for c in label.drop(while: { $0 == "_" }) {
-        if c.isUppercase { name += "-" + c.lowercased() } else { name.append(c) }
-    }
-    return name
 }
 
 /// Fills in the radio from the config file when the command line names none: `--radio NAME`,

@@ -1,36 +1,20 @@
-import ArgumentParser
 import Glibc
 import MeshDaemon
 import MeshNet
 
 /// `pocketmesh hooks failed|retry ID|drop ID`: messages whose `--on-message` hook was given up.
 struct HooksCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "hooks",
-        abstract: "List, retry or drop the messages whose hook the daemon gave up on.",
-        discussion: """
-            The daemon runs a message's hook up to 10 times (with backoff), then gives up on it, logs it and \
-            goes on with the other messages. These commands ask the running daemon (its socket API: \
-            hooks_failed, hooks_retry, hooks_drop).
-            """,
-        subcommands: [HooksFailed.self, HooksRetry.self, HooksDrop.self]
-    )
+    static let configuration = CommandConfiguration(commandName: "hooks", subcommands: [HooksFailed.self, HooksRetry.self, HooksDrop.self])
 }
 
 /// Which running daemon to ask.
 struct DaemonSelection: ParsableArguments {
-    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("The daemon that owns this serial device.", valueName: "path"))
-    var serial: String?
-    @Option(name: [.customShort("t"), .long], help: ArgumentHelp("The daemon that owns this TCP radio.", valueName: "host[:port]"))
-    var tcp: String?
-    @Option(help: ArgumentHelp("The daemon that owns this BLE radio.", valueName: "address"))
-    var ble: String?
-    @Option(help: ArgumentHelp("The daemon of this radio (public key prefix) or daemon name.", valueName: "key|name"))
-    var radio: String?
-    @Option(help: ArgumentHelp("The daemon's API socket.", valueName: "path"))
-    var socket: String?
-    @Flag(name: [.customShort("j"), .long], help: "Stable machine-readable output (JSON).")
-    var json = false
+    @Option var serial: String?
+    @Option var tcp: String?
+    @Option var ble: String?
+    @Option var radio: String?
+    @Option var socket: String?
+    @Flag var json = false
 
     func client() throws(DaemonError) -> DaemonClient {
         var env: [String: String] = [:]
@@ -65,7 +49,7 @@ struct DaemonSelection: ParsableArguments {
 }
 
 struct HooksFailed: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "failed", abstract: "List the messages whose hook was given up.")
+    static let configuration = CommandConfiguration(commandName: "failed")
     @OptionGroup var daemon: DaemonSelection
 
     func run() throws {
@@ -85,8 +69,8 @@ struct HooksFailed: ParsableCommand {
 }
 
 struct HooksRetry: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "retry", abstract: "Run a given-up message's hook again.")
-    @Argument(help: "The message id (from `pocketmesh hooks failed`).") var id: UInt64
+    static let configuration = CommandConfiguration(commandName: "retry")
+    @Argument var id: UInt64
     @OptionGroup var daemon: DaemonSelection
 
     func run() throws {
@@ -98,8 +82,8 @@ struct HooksRetry: ParsableCommand {
 }
 
 struct HooksDrop: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "drop", abstract: "Forget a given-up message (its hook does not run again).")
-    @Argument(help: "The message id (from `pocketmesh hooks failed`).") var id: UInt64
+    static let configuration = CommandConfiguration(commandName: "drop")
+    @Argument var id: UInt64
     @OptionGroup var daemon: DaemonSelection
 
     func run() throws {

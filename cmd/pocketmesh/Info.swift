@@ -1,9 +1,8 @@
-import ArgumentParser
 import MeshSession
 import MeshOps
 
 struct Info: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "info", abstract: "Show the radio's identity, radio settings and firmware.")
+    static let configuration = CommandConfiguration(commandName: "info")
     @OptionGroup var link: LinkOptions
     func request() throws(ClientError) -> Request { .info }
 }

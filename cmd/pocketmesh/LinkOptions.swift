@@ -1,23 +1,17 @@
-import ArgumentParser
 import MeshSession
 import MeshOps
 
 /// Which radio and how to reach it: shared by every command that talks to a radio and the daemon.
 struct RadioLinkOptions: ParsableArguments {
-    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("USB serial device of the radio (auto: the only one plugged in).", valueName: "path"))
-    var serial: String?
+    @Option var serial: String?
 
-    @Option(help: ArgumentHelp("Serial speed (USB-UART bridges; native USB ignores it).", valueName: "n"))
-    var baud: Int = 115_200
+    @Option var baud: Int = 115_200
 
-    @Option(name: [.customShort("t"), .long], help: ArgumentHelp("TCP companion radio (default port 5000).", valueName: "host[:port]"))
-    var tcp: String?
+    @Option var tcp: String?
 
-    @Option(help: ArgumentHelp("BLE address of the radio (AA:BB:CC:DD:EE:FF, or .../random); pair it first with bluetoothctl.", valueName: "address"))
-    var ble: String?
+    @Option var ble: String?
 
-    @Option(help: ArgumentHelp("Smallest BLE ATT MTU to accept (default 179: any 176-byte frame fits). ESP32 radios offer 176; with 176, received frames over 173 bytes (the longest messages) may be cut short.", valueName: "bytes"))
-    var bleMinMtu: Int = 179
+    @Option var bleMinMtu: Int = 179
 }
 
 /// Link options accepted by every command that talks to a radio.
@@ -30,11 +24,9 @@ struct LinkOptions: ParsableArguments {
     var ble: String? { radio.ble }
     var bleMinMtu: Int { radio.bleMinMtu }
 
-    @Option(help: ArgumentHelp("Seconds to wait for each response (and to connect).", valueName: "seconds"))
-    var timeout: Double = 5
+    @Option var timeout: Double = 5
 
-    @Flag(name: [.customShort("j"), .long], help: "Stable machine-readable output (JSON; JSON Lines for listen).")
-    var json = false
+    @Flag var json = false
 
     func validate() throws {
         let given = [serial != nil, tcp != nil, ble != nil].filter { $0 }.count

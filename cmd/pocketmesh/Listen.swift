@@ -1,19 +1,13 @@
-import ArgumentParser
 import Glibc
 import MeshCompanion
 import MeshSession
 import MeshOps
 
 struct Listen: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "listen",
-        abstract: "Print messages and pushes as they arrive, until interrupted (or --for SECONDS).",
-        discussion: "With --json, one JSON object per line (JSON Lines) with an \"event\" field.")
+    static let configuration = CommandConfiguration(commandName: "listen")
     @OptionGroup var link: LinkOptions
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
-    var duration: Double?
-    @Flag(name: .customLong("log-rx"), help: "Also print every packet the radio hears (LOG_RX_DATA).")
-    var logRx = false
+    @Option var duration: Double?
+    @Flag var logRx = false
 
     func validate() throws {
         if let d = duration, !(d > 0) { throw ValidationError("--for must be a positive number of seconds.") }

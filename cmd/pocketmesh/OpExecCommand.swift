@@ -1,4 +1,3 @@
-import ArgumentParser
 import Glibc
 import MeshDaemon
 import MeshNet
@@ -10,11 +9,10 @@ import MeshOps
 /// `Request.apiOps`; it talks to the radio through that daemon's own socket, as any command does,
 /// so the result has exactly the fields of the command's `--json`.
 struct OpExecCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "op-exec", abstract: "Run one API operation (internal).",
-                                                    shouldDisplay: false)
+    static let configuration = CommandConfiguration(commandName: "op-exec", shouldDisplay: false)
 
-    @Option(name: .customLong("api-socket"), help: "The daemon's socket.") var socket: String
-    @Option(name: .customLong("response-timeout"), help: "Seconds to wait for each response.") var timeout: Double = 5
+    @Option var socket: String
+    @Option var timeout: Double = 5
 
     func run() throws {
         var input: [UInt8] = []

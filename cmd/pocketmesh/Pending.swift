@@ -1,4 +1,3 @@
-import ArgumentParser
 import MeshDaemon
 import MeshNet
 
@@ -6,12 +5,9 @@ import MeshNet
 /// (with `set manual-add on` the radio only reports them). The daemon keeps them as they come
 /// (its store's `pending`, the newest 256), so these ask the running daemon of the radio.
 struct Pending: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "pending",
-        abstract: "List the adverts of nodes that are not contacts (with manual-add on), as the daemon heard them.",
-        discussion: "Needs the radio's daemon (`pocketmesh daemon`): it collects them while nobody looks.")
+    static let configuration = CommandConfiguration(commandName: "pending")
     @OptionGroup var daemon: DaemonSelection
-    @Flag(help: "Forget every pending advert (meshcore-cli's flush_pending).") var clear = false
+    @Flag var clear = false
 
     func run() throws {
         try daemon.run { () throws(DaemonError) in
@@ -42,10 +38,8 @@ struct Pending: ParsableCommand {
 }
 
 struct AddPending: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "add-pending",
-        abstract: "Add a pending node as a contact, with its advert's data (type, name, location, advert time, path).")
-    @Argument(help: "Hex key prefix or name, from `contacts pending`.") var prefix: String
+    static let configuration = CommandConfiguration(commandName: "add-pending")
+    @Argument var prefix: String
     @OptionGroup var daemon: DaemonSelection
 
     func run() throws {

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Glibc
 import MeshSession
 
@@ -6,13 +5,6 @@ import MeshSession
 struct PocketMesh: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pocketmesh",
-        abstract: "Talk to a MeshCore companion radio over USB serial, TCP or BLE.",
-        discussion: """
-            Exit codes: 0 success, 2 usage error, 3 link failure (cannot open or connect, or the link was lost), \
-            4 timeout (no response, no ACK), 5 the radio refused (its error code is named), 6 not found \
-            (unknown contact or channel; `scan` found no radio), 7 storage or system failure (the store, a file \
-            or a socket could not be read, written or opened; an internal error), 130 interrupted (Ctrl-C or SIGTERM).
-            """,
         version: PocketMeshVersion.string,
         subcommands: [
             Info.self,
@@ -45,45 +37,54 @@ struct PocketMesh: ParsableCommand {
             Discover.self, BinaryRequestCommand.self, MMA.self, LocalCLI.self,
             ChatCommand.self, DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
             ConfigCommand.self,
+            OpsCommand.self, CompletionsCommand.self,
             DemoCommand.self,
             SimCommand.self, SimBenchCommand.self,
-        ]
-    )
+        ])
 }
 
 @main
 enum Main {
     static func main() {
         do {
-            var command = try PocketMesh.parseAsRoot(normalizedArguments(Array(CommandLine.arguments.dropFirst())))
-            try checkNumbers(command)
-            try command.run()
+            switch try CommandParser.parse(Array(CommandLine.arguments.dropFirst())) {
+            case .run(var command):
+                try checkNumbers(command)
+                try command.run()
+            case .help(let type, let path):
+                print(HelpText.render(type, path: path), terminator: "")
+            case .version:
+                print(PocketMeshVersion.string)
+            }
             exit(0)
         } catch let e as ClientError {
             fail(e)
         } catch let e as ExitCode {
             exit(e.rawValue)
+        } catch let e as CleanExit {
+            switch e {
+            case .helpRequest(let type): print(HelpText.render(type, path: CommandParser.path(of: type)), terminator: "")
+            case .message(let m): print(m)
+            }
+            exit(0)
+        } catch let e as UsageError {
+            usage(e.description)
+        } catch let e as ValidationError {
+            usage(e.message)
         } catch {
-            let code = PocketMesh.exitCode(for: error)
-            let message = PocketMesh.fullMessage(for: error)
-            if code == .success {
-                print(message)
-                exit(0)
-            }
-            if code == .failure {
-                // Not the command line's fault (ArgumentParser's own errors are usage errors): an
-                // error of ours that no command mapped to its code is a storage or system failure.
-                writeError("pocketmesh: \(sentence("\(error)"))")
-                exit(ErrorKind.storage.exitCode)
-            }
-            // One sentence (the usage summary is one `--help` away).
-            var line = PocketMesh.message(for: error).split(separator: "\n").first.map(String.init) ?? ""
-            if line.hasPrefix("Error: ") { line.removeFirst(7) }
-            if line.isEmpty { line = message.isEmpty ? "\(error)" : message }
-            if let last = line.last, !".?!".contains(last) { line += "." }
-            writeError("pocketmesh: \(line) See --help.")
-            exit(2)
+            // Not the command line's fault: an error of ours that no command mapped to its code is
+            // a storage or system failure.
+            writeError("pocketmesh: \(sentence("\(error)"))")
+            exit(ErrorKind.storage.exitCode)
         }
+    }
+
+    /// One sentence (the usage summary is one `--help` away), exit 2.
+    static func usage(_ message: String) -> Never {
+        var line = message.split(separator: "\n").first.map(String.init) ?? message
+        if let last = line.last, !".?!".contains(last) { line += "." }
+        writeError("pocketmesh: \(line) See --help.")
+        exit(2)
     }
 
     static func fail(_ e: ClientError) -> Never {

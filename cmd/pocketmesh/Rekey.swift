@@ -1,4 +1,3 @@
-import ArgumentParser
 import MeshAir
 import MeshCompanion
 import MeshOps
@@ -7,18 +6,10 @@ import MeshSession
 /// `channel rekey NAME --members A,B,…`: a new random secret for a channel, set on the radio, and
 /// sent to each member as the channel's link by direct message; reports who acknowledged.
 struct Rekey: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "rekey",
-        abstract: "Give a channel a new random secret and send it to its members by direct message.",
-        discussion: """
-            Every member is checked first (an unknown one changes nothing, exit 6). Then the slot gets \
-            the new secret and each member gets meshcore://channel/add?name=…&secret=… with the usual \
-            retries. Exit 4 when a member did not acknowledge (the channel has the new secret anyway: \
-            send them the link again with `pocketmesh send`).
-            """)
+    static let configuration = CommandConfiguration(commandName: "rekey")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Slot index or channel name.") var channel: String
-    @Option(help: "Who gets the new secret: contact names or key prefixes, comma-separated.") var members: String
+    @Argument var channel: String
+    @Option var members: String
 
     func run() throws {
         let names = members.split(separator: ",").map { $0.trimmingCharacters() }.filter { !$0.isEmpty }

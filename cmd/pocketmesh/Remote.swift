@@ -1,21 +1,14 @@
 import MeshCompanion
-import ArgumentParser
 import MeshSession
 import MeshOps
 
 struct Login: RadioCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "login", abstract: "Log in to a repeater or room server.",
-        discussion: """
-            A password that worked is saved (0600, by the node's key, never printed) and used when -p is \
-            not given; --no-save keeps it out, --forget removes it.
-            """)
+    static let configuration = CommandConfiguration(commandName: "login")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Node name or hex key prefix.") var node: String
-    @Option(name: [.customShort("p"), .long], help: "Password (empty: guest or known member; not given: the saved one, else empty).")
-    var password: String?
-    @Flag(help: "Do not save the password.") var noSave = false
-    @Flag(help: "Remove the saved password of this node (and do not log in).") var forget = false
+    @Argument var node: String
+    @Option var password: String?
+    @Flag var noSave = false
+    @Flag var forget = false
     func request() throws(ClientError) -> Request { .login(node, password: password ?? "") }
 
     func run() throws {
@@ -46,10 +39,10 @@ struct Login: RadioCommand {
 }
 
 struct Logout: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "logout", abstract: "Log out of a repeater or room server.")
+    static let configuration = CommandConfiguration(commandName: "logout")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Node name or hex key prefix.") var node: String
-    @Flag(help: "Also remove the node's saved password.") var forget = false
+    @Argument var node: String
+    @Flag var forget = false
     func request() throws(ClientError) -> Request { .logout(node) }
 
     func run() throws {
@@ -64,31 +57,23 @@ struct Logout: RadioCommand {
 }
 
 struct Status: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "Ask a repeater or room server for its status.")
+    static let configuration = CommandConfiguration(commandName: "status")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Node name or hex key prefix.") var node: String
+    @Argument var node: String
     func request() throws(ClientError) -> Request { .status(node) }
 }
 
 struct Scope: RadioCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "scope",
-        abstract: "Scope this connection's floods to a region (#name), to none, or back to the radio's default.",
-        discussion: """
-            The scope lasts as long as the connection to the radio: use it through a daemon (it holds \
-            the connection, so the daemon's and every client's floods are scoped until it reconnects), \
-            or `set flood-scope` for the radio's persistent default.
-            """)
+    static let configuration = CommandConfiguration(commandName: "scope")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "#region, none, or default.") var scope: String
+    @Argument var scope: String
     func request() throws(ClientError) -> Request { .scope(scope) }
 }
 
 struct Regions: RadioCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "regions", abstract: "Ask a repeater which regions it lets floods through for (anonymous request, no login; direct route only).")
+    static let configuration = CommandConfiguration(commandName: "regions")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Repeater name or hex key prefix.") var node: String
+    @Argument var node: String
     func request() throws(ClientError) -> Request { .regions(node) }
     func text(_ v: Value) -> String {
         guard case .array(let names)? = v["regions"] else { return v.text() }
@@ -97,25 +82,23 @@ struct Regions: RadioCommand {
 }
 
 struct Owner: RadioCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "owner", abstract: "Ask a repeater for its name and owner information (anonymous request, no login; direct route only).")
+    static let configuration = CommandConfiguration(commandName: "owner")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Repeater name or hex key prefix.") var node: String
+    @Argument var node: String
     func request() throws(ClientError) -> Request { .owner(node) }
 }
 
 struct Clock: RadioCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "clock", abstract: "Ask a repeater for its clock (anonymous request, no login; direct route only).")
+    static let configuration = CommandConfiguration(commandName: "clock")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Repeater name or hex key prefix.") var node: String
+    @Argument var node: String
     func request() throws(ClientError) -> Request { .clock(node) }
 }
 
 struct Telemetry: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "telemetry", abstract: "Telemetry of a node (without a node: of this radio).")
+    static let configuration = CommandConfiguration(commandName: "telemetry")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Node name or hex key prefix.") var node: String?
+    @Argument var node: String?
     func request() throws(ClientError) -> Request { .telemetry(node) }
     /// One record a line, e.g. "voltage (channel 1): 4.15 V".
     func text(_ v: Value) -> String {
@@ -131,9 +114,9 @@ struct Telemetry: RadioCommand {
 }
 
 struct Neighbours: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "neighbours", abstract: "A repeater's neighbour table.", aliases: ["neighbors"])
+    static let configuration = CommandConfiguration(commandName: "neighbours", aliases: ["neighbors"])
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Node name or hex key prefix.") var node: String
+    @Argument var node: String
     func request() throws(ClientError) -> Request { .neighbours(node) }
     func text(_ v: Value) -> String {
         guard case .array(let items)? = v["neighbours"] else { return v.text() }
@@ -149,17 +132,17 @@ struct Neighbours: RadioCommand {
 }
 
 struct ACL: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "acl", abstract: "A server's access control list (admin).")
+    static let configuration = CommandConfiguration(commandName: "acl")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Node name or hex key prefix.") var node: String
+    @Argument var node: String
     func request() throws(ClientError) -> Request { .acl(node) }
 }
 
 struct Cmd: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "cmd", abstract: "Run a CLI command on a repeater (admin), or on a companion (protocol 14, with its remote CLI permission), and print its reply.")
+    static let configuration = CommandConfiguration(commandName: "cmd")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Node name or hex key prefix.") var node: String
-    @Argument(help: "The command, e.g. ver.") var command: [String]
+    @Argument var node: String
+    @Argument var command: [String]
     func request() throws(ClientError) -> Request { .command(node, text: joined(command)) }
     /// The reply, then any other messages taken off the radio's queue while waiting for it.
     func text(_ v: Value) -> String {
@@ -171,8 +154,8 @@ struct Cmd: RadioCommand {
 }
 
 struct Trace: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "trace", abstract: "Trace a route of repeaters and print the SNR of each hop.")
+    static let configuration = CommandConfiguration(commandName: "trace")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Comma-separated hop hashes in hex, out and back, e.g. 5f,33,5f.") var path: String
+    @Argument var path: String
     func request() throws(ClientError) -> Request { .trace(path: path) }
 }

@@ -1,33 +1,18 @@
-import ArgumentParser
 import MeshLink
 import MeshSession
 import MeshOps
 
 /// `pocketmesh scan`: which radios could this machine talk to?
 struct Scan: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "scan",
-        abstract: "List candidate radios: USB serial devices, and with --ble, BLE advertisers named MeshCore-*.",
-        discussion: """
-            USB serial devices come from udev (or sysfs when udev is unavailable) with their stable \
-            /dev/serial/by-id name, USB vendor:product ids and names; bridges that MeshCore boards use \
-            (CP210x, CH340, CH9102, ESP32-S3 native USB, nRF52840 ...) are named. --ble runs an active LE \
-            scan for --for seconds; it needs CAP_NET_RAW and CAP_NET_ADMIN (root, or setcap on the binary). \
-            Exit codes: 0 at least one candidate, 6 none found, 3 Bluetooth unavailable (with --ble).
-            """
-    )
+    static let configuration = CommandConfiguration(commandName: "scan")
 
-    @Flag(help: "Also scan for BLE radios advertising as MeshCore-*.")
-    var ble = false
+    @Flag var ble = false
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Seconds the BLE scan lasts.", valueName: "seconds"))
-    var seconds: Double = 5
+    @Option var seconds: Double = 5
 
-    @Flag(help: "With --ble, list every advertiser, not only MeshCore-* ones.")
-    var all = false
+    @Flag var all = false
 
-    @Flag(name: [.customShort("j"), .long], help: "Stable machine-readable output (JSON).")
-    var json = false
+    @Flag var json = false
 
     func validate() throws {
         if !(seconds > 0 && seconds <= 600) { throw ValidationError("--for must be between 0 and 600 seconds.") }

@@ -1,22 +1,15 @@
-import ArgumentParser
 import MeshSession
 import MeshCompanion
 import MeshOps
 
 struct Send: RadioCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "send",
-        abstract: "Send a direct message and wait for its ACK (retrying, then flooding).",
-        discussion: "Exit code 4 when no ACK arrived after every attempt.")
+    static let configuration = CommandConfiguration(commandName: "send")
     @OptionGroup var link: LinkOptions
-    @Flag(name: .customLong("no-wait"), help: "Return once the radio took the message; do not wait for the ACK.")
-    var noWait = false
-    @Flag(help: "Send a text longer than one message (160 bytes) as numbered parts, \"(1/3) …\", cut at spaces.")
-    var split = false
-    @Option(help: ArgumentHelp("Seconds to wait for each attempt's ACK (default: the radio's estimate for the path × 1.2).", valueName: "seconds"))
-    var ackTimeout: Double?
-    @Argument(help: "Contact name or hex key prefix.") var to: String
-    @Argument(help: "The text (at most 160 bytes, or any length with --split).") var text: [String]
+    @Flag var noWait = false
+    @Flag var split = false
+    @Option var ackTimeout: Double?
+    @Argument var to: String
+    @Argument var text: [String]
     func request() throws(ClientError) -> Request { .send(to: to, text: joined(text), wait: !noWait) }
     func validate() throws {
         if let t = ackTimeout, !(t >= 0.5 && t <= 600) { throw ValidationError("--ack-timeout must be between 0.5 and 600 seconds.") }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import MeshSession
 import MeshOps
 
@@ -10,9 +9,9 @@ private let settingsHelp = """
     """
 
 struct Get: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a device setting (all without a name).", discussion: settingsHelp)
+    static let configuration = CommandConfiguration(commandName: "get")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Setting name.") var setting: String?
+    @Argument var setting: String?
     func request() throws(ClientError) -> Request { .get(setting) }
     func text(_ v: Value) -> String {
         if let setting, let one = v[setting] {
@@ -23,10 +22,10 @@ struct Get: RadioCommand {
 }
 
 struct Set: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "set", abstract: "Change a device setting.", discussion: settingsHelp)
+    static let configuration = CommandConfiguration(commandName: "set")
     @OptionGroup var link: LinkOptions
-    @Argument(help: "Setting name.") var setting: String
-    @Argument(help: "Value(s).") var values: [String] = []
+    @Argument var setting: String
+    @Argument var values: [String] = []
     func request() throws(ClientError) -> Request { .set(setting, values) }
     func text(_ v: Value) -> String { "\(setting) set" }
 }

@@ -1,58 +1,29 @@
-import ArgumentParser
 import Glibc
 import MeshSession
 import MeshSim
 
 /// `pocketmesh sim`: a simulated mesh in real time, each companion node served like a radio.
 struct SimCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "sim",
-        abstract: "Run a simulated MeshCore mesh and serve each companion node over TCP (and a pty).",
-        discussion: """
-        Companion nodes speak the real companion protocol with the real on-air format and crypto, so \
-        any client (pocketmesh, meshcore-cli, meshcore_py) can connect to them. Node i listens on \
-        127.0.0.1:(tcp-base + i); one client per node, a new connection evicts the old one. \
-        At start one line per companion node is printed:
-          node NAME pubkey=HEX tcp=127.0.0.1:PORT [pty=PATH]
-        followed by one line per repeater and room server.
-        """)
+    static let configuration = CommandConfiguration(commandName: "sim")
 
-    @Option(help: "Number of companion nodes (sim0, sim1, ...).")
-    var nodes: Int = 2
-    @Option(help: "Number of repeaters (rpt0, ...).")
-    var repeaters: Int = 0
-    @Option(help: "Number of room servers (room0, ...).")
-    var rooms: Int = 0
-    @Option(help: "line, star, grid, or a JSON topology file (see the README).")
-    var topology: String = "line"
-    @Option(help: "Seed for identities and every random choice.")
-    var seed: UInt64 = 1
-    @Option(name: .customLong("tcp-base"), help: "TCP port of the first companion node (node i uses base + i).")
-    var tcpBase: UInt16 = 5001
-    @Option(help: "Also serve each companion on a pseudo-terminal, linked as DIR/NAME.")
-    var pty: String?
-    @Option(help: "Write every transmitted on-air packet to FILE, one hex line each.")
-    var capture: String?
-    @Option(name: .customLong("for"), help: "Stop after this many seconds (default: run until interrupted).")
-    var seconds: Double?
-    @Option(help: "Admin password of repeaters and room servers.")
-    var password: String = "password"
-    @Option(name: .customLong("guest-password"), help: "Guest password of repeaters and room servers.")
-    var guestPassword: String = "hello"
-    @Option(help: "Loss probability (0...1) of every link of a built-in topology.")
-    var loss: Double = 0
-    @Option(help: "SNR in dB of every link of a built-in topology.")
-    var snr: Double = 8
-    @Option(name: .customLong("offline-queue"), help: "Offline message queue size of each companion.")
-    var offlineQueue: Int = 16
-    @Option(name: .customLong("max-contacts"), help: "Contact table size of each companion.")
-    var maxContacts: Int = 100
-    @Option(name: .customLong("protocol"), help: ArgumentHelp("Companion protocol version of the simulated radios: 13 (firmware v1.17.1) or 14 (the firmware's dev line: RUN_CLI_COMMAND, CLI commands to companions, remote CLI permission).", valueName: "version"))
-    var protocolVersion: UInt8 = 13
-    @Flag(help: "Simulate collisions (half-duplex radios, overlapping receptions destroy each other).")
-    var collisions = false
-    @Option(name: .customLong("air-port"), help: ArgumentHelp("Serve the air on 127.0.0.1:PORT for the topology's external nodes (other implementations; see the README).", valueName: "port"))
-    var airPort: UInt16?
+    @Option var nodes: Int = 2
+    @Option var repeaters: Int = 0
+    @Option var rooms: Int = 0
+    @Option var topology: String = "line"
+    @Option var seed: UInt64 = 1
+    @Option var tcpBase: UInt16 = 5001
+    @Option var pty: String?
+    @Option var capture: String?
+    @Option var seconds: Double?
+    @Option var password: String = "password"
+    @Option var guestPassword: String = "hello"
+    @Option var loss: Double = 0
+    @Option var snr: Double = 8
+    @Option var offlineQueue: Int = 16
+    @Option var maxContacts: Int = 100
+    @Option var protocolVersion: UInt8 = 13
+    @Flag var collisions = false
+    @Option var airPort: UInt16?
 
     func validate() throws {
         guard (0...64).contains(nodes), (0...256).contains(repeaters), (0...64).contains(rooms) else {
@@ -118,23 +89,15 @@ func readFile(_ path: String) throws -> [UInt8] {
 
 /// `pocketmesh sim-bench` (hidden): the simulator scale benchmark.
 struct SimBenchCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "sim-bench", abstract: "Simulator scale benchmark (virtual time).", shouldDisplay: false)
+    static let configuration = CommandConfiguration(commandName: "sim-bench", shouldDisplay: false)
 
-    @Option(help: "Total nodes (repeaters in a grid plus companions).")
-    var nodes: Int = 100
-    @Option(help: "How many of the nodes are companions.")
-    var companions: Int = 20
-    @Option(help: "Virtual seconds to simulate.")
-    var seconds: UInt64 = 3600
-    @Option(help: "Direct messages to send between random companions.")
-    var messages: Int = 1000
-    @Option(help: "Seed.")
-    var seed: UInt64 = 1
-    @Option(name: .customLong("protocol"), help: ArgumentHelp("Companion protocol version of the simulated radios: 13 (firmware v1.17.1) or 14 (the firmware's dev line: RUN_CLI_COMMAND, CLI commands to companions, remote CLI permission).", valueName: "version"))
-    var protocolVersion: UInt8 = 13
-    @Flag(help: "Simulate collisions.")
-    var collisions = false
+    @Option var nodes: Int = 100
+    @Option var companions: Int = 20
+    @Option var seconds: UInt64 = 3600
+    @Option var messages: Int = 1000
+    @Option var seed: UInt64 = 1
+    @Option var protocolVersion: UInt8 = 13
+    @Flag var collisions = false
 
     func run() throws {
         var b = SimBenchmark()

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Glibc
 import MeshDaemon
 import MeshSession
@@ -7,20 +6,15 @@ import MeshStore
 
 /// Which radio's store a store command reads.
 struct StoreSelection: ParsableArguments {
-    @Option(help: ArgumentHelp("State folder (default $XDG_STATE_HOME/pocketmesh).", valueName: "dir"))
-    var stateDir: String?
+    @Option var stateDir: String?
 
-    @Option(help: ArgumentHelp("The radio: a public key prefix (hex) of a stored radio.", valueName: "key"))
-    var radio: String?
+    @Option var radio: String?
 
-    @Option(name: [.customShort("s"), .long], help: ArgumentHelp("The radio last seen on this serial device.", valueName: "path"))
-    var serial: String?
+    @Option var serial: String?
 
-    @Option(name: [.customShort("t"), .long], help: ArgumentHelp("The radio last seen at this TCP address.", valueName: "host[:port]"))
-    var tcp: String?
+    @Option var tcp: String?
 
-    @Flag(name: [.customShort("j"), .long], help: "Stable machine-readable output (JSON).")
-    var json = false
+    @Flag var json = false
 
     /// Opens the store read-only (works while a daemon owns it).
     func open() throws -> RadioStore {
@@ -71,7 +65,7 @@ func runReporting(_ body: () throws -> Void) throws {
 
 /// `pocketmesh chats`: conversations ordered by last activity.
 struct ChatsCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "chats", abstract: "List conversations from the store, newest first (read-only).")
+    static let configuration = CommandConfiguration(commandName: "chats")
 
     @OptionGroup var store: StoreSelection
 
@@ -100,13 +94,12 @@ struct ChatsCommand: ParsableCommand {
 
 /// `pocketmesh history NAME|CHANNEL [--limit N] [--before ID]`.
 struct HistoryCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "history", abstract: "Show a conversation from the store, oldest first (read-only).")
+    static let configuration = CommandConfiguration(commandName: "history")
 
-    @Argument(help: "A contact or room name, a channel name or number, or a key prefix.")
-    var thread: String
+    @Argument var thread: String
 
-    @Option(help: "How many messages.") var limit: Int = 50
-    @Option(help: ArgumentHelp("Only messages with an id below this (page backwards).", valueName: "id")) var before: UInt64?
+    @Option var limit: Int = 50
+    @Option var before: UInt64?
 
     @OptionGroup var store: StoreSelection
 

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Glibc
 import MeshDaemon
 import MeshOps
@@ -6,7 +5,7 @@ import MeshSession
 import MeshStore
 
 struct Sync: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "sync", abstract: "Fetch and print the messages waiting in the radio.")
+    static let configuration = CommandConfiguration(commandName: "sync")
     @OptionGroup var link: LinkOptions
     func request() throws(ClientError) -> Request { .sync }
     func text(_ value: Value) -> String {

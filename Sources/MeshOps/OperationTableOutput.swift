@@ -1,0 +1,460 @@
+// What the front ends print from the operation table: `pocketmesh ops --json` and the shell
+// completion scripts (`pocketmesh completions bash|zsh|fish`).
+
+extension OperationArgument {
+    /// The argument as `ops --json` prints it.
+    public var value: Value {
+        var fields: [Value.Field] = [
+            .init("name", .string(name)),
+            .init("kind", .string(kind.rawValue)),
+            .init("type", .string(type.rawValue)),
+            .init("required", .bool(required)),
+        ]
+        if let short { fields.append(.init("short", .string(String(short)))) }
+        if let valueName, kind != .positional { fields.append(.init("value_name", .string(valueName))) }
+        fields.append(.init("default", defaultValue.map { .string($0) } ?? .null))
+        if !choices.isEmpty { fields.append(.init("choices", .array(choices.map { .string($0) }))) }
+        fields.append(.init("repeatable", .bool(repeatable)))
+        if hidden { fields.append(.init("hidden", .bool(true))) }
+        fields.append(.init("help", .string(help)))
+        return .object(fields)
+    }
+}
+
+extension Operation {
+    /// The row as `ops --json` prints it.
+    public var value: Value {
+        var fields: [Value.Field] = [
+            .init("cli", .string(cli)),
+            .init("api", api.map { .string($0) } ?? .null),
+            .init("class", opClass.map { .string($0.rawValue) } ?? .null),
+            .init("daemon", .bool(daemon)),
+        ]
+        if !aliases.isEmpty { fields.append(.init("aliases", .array(aliases.map { .string($0) }))) }
+        if hidden { fields.append(.init("hidden", .bool(true))) }
+        fields.append(.init("help", .string(help)))
+        if !discussion.isEmpty { fields.append(.init("discussion", .string(discussion))) }
+        fields.append(.init("args", .array(args.map(\.value))))
+        if !results.isEmpty { fields.append(.init("results", .array(results.map { .string($0) }))) }
+        return .object(fields)
+    }
+}
+
+extension OperationTable {
+    /// `ops --json`: `{"operations":[...]}`, one entry per operation (hidden internal ones left out).
+    public static var value: Value {
+        .object([
+            .init("operations", .array(rows.filter { !$0.hidden }.map(\.value))),
+        ])
+    }
+
+    /// `ops` as text: one line per operation, its API name and class.
+    public static var text: String {
+        let shown = rows.filter { !$0.hidden }
+        let width = shown.map(\.cli.count).max() ?? 0
+        let apiWidth = shown.map { ($0.api ?? "-").count }.max() ?? 0
+        var out = ""
+        for r in shown {
+            let api = r.api ?? "-"
+            out += r.cli + String(repeating: " ", count: width - r.cli.count + 2)
+            out += api + String(repeating: " ", count: apiWidth - api.count + 2)
+            out += (r.opClass?.rawValue ?? "local") + "\n"
+        }
+        return out
+    }
+
+    public enum Shell: String, CaseIterable, Sendable { case bash, zsh, fish }
+
+    /// The completion script for `shell`.
+    public static func completions(_ shell: Shell) -> String {
+        switch shell {
+        case .bash: return Completions.bash()
+        case .zsh: return Completions.zsh()
+        case .fish: return Completions.fish()
+        }
+    }
+}
+
+/// The shell completion scripts, generated from the table: the command tree (with aliases), each
+/// command's options (and which take a value), and the values of options and positional arguments
+/// that take one of a fixed few.
+enum Completions {
+    /// Every node of the tree: "" (the root), groups and operations, with what follows each.
+    struct Node {
+        var path: String
+        var subcommands: [(name: String, help: String)]
+        var options: [OperationArgument]
+        var positionals: [OperationArgument]
+    }
+
+    /// A node's key in the scripts' tables: its path after the program's name (shells' associative
+    /// arrays take no empty key).
+    static func key(_ path: String) -> String { path.isEmpty ? "pocketmesh" : "pocketmesh " + path }
+
+    static var nodes: [Node] {
+        var out: [Node] = []
+        var paths: [[String]] = [[]]
+        for g in OperationTable.groups where !g.hidden { paths.append(g.path) }
+        for r in OperationTable.rows where !r.hidden { paths.append(r.path) }
+        for p in paths {
+            let row = p.isEmpty ? nil : OperationTable.row(p)
+            var subs: [(String, String)] = []
+            for w in OperationTable.children(of: p) {
+                let child = p + [w]
+                if let r = OperationTable.row(child) {
+                    if r.hidden { continue }
+                    subs.append((w, r.help))
+                } else if let g = OperationTable.group(child) {
+                    if g.hidden { continue }
+                    subs.append((w, g.help))
+                }
+            }
+            let args = (row?.args ?? []).filter { !$0.hidden }
+            out.append(Node(path: p.joined(separator: " "), subcommands: subs,
+                            options: args.filter { $0.kind != .positional }, positionals: args.filter { $0.kind == .positional }))
+        }
+        return out
+    }
+
+    /// Alias words and the name they stand for, by their parent path.
+    static var aliases: [(parent: String, alias: String, name: String)] {
+        OperationTable.rows.flatMap { r in
+            r.aliases.map { (r.path.dropLast().joined(separator: " "), $0, r.path.last!) }
+        }
+    }
+
+    static func spellings(_ a: OperationArgument) -> [String] {
+        (a.short.map { ["-\($0)"] } ?? []) + ["--\(a.name)"]
+    }
+
+    /// Options that take a value before the command path is known: every such option of any command.
+    static var valuedAnywhere: [String] {
+        var out: [String] = []
+        for r in OperationTable.rows where !r.hidden {
+            for a in r.args where a.kind == .option {
+                for s in spellings(a) where !out.contains(s) { out.append(s) }
+            }
+        }
+        return out
+    }
+
+    static func takesFiles(_ a: OperationArgument) -> Bool {
+        let v = a.valueName ?? ""
+        return v == "path" && a.name != "path" || v.contains("file") || a.name.hasSuffix("-file") || a.name == "socket" || a.name == "state-dir"
+    }
+
+    /// A single-quoted shell word.
+    static func quoted(_ s: String) -> String {
+        "'" + s.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+
+    static func words(_ list: [String]) -> String { quoted(list.joined(separator: " ")) }
+
+    // MARK: bash
+
+    static func bash() -> String {
+        var subs = "", opts = "", valued = "", files = "", choices = "", alias = ""
+        for n in nodes {
+            let k = quoted(key(n.path))
+            if !n.subcommands.isEmpty { subs += "    [\(k)]=\(words(n.subcommands.map(\.name)))\n" }
+            var o: [String] = []
+            var v: [String] = []
+            for a in n.options {
+                o += spellings(a)
+                if a.kind == .option {
+                    v += spellings(a)
+                    for s in spellings(a) {
+                        if !a.choices.isEmpty { choices += "    [\(quoted(key(n.path) + " " + s))]=\(words(a.choices))\n" }
+                        if takesFiles(a) { files += "    [\(quoted(key(n.path) + " " + s))]=1\n" }
+                    }
+                }
+            }
+            if !n.path.isEmpty { o += ["-h", "--help"] }
+            else { o += ["-h", "--help", "--version"] }
+            opts += "    [\(k)]=\(words(o))\n"
+            valued += "    [\(k)]=\(words(n.path.isEmpty ? valuedAnywhere : v))\n"
+            for (i, p) in n.positionals.enumerated() where !p.choices.isEmpty {
+                choices += "    [\(quoted(key(n.path) + " #\(i)"))]=\(words(p.choices))\n"
+            }
+        }
+        for a in aliases { alias += "    [\(quoted(key(a.parent) + " " + a.alias))]=\(quoted(a.name))\n" }
+        return """
+        # bash completion for pocketmesh, generated from its operation table (pocketmesh completions bash).
+        # Use: source <(pocketmesh completions bash)
+        declare -gA _pocketmesh_subs=(
+        \(subs))
+        declare -gA _pocketmesh_opts=(
+        \(opts))
+        declare -gA _pocketmesh_valued=(
+        \(valued))
+        declare -gA _pocketmesh_files=(
+        \(files))
+        declare -gA _pocketmesh_choices=(
+        \(choices))
+        declare -gA _pocketmesh_alias=(
+        \(alias))
+
+        _pocketmesh() {
+            local cur="${COMP_WORDS[COMP_CWORD]}" path=pocketmesh w key i npos=0 skip=0 ended=0 optname=""
+            for ((i = 1; i < COMP_CWORD; i++)); do
+                w="${COMP_WORDS[i]}"
+                if ((skip)); then skip=0; continue; fi
+                if ((!ended)) && [[ $w == -- ]]; then ended=1; continue; fi
+                if ((!ended)) && [[ $w == -?* && $w != *" "* && ( $w == --[a-zA-Z]* || ${#w} -eq 2 ) ]]; then
+                    if [[ $w != *=* && " ${_pocketmesh_valued[$path]} " == *" $w "* ]]; then skip=1; optname=$w; fi
+                    continue
+                fi
+                key="$path $w"
+                [[ -n ${_pocketmesh_alias[$key]+x} ]] && key="$path ${_pocketmesh_alias[$key]}"
+                if ((npos == 0)) && [[ -n ${_pocketmesh_opts[$key]+x} ]]; then path=$key; else npos=$((npos + 1)); fi
+            done
+            COMPREPLY=()
+            if ((skip)); then
+                key="$path $optname"
+                if [[ -n ${_pocketmesh_choices[$key]+x} ]]; then
+                    COMPREPLY=($(compgen -W "${_pocketmesh_choices[$key]}" -- "$cur"))
+                elif [[ -n ${_pocketmesh_files[$key]+x} ]]; then
+                    COMPREPLY=($(compgen -f -- "$cur"))
+                fi
+                return 0
+            fi
+            if ((!ended)) && [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "${_pocketmesh_opts[$path]}" -- "$cur"))
+                return 0
+            fi
+            local offer=""
+            ((npos == 0)) && offer="${_pocketmesh_subs[$path]}"
+            key="$path #$npos"
+            [[ -n ${_pocketmesh_choices[$key]+x} ]] && offer="$offer ${_pocketmesh_choices[$key]}"
+            COMPREPLY=($(compgen -W "$offer" -- "$cur"))
+            return 0
+        }
+        complete -F _pocketmesh pocketmesh
+
+        """
+    }
+
+    // MARK: zsh
+
+    /// zsh: the same walk as bash's, over zsh's `words` and `CURRENT`, with each subcommand's help.
+    static func zsh() -> String {
+        var subs = "", opts = "", valued = "", files = "", choices = "", alias = ""
+        for n in nodes {
+            let k = quoted(key(n.path))
+            if !n.subcommands.isEmpty {
+                let described = n.subcommands.map { zshDescribed($0.name, $0.help) }
+                subs += "  \(k) \(quoted(described.joined(separator: "\n")))\n"
+            }
+            var o: [String] = []
+            var v: [String] = []
+            for a in n.options {
+                for s in spellings(a) { o.append(zshDescribed(s, a.help)) }
+                if a.kind == .option {
+                    v += spellings(a)
+                    for s in spellings(a) {
+                        if !a.choices.isEmpty { choices += "  \(quoted(key(n.path) + " " + s)) \(words(a.choices))\n" }
+                        if takesFiles(a) { files += "  \(quoted(key(n.path) + " " + s)) 1\n" }
+                    }
+                }
+            }
+            o += ["-h:Show help information.", "--help:Show help information."]
+            opts += "  \(k) \(quoted(o.joined(separator: "\n")))\n"
+            valued += "  \(k) \(words(n.path.isEmpty ? valuedAnywhere : v))\n"
+            for (i, p) in n.positionals.enumerated() where !p.choices.isEmpty {
+                choices += "  \(quoted(key(n.path) + " #\(i)")) \(words(p.choices))\n"
+            }
+        }
+        for a in aliases { alias += "  \(quoted(key(a.parent) + " " + a.alias)) \(quoted(a.name))\n" }
+        return """
+        #compdef pocketmesh
+        # zsh completion for pocketmesh, generated from its operation table (pocketmesh completions zsh).
+        # Use: pocketmesh completions zsh > "${fpath[1]}/_pocketmesh" (then compinit), or
+        # source <(pocketmesh completions zsh) after compinit.
+        typeset -gA _pocketmesh_subs _pocketmesh_opts _pocketmesh_valued _pocketmesh_files _pocketmesh_choices _pocketmesh_alias
+        _pocketmesh_subs=(
+        \(subs))
+        _pocketmesh_opts=(
+        \(opts))
+        _pocketmesh_valued=(
+        \(valued))
+        _pocketmesh_files=(
+        \(files))
+        _pocketmesh_choices=(
+        \(choices))
+        _pocketmesh_alias=(
+        \(alias))
+
+        _pocketmesh() {
+            local cur=${words[CURRENT]} path=pocketmesh w key optname="" i
+            integer npos=0 skip=0 ended=0
+            for ((i = 2; i < CURRENT; i++)); do
+                w=${words[i]}
+                if ((skip)); then skip=0; continue; fi
+                if ((!ended)) && [[ $w == -- ]]; then ended=1; continue; fi
+                if ((!ended)) && [[ $w == -?* && $w != *" "* && ( $w == --[a-zA-Z]* || ${#w} -eq 2 ) ]]; then
+                    if [[ $w != *=* && " ${_pocketmesh_valued[$path]} " == *" $w "* ]]; then skip=1; optname=$w; fi
+                    continue
+                fi
+                key="$path $w"
+                (( ${+_pocketmesh_alias[$key]} )) && key="$path ${_pocketmesh_alias[$key]}"
+                if ((npos == 0)) && (( ${+_pocketmesh_opts[$key]} )); then path=$key; else npos+=1; fi
+            done
+            if ((skip)); then
+                key="$path $optname"
+                if (( ${+_pocketmesh_choices[$key]} )); then
+                    compadd -- ${=_pocketmesh_choices[$key]}
+                elif (( ${+_pocketmesh_files[$key]} )); then
+                    _files
+                fi
+                return
+            fi
+            local -a described
+            if ((!ended)) && [[ $cur == -* ]]; then
+                described=("${(@f)_pocketmesh_opts[$path]}")
+                _describe -t options option described
+                return
+            fi
+            if ((npos == 0)) && (( ${+_pocketmesh_subs[$path]} )); then
+                described=("${(@f)_pocketmesh_subs[$path]}")
+                _describe -t commands command described
+            fi
+            key="$path #$npos"
+            (( ${+_pocketmesh_choices[$key]} )) && compadd -- ${=_pocketmesh_choices[$key]}
+        }
+
+        if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
+            _pocketmesh "$@"
+        else
+            compdef _pocketmesh pocketmesh
+        fi
+
+        """
+    }
+
+    /// `name:help` for `_describe` (colons in the name escaped; the help's first sentence).
+    static func zshDescribed(_ name: String, _ help: String) -> String {
+        name.replacingColons + ":" + firstSentence(help)
+    }
+
+    static func firstSentence(_ help: String) -> String {
+        var s = help
+        if let nl = s.firstIndex(of: "\n") { s = String(s[..<nl]) }
+        if s.count > 80 { s = String(s.prefix(77)) + "..." }
+        return s
+    }
+
+    // MARK: fish
+
+    /// fish: one `complete` line per subcommand and option, conditioned on the command path so far
+    /// (worked out by `__pocketmesh_path` with the same walk as bash's).
+    static func fish() -> String {
+        var lines: [String] = []
+        var valued: [String] = []
+        for n in nodes {
+            for a in n.options where a.kind == .option { for s in spellings(a) where !valued.contains("\(n.path)|\(s)") { valued.append("\(n.path)|\(s)") } }
+        }
+        for s in valuedAnywhere { valued.append("|\(s)") }
+        var aliasLines: [String] = []
+        for a in aliases { aliasLines.append("        case \(quoted(a.parent.isEmpty ? a.alias : a.parent + " " + a.alias)); set key \(quoted((a.parent.isEmpty ? "" : a.parent + " ") + a.name))") }
+        var known: [String] = []
+        for n in nodes { known.append(quoted(n.path)) }
+        for n in nodes {
+            let cond = "'__pocketmesh_at \(fishEscaped(n.path))'"
+            for s in n.subcommands {
+                lines.append("complete -c pocketmesh -f -n \(cond) -a \(quoted(s.name)) -d \(quoted(firstSentence(s.help)))")
+            }
+            for a in n.options {
+                var l = "complete -c pocketmesh -n '__pocketmesh_in \(fishEscaped(n.path))'"
+                if let c = a.short { l += " -s \(c)" }
+                l += " -l \(a.name)"
+                if a.kind == .option {
+                    l += " -r"
+                    if !a.choices.isEmpty { l += " -f -a \(words(a.choices))" } else if !takesFiles(a) { l += " -f" }
+                }
+                l += " -d \(quoted(firstSentence(a.help)))"
+                lines.append(l)
+            }
+            for (i, p) in n.positionals.enumerated() where !p.choices.isEmpty {
+                lines.append("complete -c pocketmesh -f -n '__pocketmesh_at \(fishEscaped(n.path)) \(i)' -a \(words(p.choices))")
+            }
+        }
+        return """
+        # fish completion for pocketmesh, generated from its operation table (pocketmesh completions fish).
+        # Use: pocketmesh completions fish > ~/.config/fish/completions/pocketmesh.fish
+
+        # The command path typed so far, then the count of values after it, one per line.
+        function __pocketmesh_walk
+            set -l valued \(valued.map(quoted).joined(separator: " "))
+            set -l known \(known.joined(separator: " "))
+            set -l words (commandline -opc)
+            set -e words[1]
+            set -l path ''
+            set -l npos 0
+            set -l skip 0
+            set -l ended 0
+            for w in $words
+                if test $skip = 1
+                    set skip 0
+                    continue
+                end
+                if test $ended = 0; and test "$w" = --
+                    set ended 1
+                    continue
+                end
+                if test $ended = 0; and string match -qr -- '^(--[a-zA-Z][^ ]*|-[a-zA-Z])$' $w
+                    if not string match -q -- '*=*' $w; and contains -- "$path|$w" $valued
+                        set skip 1
+                    end
+                    continue
+                end
+                set -l key (string trim -- "$path $w")
+                switch $key
+        \(aliasLines.joined(separator: "\n"))
+                end
+                if test $npos = 0; and contains -- "$key" $known
+                    set path $key
+                else
+                    set npos (math $npos + 1)
+                end
+            end
+            echo $path
+            echo $npos
+            echo $skip
+        end
+
+        # True when the command path is $argv[1] (and, with $argv[2], that many values follow it).
+        function __pocketmesh_at
+            set -l state (__pocketmesh_walk)
+            test "$state[1]" = "$argv[1]"; or return 1
+            test "$state[3]" = 0; or return 1
+            if set -q argv[2]
+                test "$state[2]" = "$argv[2]"
+            else
+                test "$state[2]" = 0; or string match -q -- '-*' (commandline -ct)
+            end
+        end
+
+        # True when the command path is $argv[1], whatever follows it (for its options and their values).
+        function __pocketmesh_in
+            set -l state (__pocketmesh_walk)
+            test "$state[1]" = "$argv[1]"
+        end
+
+        complete -c pocketmesh -f
+        \(lines.joined(separator: "\n"))
+
+        """
+    }
+
+    static func fishEscaped(_ s: String) -> String {
+        s.isEmpty ? "\"\"" : "\"\(s)\""
+    }
+}
+
+extension String {
+    var replacingColons: String {
+        var out = ""
+        for c in self { if c == ":" { out += "\\:" } else { out.append(c) } }
+        return out
+    }
+}

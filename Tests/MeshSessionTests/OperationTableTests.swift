@@ -1,0 +1,128 @@
+import MeshOps
+import MeshSession
+import Testing
+
+/// The operation table itself: API names, classes, `ops --json` and the completion scripts. (The
+/// table against the command line: PocketMeshCLITests.)
+@Suite struct OperationTableTests {
+    /// The API ops run as requests, as the daemon served them before the table: none lost, none added.
+    @Test func apiOpsAreTheTablesAndUnchanged() {
+        let before: Set<String> = [
+            "contacts_show", "contacts_add", "contacts_remove", "contacts_reset_path", "contacts_reset_advert_time", "contacts_share",
+            "contacts_export", "contacts_import", "contacts_path", "contacts_discover_path",
+            "contacts_favourite", "contacts_uri",
+            "channel_list", "channel_set", "channel_remove", "channel_uri", "channel_import", "channel_add",
+            "time_get", "time_sync", "time_set", "scope", "get", "set", "battery", "stats",
+            "login", "logout", "status", "regions", "owner", "clock", "telemetry", "neighbours", "acl", "cmd", "trace", "sign",
+            "key_export", "key_import", "reboot", "factory_reset", "raw",
+            "discover", "contacts_set_path", "contacts_permissions", "contacts_connected", "request", "mma", "channel_data",
+            "raw_data", "raw_packet", "cli",
+        ]
+        #expect(Request.apiOps == before)
+    }
+
+    /// An op's class by name is what it was before the table, for every name that had one.
+    @Test func classesByNameUnchanged() {
+        let before: [OperationClass: [String]] = [
+            .read: ["contacts_show", "contacts_export", "contacts_path", "contacts_uri", "contacts_connected", "channel_list",
+                    "channel_uri", "time_get", "get", "battery", "stats", "status", "regions", "owner", "clock", "telemetry",
+                    "neighbours", "acl", "trace", "mma"],
+            .message: ["channel_send", "channel_data"],
+            .config: ["contacts_add", "contacts_remove", "contacts_reset_path", "contacts_reset_advert_time", "contacts_share", "contacts_import",
+                      "contacts_discover_path", "contacts_favourite", "contacts_set_path", "contacts_permissions",
+                      "channel_set", "channel_remove", "channel_import", "channel_add", "time_sync", "time_set", "scope",
+                      "discover", "set"],
+            .admin: ["login", "logout", "cmd", "reboot", "factory_reset", "raw", "raw_data", "raw_packet", "cli", "request"],
+            .secret: ["sign", "key_export", "key_import"],
+        ]
+        for (c, ops) in before { for op in ops { #expect(Request.operationClass(apiOp: op) == c, "\(op)") } }
+        #expect(Request.operationClass(apiOp: "contacts remove") == nil)
+        #expect(Request.operationClass(apiOp: "") == nil)
+    }
+
+    /// The API name is the command path joined with "_" (dashes too), except `contacts list`, which
+    /// the daemon has always served as `contacts`.
+    @Test func apiNamesAreThePathJoined() {
+        for row in OperationTable.rows {
+            guard let api = row.api else { continue }
+            if row.cli == "contacts list" { #expect(api == "contacts"); continue }
+            #expect(api == Operation.apiName(row.path), "\(row.cli)")
+        }
+        #expect(OperationTable.row(api: "contacts_remove")?.cli == "contacts remove")
+        #expect(OperationTable.row(api: "factory_reset")?.cli == "factory-reset")
+        #expect(OperationTable.row(api: "contacts_reset_advert_time")?.opClass == .config)
+    }
+
+    /// Every request has a row, and its class is that row's (with `set`'s PIN and key apart).
+    @Test func everyRequestHasARow() {
+        let all: [Request] = [
+            .info, .contacts, .contactShow("a"), .contactAdd(publicKey: "", name: "", type: nil, path: nil), .contactRemove("a"),
+            .contactResetPath("a"), .contactResetAdvertTime("a"), .contactShare("a"), .contactExport(nil), .contactImport("00"),
+            .contactFavourite("a", on: true), .contactURI("a"), .contactImportLink("x"), .contactPath("a"), .contactDiscoverPath("a"),
+            .send(to: "a", text: "b", wait: false), .channels, .channelSet(index: 1, name: "x", secret: nil, hashtag: false),
+            .channelRemove("1"), .channelURI("1"), .channelImport("x"), .channelAdd(name: "x", secret: nil), .channelSend("1", text: "x"),
+            .sync, .advert(flood: false), .timeGet, .timeSync, .timeSet(1), .scope("x"), .get(nil), .set("name", ["x"]), .battery,
+            .stats(nil), .login("a", password: "b"), .logout("a"), .status("a"), .regions("a"), .owner("a"), .clock("a"),
+            .telemetry(nil), .neighbours("a"), .acl("a"), .command("a", text: "b"), .trace(path: "00"), .sign(data: "00"),
+            .keyExport, .keyImport("00"), .reboot, .factoryReset, .raw("00"), .discover(waitMs: 1, types: 0),
+            .contactSetPath("a", path: ""), .contactPermissions("a", grant: "none"), .contactByKey("00"), .hasConnection("a"),
+            .binaryRequest("a", hex: "00"), .mma("a", from: 1, to: 0), .channelData("1", dataType: 1, hex: "00"),
+            .rawData(path: "", hex: "00"), .rawPacket("00", priority: 0), .localCommand("ver"),
+        ]
+        for r in all {
+            let row = OperationTable.row(api: r.apiName)
+            #expect(row != nil, "\(r)")
+            #expect(row?.opClass == r.operationClass, "\(r)")
+        }
+        #expect(Request.set("pin", ["1"]).operationClass == .admin)
+        #expect(Request.set("private-key", ["00"]).operationClass == .secret)
+    }
+
+    @Test func eachRowsArgumentsAreNamedOnce() {
+        for row in OperationTable.rows {
+            let names = row.args.map(\.display)
+            #expect(Set(names).count == names.count, "\(row.cli)")
+            let shorts = row.args.compactMap(\.short)
+            #expect(Set(shorts).count == shorts.count, "\(row.cli)")
+            for a in row.args where a.kind == .flag { #expect(a.type == .bool && !a.required, "\(row.cli) \(a.display)") }
+            for a in row.args where a.defaultValue != nil { #expect(!a.required, "\(row.cli) \(a.display)") }
+        }
+    }
+
+    @Test func opsJSON() {
+        let v = OperationTable.value
+        guard case .array(let ops)? = v["operations"] else { Issue.record("no operations"); return }
+        #expect(ops.count == OperationTable.rows.filter { !$0.hidden }.count)
+        let remove = ops.first { $0["cli"] == .string("contacts remove") }
+        #expect(remove?["api"] == .string("contacts_remove"))
+        #expect(remove?["class"] == .string("config"))
+        guard case .array(let args)? = remove?["args"] else { Issue.record("no args"); return }
+        let contact = args.first { $0["name"] == .string("contact") }
+        #expect(contact?["kind"] == .string("positional"))
+        #expect(contact?["required"] == .bool(true))
+        let timeout = args.first { $0["name"] == .string("timeout") }
+        #expect(timeout?["kind"] == .string("option"))
+        #expect(timeout?["type"] == .string("number"))
+        #expect(timeout?["default"] == .string("5.0"))
+        let scan = ops.first { $0["cli"] == .string("scan") }
+        #expect(scan?["api"] == .null)
+        #expect(scan?["class"] == .null)
+        #expect(!ops.contains { $0["cli"] == .string("daemon op-exec") })
+    }
+
+    @Test func completionScriptsNameEveryCommand() {
+        let bash = OperationTable.completions(.bash)
+        #expect(bash.contains("complete -F _pocketmesh pocketmesh"))
+        #expect(bash.contains("['pocketmesh contacts']='list show add remove"))
+        #expect(bash.contains("['pocketmesh contacts add --type']='chat repeater room sensor'"))
+        #expect(bash.contains("['pocketmesh contacts favorite']='favourite'"))
+        let zsh = OperationTable.completions(.zsh)
+        #expect(zsh.hasPrefix("#compdef pocketmesh\n"))
+        let fish = OperationTable.completions(.fish)
+        for row in OperationTable.rows where !row.hidden && row.path.count == 1 {
+            #expect(bash.contains(" \(row.path[0])"), "\(row.cli)")
+            #expect(zsh.contains("\(row.path[0]):"), "\(row.cli)")
+            #expect(fish.contains("-a '\(row.path[0])'"), "\(row.cli)")
+        }
+    }
+}

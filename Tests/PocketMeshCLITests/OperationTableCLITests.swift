@@ -1,0 +1,106 @@
+@testable import MeshDaemon
+import MeshOps
+import MeshSession
+import Testing
+@testable import pocketmesh
+
+/// The command line against the operation table: every command type has a row (or is a group of
+/// the table) with the same path and aliases, and declares exactly the row's arguments, in its
+/// order, of the same kinds (the parser fills the declarations from the row by position); every
+/// row has a command.
+@Suite struct OperationTableCLITests {
+    /// Every command type of the tree with its path.
+    static func commands() -> [([String], ParsableCommand.Type)] {
+        var out: [([String], ParsableCommand.Type)] = []
+        func walk(_ t: ParsableCommand.Type, _ path: [String]) {
+            out.append((path, t))
+            for s in t.configuration.subcommands { walk(s, path + [s._commandName]) }
+        }
+        walk(PocketMesh.self, [])
+        return out
+    }
+
+    @Test func everyCommandHasARowAndEveryRowACommand() {
+        var rows = Swift.Set<[String]>()
+        var groups = Swift.Set<[String]>()
+        for (path, type) in Self.commands() where !path.isEmpty {
+            let config = type.configuration
+            if !config.subcommands.isEmpty {
+                groups.insert(path)
+                let g = OperationTable.group(path)
+                #expect(g != nil, "no group \(path)")
+                #expect(g?.defaultSubcommand == config.defaultSubcommand?._commandName, "\(path)")
+                #expect(g?.hidden == !config.shouldDisplay, "\(path)")
+            }
+            let (slots, _) = CommandParser.slots(of: type.init())
+            guard let row = OperationTable.row(path) else {
+                #expect(slots.isEmpty && !config.subcommands.isEmpty, "no row for \(path.joined(separator: " "))")
+                continue
+            }
+            rows.insert(path)
+            #expect(row.aliases == config.aliases, "\(path)")
+            #expect(row.hidden == !config.shouldDisplay, "\(path)")
+            #expect(slots.map(\.slotKind) == row.args.map(\.kind), "\(row.cli): declared arguments against the table's")
+            for (slot, a) in zip(slots, row.args) where a.kind != .flag {
+                // What must be given is what the table calls required (a repeatable positional
+                // taking the rest may be empty only where the table says so).
+                #expect(slot.needsValue == a.required, "\(row.cli) \(a.display)")
+            }
+        }
+        #expect(Swift.Set(OperationTable.rows.map(\.path)).subtracting([["help"]]) == rows)
+        #expect(Swift.Set(OperationTable.groups.map(\.path)) == groups)
+    }
+
+    /// The rows are in the order `pocketmesh --help` lists the commands.
+    @Test func rowsInTheCommandLinesOrder() {
+        let paths = Self.commands().map(\.0).filter { OperationTable.row($0) != nil }
+        #expect(OperationTable.rows.map(\.path).filter { $0 != ["help"] } == paths)
+    }
+
+    /// Every op the daemon answers itself has a row marked so, with the class the daemon checks.
+    @Test func everyDaemonOpHasARow() {
+        let notCommands: [DaemonOp] = [.ping, .status, .channels, .outbox, .subscribe, .tunnel, .contactsFlushPending, .operation]
+        for op in DaemonOp.allCases where !notCommands.contains(op) {
+            guard let row = OperationTable.row(api: op.rawValue) else { Issue.record("no row for \(op.rawValue)"); continue }
+            #expect(row.daemon, "\(op.rawValue)")
+            #expect(row.opClass == op.operationClass, "\(op.rawValue)")
+        }
+        for row in OperationTable.rows where row.daemon {
+            #expect(DaemonOp(rawValue: row.api ?? "") != nil, "\(row.cli)")
+        }
+    }
+
+    /// The parser reads the table: options anywhere, values that start with "-", "--", and the
+    /// usage errors in ArgumentParser's words.
+    @Test func parsing() throws {
+        func parse(_ args: [String]) throws -> ParsableCommand {
+            guard case .run(let c) = try CommandParser.parse(args) else { throw UsageError("not a command") }
+            return c
+        }
+        let remove = try #require(try parse(["contacts", "remove", "--tcp", "h:1", "-j", "alice"]) as? Contacts.Remove)
+        #expect(remove.contact == "alice" && remove.link.tcp == "h:1" && remove.link.json)
+        let set = try #require(try parse(["--tcp=h:1", "set", "coords", "45.42", "-75.70"]) as? Set)
+        #expect(set.setting == "coords" && set.values == ["45.42", "-75.70"])
+        let send = try #require(try parse(["send", "--tcp", "h:1", "--", "bob", "--json"]) as? Send)
+        #expect(send.text == ["--json"] && !send.link.json)
+        let fav = try #require(try parse(["contacts", "favorite", "a", "on", "-t", "h"]) as? Contacts.Favourite)
+        #expect(fav.state == "on")
+        func message(_ args: [String]) -> String {
+            do { _ = try CommandParser.parse(args); return "" } catch { return "\(error)" }
+        }
+        #expect(message(["info", "--bogus", "-t", "h"]) == "Unknown option '--bogus'. Did you mean '--baud'?")
+        #expect(message(["info", "--zzzzzzzz", "-t", "h"]) == "Unknown option '--zzzzzzzz'")
+        // A missing argument is reported before an unknown option, and that before an extra value.
+        #expect(message(["contacts", "remove", "--bogus", "-t", "h"]) == "Missing expected argument '<contact>'")
+        #expect(message(["info", "extra", "--bogus", "-t", "h"]) == "Unknown option '--bogus'. Did you mean '--baud'?")
+        // An option's value that starts with "-" is read as an option (`--name=-x` gives one).
+        #expect(message(["login", "n", "-p", "-secret", "-t", "h"]) == "Missing value for '-p <password>'")
+        let login = try #require(try parse(["login", "n", "--password=-secret", "-t", "h"]) as? Login)
+        #expect(login.password == "-secret")
+        #expect(message(["contacts", "remove", "-t", "h"]) == "Missing expected argument '<contact>'")
+        #expect(message(["info", "extra", "-t", "h"]) == "Unexpected argument 'extra'")
+        #expect(message(["scan", "--for", "x"]) == "The value 'x' is invalid for '--for <seconds>'")
+        #expect(message(["info", "-t", "h", "--timeout"]) == "Missing value for '--timeout <seconds>'")
+        #expect(message(["send", "alice", "-t", "h"]) == "Missing expected argument '<text> ...'")
+    }
+}

@@ -1,0 +1,27 @@
+import MeshOps
+import MeshSession
+
+/// `pocketmesh ops [--json]`: the operation table, as the front ends read it.
+struct OpsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ops")
+
+    @Flag var json = false
+
+    func run() {
+        if json { emitLine(OperationTable.value.json) } else { print(OperationTable.text, terminator: "") }
+    }
+}
+
+/// `pocketmesh completions bash|zsh|fish`: a shell completion script generated from the table.
+struct CompletionsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "completions")
+
+    @Argument var shell: String
+
+    func run() throws {
+        guard let s = OperationTable.Shell(rawValue: shell) else {
+            throw ClientError.usage("completions: give bash, zsh or fish, not \"\(shell)\".")
+        }
+        print(OperationTable.completions(s), terminator: "")
+    }
+}

@@ -56,7 +56,7 @@ if [ ! -f "$CACHE/.chroot-done" ]; then
   $SUDO cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
   $SUDO chroot "$ROOT" dpkg --add-architecture arm64
   $SUDO chroot "$ROOT" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      swiftlang git ca-certificates binutils-aarch64-linux-gnu >/dev/null"
+      swiftlang libc6-dev git ca-certificates binutils-aarch64-linux-gnu >/dev/null"
   touch "$CACHE/.chroot-done"
 fi
 

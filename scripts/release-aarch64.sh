@@ -54,7 +54,7 @@ done < /proc/mounts
 SYSROOT=/cross/sysroot
 RES=/cross/swift/usr/libexec/swift/lib/swift_static
 $SUDO chroot "$ROOT" bash -c "cd /src && rm -f /build/aarch64-unknown-linux-gnu/release/pocketmesh && swift build -c release --product pocketmesh \
-  --scratch-path /build --triple aarch64-unknown-linux-gnu --sdk $SYSROOT \
+  --scratch-path /build --triple aarch64-unknown-linux-gnu \
   -Xswiftc -sdk -Xswiftc $SYSROOT -Xswiftc -resource-dir -Xswiftc $RES \
   -Xcc --sysroot=$SYSROOT -Xcc -fno-asynchronous-unwind-tables -Xcc -ffunction-sections \
   -Xswiftc -static-executable -Xswiftc -Osize -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections \

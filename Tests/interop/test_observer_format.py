@@ -35,6 +35,7 @@ import time
 import pytest
 
 from test_daemon_faults import Daemon
+from test_mqtt import free_port, wait_port
 from test_sim_clients import Sim
 
 paho = pytest.importorskip("paho.mqtt.client")
@@ -51,23 +52,6 @@ pytestmark = [
 
 CLOCK = ("timestamp", "time", "date")
 OURS_ONLY = ("score", "duration")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, seconds=15):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
 
 
 def until(predicate, seconds, what):

@@ -25,12 +25,10 @@ public final class Daemon {
         /// The wrapper hooks run under (`[self-exe, "daemon", "hook-exec"]`); nil runs them directly.
         public var hookWrapper: [String]? = nil
         public var hookConcurrency = 2
-        /// The worker that runs command-line operations for API clients
-        /// (`[self-exe, "daemon", "op-exec"]`); nil: those ops are not offered.
-        public var operationWorker: [String]? = nil
-        /// Workers running at once; further requests are refused as busy.
-        public var operationConcurrency = 4
-        /// A worker still running after this long is killed and its client told so.
+        /// Command-line operations running at once for API, hub and MQTT clients (in this
+        /// process, DaemonOperations.swift); further requests are refused as busy.
+        public var operationConcurrency = 16
+        /// An operation not finished after this long is answered with a timeout.
         public var operationTimeoutMS: UInt64 = 120_000
         public var hookTimeoutMS: UInt64 = 30_000
         /// Runs of one message's hook before it is given up.
@@ -160,8 +158,12 @@ public final class Daemon {
     var tunnelTickets: [Ticket: (client: APIServer.ClientID, frame: [UInt8])] = [:]
     /// The radio's message queue as tunnel clients see it: answered from the store (TunnelQueue.swift).
     var tunnelQueue = TunnelQueue(cursor: 0)
-    /// Command-line operations running for API clients, by their output pipe (DaemonOperations.swift).
-    var operations: [Int32: OperationRun] = [:]
+    /// Command-line operations running for API, hub and MQTT clients, in this process
+    /// (DaemonOperations.swift): their steps, the session's port they wait on, and who asked.
+    let operationJobs = OperationJobs()
+    var operationPort: SessionPort? = nil
+    var operations: [Int: OperationRun] = [:]
+    var nextOperation = 0
     /// ACK tags of direct messages sent through a tunnel, to mark them acked in the store.
     var tunnelAckTags: [(tag: UInt32, id: UInt64)] = []
     /// The companion hub (DaemonHub.swift), its clients' sessions, and whose send each ACK code confirms.
@@ -254,7 +256,6 @@ public final class Daemon {
             if let h = hotplug { fds.append(pollfd(fd: h.fd, events: Int16(POLLIN), revents: 0)) }
             api.pollDescriptors(into: &fds)
             hub?.pollDescriptors(into: &fds)
-            operationDescriptors(into: &fds)
             mqttDescriptors(into: &fds)
             let wait: Int32 = deadline.map { $0 > now ? Int32(clamping: $0 - now) : 0 } ?? 60_000
             let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
@@ -266,8 +267,6 @@ public final class Daemon {
                     linkReady(p.revents)
                 } else if let h = hotplug, p.fd == h.fd {
                     hotplugReady(now: monotonicNow())
-                } else if operations[p.fd] != nil {
-                    operationReady(p.fd)
                 } else if mqttHandle(p) {
                 } else if let h = hub, h.handle(p, now: monotonicNow()) {
                     pump(now: monotonicNow())  // the frames it read: answered or queued for the radio
@@ -336,6 +335,8 @@ public final class Daemon {
     func timers(now: UInt64) -> UInt64? {
         var next: UInt64? = nil
         func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
+        // Operations whose wait ended outside a pump (a lost link): their next steps.
+        if operationJobs.hasReady { pump(now: now) }
         if settling != nil {
             settled(now: now)
             if stopping { return nil }
@@ -387,7 +388,10 @@ public final class Daemon {
             soon(h.tick(now: now))
             soon(hubTimers(now: now))
         }
-        if !operations.isEmpty { soon(operationTimers(now: now)) }
+        if !operations.isEmpty || operationPort?.nextDeadline != nil {
+            soon(operationTimers(now: now))
+            if operationJobs.hasReady { pump(now: now) }
+        }
         if !bridges.isEmpty || !observers.isEmpty { soon(mqttTimers(now: now)) }
         soon(notify.tick(now: now))
         return next

@@ -53,7 +53,8 @@ extension Daemon {
                                        ("stored", .int(Int64(storedCount))), ("duplicates", .int(Int64(duplicateCount))),
                                        ("held", .int(Int64((store?.heldMessages.count ?? 0) + unsaved.count))),
                                        ("held_in_memory", .int(Int64(unsaved.count))),
-                                       ("subscribers", .int(Int64(api.subscriberCount)))]
+                                       ("subscribers", .int(Int64(api.subscriberCount))),
+                                       ("operations", .int(Int64(operations.count)))]
             if let k = radioKeyHex { f.append(("radio", .string(k))) }
             if let store {
                 f.append(("store", .string(store.directory)))

@@ -20,6 +20,7 @@ extension Daemon {
             sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
             let s = Session(config: sc)
             session = s
+            openOperationPort(s)
             phase = .handshaking
             // No place on disk for a message yet (the store not open, or failing): the radio keeps
             // its queue until there is (`radioReady`, `retryStore`).
@@ -84,6 +85,7 @@ extension Daemon {
         if let s = session {
             s.close()
             processEvents(now: monotonicNow())
+            closeOperationPort(reason)
             if let si = s.selfInfo { lastSelfInfo = si }
             if let di = s.deviceInfo { lastDeviceInfo = di }
         }
@@ -154,6 +156,8 @@ extension Daemon {
     /// Handles the session's events, then writes its frames. The order is the durability rule.
     func pump(now: UInt64) {
         processEvents(now: now)
+        // The operations' next steps (their replies just arrived): what they submit goes out below.
+        while operationJobs.runReady() { processEvents(now: now) }
         // The hub's turn at the radio comes when the daemon's own commands are done.
         if hub != nil { while hubDispatch(now: now) { processEvents(now: now) } }
         guard let s = session, let l = link else { return }

@@ -3,136 +3,104 @@ import MeshNet
 import MeshSession
 import MeshOps
 
-/// Command-line operations for API clients (`Request.apiOps`): each runs in a short-lived worker
-/// (`pocketmesh daemon op-exec`) that takes the request line on stdin, talks to the radio through
-/// this daemon's own socket like any command, and writes one result line on stdout. The poll loop
-/// reads it and answers the client; so an op has exactly the fields of the command's `--json`,
-/// and the radio is still shared one command at a time with everything else.
+/// Command-line operations for API clients, the hub's policy and MQTT commands
+/// (`Request.apiOps`): each runs in this process, on the daemon's own session, through
+/// `SessionPort`: the same implementation as the command line's (`Executor.run`), interleaved with
+/// the daemon's sync and everything else on the one poll loop. The answer has exactly the fields
+/// of the command's `--json`.
 struct OperationRun {
-    var pid: pid_t
     var client: APIServer.ClientID
     var id: Int64
     var name: String
-    var output: [UInt8] = []
     var deadline: UInt64
 }
 
 extension Daemon {
     func startOperation(_ req: DaemonRequest, _ client: APIServer.ClientID, now: UInt64) throws(DaemonError) {
-        guard let worker = config.operationWorker else {
-            throw DaemonError(.unsupported, "\(req.name): this daemon runs no operation worker.")
-        }
         guard operations.count < config.operationConcurrency else {
             throw DaemonError(.busy, "\(req.name): \(operations.count) operations are running; try again when one is done.")
         }
-        guard phase == .ready || phase == .syncing else {
+        var fields: [String: Value] = [:]
+        if case .object(let pairs) = req.args { for (k, v) in pairs { fields[k] = v.value } }
+        let request = try Request(apiOp: req.name, fields: fields)
+        try request.validate()
+        guard phase == .ready || phase == .syncing, let port = operationPort else {
             throw DaemonError(.link, "cannot run \(req.name): the link to the radio (\(config.link)) is down; the daemon is reconnecting.")
         }
-        guard let i = UnixSocket.makePipe(nonBlocking: false) else { throw DaemonError(.internal, "\(req.name): \(SystemError("pipe"))") }
-        guard let o = UnixSocket.makePipe(nonBlocking: false) else {
-            close(i.read); close(i.write)
-            throw DaemonError(.internal, "\(req.name): \(SystemError("pipe"))")
+        nextOperation += 1
+        let run = nextOperation
+        operations[run] = OperationRun(client: client, id: req.id, name: req.name, deadline: now + config.operationTimeoutMS)
+        let executor = Executor(radio: port, timeout: config.commandTimeoutMS)
+        operationJobs.start({ () async throws(ClientError) -> Outcome in try await executor.run(request) }) { [unowned self] result in
+            self.operationEnded(run, result)
         }
-        UnixSocket.setNonBlocking(o.read)  // the worker writes blocking; the poll loop reads without waiting
-        let input = [i.read, i.write], output = [o.read, o.write]
-        // The request is one line (at most the API's line limit): it fits the pipe's buffer.
-        let line = Array((req.line + "\n").utf8)
-        let written = line.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
-        close(input[1])
-        let argv = worker + ["--api-socket", api.path, "--response-timeout", String(Double(config.commandTimeoutMS) / 1000)]
-        var env = ["PATH=/usr/local/bin:/usr/bin:/bin", "POCKETMESH_NO_DAEMON=1"]
-        if let tz = getenv("TZ") { env.append("TZ=" + String(cString: tz)) }
-        let pid: pid_t
-        do throws(SystemError) {
-            guard written == line.count else { throw SystemError("write", "the operation's request") }
-            pid = try Spawn.start(argv: argv, environment: env, stdinFD: input[0], stdoutFD: output[1])
-        } catch {
-            close(input[0]); close(output[0]); close(output[1])
-            throw DaemonError(.internal, "\(req.name): cannot start the worker: \(error)")
-        }
-        close(input[0])
-        close(output[1])
-        operations[output[0]] = OperationRun(pid: pid, client: client, id: req.id, name: req.name,
-                                             deadline: now + config.operationTimeoutMS)
+        pump(now: now)
     }
 
-    func operationDescriptors(into fds: inout [pollfd]) {
-        for fd in operations.keys { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+    /// An operation's end: its answer to whoever asked (unless its time ran out before).
+    func operationEnded(_ run: Int, _ result: Result<Outcome, ClientError>) {
+        guard let op = operations.removeValue(forKey: run) else { return }
+        reply(Self.operationResponse(id: op.id, result), to: op.client)
     }
 
-    /// Reads a worker's output; at its end, answers the client.
-    func operationReady(_ fd: Int32) {
-        guard var run = operations[fd] else { return }
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n > 0 {
-                if run.output.count < 1 << 20 { run.output += chunk[0..<n] }
-                continue
-            }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno == EAGAIN { operations[fd] = run; return }
-            break  // end of output (or a read error): the worker is done
+    static func operationResponse(id: Int64, _ result: Result<Outcome, ClientError>) -> DaemonResponse {
+        let outcome: Outcome
+        switch result {
+        case .success(let o): outcome = o
+        case .failure(let e): return DaemonResponse(id: id, error: e)
         }
-        operations[fd] = nil
-        close(fd)
-        reapOperation(run.pid)
-        reply(operationResponse(run), to: run.client)
-    }
-
-    func operationResponse(_ run: OperationRun) -> DaemonResponse {
-        let text = run.output.split(separator: 0x0A).last.map(Array.init) ?? []
-        guard let json = try? text.withUnsafeBytes({ try JSONParser.parse($0) }), let ok = json["ok"]?.bool else {
-            return DaemonResponse(id: run.id, error: DaemonError(.internal, "\(run.name): the worker ended without a result."))
-        }
-        if !ok, let e = json["error"].flatMap(DaemonError.init(json:)) {
-            return DaemonResponse(id: run.id, error: e)
-        }
+        if let e = outcome.error { return DaemonResponse(id: id, error: e) }
         // The command's --json value: an object's fields, or anything else as "result".
-        switch json["value"] {
-        case .object(let fields)?: return DaemonResponse(id: run.id, ok: fields.filter { $0.0 != "id" && $0.0 != "ok" })
-        case nil, .null?: return DaemonResponse(id: run.id, ok: [])
-        case let v?: return DaemonResponse(id: run.id, ok: [("result", v)])
+        switch JSON(outcome.value) {
+        case .object(let fields): return DaemonResponse(id: id, ok: fields.filter { $0.0 != "id" && $0.0 != "ok" })
+        case .null: return DaemonResponse(id: id, ok: [])
+        case let v: return DaemonResponse(id: id, ok: [("result", v)])
         }
     }
 
-    /// Kills workers past their deadline; returns the next deadline.
+    /// Answers operations past their time (their waits end with the session's own timeouts; this
+    /// is the last word for the client); returns the next deadline.
     func operationTimers(now: UInt64) -> UInt64? {
         var next: UInt64? = nil
-        for (fd, run) in operations {
-            if now >= run.deadline {
-                kill(-run.pid, SIGKILL)
-                operations[fd] = nil
-                close(fd)
-                reapOperation(run.pid)
-                reply(DaemonResponse(id: run.id, error: DaemonError(.timeout, "\(run.name) did not finish in \(config.operationTimeoutMS / 1000) s.")),
-                          to: run.client)
+        for (run, op) in operations {
+            if now >= op.deadline {
+                operations[run] = nil
+                reply(DaemonResponse(id: op.id, error: DaemonError(.timeout, "\(op.name) did not finish in \(config.operationTimeoutMS / 1000) s.")),
+                      to: op.client)
             } else {
-                next = min(next ?? run.deadline, run.deadline)
+                next = min(next ?? op.deadline, op.deadline)
             }
+        }
+        if let p = operationPort {
+            p.tick(now: now)
+            if let d = p.nextDeadline { next = min(next ?? d, d) }
         }
         return next
     }
 
-    func reapOperation(_ pid: pid_t) {
-        var status: Int32 = 0
-        // The worker closed its output: it is exiting. Wait for it (a bounded moment), else kill it.
-        for _ in 0..<200 {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid || (r < 0 && errno != EINTR) { return }
-            usleep(1_000)
+    /// The session's port for operations, made with each new session.
+    func openOperationPort(_ s: Session) {
+        let port = SessionPort(session: s, jobs: operationJobs, clock: monotonicNow)
+        // What an operation's command changed on the radio, the store follows (as for tunnel clients).
+        port.onCommandFinished = { [unowned self] frame, r in
+            self.recordTunnelSend(frame, r)
+            self.keepListedContacts(frame, r)
         }
-        kill(-pid, SIGKILL)
-        _ = waitpid(pid, &status, 0)
+        operationPort = port
     }
 
-    /// Ends every worker (shutdown).
+    /// The session ended: operations waiting on it end with `reason` (answered at the next pump).
+    func closeOperationPort(_ reason: String) {
+        operationPort?.close(DaemonError(.link, "the link to the radio was lost (\(reason)); try again once the daemon has reconnected."))
+        operationPort = nil
+    }
+
+    /// Ends every operation (shutdown).
     func stopOperations() {
-        for (fd, run) in operations {
-            kill(-run.pid, SIGKILL)
-            close(fd)
-            var status: Int32 = 0
-            _ = waitpid(run.pid, &status, 0)
+        closeOperationPort("the daemon is stopping")
+        operationJobs.runReady()
+        for (_, op) in operations {
+            reply(DaemonResponse(id: op.id, error: DaemonError(.link, "\(op.name): the daemon is stopping.")), to: op.client)
         }
         operations.removeAll()
     }

@@ -13,6 +13,15 @@ extension Daemon {
     func processEvents(now: UInt64) {
         guard let s = session else { return }
         while let e = s.nextEvent() {
+            // An operation's reply, delivery or request outcome goes to it (and every event to
+            // the operations that listen, e.g. for discovery answers or heard repeats).
+            if let port = operationPort, port.handle(e) {
+                // A command a live radio leaves unanswered: see `handleReply`.
+                if case .reply(_, .timeout) = e, pendingLinkLoss == nil {
+                    linkLostLater("the radio did not answer a command in time (it may have rebooted)")
+                }
+                continue
+            }
             switch e {
             case .ready(let di, let si):
                 lastDeviceInfo = di

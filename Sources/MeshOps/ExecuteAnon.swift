@@ -6,17 +6,17 @@ import MeshSession
 /// known path the request goes zero-hop (its path is set to zero hops for the request and reset
 /// afterwards, as meshcore-cli does).
 extension Executor {
-    func anonymous(_ who: String, _ type: AnonRequestType) throws(ClientError) -> Outcome {
-        let c = try resolve(who)
+    func anonymous(_ who: String, _ type: AnonRequestType) async throws(ClientError) -> Outcome {
+        let c = try await resolve(who)
         let known = PathLength(rawValue: c.outPathLength)
         var replyLength = known
         var replyPath = c.outPath
         var zeroHopSet = false
         if known.isUnknown {
-            var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
+            var (contact, _) = try await contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
             do { try contact.setOutPath(.zeroHop, []) } catch { throw .link("cannot give \(c.name) a zero-hop path: \(error).") }
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
-            _ = try call(frame, expecting: .ok, what: "setting a zero-hop path to \(c.name)")
+            _ = try await call(frame, expecting: .ok, what: "setting a zero-hop path to \(c.name)")
             zeroHopSet = true
             replyLength = .zeroHop
             replyPath = []
@@ -30,13 +30,13 @@ extension Executor {
         var reply: [UInt8] = []
         var failure: ClientError? = nil
         do throws(ClientError) {
-            let o = try radio.request(.anon(publicKey: c.publicKey, data: RemoteRequestData.anon(type, replyPathLength: replyLength, replyPath: replyPath)))
+            let o = try await radio.request(.anon(publicKey: c.publicKey, data: RemoteRequestData.anon(type, replyPathLength: replyLength, replyPath: replyPath)))
             reply = try requestReply(o, what: what, timeoutHint: "a repeater answers only what reaches it directly (within radio range, or along the contact's path)")
         } catch {
             failure = error
         }
         if zeroHopSet {
-            _ = try? call(CommandFrame.resetPath(publicKey(c)), expecting: .ok, what: "resetting the path of \(c.name)")
+            _ = try? await call(CommandFrame.resetPath(publicKey(c)), expecting: .ok, what: "resetting the path of \(c.name)")
             contactCache = nil
         }
         if let failure { throw failure }

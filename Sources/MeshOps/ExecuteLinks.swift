@@ -113,12 +113,12 @@ extension String {
 }
 
 extension Executor {
-    func contactFavourite(_ who: String, on: Bool) throws(ClientError) -> Outcome {
-        let c = try resolve(who)
-        var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
+    func contactFavourite(_ who: String, on: Bool) async throws(ClientError) -> Outcome {
+        let c = try await resolve(who)
+        var (contact, _) = try await contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
         contact.flags = on ? contact.flags | ContactFlags.favourite : contact.flags & ~ContactFlags.favourite
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
-        _ = try call(frame, expecting: .ok, what: "updating \(c.name)")
+        _ = try await call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil
         return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)), .init("favourite", .bool(on))]))
     }
@@ -126,29 +126,29 @@ extension Executor {
     /// ADD_UPDATE_CONTACT with the last advert time 0 (meshcore-cli's `reset_advert_time`): the
     /// radio drops adverts no newer than the last one it took, so after this it takes the next
     /// advert of the contact whatever its timestamp. The rest of the contact is kept.
-    func contactResetAdvertTime(_ who: String) throws(ClientError) -> Outcome {
-        let c = try resolve(who)
-        var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
+    func contactResetAdvertTime(_ who: String) async throws(ClientError) -> Outcome {
+        let c = try await resolve(who)
+        var (contact, _) = try await contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
         contact.lastAdvertTimestamp = 0
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
-        _ = try call(frame, expecting: .ok, what: "updating \(c.name)")
+        _ = try await call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil
         return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)), .init("last_advert", .int(0))]))
     }
 
-    func contactURI(_ who: String) throws(ClientError) -> Outcome {
-        let c = try resolve(who)
-        let f = try call(CommandFrame.exportContact(publicKey(c)), expecting: .exportContact, what: "exporting \(c.name)")
+    func contactURI(_ who: String) async throws(ClientError) -> Outcome {
+        let c = try await resolve(who)
+        let f = try await call(CommandFrame.exportContact(publicKey(c)), expecting: .exportContact, what: "exporting \(c.name)")
         let card = MeshLinkURI.contactCard(advert: Array(f.dropFirst()))
         let byKey = MeshLinkURI.contact(name: c.name, publicKey: publicKey(c), type: c.type)
         return Outcome(.object([.init("name", .string(c.name)), .init("uri", .string(card.text)), .init("contact_uri", .string(byKey.text))]))
     }
 
-    func importLink(_ text: String) throws(ClientError) -> Outcome {
+    func importLink(_ text: String) async throws(ClientError) -> Outcome {
         switch try MeshLinkURI.parse(text) {
         case .contactCard(let advert):
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.importContact(advertPacket: advert) }
-            _ = try call(frame, expecting: .ok, what: "importing the contact")
+            _ = try await call(frame, expecting: .ok, what: "importing the contact")
             contactCache = nil
             return Outcome(ok("contact imported"))
         case .contact(let name, let key, let type):
@@ -158,25 +158,25 @@ extension Executor {
         }
     }
 
-    func channelURI(_ which: String) throws(ClientError) -> Outcome {
-        let c = try resolveChannel(which)
+    func channelURI(_ which: String) async throws(ClientError) -> Outcome {
+        let c = try await resolveChannel(which)
         let uri = MeshLinkURI.channel(name: c.name, secret: c.secret).text
         return Outcome(.object([.init("index", .int(c.index)), .init("name", .string(c.name)), .init("uri", .string(uri))]))
     }
 
     /// A channel link into the slot that has this name already, else the first free slot.
-    func channelImport(_ text: String) throws(ClientError) -> Outcome {
+    func channelImport(_ text: String) async throws(ClientError) -> Outcome {
         guard case .channel(let name, let secret) = try MeshLinkURI.parse(text) else {
             throw .usage("that is not a channel link: use `pocketmesh contacts import` for contacts.")
         }
-        return try channelAdd(name, secret: HexCodec.encode(secret))
+        return try await channelAdd(name, secret: HexCodec.encode(secret))
     }
 
     /// `channel add NAME`: the first free slot (or the slot that already has this name); a #name
     /// without a secret is a hashtag channel.
-    func channelAdd(_ name: String, secret: String?) throws(ClientError) -> Outcome {
+    func channelAdd(_ name: String, secret: String?) async throws(ClientError) -> Outcome {
         guard !name.isEmpty, name.utf8.count <= 31 else { throw .usage("a channel name must be 1 to 31 bytes.") }
-        let all = try channels()
+        let all = try await channels()
         let slot = all.first(where: { $0.name == name }) ?? all.first(where: { $0.isEmpty })
         guard let s = slot else {
             throw .refused("every channel slot is in use: remove one first (`pocketmesh channel remove`).", code: 3)
@@ -185,8 +185,8 @@ extension Executor {
         return Outcome(.object([.init("status", .string("ok")), .init("index", .int(s.index)), .init("name", .string(name))]))
     }
 
-    func timeSet(_ epoch: UInt32) throws(ClientError) -> Outcome {
-        let r = try radio.call(CommandFrame.setDeviceTime(epoch).bytes, expecting: .codes(CodeSet(0)), timeout: timeout)
+    func timeSet(_ epoch: UInt32) async throws(ClientError) -> Outcome {
+        let r = try await radio.call(CommandFrame.setDeviceTime(epoch).bytes, expecting: .codes(CodeSet(0)), timeout: timeout)
         if case .error(6) = r {
             throw .refused("the radio refused the time with ERR 6 (illegal argument): its clock cannot move backwards; reboot the radio to set an earlier time.", code: 6)
         }
@@ -196,7 +196,7 @@ extension Executor {
 
     /// SET_FLOOD_SCOPE_KEY: floods sent on this connection carry the region's transport codes
     /// ("#north": key = SHA-256("#north")[0..16]), none at all ("none"), or the radio's default.
-    func scope(_ name: String) throws(ClientError) -> Outcome {
+    func scope(_ name: String) async throws(ClientError) -> Outcome {
         let override: FloodScopeOverride
         let shown: String
         switch name.lowercased() {
@@ -211,7 +211,7 @@ extension Executor {
             shown = "#" + bare
         }
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setFloodScopeKey(override) }
-        _ = try call(frame, expecting: .ok, what: "the flood scope")
+        _ = try await call(frame, expecting: .ok, what: "the flood scope")
         return Outcome(.object([.init("status", .string("ok")), .init("scope", .string(shown))]))
     }
 }

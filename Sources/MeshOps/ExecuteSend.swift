@@ -4,14 +4,14 @@ import MeshSession
 // Direct messages: send, wait for the ACK, count the repeats of a flooded attempt.
 
 extension Executor {
-    func send(to: String, text: String, wait: Bool) throws(ClientError) -> Outcome {
-        let c = try resolve(to)
+    func send(to: String, text: String, wait: Bool) async throws(ClientError) -> Outcome {
+        let c = try await resolve(to)
         let started = radio.now
         var attempts = 1
         var flood = false
         var listening: RepeatListener? = nil
         defer { listening?.stop() }
-        let d = try radio.sendText(to: c.publicKey, text: text, timestamp: wallClockEpoch(), wait: wait) { p in
+        let d = try await radio.sendText(to: c.publicKey, text: text, timestamp: wallClockEpoch(), wait: wait) { p in
             switch p {
             case .sent(let a, let f, _, _):
                 attempts = a + 1; flood = f

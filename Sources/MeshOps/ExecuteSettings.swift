@@ -4,7 +4,7 @@ import MeshSession
 
 /// Device information, settings and statistics of the radio itself.
 extension Executor {
-    func info() throws(ClientError) -> Value {
+    func info() async throws(ClientError) -> Value {
         guard let v = RadioInfo.value(selfInfo: selfInfo, deviceInfo: deviceInfo) else {
             throw .link("the radio sent a malformed SELF_INFO frame: check its firmware.")
         }
@@ -19,11 +19,11 @@ extension Executor {
                                       "multi-acks", "pin", "auto-add", "path-hash-mode", "flood-scope", "custom",
                                       "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat", "repeat-freqs"]
 
-    func getSetting(_ key: String?) throws(ClientError) -> Value {
+    func getSetting(_ key: String?) async throws(ClientError) -> Value {
         guard let key else {
             var fields: [Value.Field] = []
             for k in Executor.settingNames {
-                if let v = try? getSetting(k) { fields.append(.init(k, v[k] ?? v)) }
+                if let v = try? await getSetting(k) { fields.append(.init(k, v[k] ?? v)) }
             }
             return .object(fields)
         }
@@ -42,7 +42,7 @@ extension Executor {
                                 .init("spreading_factor", .int(s.radio.spreadingFactor)), .init("coding_rate", .int(s.radio.codingRate))]))
         case "tx": return one(.int(s.txPowerDbm))
         case "tuning":
-            let f = try call(CommandFrame.getTuningParams(), expecting: .tuningParams, what: "GET_TUNING_PARAMS")
+            let f = try await call(CommandFrame.getTuningParams(), expecting: .tuningParams, what: "GET_TUNING_PARAMS")
             guard let t = CompanionFrame.owned(f, { if case .tuningParams(let t) = $0 { return t }; return nil }) else {
                 throw .link("the radio sent a malformed tuning frame: try again.")
             }
@@ -54,16 +54,16 @@ extension Executor {
         case "multi-acks": return one(.int(s.multiAcks))
         case "pin": return one(optional(d?.blePin) { .int($0) })
         case "auto-add":
-            let f = try call(CommandFrame.getAutoAddConfig(), expecting: .autoAddConfig, what: "GET_AUTOADD_CONFIG")
+            let f = try await call(CommandFrame.getAutoAddConfig(), expecting: .autoAddConfig, what: "GET_AUTOADD_CONFIG")
             let c = CompanionFrame.owned(f, { if case .autoAddConfig(let c) = $0 { return c }; return nil })
             return one(.object([.init("flags", .int(c?.flags ?? 0)), .init("max_hops", .int(c?.maxHops ?? 0))]))
         case "path-hash-mode": return one(optional(d?.pathHashMode) { .int($0) })
         case "flood-scope":
-            let f = try call(CommandFrame.getDefaultFloodScope(), expecting: .defaultFloodScope, what: "GET_DEFAULT_FLOOD_SCOPE")
+            let f = try await call(CommandFrame.getDefaultFloodScope(), expecting: .defaultFloodScope, what: "GET_DEFAULT_FLOOD_SCOPE")
             let name = CompanionFrame.owned(f, { if case .defaultFloodScope(let sc?) = $0 { return sc.name }; return nil })
             return one(name.map { .string($0) } ?? .null)
         case "custom":
-            let f = try call(CommandFrame.getCustomVars(), expecting: .customVars, what: "GET_CUSTOM_VARS")
+            let f = try await call(CommandFrame.getCustomVars(), expecting: .customVars, what: "GET_CUSTOM_VARS")
             let text = CompanionFrame.owned(f, { if case .customVars(let b) = $0 { return String(decoding: b, as: UTF8.self) }; return nil }) ?? ""
             var fields: [Value.Field] = []
             for pair in text.split(separator: ",") {
@@ -77,7 +77,7 @@ extension Executor {
         case "max-contacts": return one(optional(d?.maxContacts) { .int($0) })
         case "max-channels": return one(optional(d?.maxChannels) { .int($0) })
         case "client-repeat": return one(optional(d?.clientRepeat) { .bool($0) })
-        case "repeat-freqs": return one(try repeatFrequencies())
+        case "repeat-freqs": return one(try await repeatFrequencies())
         default:
             throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")
         }
@@ -158,20 +158,20 @@ extension Executor {
         guard values.count == n else { throw .usage("usage: pocketmesh set \(usage).") }
     }
 
-    func setOther(manual: UInt8? = nil, telemetry: UInt8? = nil, policy: UInt8? = nil, multiAcks: UInt8? = nil) throws(ClientError) {
+    func setOther(manual: UInt8? = nil, telemetry: UInt8? = nil, policy: UInt8? = nil, multiAcks: UInt8? = nil) async throws(ClientError) {
         let s = selfInfo
         let modes = TelemetryModes(packed: telemetry ?? s[46])
         let frame = CommandFrame.setOtherParams(manualAddContacts: manual ?? s[47], telemetryModes: modes,
                                                 advertLocationPolicy: policy ?? s[45], multiAcks: multiAcks ?? s[44])
-        _ = try call(frame, expecting: .ok, what: "SET_OTHER_PARAMS")
+        _ = try await call(frame, expecting: .ok, what: "SET_OTHER_PARAMS")
     }
 
-    func setSetting(_ key: String, _ v: [String]) throws(ClientError) -> Value {
+    func setSetting(_ key: String, _ v: [String]) async throws(ClientError) -> Value {
         switch key {
         case "name":
             try needs(v, 1, "name NAME")
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setAdvertName(v[0]) }
-            _ = try call(frame, expecting: .ok, what: "the name")
+            _ = try await call(frame, expecting: .ok, what: "the name")
         case "coords":
             try needs(v, 2, "coords LATITUDE LONGITUDE")
             let lat = try parseDouble(v[0], "the latitude"), lon = try parseDouble(v[1], "the longitude")
@@ -179,7 +179,7 @@ extension Executor {
             let frame = try encode { () throws(CompanionEncodeError) in
                 try CommandFrame.setAdvertLatLon(latitude: Int32((lat * 1e6).rounded()), longitude: Int32((lon * 1e6).rounded()))
             }
-            _ = try call(frame, expecting: .ok, what: "the coordinates")
+            _ = try await call(frame, expecting: .ok, what: "the coordinates")
         case "radio":
             guard v.count == 4 || v.count == 5 else { throw .usage("usage: pocketmesh set radio FREQ_MHZ BW_KHZ SF CR [REPEAT].") }
             let freq = try parseDouble(v[0], "the frequency (MHz)"), bw = try parseDouble(v[1], "the bandwidth (kHz)")
@@ -192,54 +192,54 @@ extension Executor {
                                 spreadingFactor: UInt8(sf), codingRate: UInt8(cr))
             let repeatOn: Bool? = v.count == 5 ? try parseBool(v[4], "repeat") : nil
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setRadioParams(p, clientRepeat: repeatOn) }
-            _ = try call(frame, expecting: .ok, what: "the radio parameters")
+            _ = try await call(frame, expecting: .ok, what: "the radio parameters")
         case "tx":
             try needs(v, 1, "tx DBM")
             let dbm = try parseInt(v[0], "the TX power")
             let maxDbm = selfInfo.count > 3 ? Int8(bitPattern: selfInfo[3]) : 30
             guard dbm >= -9, dbm <= 127 else { throw .usage("the TX power must be between -9 and \(maxDbm) dBm.") }
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setRadioTxPower(Int8(dbm), maxDbm: maxDbm) }
-            _ = try call(frame, expecting: .ok, what: "the TX power")
+            _ = try await call(frame, expecting: .ok, what: "the TX power")
         case "tuning":
             try needs(v, 2, "tuning RX_DELAY_BASE AIRTIME_FACTOR")
             let rx = try parseDouble(v[0], "rx_delay_base"), af = try parseDouble(v[1], "airtime_factor")
             guard rx >= 0, af >= 0, rx < 4_000_000, af < 4_000_000 else { throw .usage("the tuning values must be positive.") }
             let p = TuningParams(rxDelayBaseMilli: UInt32((rx * 1000).rounded()), airtimeFactorMilli: UInt32((af * 1000).rounded()))
-            _ = try call(CommandFrame.setTuningParams(p), expecting: .ok, what: "the tuning parameters")
+            _ = try await call(CommandFrame.setTuningParams(p), expecting: .ok, what: "the tuning parameters")
         case "manual-add":
             try needs(v, 1, "manual-add on|off")
-            try setOther(manual: try parseBool(v[0], "manual-add") ? 1 : 0)
+            try await setOther(manual: try parseBool(v[0], "manual-add") ? 1 : 0)
         case "telemetry":
             try needs(v, 3, "telemetry BASE LOCATION ENVIRONMENT (each deny, flags or allow)")
             let packed = try telemetryMode(v[2]) << 4 | telemetryMode(v[1]) << 2 | telemetryMode(v[0])
-            try setOther(telemetry: packed)
+            try await setOther(telemetry: packed)
         case "advert-loc-policy":
             try needs(v, 1, "advert-loc-policy none|share|prefs (or 0–255)")
-            try setOther(policy: try advertLocationPolicy(v[0]))
+            try await setOther(policy: try advertLocationPolicy(v[0]))
         case "multi-acks":
             try needs(v, 1, "multi-acks N")
             let n = try parseInt(v[0], "multi-acks")
             guard n >= 0, n < 256 else { throw .usage("multi-acks must be 0–255.") }
-            try setOther(multiAcks: UInt8(n))
+            try await setOther(multiAcks: UInt8(n))
         case "pin":
             try needs(v, 1, "pin PIN (6 digits, or 0 for the default)")
             let n = try parseInt(v[0], "the PIN")
             guard n == 0 || (100_000...999_999).contains(n) else { throw .usage("the PIN must be 6 digits (100000–999999), or 0.") }
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setDevicePin(UInt32(n)) }
-            _ = try call(frame, expecting: .ok, what: "the PIN")
+            _ = try await call(frame, expecting: .ok, what: "the PIN")
         case "auto-add":
             guard v.count == 1 || v.count == 2 else { throw .usage("usage: pocketmesh set auto-add FLAGS [MAX_HOPS].") }
             let flags = try autoAddFlags(v[0])
             let hops: Int? = v.count == 2 ? try parseInt(v[1], "max hops") : nil
             guard flags >= 0, flags < 256, (hops ?? 0) >= 0, (hops ?? 0) <= 64 else { throw .usage("the flags must be 0–255 (0x00–0xFF) and max hops 0–64.") }
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setAutoAddConfig(flags: UInt8(flags), maxHops: hops.map(UInt8.init)) }
-            _ = try call(frame, expecting: .ok, what: "the auto-add configuration")
+            _ = try await call(frame, expecting: .ok, what: "the auto-add configuration")
         case "path-hash-mode":
             try needs(v, 1, "path-hash-mode 0|1|2")
             let n = try parseInt(v[0], "the path hash mode")
             guard (0...2).contains(n) else { throw .usage("the path hash mode must be 0, 1 or 2 (1-, 2- or 3-byte hashes).") }
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setPathHashMode(UInt8(n)) }
-            _ = try call(frame, expecting: .ok, what: "the path hash mode")
+            _ = try await call(frame, expecting: .ok, what: "the path hash mode")
         case "flood-scope":
             guard v.count <= 1 else { throw .usage("usage: pocketmesh set flood-scope [#REGION] (none clears it).") }
             let name = v.first ?? ""
@@ -250,14 +250,14 @@ extension Executor {
                 let key = RegionKey(name: name).key
                 frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setDefaultFloodScope(name: name, key: key) }
             }
-            _ = try call(frame, expecting: .ok, what: "the default flood scope")
+            _ = try await call(frame, expecting: .ok, what: "the default flood scope")
         case "custom":
             try needs(v, 2, "custom NAME VALUE")
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setCustomVar(name: v[0], value: v[1]) }
-            _ = try call(frame, expecting: .ok, what: "the custom variable")
+            _ = try await call(frame, expecting: .ok, what: "the custom variable")
         case "client-repeat":
             try needs(v, 1, "client-repeat on|off")
-            try setClientRepeat(try parseBool(v[0], "client repeat"))
+            try await setClientRepeat(try parseBool(v[0], "client repeat"))
         case "public-key", "firmware", "model", "max-contacts", "max-channels", "repeat-freqs":
             throw .usage("\(key) is read-only: use `pocketmesh get \(key)`.")
         default:
@@ -266,7 +266,7 @@ extension Executor {
         return .object([.init("status", .string("ok")), .init("setting", .string(key)), .init("value", .array(v.map { .string($0) }))])
     }
 
-    func stats(_ which: String?) throws(ClientError) -> Value {
+    func stats(_ which: String?) async throws(ClientError) -> Value {
         let types: [StatsType]
         switch which {
         case nil: types = [.core, .radio, .packets]
@@ -277,7 +277,7 @@ extension Executor {
         }
         var fields: [Value.Field] = []
         for t in types {
-            let f = try call(CommandFrame.getStats(t), expecting: .stats, what: "GET_STATS")
+            let f = try await call(CommandFrame.getStats(t), expecting: .stats, what: "GET_STATS")
             switch CompanionFrame.owned(f, { if case .stats(let st) = $0 { return st }; return nil }) {
             case .core(let c)?:
                 fields.append(.init("core", .object([

@@ -63,24 +63,22 @@ public struct MMARecord: Equatable, Sendable {
 
 extension Executor {
     /// DISCOVER_REQ (CONTROL, zero-hop) and the DISCOVER_RESPs heard within `waitMs`.
-    func discover(waitMs: Int, types: UInt8) throws(ClientError) -> Outcome {
+    func discover(waitMs: Int, types: UInt8) async throws(ClientError) -> Outcome {
         var rng = SystemRandomNumberGenerator()
         let tag = UInt32.random(in: 1...UInt32.max, using: &rng)
         let payload = ControlPayload.discoverRequest(prefixOnly: false, typeFilter: types, tag: tag, since: nil).encoded
         var heard: [(key: [UInt8], type: AdvertType, snrThere: Int8, snr: Int8, rssi: Int8)] = []
-        let previous = radio.onEvent
-        radio.onEvent = { e in
-            previous(e)
+        let token = radio.observe { e in
             guard case .push(let p) = e, case .controlData(let snr, let rssi, _, let data) = p.kind,
                   case .discoverResponse(let type, let snrThere, let t, let key)? = try? ControlPayload(payload: data), t == tag,
                   !heard.contains(where: { $0.key == key }) else { return }
             heard.append((key, type, snrThere, snr, rssi))
         }
-        defer { radio.onEvent = previous }
+        defer { radio.stopObserving(token) }
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendControlData(payload) }
-        _ = try call(frame, expecting: .ok, what: "the discovery request")
-        try radio.run(until: radio.now + UInt64(waitMs)) { false }
-        let known = (try? contacts()) ?? []
+        _ = try await call(frame, expecting: .ok, what: "the discovery request")
+        try await radio.sleep(until: radio.now + UInt64(waitMs))
+        let known = (try? await contacts()) ?? []
         let nodes: [Value] = heard.map { h in
             let c = known.first { $0.publicKey.starts(with: h.key) }
             return .object([
@@ -100,9 +98,9 @@ extension Executor {
     }
 
     /// Sets a contact's path by hand (hex hop hashes; "" is zero hops: a neighbour heard directly).
-    func contactSetPath(_ who: String, hex: String) throws(ClientError) -> Outcome {
-        let c = try resolve(who)
-        var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
+    func contactSetPath(_ who: String, hex: String) async throws(ClientError) -> Outcome {
+        let c = try await resolve(who)
+        var (contact, _) = try await contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
         if hex.isEmpty {
             do { try contact.setOutPath(.zeroHop, []) } catch { throw .usage("the path is not valid: \(error).") }
         } else {
@@ -114,7 +112,7 @@ extension Executor {
             do { try contact.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
         }
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
-        _ = try call(frame, expecting: .ok, what: "setting the path of \(c.name)")
+        _ = try await call(frame, expecting: .ok, what: "setting the path of \(c.name)")
         contactCache = nil
         return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)), .init("path", .hex(contact.outPath)),
                                 .init("hops", .int(contact.outPathLength.hopCount))]))
@@ -124,7 +122,7 @@ extension Executor {
     /// telemetry modes are `flags`) and, on protocol 14 radios, remote CLI (bit 4: the contact may
     /// run CLI commands on this radio). The list is the whole set; the favourite bit and the rest of
     /// the contact are kept.
-    func contactPermissions(_ who: String, _ grant: String) throws(ClientError) -> Outcome {
+    func contactPermissions(_ who: String, _ grant: String) async throws(ClientError) -> Outcome {
         var bits: UInt8 = 0
         for p in grant.split(separator: ",") {
             switch p.lowercased() {
@@ -140,12 +138,12 @@ extension Executor {
         if bits & ContactFlags.remoteCLI != 0 {
             try requireCLIProtocol("the remote CLI permission (contact flag 0x10)", alternative: "leave `cli` out")
         }
-        let c = try resolve(who)
-        var (contact, _) = try contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
+        let c = try await resolve(who)
+        var (contact, _) = try await contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
         let mask = ContactFlags.telemetry | ContactFlags.remoteCLI
         contact.flags = contact.flags & ~mask | bits
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
-        _ = try call(frame, expecting: .ok, what: "updating \(c.name)")
+        _ = try await call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil
         return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)),
                                 .init("base", .bool(bits & ContactFlags.telemetryBase != 0)),
@@ -155,9 +153,9 @@ extension Executor {
     }
 
     /// GET_CONTACT_BY_KEY: also finds contacts the listing leaves out (transient ones).
-    func contactByKey(_ hex: String) throws(ClientError) -> Outcome {
+    func contactByKey(_ hex: String) async throws(ClientError) -> Outcome {
         guard let key = MeshCompanion.PublicKey(hex: hex) else { throw .usage("a public key must be 64 hex digits.") }
-        let r = try radio.call(CommandFrame.getContactByKey(key).bytes, expecting: .codes(CodeSet(ResponseCode.contact.rawValue)), timeout: timeout)
+        let r = try await radio.call(CommandFrame.getContactByKey(key).bytes, expecting: .codes(CodeSet(ResponseCode.contact.rawValue)), timeout: timeout)
         if case .error(2) = r { throw .notFound("the radio knows no contact with key \(hex.prefix(12))….") }
         let f = try check(r, what: "the contact lookup")
         guard let c = ContactSummary(record: f) else { throw .link("the radio sent a malformed contact: try again.") }
@@ -165,9 +163,9 @@ extension Executor {
     }
 
     /// HAS_CONNECTION: whether the radio has a logged-in session with a server.
-    func hasConnection(_ who: String) throws(ClientError) -> Outcome {
-        let c = try resolve(who)
-        let r = try radio.call(CommandFrame.hasConnection(publicKey(c)).bytes, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), timeout: timeout)
+    func hasConnection(_ who: String) async throws(ClientError) -> Outcome {
+        let c = try await resolve(who)
+        let r = try await radio.call(CommandFrame.hasConnection(publicKey(c)).bytes, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), timeout: timeout)
         let connected: Bool
         switch r {
         case .ok, .frame: connected = true
@@ -178,22 +176,22 @@ extension Executor {
     }
 
     /// SEND_BINARY_REQ with the data as given (its first byte is the request type); the reply's data.
-    func binaryRequest(_ who: String, hex: String) throws(ClientError) -> Outcome {
+    func binaryRequest(_ who: String, hex: String) async throws(ClientError) -> Outcome {
         guard let data = Hex.decode(hex), !data.isEmpty else { throw .usage("give the request as hex: its type byte first (e.g. 01 status, 06 neighbours).") }
         guard data.count <= CompanionLimits.maxBinaryRequestData else { throw .usage("the request is longer than \(CompanionLimits.maxBinaryRequestData) bytes.") }
-        let c = try resolve(who)
-        let o = try radio.request(.binary(publicKey: c.publicKey, data: data))
+        let c = try await resolve(who)
+        let o = try await radio.request(.binary(publicKey: c.publicKey, data: data))
         let f = try requestReply(o, what: "the request to \(c.name)")
         guard case .binary(_, let reply) = Push(frame: f).kind else { throw .link("\(c.name) sent a malformed reply: try again.") }
         return Outcome(.object([.init("name", .string(c.name)), .init("data", .hex(reply))]))
     }
 
     /// Min/max/avg of a sensor's readings over a time window (seconds ago), binary request 0x04.
-    func mma(_ who: String, from: UInt32, to: UInt32) throws(ClientError) -> Outcome {
+    func mma(_ who: String, from: UInt32, to: UInt32) async throws(ClientError) -> Outcome {
         guard from > to else { throw .usage("--from must be further back than --to (seconds ago, e.g. --from 3600 --to 0).") }
-        let c = try resolve(who)
+        let c = try await resolve(who)
         let data = RemoteRequestData.minMaxAvg(fromSecondsAgo: from, toSecondsAgo: to)
-        let o = try radio.request(.binary(publicKey: c.publicKey, data: data))
+        let o = try await radio.request(.binary(publicKey: c.publicKey, data: data))
         let f = try requestReply(o, what: "min/max/avg telemetry of \(c.name)")
         guard case .binary(_, let reply) = Push(frame: f).kind, reply.count >= 4, let records = MMARecord.decode(Array(reply.dropFirst(4))) else {
             throw .link("\(c.name) sent a malformed min/max/avg reply: try again.")
@@ -214,12 +212,12 @@ extension Executor {
     }
 
     /// SEND_CHANNEL_DATA: a datagram (16-bit data type, not 0) to a channel, by flood.
-    func channelData(_ which: String, dataType: UInt16, hex: String) throws(ClientError) -> Outcome {
+    func channelData(_ which: String, dataType: UInt16, hex: String) async throws(ClientError) -> Outcome {
         guard dataType != 0 else { throw .usage("the data type must be 1–65535 (0 is reserved; 65280–65535 are for development).") }
         guard let payload = Hex.decode(hex) else { throw .usage("give the data as hex.") }
-        let c = try resolveChannel(which)
+        let c = try await resolveChannel(which)
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendChannelData(channel: c.index, dataType: dataType, payload: payload) }
-        _ = try call(frame, expecting: .ok, what: "sending data to channel \(c.index)")
+        _ = try await call(frame, expecting: .ok, what: "sending data to channel \(c.index)")
         return Outcome(.object([.init("status", .string("sent")), .init("channel", .int(c.index)), .init("name", .string(c.name)),
                                 .init("data_type", .int(dataType)), .init("bytes", .int(payload.count))]))
     }
@@ -228,7 +226,7 @@ extension Executor {
     /// protocol 13 the frame carries the path's byte count (one-byte hashes); from protocol 14 on
     /// (the firmware's dev line) its encoded path length, so hop hashes of 2 or 3 bytes go through:
     /// comma-separated hops give the hash size by their width, otherwise the radio's path hash size.
-    func rawData(path: String, hex: String) throws(ClientError) -> Outcome {
+    func rawData(path: String, hex: String) async throws(ClientError) -> Outcome {
         guard let payload = Hex.decode(hex) else { throw .usage("give the path and the payload as hex.") }
         let frame: EncodedFrame
         let pathBytes: [UInt8]
@@ -263,25 +261,25 @@ extension Executor {
             pathBytes = p
             hops = p.count
         }
-        _ = try call(frame, expecting: .ok, what: "sending raw data")
+        _ = try await call(frame, expecting: .ok, what: "sending raw data")
         return Outcome(.object([.init("status", .string("sent")), .init("path", .hex(pathBytes)), .init("hops", .int(hops)),
                                 .init("bytes", .int(payload.count))]))
     }
 
     /// SEND_RAW_PACKET: a whole on-air packet, checked first by MeshAir's parser.
-    func rawPacket(hex: String, priority: UInt8) throws(ClientError) -> Outcome {
+    func rawPacket(hex: String, priority: UInt8) async throws(ClientError) -> Outcome {
         guard let bytes = Hex.decode(hex) else { throw .usage("give the packet as hex.") }
         do { _ = try Packet(bytes: bytes) } catch { throw .usage("not a MeshCore packet: \(error).") }
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendRawPacket(priority: priority, packet: bytes) }
-        _ = try call(frame, expecting: .ok, what: "sending the packet")
+        _ = try await call(frame, expecting: .ok, what: "sending the packet")
         return Outcome(.object([.init("status", .string("sent")), .init("bytes", .int(bytes.count))]))
     }
 
     /// RUN_CLI_COMMAND (companion protocol 14): the radio's own CLI; CLI_REPLY carries the text.
-    func localCommand(_ text: String) throws(ClientError) -> Outcome {
+    func localCommand(_ text: String) async throws(ClientError) -> Outcome {
         try requireCLIProtocol("`cli` (RUN_CLI_COMMAND)", alternative: "use `get`/`set`")
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.runCLICommand(text) }
-        let f = try call(frame, expecting: .cliReply, what: "the CLI command")
+        let f = try await call(frame, expecting: .cliReply, what: "the CLI command")
         return Outcome(.object([.init("reply", .string(String(decoding: f.dropFirst().prefix { $0 != 0 }, as: UTF8.self)))]))
     }
 
@@ -297,8 +295,8 @@ extension Executor {
     }
 
     /// GET_ALLOWED_REPEAT_FREQ: the frequency ranges (kHz) where client repeat may be on.
-    func repeatFrequencies() throws(ClientError) -> Value {
-        let f = try call(CommandFrame.getAllowedRepeatFrequencies(), expecting: .allowedRepeatFrequencies, what: "the allowed repeat frequencies")
+    func repeatFrequencies() async throws(ClientError) -> Value {
+        let f = try await call(CommandFrame.getAllowedRepeatFrequencies(), expecting: .allowedRepeatFrequencies, what: "the allowed repeat frequencies")
         let ranges = CompanionFrame.owned(f) { frame -> [ClosedRange<UInt32>]? in
             if case .allowedRepeatFrequencies(let r) = frame { return Array(r) }
             return nil
@@ -307,10 +305,10 @@ extension Executor {
     }
 
     /// Client repeat on or off, with the radio's current parameters (SET_RADIO_PARAMS).
-    func setClientRepeat(_ on: Bool) throws(ClientError) {
+    func setClientRepeat(_ on: Bool) async throws(ClientError) {
         guard let s = radio.session.radioSelf else { throw .link("the radio sent a malformed SELF_INFO frame: check its firmware.") }
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setRadioParams(s.radio, clientRepeat: on) }
-        let r = try radio.call(frame.bytes, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), timeout: timeout)
+        let r = try await radio.call(frame.bytes, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), timeout: timeout)
         if case .error(6) = r, on {
             throw .refused("the radio refused client repeat on \(Value.formatDouble(Double(s.radio.frequencyKHz) / 1000)) MHz: it is allowed only on the frequencies `pocketmesh get repeat-freqs` lists.", code: 6)
         }

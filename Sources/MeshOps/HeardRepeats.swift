@@ -8,25 +8,23 @@ import MeshSession
 /// recognised by its payload. Each echo heard is one repeat (a repeater sends a flood on once;
 /// two repeaters may share a 1-byte path hash, so echoes are not merged by path).
 final class RepeatListener {
-    let radio: Radio
+    let radio: any OperationPort
     /// Whether a heard packet is a repeat of what was sent.
     let matches: (Packet) -> Bool
     var heard: [Value] = []
-    let previous: (SessionEvent) -> Void
+    var token = 0
     var wasForwarding = false
 
-    convenience init(radio: Radio, payload: [UInt8]) {
+    convenience init(radio: any OperationPort, payload: [UInt8]) {
         self.init(radio: radio) { $0.payload == payload }
     }
 
-    init(radio: Radio, matches: @escaping (Packet) -> Bool) {
+    init(radio: any OperationPort, matches: @escaping (Packet) -> Bool) {
         self.radio = radio
         self.matches = matches
-        previous = radio.onEvent
         wasForwarding = radio.session.forwardsLogRx
         radio.session.forwardsLogRx = true
-        radio.onEvent = { [unowned self] e in
-            self.previous(e)
+        token = radio.observe { [unowned self] e in
             guard case .push(let p) = e, case .logRxData(let snr, let rssi, let bytes) = p.kind,
                   let packet = try? Packet(bytes: bytes), self.matches(packet) else { return }
             let path = packet.path
@@ -37,14 +35,16 @@ final class RepeatListener {
     }
 
     func stop() {
-        radio.onEvent = previous
+        guard token != 0 else { return }
+        radio.stopObserving(token)
+        token = 0
         radio.session.forwardsLogRx = wasForwarding
     }
 
     /// Waits `waitMs` for echoes, then stops listening; the repeats heard.
-    func finish(waitMs: Int) throws(ClientError) -> [Value] {
+    func finish(waitMs: Int) async throws(ClientError) -> [Value] {
         defer { stop() }
-        try radio.run(until: radio.now + UInt64(waitMs)) { false }
+        try await radio.sleep(until: radio.now + UInt64(waitMs))
         return heard
     }
 }

@@ -408,12 +408,6 @@ extension OperationTable {
                       .positional("marker", help: ""),
                       .positional("command", optional: true, repeatable: true, remaining: true, help: ""),
                   ]),
-        Operation("daemon op-exec", nil, hidden: true,
-                  help: "Run one API operation (internal).",
-                  args: [
-                      .option("api-socket", value: "api-socket", required: true, help: "The daemon's socket."),
-                      .option("response-timeout", value: "response-timeout", type: .number, default: "5.0", help: "Seconds to wait for each response."),
-                  ]),
         Operation("hooks failed", .read, api: "hooks_failed", daemon: true,
                   help: "List the messages whose hook was given up.",
                   args: OperationArgument.store),

@@ -80,13 +80,13 @@ extension Executor {
     }
 
     /// A repeater's whole neighbour table, page by page (a page carries at most 130 bytes of entries).
-    func neighbours(of c: ContactSummary) throws(ClientError) -> Value {
+    func neighbours(of c: ContactSummary) async throws(ClientError) -> Value {
         var list: [Value] = []
         var total = 0
         var pages = 0
-        let known = (try? contacts()) ?? []
+        let known = (try? await contacts()) ?? []
         repeat {
-            let o = try radio.request(.binary(publicKey: c.publicKey, data: Executor.neighboursRequest(offset: list.count)))
+            let o = try await radio.request(.binary(publicKey: c.publicKey, data: Executor.neighboursRequest(offset: list.count)))
             let f = try requestReply(o, what: "the neighbours of \(c.name)", timeoutHint: "log in first (`pocketmesh login`)")
             guard let page = NeighbourPage(frame: f, prefixLength: Executor.neighbourPrefixLength) else {
                 throw .link("\(c.name) sent a malformed neighbour table: try again.")

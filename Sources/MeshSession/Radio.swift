@@ -66,6 +66,9 @@ public final class Radio {
     var requests: [Ticket: RequestOutcome] = [:]
     /// Every event, after the driver's own bookkeeping.
     public var onEvent: (SessionEvent) -> Void = { _ in }
+    /// Operations' observers (`observe`), after `onEvent`.
+    var observers: [(token: Int, handler: (SessionEvent) -> Void)] = []
+    var nextObserver = 0
 
     public init(link: ByteLink, config: SessionConfig, loop: PollLoop = PollLoop()) {
         self.link = link
@@ -163,6 +166,7 @@ public final class Radio {
             default: break
             }
             onEvent(e)
+            for o in observers { o.handler(e) }
         }
         if any || linkError != nil { loop.stop() }
     }
@@ -233,10 +237,53 @@ public final class Radio {
             throw Radio.submitError(error)
         }
         pump()
+        return try waitReply(t)
+    }
+
+    /// Waits for a submitted command's reply.
+    public func waitReply(_ t: Ticket) throws(ClientError) -> Reply {
         try run { replies[t] != nil }
         let r = replies.removeValue(forKey: t)!
         if r == .cancelled { throw lost() }
         return r
+    }
+
+    /// Waits for the next step of a direct message.
+    public func waitDelivery(_ t: Ticket) throws(ClientError) -> Delivery {
+        try run { deliveries[t] != nil }
+        let d = deliveries.removeValue(forKey: t)!
+        if case .cancelled = d { throw lost() }
+        return d
+    }
+
+    /// Waits for the next step of a remote request.
+    public func waitOutcome(_ t: Ticket) throws(ClientError) -> RequestOutcome {
+        try run { requests[t] != nil }
+        let o = requests.removeValue(forKey: t)!
+        if o == .cancelled { throw lost() }
+        return o
+    }
+
+    /// Waits until no drain is under way (or until `deadline`).
+    public func waitDrained(by deadline: UInt64?) throws(ClientError) {
+        pump()
+        try run(until: deadline) { !session.draining }
+    }
+
+    /// Lets the loop run until `deadline` (events go to `onEvent` and the observers meanwhile).
+    public func wait(until deadline: UInt64) throws(ClientError) {
+        try run(until: deadline) { false }
+    }
+
+    /// Every event from now on goes to `handler` too; `stopObserving` with the token ends it.
+    public func observe(_ handler: @escaping (SessionEvent) -> Void) -> Int {
+        nextObserver += 1
+        observers.append((nextObserver, handler))
+        return nextObserver
+    }
+
+    public func stopObserving(_ token: Int) {
+        observers.removeAll { $0.token == token }
     }
 
     /// The error to report when the session ended because the link went away.
@@ -310,7 +357,7 @@ public final class Radio {
         try run { !session.draining }
     }
 
-    static func submitError(_ e: Session.SubmitError) -> ClientError {
+    public static func submitError(_ e: Session.SubmitError) -> ClientError {
         switch e {
         case .queueFull: return .usage("too many commands are waiting: send fewer at once.")
         case .textTooLong(let limit): return .usage("the text is longer than \(limit) bytes: shorten it.")

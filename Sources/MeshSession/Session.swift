@@ -99,7 +99,7 @@ public final class Session {
     var nextTicket: Ticket = 1
 
     // MARK: drain
-    var draining = false
+    public internal(set) var draining = false
     var drainAgain = false
     /// A SYNC_NEXT_MESSAGE is queued or in flight.
     var syncOutstanding = false
@@ -275,6 +275,14 @@ public final class Session {
         queue.append(Command(frame: frame, expect: expecting, timeout: timeout ?? config.commandTimeout, purpose: .user(t)))
         pump(now: now)
         return t
+    }
+
+    /// The frame of a command submitted with `submit` that has not finished yet (the shell keeps
+    /// it to learn what the radio's answer changed, e.g. a contact removed).
+    public func frame(of ticket: Ticket) -> [UInt8]? {
+        func mine(_ c: Command) -> Bool { if case .user(let t) = c.purpose { return t == ticket }; return false }
+        if let c = inFlight, mine(c) { return c.frame }
+        return queue.first(where: mine)?.frame
     }
 
     /// Queues a command that completes with RESP_CODE_OK.

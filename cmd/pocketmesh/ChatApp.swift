@@ -123,7 +123,7 @@ final class ChatApp {
             try r.connect(timeoutMilliseconds: timeout)
             let x = Executor(radio: r, timeout: timeout)
             contacts = try x.contacts()
-            channels = try x.channels().filter { !$0.isEmpty }
+            channels = try x.channelList().filter { !$0.isEmpty }
             executor = x
         } catch {
             radio = nil

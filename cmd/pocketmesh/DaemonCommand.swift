@@ -7,7 +7,7 @@ import MeshSession
 
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
 struct DaemonCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "daemon", subcommands: [HookExecCommand.self, OpExecCommand.self])
+    static let configuration = CommandConfiguration(commandName: "daemon", subcommands: [HookExecCommand.self])
 
     @OptionGroup var radio: RadioLinkOptions
 
@@ -185,7 +185,6 @@ struct DaemonCommand: ParsableCommand {
             config.hook = Spawn.splitCommand(cmd)
             config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]
         }
-        config.operationWorker = [selfExecutable(), "daemon", "op-exec"]
         let daemon: Daemon
         do {
             daemon = try Daemon(config: config)

@@ -17,8 +17,7 @@ struct Sync: RadioCommand {
     /// chat does), so `history` and `chats` show it; through a daemon, the daemon stores.
     func run() throws {
         try runRequest(.sync, link: link, render: { self.text($0) }, keep: { executor, messages in
-            let radio = executor.radio
-            guard !(radio.link is DaemonTunnelLink), let key = radio.session.radioSelf?.publicKey.bytes else { return }
+            guard let radio = executor.radio as? Radio, !(radio.link is DaemonTunnelLink), let key = radio.session.radioSelf?.publicKey.bytes else { return }
             storeTaken(messages, contacts: (try? executor.contacts()) ?? [], radioKey: key, link: (try? link.target())?.daemonLinkSpec)
         })
     }

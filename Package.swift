@@ -67,13 +67,17 @@ let package = Package(
         .target(name: "MeshTerminal", swiftSettings: releaseSettings),
         // Simulated radios and the air between them.
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink", "MeshNet"], swiftSettings: releaseSettings),
+        // What a command uses to reach a running daemon: the API's messages, the client, the frame
+        // tunnel, the registry of running daemons and the runtime folder, the JSON of stored records.
+        .target(name: "MeshDaemonClient", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "MeshNet"],
+                swiftSettings: releaseSettings),
         // The long-running service.
         .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
-                                                   "CMeshCrypto", "MeshNet"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
+                                                   "CMeshCrypto", "MeshNet", "MeshDaemonClient"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
-                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal", "MeshNet",
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshDaemonClient", "MeshTerminal", "MeshNet",
             ],
             path: "cmd/pocketmesh",
             swiftSettings: releaseSettings
@@ -86,9 +90,9 @@ let package = Package(
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession", "MeshNet"]),
-        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim", "MeshNet", "CSodium"]),
+        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshDaemonClient", "MeshSim", "MeshNet", "CSodium"]),
         // The command line against the operation table (MeshOps' OperationTable).
-        .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshOps"]),
+        .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshDaemonClient", "MeshOps"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -1,6 +1,7 @@
 import MeshLink
 import Glibc
 import MeshNet
+import MeshDaemonClient
 
 /// The local API: a Unix stream socket speaking newline-delimited JSON (see APIMessages.swift).
 ///

@@ -1,6 +1,7 @@
 import Glibc
 import MeshLink
 import MeshMQTT
+import MeshDaemonClient
 
 /// One broker, kept connected from the daemon's poll loop: find the host's addresses (an IP
 /// literal, /etc/hosts, else DNS over UDP to the servers of /etc/resolv.conf through `DNSLookup`:

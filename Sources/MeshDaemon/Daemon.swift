@@ -5,6 +5,7 @@ import MeshNet
 import MeshOps
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 /// `pocketmesh daemon`: owns one radio for as long as it runs.
 ///

@@ -5,6 +5,7 @@ import MeshNet
 import MeshSession
 import MeshStore
 import MeshOps
+import MeshDaemonClient
 
 /// The daemon's answers to local API requests, and the frame tunnel the command line uses for
 /// everything else.

@@ -3,6 +3,7 @@ import MeshNet
 import MeshCompanion
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 /// The companion hub's sessions: what the daemon keeps for each hub client (HubServer.swift).
 /// A class: the hub updates it for every frame, without copying it in and out of a dictionary.

@@ -3,6 +3,7 @@ import MeshCompanion
 import MeshLink
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 // The radio link: connect, reconnect with backoff, read frames into the session, write its frames.
 

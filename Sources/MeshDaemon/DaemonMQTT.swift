@@ -6,6 +6,7 @@ import MeshNet
 import MeshOps
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 /// `--mqtt URL` and what goes with it.
 public struct MQTTSettings: Sendable {

@@ -4,6 +4,7 @@ import MeshLink
 import MeshNet
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 // Received messages into the store (each stored before the next is asked for), the store, the outbox.
 
@@ -120,7 +121,7 @@ extension Daemon {
     /// Opens the store of the radio this link had last time, so the API works before the radio answers.
     func openKnownStore() throws {
         let root = try StoreLocation.stateRoot(stateDir: config.stateDir)
-        if let hex = StoreLinks.radio(stateRoot: root, link: config.link), let key = bytesFromHex(hex), key.count == 32 {
+        if let hex = StoreLinks.radio(stateRoot: root, link: config.link), let key = HexCodec.decode(hex), key.count == 32 {
             do { try openStore(publicKey: key) } catch where Self.refusesStateFolder(error) {
                 throw DaemonError(.usage, "\(error).")
             }
@@ -133,7 +134,7 @@ extension Daemon {
         let dir = StoreLocation.radioDirectory(stateRoot: root, publicKey: publicKey)
         if let s = store {
             if s.directory == dir { return }
-            log("store: the radio on \(config.link) is now \(hexString(publicKey).prefix(12)); switching stores")
+            log("store: the radio on \(config.link) is now \(HexCodec.encode(Array(publicKey)).prefix(12)); switching stores")
             s.close()
             store = nil
             hooks = nil

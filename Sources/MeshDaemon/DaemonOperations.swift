@@ -2,6 +2,7 @@ import Glibc
 import MeshNet
 import MeshSession
 import MeshOps
+import MeshDaemonClient
 
 /// Command-line operations for API clients, the hub's policy and MQTT commands
 /// (`Request.apiOps`): each runs in this process, on the daemon's own session, through

@@ -1,5 +1,6 @@
 import MeshCompanion
 import MeshOps
+import MeshDaemonClient
 
 /// The permission model applied at every door: each request's operation class (MeshOps'
 /// `OperationClass`) against the classes its front end allows. Refusals get the front end's error

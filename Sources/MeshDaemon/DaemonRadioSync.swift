@@ -4,6 +4,7 @@ import MeshLink
 import MeshNet
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 // The session's events: handshake, contacts and channels sync, replies, pushes.
 

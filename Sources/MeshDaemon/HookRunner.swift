@@ -1,5 +1,6 @@
 import Glibc
 import MeshNet
+import MeshDaemonClient
 
 /// A stored message handed to the hook: its store id (ascending) and its JSON form.
 public struct HookMessage: Sendable {

@@ -2,6 +2,7 @@ import Glibc
 import MeshCompanion
 import MeshLink
 import MeshOps
+import MeshDaemonClient
 
 /// One `--companion-listen` or `--companion-ws` listener: where, which operation classes its
 /// clients may use, and who they are.

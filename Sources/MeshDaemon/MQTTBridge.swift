@@ -4,6 +4,7 @@ import MeshMQTT
 import MeshNet
 import MeshOps
 import MeshStore
+import MeshDaemonClient
 
 /// `--mqtt URL`: the chat bridge to one broker.
 ///
@@ -103,7 +104,7 @@ final class MQTTBridge {
     /// client id and the radio's command topic follow from it. Connects the first time; connects
     /// again under the new id if another radio took this one's place.
     func radioKnown(publicKey: [UInt8], now: UInt64) {
-        let short = String(hexString(publicKey).prefix(12))
+        let short = String(HexCodec.encode(Array(publicKey)).prefix(12))
         guard short != radioKey else { return }
         let before = radioKey
         radioKey = short

@@ -3,6 +3,7 @@ import MeshAir
 import MeshCompanion
 import MeshMQTT
 import MeshNet
+import MeshDaemonClient
 
 /// `--mqtt-observer URL --mqtt-iata XXX`: the packet uploader of the MeshCore observer networks.
 ///

@@ -1,5 +1,6 @@
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 /// Sends the store's outbox through a session, with retries and backoff; sans-I/O (the caller
 /// passes monotonic `now` and wall-clock `wall` epoch seconds, and owns the session and store).

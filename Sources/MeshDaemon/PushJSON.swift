@@ -3,6 +3,7 @@ import MeshCompanion
 import MeshNet
 import MeshOps
 import MeshSession
+import MeshDaemonClient
 
 /// Pushes from the radio as the API's typed events (`subscribe`): one JSON object per push with
 /// `"event"` naming its kind and the push's fields decoded. MSG_WAITING and SEND_CONFIRMED are

@@ -1,4 +1,5 @@
 import Glibc
+import MeshDaemonClient
 
 /// The write end of the self-pipe; read only by the signal handler.
 nonisolated(unsafe) private var signalPipeWriteFD: Int32 = -1

@@ -1,4 +1,5 @@
 import Glibc
+import MeshDaemonClient
 
 /// Starts programs with `posix_spawnp`: an argv array, never a shell string.
 public enum Spawn {

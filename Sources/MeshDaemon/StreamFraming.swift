@@ -52,9 +52,3 @@ public struct StreamDeframer {
         return out
     }
 }
-
-/// Lowercase hex of bytes (MeshCompanion's codec, the project's one).
-func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 { HexCodec.encode(Array(bytes)) }
-
-/// Bytes of hex digits (MeshCompanion's codec); nil on anything else or an odd count.
-func bytesFromHex(_ s: String) -> [UInt8]? { HexCodec.decode(s) }

@@ -1,6 +1,7 @@
 import Glibc
 import MeshNet
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 @Suite struct APIServerTests {

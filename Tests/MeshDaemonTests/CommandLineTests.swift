@@ -2,6 +2,7 @@ import MeshCompanion
 import Glibc
 import MeshStore
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 /// The built `pocketmesh` binary, run as a user would, for what only shows at the command line.
@@ -39,7 +40,7 @@ import Testing
         }
         s.close()
         // Damage the middle of the third record; the index (checkpointed on close) still lists it.
-        let log = dir + "/" + hexString(key) + "/messages.log"
+        let log = dir + "/" + HexCodec.encode(Array(key)) + "/messages.log"
         var st = stat()
         #expect(stat(log, &st) == 0)
         let record = (Int(st.st_size) - 64) / 5

@@ -3,6 +3,7 @@ import MeshCompanion
 import MeshLink
 import MeshStore
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshSim
 

@@ -1,6 +1,7 @@
 import Glibc
 import MeshLink
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 @Suite struct HookTests {

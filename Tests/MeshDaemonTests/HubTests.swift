@@ -3,6 +3,7 @@ import MeshOps
 import MeshSession
 import MeshStore
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 @Suite struct HubTests {

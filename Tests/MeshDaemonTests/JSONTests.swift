@@ -3,6 +3,7 @@ import Testing
 @testable import MeshDaemon
 import MeshSession
 import MeshOps
+import MeshDaemonClient
 
 @Suite struct JSONTests {
     @Test func roundTrip() throws {

@@ -2,6 +2,7 @@ import MeshMQTT
 import MeshNet
 import MeshOps
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 /// The MQTT bridge's commands, driven directly (no broker): which run, where results go, what

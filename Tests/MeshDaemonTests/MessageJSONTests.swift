@@ -1,6 +1,7 @@
 import MeshCompanion
 import MeshStore
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 /// The message JSON of the API, hooks, `history` and the MQTT bridge.
@@ -37,7 +38,7 @@ import Testing
         let (s, dir, bob) = try store()
         defer { s.close(); removeTree(dir) }
         let m = StoredMessage(kind: .direct, direction: .incoming, peer: bob, senderTimestamp: 1, receivedAt: 2, text: Array("x".utf8))
-        #expect(MessageJSON.message(m, store: s)["radio"] == .string(hexString([UInt8](repeating: 0x5A, count: 32))))
+        #expect(MessageJSON.message(m, store: s)["radio"] == .string(HexCodec.encode(Array([UInt8](repeating: 0x5A, count: 32)))))
         #expect(MessageJSON.message(m, store: nil)["radio"] == nil)
     }
 

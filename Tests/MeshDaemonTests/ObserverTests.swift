@@ -4,6 +4,7 @@ import MeshCompanion
 import MeshNet
 import MeshSession
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 /// The observer uploader's format (what analyzer sites read), byte for byte.

@@ -4,6 +4,7 @@ import MeshSession
 import MeshSim
 import MeshStore
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 /// One life of the daemon's outbox in virtual time: a session on alice's simulated radio, the store

@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 @Suite struct RegistryTests {

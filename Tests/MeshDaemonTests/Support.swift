@@ -2,6 +2,7 @@ import Glibc
 import MeshLink
 @testable import MeshDaemon
 import MeshNet
+import MeshDaemonClient
 
 /// A fresh temporary folder for one test.
 func temporaryDirectory(_ tag: String = "pm") -> String {

@@ -3,6 +3,7 @@ import MeshCompanion
 import MeshSession
 import MeshStore
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 @Suite struct TunnelQueueTests {

@@ -1,5 +1,6 @@
 import MeshMQTT
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 /// The client side of MQTT over WebSocket: the upgrade, the server's answer, frames both ways.

@@ -1,4 +1,5 @@
 import Testing
+import MeshDaemonClient
 @testable import MeshDaemon
 
 @Suite struct WebSocketTests {

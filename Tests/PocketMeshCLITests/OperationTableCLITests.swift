@@ -2,6 +2,7 @@
 import MeshOps
 import MeshSession
 import Testing
+import MeshDaemonClient
 @testable import pocketmesh
 
 /// The command line against the operation table: every command type has a row (or is a group of

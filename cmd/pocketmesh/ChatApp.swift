@@ -1,12 +1,12 @@
 import Glibc
 import MeshAir
 import MeshCompanion
-import MeshDaemon
 import MeshLink
 import MeshOps
 import MeshSession
 import MeshStore
 import MeshTerminal
+import MeshDaemonClient
 
 /// The chat's one loop: the keyboard, the radio (direct or through a daemon's tunnel), signals.
 /// Sends do not wait: each message's delivery state is updated in place as the session reports it.

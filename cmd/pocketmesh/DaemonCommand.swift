@@ -4,6 +4,7 @@ import MeshLink
 import MeshOps
 import MeshStore
 import MeshSession
+import MeshDaemonClient
 
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
 struct DaemonCommand: ParsableCommand {

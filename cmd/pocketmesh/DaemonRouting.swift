@@ -1,7 +1,7 @@
 import Glibc
-import MeshDaemon
 import MeshLink
 import MeshSession
+import MeshDaemonClient
 
 extension MeshSession.LinkTarget {
     /// The link spec a daemon registers (`serial:PATH`, `tcp:HOST:PORT`, `ble:ADDRESS`).

@@ -1,6 +1,6 @@
 import Glibc
-import MeshDaemon
 import MeshNet
+import MeshDaemonClient
 
 /// `pocketmesh hooks failed|retry ID|drop ID`: messages whose `--on-message` hook was given up.
 struct HooksCommand: ParsableCommand {

@@ -1,8 +1,8 @@
 import Glibc
 import MeshCompanion
-import MeshDaemon
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 /// Passwords of repeaters and room servers that worked, by the node's public key:
 /// `$XDG_STATE_HOME/pocketmesh/passwords`, mode 0600 in a 0700 folder, one line per node:

@@ -1,5 +1,5 @@
-import MeshDaemon
 import MeshNet
+import MeshDaemonClient
 
 /// `contacts pending` and `contacts add-pending PREFIX`: adverts of nodes that are not contacts
 /// (with `set manual-add on` the radio only reports them). The daemon keeps them as they come

@@ -1,8 +1,8 @@
 import Glibc
-import MeshDaemon
 import MeshSession
 import MeshNet
 import MeshStore
+import MeshDaemonClient
 
 /// Which radio's store a store command reads.
 struct StoreSelection: ParsableArguments {

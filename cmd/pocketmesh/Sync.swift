@@ -1,8 +1,8 @@
 import Glibc
-import MeshDaemon
 import MeshOps
 import MeshSession
 import MeshStore
+import MeshDaemonClient
 
 struct Sync: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "sync")

@@ -36,7 +36,7 @@ public enum MessageJSON {
             pairs.append(("peer", .string(m.peer.description)))
             if let c = store?.contact(prefix: m.peer), !c.name.isEmpty { pairs.append(("name", .string(c.name))) }
             if m.kind == .room && m.author != 0 {
-                pairs.append(("author", .string(hexString([UInt8(m.author >> 24), UInt8((m.author >> 16) & 0xFF),
+                pairs.append(("author", .string(HexCodec.encode([UInt8(m.author >> 24), UInt8((m.author >> 16) & 0xFF),
                                                            UInt8((m.author >> 8) & 0xFF), UInt8(m.author & 0xFF)]))))
             }
             pairs.append(("text", .string(text)))
@@ -53,7 +53,7 @@ public enum MessageJSON {
         }
         if m.isDatagram {
             pairs.append(("data_type", .int(Int64(m.dataType))))
-            pairs.append(("data", .string(hexString(m.text))))
+            pairs.append(("data", .string(HexCodec.encode(Array(m.text)))))
         }
         pairs.append(("text_type", .int(Int64(m.textType))))
         // A channel datagram carries no timestamp (CHANNEL_DATA_RECV has none).

@@ -1,3 +1,4 @@
+import MeshCompanion
 import MeshStore
 
 /// Which radio a link last reached: `STATE/links/<link slug>` holds the radio's public key (hex),
@@ -11,13 +12,13 @@ public enum StoreLinks {
     /// Records that `link` reaches the radio with `publicKey`.
     public static func remember(stateRoot: String, link: String, publicKey: [UInt8]) {
         try? UnixSocket.makeDirectory(stateRoot + "/links")
-        try? StateFile.write(path(stateRoot: stateRoot, link: link), hexString(publicKey) + "\n")
+        try? StateFile.write(path(stateRoot: stateRoot, link: link), HexCodec.encode(Array(publicKey)) + "\n")
     }
 
     /// The public key (hex) of the radio `link` reached last, if any.
     public static func radio(stateRoot: String, link: String) -> String? {
         guard let hex = StateFile.readString(path(stateRoot: stateRoot, link: link))?.filter({ !$0.isWhitespace }),
-              hex.count == 64, bytesFromHex(hex) != nil else { return nil }
+              hex.count == 64, HexCodec.decode(hex) != nil else { return nil }
         return hex
     }
 }

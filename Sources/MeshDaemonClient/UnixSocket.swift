@@ -113,7 +113,7 @@ public enum UnixSocket {
 
 /// `socket(2)` types. Swift's Glibc module does not reliably export the `__socket_type` enum in
 /// every build configuration, so the Linux values are spelled out here.
-enum SocketType {
-    static let stream: Int32 = 1
-    static let datagram: Int32 = 2
+public enum SocketType {
+    public static let stream: Int32 = 1
+    public static let datagram: Int32 = 2
 }

@@ -2,9 +2,9 @@
 import PackageDescription
 
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
-//   pocketmesh (cmd) -> MeshDaemon -> MeshOps -> MeshSession; MeshDaemon -> MeshStore;
-//   MeshSession, MeshSim -> MeshLink, MeshAir; MeshDaemon -> MeshMQTT (sans-I/O MQTT);
-//   MeshDaemon, MeshSim -> MeshNet (JSON, standard library only);
+//   pocketmesh (cmd) -> MeshDaemon -> MeshDaemonClient -> MeshOps -> MeshSession; MeshDaemonClient -> MeshStore;
+//   MeshSession, MeshSim -> MeshLink, MeshAir;
+//   MeshDaemon, MeshDaemonClient, MeshSim -> MeshNet (JSON, MQTT, DNS, WebSocket: codecs without I/O, standard library only);
 //   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
 //   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshDaemon -> CMeshTLS (mbedTLS)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
@@ -22,7 +22,6 @@ let package = Package(
         .library(name: "MeshSim", targets: ["MeshSim"]),
         .library(name: "MeshStore", targets: ["MeshStore"]),
         .library(name: "MeshTerminal", targets: ["MeshTerminal"]),
-        .library(name: "MeshMQTT", targets: ["MeshMQTT"]),
         .library(name: "MeshNet", targets: ["MeshNet"]),
     ],
     // No package dependencies: crypto comes from libsodium and mbedTLS (Debian's static archives), the
@@ -59,10 +58,10 @@ let package = Package(
         .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession"], swiftSettings: releaseSettings),
         // Flat-file persistence.
         .target(name: "MeshStore", dependencies: ["MeshCompanion"], swiftSettings: releaseSettings),
-        // Network codecs with no I/O: JSON. Standard library only.
+        // Network codecs with no I/O (bytes in, bytes and events out): JSON, the MQTT 3.1.1 client
+        // session, broker URLs and reconnect backoff, DNS, WebSocket client and server. Standard
+        // library only.
         .target(name: "MeshNet", swiftSettings: releaseSettings),
-        // The MQTT 3.1.1 client session and broker URLs, without I/O. Standard library only.
-        .target(name: "MeshMQTT", swiftSettings: releaseSettings),
         // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).
         .target(name: "MeshTerminal", swiftSettings: releaseSettings),
         // Simulated radios and the air between them.
@@ -72,7 +71,7 @@ let package = Package(
         .target(name: "MeshDaemonClient", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "MeshNet"],
                 swiftSettings: releaseSettings),
         // The long-running service.
-        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
+        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "CMeshTLS",
                                                    "CMeshCrypto", "MeshNet", "MeshDaemonClient"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
         .executableTarget(
             name: "pocketmesh",
@@ -88,7 +87,7 @@ let package = Package(
         .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshSim"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
-        .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
+        .testTarget(name: "MeshNetTests", dependencies: ["MeshNet"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession", "MeshNet"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshDaemonClient", "MeshSim", "MeshNet", "CSodium"]),
         // The command line against the operation table (MeshOps' OperationTable).

@@ -1,6 +1,6 @@
 import Glibc
 import MeshLink
-import MeshMQTT
+import MeshNet
 import MeshDaemonClient
 
 /// One broker, kept connected from the daemon's poll loop: find the host's addresses (an IP
@@ -349,7 +349,7 @@ final class BrokerConnection {
     /// Over TCP or the finished TLS session: the WebSocket upgrade, or MQTT at once.
     private func upperLayers(now: UInt64) {
         guard settings.url.usesWebSocket else { mqttStart(now: now); return }
-        let w = WebSocketClient(key: WebSocketClient.randomKey())
+        let w = WebSocketClient(key: WebSocketClient.randomKey(), sha1: webSocketSHA1)
         ws = w
         stage = .webSocket
         sendPlain(w.request(host: settings.url.host, port: settings.url.port, path: settings.url.path,

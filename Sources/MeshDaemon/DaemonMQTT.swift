@@ -1,7 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshLink
-import MeshMQTT
+import MeshNet
 import MeshNet
 import MeshOps
 import MeshSession

@@ -1,3 +1,4 @@
+import MeshNet
 import Glibc
 import MeshCompanion
 import MeshLink
@@ -378,7 +379,7 @@ public final class HubServer {
             nextID += 1
             let client = Client(fd: fd, listener: listener, peer: Self.peerAddress(fd), now: now)
             let l = listeners[listener]
-            if l.webSocket { client.ws = WebSocketServer(allowedOrigins: l.origins) }
+            if l.webSocket { client.ws = WebSocketServer(allowedOrigins: l.origins, sha1: webSocketSHA1) }
             clients[id] = client
             byFD[fd] = id
             log("hub: client \(Self.number(id)) connected on \(l.address) from \(client.peer)")

@@ -1,6 +1,6 @@
 import Glibc
 import MeshCompanion
-import MeshMQTT
+import MeshNet
 import MeshNet
 import MeshOps
 import MeshStore

@@ -1,7 +1,7 @@
 import Glibc
 import MeshAir
 import MeshCompanion
-import MeshMQTT
+import MeshNet
 import MeshNet
 import MeshDaemonClient
 

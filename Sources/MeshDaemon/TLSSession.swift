@@ -1,5 +1,5 @@
 import CMeshTLS
-import MeshMQTT
+import MeshNet
 
 /// A TLS client session (mbedTLS through CMeshTLS) that does no I/O: the broker connection feeds it
 /// what the socket read and sends what it produced. Certificates are verified against the system's

@@ -1,4 +1,4 @@
-import MeshMQTT
+import MeshNet
 import MeshNet
 import MeshOps
 import Testing

@@ -1,5 +1,5 @@
 import Testing
-@testable import MeshMQTT
+@testable import MeshNet
 
 /// A name in wire form, for building answers by hand.
 private func wire(_ name: String) -> [UInt8] {

@@ -1,5 +1,3 @@
-import CMeshCrypto
-
 /// The server side of a WebSocket (RFC 6455), sans-I/O: bytes in, events out. It answers the
 /// HTTP upgrade, then reassembles the client's (masked) messages, answers pings, and closes on a
 /// close frame, a protocol error or a message over `maxMessage` bytes.
@@ -7,8 +5,10 @@ import CMeshCrypto
 /// A browser sends the page's `Origin` with the upgrade; one that is not in `allowedOrigins`
 /// gets HTTP 403, so a web page open in a local browser cannot reach a loopback listener. A
 /// request without `Origin` does not come from a browser page and is accepted.
-struct WebSocketServer {
-    enum Event: Equatable {
+///
+/// SHA-1 (for the handshake's accept key) comes from the caller: this module has no crypto.
+public struct WebSocketServer {
+    public enum Event: Equatable {
         /// Bytes to write to the client (the handshake answer, a pong, a close).
         case write([UInt8])
         /// One complete binary message.
@@ -18,32 +18,34 @@ struct WebSocketServer {
     }
 
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-    let maxMessage: Int
+    public let maxMessage: Int
     /// Origins accepted (lowercase, no trailing '/'); any other one is refused with 403.
-    let allowedOrigins: [String]
-    private(set) var open = false
+    public let allowedOrigins: [String]
+    let sha1: ([UInt8]) -> [UInt8]
+    public private(set) var open = false
     private var closed = false
     private var buffer: [UInt8] = []
     private var fragments: [UInt8] = []
     private var fragmented = false
 
-    init(maxMessage: Int = 1024, allowedOrigins: [String] = []) {
+    public init(maxMessage: Int = 1024, allowedOrigins: [String] = [], sha1: @escaping ([UInt8]) -> [UInt8]) {
         self.maxMessage = maxMessage
         self.allowedOrigins = allowedOrigins.map(Self.normalizedOrigin)
+        self.sha1 = sha1
     }
 
     /// An origin as compared: lowercase, without a trailing '/'.
-    static func normalizedOrigin(_ origin: String) -> String {
+    public static func normalizedOrigin(_ origin: String) -> String {
         var o = origin.lowercased()
         while o.hasSuffix("/") { o.removeLast() }
         return o
     }
 
     /// Bytes of a request or message received in part, waiting for the rest.
-    var hasPartial: Bool { !closed && (!buffer.isEmpty || fragmented) }
+    public var hasPartial: Bool { !closed && (!buffer.isEmpty || fragmented) }
 
     /// A binary message to the client (servers do not mask).
-    static func frame(_ payload: [UInt8], opcode: UInt8 = 0x2) -> [UInt8] {
+    public static func frame(_ payload: [UInt8], opcode: UInt8 = 0x2) -> [UInt8] {
         var out: [UInt8] = [0x80 | opcode]
         if payload.count < 126 {
             out.append(UInt8(payload.count))
@@ -56,19 +58,12 @@ struct WebSocketServer {
         return out + payload
     }
 
-    /// SHA-1, for the client side's check of `Sec-WebSocket-Accept` (MeshMQTT has no crypto).
-    static func sha1(_ bytes: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 20)
-        _ = meshcrypto_sha1(&out, bytes, bytes.count)  // (mbedTLS)
-        return out
-    }
-
     /// `Sec-WebSocket-Accept` for a client's key: base64(SHA-1(key + GUID)).
-    static func accept(key: String) -> String {
+    public static func accept(key: String, sha1: ([UInt8]) -> [UInt8]) -> String {
         base64(sha1(Array((key + guid).utf8)))
     }
 
-    static func base64(_ bytes: [UInt8]) -> String {
+    public static func base64(_ bytes: [UInt8]) -> String {
         let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
         var out: [UInt8] = []
         var i = 0
@@ -84,7 +79,7 @@ struct WebSocketServer {
         return String(decoding: out, as: UTF8.self)
     }
 
-    mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [Event] {
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [Event] {
         guard !closed else { return [] }
         buffer.append(contentsOf: bytes)
         var events: [Event] = []
@@ -146,7 +141,7 @@ struct WebSocketServer {
             return
         }
         events.append(.write(Array(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Accept: \(Self.accept(key: key))\r\n\r\n").utf8)))
+            + "Sec-WebSocket-Accept: \(Self.accept(key: key, sha1: sha1))\r\n\r\n").utf8)))
         open = true
     }
 

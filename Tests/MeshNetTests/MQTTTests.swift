@@ -1,5 +1,5 @@
 import Testing
-@testable import MeshMQTT
+@testable import MeshNet
 
 extension MQTTPacket: Equatable {
     public static func == (a: MQTTPacket, b: MQTTPacket) -> Bool {

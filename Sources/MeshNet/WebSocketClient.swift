@@ -1,10 +1,9 @@
-import MeshMQTT
 
 /// The client side of a WebSocket (RFC 6455) without I/O, for MQTT over WebSocket (subprotocol
 /// `mqtt`): the upgrade request, the server's answer checked (101, the accept key, the
 /// subprotocol), frames from the server read (fragmented, ping, close), frames to it masked.
-struct WebSocketClient {
-    enum Event: Equatable {
+public struct WebSocketClient {
+    public enum Event: Equatable {
         /// Data of a binary (or text) message.
         case message([UInt8])
         /// Bytes to send (a pong or the answer to a close).
@@ -13,23 +12,28 @@ struct WebSocketClient {
         case closed(String)
     }
 
-    let key: String
-    private(set) var open = false
+    public let key: String
+    let sha1: ([UInt8]) -> [UInt8]
+    public private(set) var open = false
     private var buffer: [UInt8] = []
     private var fragments: [UInt8] = []
     private var maskSource = SystemRandomNumberGenerator()
     static let maxMessage = 1 << 20
 
-    init(key: String) { self.key = key }
+    /// `sha1`: for the check of the server's accept key (this module has no crypto).
+    public init(key: String, sha1: @escaping ([UInt8]) -> [UInt8]) {
+        self.key = key
+        self.sha1 = sha1
+    }
 
     /// A fresh random key (16 bytes, base64).
-    static func randomKey() -> String {
+    public static func randomKey() -> String {
         var rng = SystemRandomNumberGenerator()
         return WebSocketServer.base64((0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })
     }
 
     /// The upgrade request for `path` on `host:port`.
-    func request(host: String, port: UInt16, path: String, defaultPort: UInt16) -> [UInt8] {
+    public func request(host: String, port: UInt16, path: String, defaultPort: UInt16) -> [UInt8] {
         let h = host.contains(":") ? "[\(host)]" : host
         let hostHeader = port == defaultPort ? h : "\(h):\(port)"
         let text = "GET \(path.isEmpty ? "/" : path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -38,7 +42,7 @@ struct WebSocketClient {
     }
 
     /// One frame to the server: FIN set, masked with a random key.
-    mutating func frame(_ payload: [UInt8], opcode: UInt8 = 0x2) -> [UInt8] {
+    public mutating func frame(_ payload: [UInt8], opcode: UInt8 = 0x2) -> [UInt8] {
         var out: [UInt8] = [0x80 | opcode]
         let n = payload.count
         if n < 126 {
@@ -58,7 +62,7 @@ struct WebSocketClient {
     }
 
     /// Bytes from the server: first the HTTP answer to the upgrade, then frames.
-    mutating func receive(_ bytes: [UInt8]) throws(MQTTError) -> [Event] {
+    public mutating func receive(_ bytes: [UInt8]) throws(MQTTError) -> [Event] {
         buffer += bytes
         var events: [Event] = []
         if !open {
@@ -94,7 +98,7 @@ struct WebSocketClient {
             headers[l[..<c].lowercased()] = l[l.index(after: c)...].trimmingSpaces
         }
         guard headers["upgrade"]?.lowercased() == "websocket" else { throw MQTTError("WebSocket: the server's answer has no Upgrade: websocket") }
-        guard headers["sec-websocket-accept"] == WebSocketServer.accept(key: key) else {
+        guard headers["sec-websocket-accept"] == WebSocketServer.accept(key: key, sha1: sha1) else {
             throw MQTTError("WebSocket: the server's Sec-WebSocket-Accept does not match the key")
         }
         if let p = headers["sec-websocket-protocol"], p.lowercased() != "mqtt" {

@@ -127,7 +127,7 @@ extension ResultShape {
     }
 
     /// The shared shapes it names, directly or through other shared shapes.
-    func refs(into out: inout [String]) {
+    public func refs(into out: inout [String]) {
         switch self {
         case .array(let s), .map(let s): s.refs(into: &out)
         case .object(let fields, _): for f in fields { f.shape.refs(into: &out) }
@@ -168,7 +168,7 @@ extension OperationTable {
             .init("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
             .init("$id", .string(schemaID)),
             .init("title", .string("pocketmesh --json output")),
-            .init("description", .string("What each pocketmesh command prints on stdout with --json when it succeeds: $defs/op.COMMAND (the command's words joined by dashes), built from the operation table (`pocketmesh ops --schema`). The other $defs are shapes the commands share. A failed command prints nothing on stdout and one sentence on stderr; its exit code tells the kind of failure.")),
+            .init("description", .string("What each pocketmesh command prints on stdout with --json when it succeeds: $defs/op.COMMAND (the command's words joined by dashes), built from the operation table (`pocketmesh ops --schema`). The other $defs are shapes the commands share. A failed command prints one sentence on stderr and exits with the code of its kind of failure (see pocketmesh --help); on stdout it prints nothing, except the commands whose result tells what failed (send not acknowledged, a login rejected, cmd without a reply, a --split part, channel rekey, scan finding no radio), which print that result, of their schema, first.")),
             .init("$defs", .object(defs)),
         ])
     }

@@ -110,9 +110,9 @@ extension ResultShape {
     public static let contactsPending: ResultShape = .anyOf([.arrayOf(.pendingContact), .object(f("dropped", .integer))])
     public static let contactAddPending: ResultShape = .object(
         f("status", .oneOf(["ok"])), f("name", .string), f("public_key", .hex))
-    /// `out_path_length`: the hop count, or "flood" when the path is unknown.
+    /// `out_path_length`: the hop count, -1 when the path is unknown (messages flood), as a contact's `path_length`.
     public static let contactPath: ResultShape = .object(
-        f("name", .string), f("out_path_length", .anyOf([.integer, .oneOf(["flood"])])), f("out_path", .hex),
+        f("name", .string), f("out_path_length", .integer), f("out_path", .hex),
         opt("advert_received", .integer), opt("advert_path", .hex))
     public static let contactDiscoverPath: ResultShape = .object(f("name", .string), f("out_path", .hex), f("in_path", .hex))
     public static let contactSetPath: ResultShape = .object(
@@ -187,8 +187,9 @@ extension ResultShape {
         .object(f("tag", .integer), f("hops", .array(.object(f("hash", .hex), f("snr", .number)))), f("final_snr", .number)),
         .object(f("raw", .hex)),
     ])
+    /// `tag`: the request's random tag, an integer as `trace`'s and the daemon's trace and binary events'.
     public static let discover: ResultShape = .object(
-        f("tag", .hex),
+        f("tag", .integer),
         f("nodes", .array(.object(
             f("name", .nullable(.string)), f("public_key", .hex), f("type", .contactType), f("snr", .number),
             f("rssi", .integer), f("snr_there", .number)))))

@@ -38,12 +38,16 @@ public indirect enum ResultShape: Sendable, Equatable {
     /// An array of a shared shape.
     public static func arrayOf(_ name: SharedShape) -> ResultShape { .array(.ref(name.rawValue)) }
 
-    /// A closed object with `fields` before the fields of `shape` (an object shape, or a shared one).
+    /// An object with `fields` before the fields of `shape` (an object shape, a shared one, or
+    /// any one of several: then each gets them).
     public static func object(_ fields: [ResultField], then shape: ResultShape) -> ResultShape {
         var s = shape
         if case .ref(let name) = s, let shared = SharedShape(rawValue: name) { s = shared.shape }
-        guard case .object(let more, let closed) = s else { return .object(fields, closed: true) }
-        return .object(fields + more, closed: closed)
+        switch s {
+        case .object(let more, let closed): return .object(fields + more, closed: closed)
+        case .anyOf(let shapes): return .anyOf(shapes.map { .object(fields, then: $0) })
+        default: return .object(fields, closed: true)
+        }
     }
 
     /// The same object with every field optional (the parts of a result that may be cut short).

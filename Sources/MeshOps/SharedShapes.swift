@@ -43,18 +43,19 @@ public enum SharedShape: String, CaseIterable, Sendable {
         case .channel:
             return .object(ResultField("index", .integer), ResultField("name", .string), ResultField("secret", .hex))
         case .message:
-            return .object(
-                ResultField("type", .oneOf(["direct", "room", "cli", "channel", "channel_data"])),
-                .optional("from", .hex),
-                .optional("name", .string),
-                .optional("author", .hex),
-                .optional("channel", .integer),
-                .optional("data_type", .integer),
-                ResultField("timestamp", .integer),
-                ResultField("hops", .nullable(.integer)),
-                ResultField("snr", .nullable(.number)),
-                .optional("text", .string),
-                .optional("data", .hex))
+            // hops: null when it came direct; snr: null when the radio did not say.
+            let heard = [ResultField("timestamp", .integer), ResultField("hops", .nullable(.integer)),
+                         ResultField("snr", .nullable(.number))]
+            return .anyOf([
+                // From a contact (`name` when it is one): a text, a room post (`author`), or a CLI reply.
+                .object([ResultField("type", .oneOf(["direct", "room", "cli"])), ResultField("from", .hex),
+                         .optional("name", .string), .optional("author", .hex)] + heard + [ResultField("text", .string)],
+                        closed: true),
+                .object([ResultField("type", .oneOf(["channel"])), ResultField("channel", .integer)] + heard
+                        + [ResultField("text", .string)], closed: true),
+                .object([ResultField("type", .oneOf(["channel_data"])), ResultField("channel", .integer),
+                         ResultField("data_type", .integer)] + heard + [ResultField("data", .hex)], closed: true),
+            ])
         case .storedMessage:
             return .object(
                 ResultField("id", .integer),

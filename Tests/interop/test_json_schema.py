@@ -294,6 +294,7 @@ def through_the_daemon(c, sim, tmp):
     store = lambda op, *a, **kw: c.check(op, *a, link=s0[:2], env=env, **kw)  # noqa: E731
     direct = lambda op, *a, **kw: c.check(op, *a, link=kw.pop("link", s1), **kw)  # noqa: E731
     direct("set", "manual-add", "on", link=s0)
+    rpt = {x["name"]: x for x in direct("contacts list", link=s0)}["rpt0"]["public_key"][:2]
     d = Daemon(str(tmp), sim.port("sim0"), hook=False, default_socket=True,
                extra=("--on-message", "/bin/false", "--hook-attempts", "1"))
     try:
@@ -303,7 +304,10 @@ def through_the_daemon(c, sim, tmp):
                          ("battery", ()), ("channel list", ()), ("advert", ()), ("time get", ()),
                          ("send", ("sim1", "through", "the", "daemon")), ("send", ("--no-wait", "sim1", "x")),
                          ("channel send", ("0", "daemon", "beacon")),
-                         ("channel send", ("--repeats-wait", "0", "0", "quiet"))):
+                         ("channel send", ("--repeats-wait", "0", "0", "quiet")),
+                         ("contacts path", ("sim1",)), ("telemetry", ()), ("get", ("name",)), ("set", ("name", "sim0")),
+                         ("login", ("rpt0", "-p", "password")), ("status", ("rpt0",)), ("cmd", ("rpt0", "ver")),
+                         ("trace", (rpt,)), ("contacts connected", ("rpt0",))):
             via(op, *args)
         # A message for sim0: stored, its hook fails and is given up.
         direct("send", "sim0", "hook", "me")

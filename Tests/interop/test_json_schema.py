@@ -14,12 +14,11 @@ import subprocess
 import tempfile
 import time
 
+import jsonschema  # scripts/setup.sh installs it into the interop venv
 import pytest
 
-jsonschema = pytest.importorskip("jsonschema")
-
-from test_daemon_faults import Daemon  # noqa: E402
-from test_sim_clients import Sim  # noqa: E402
+from test_daemon_faults import Daemon
+from test_sim_clients import Sim
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))

@@ -2,8 +2,12 @@
 // (OperationRows.swift: `result: .json(.info)`). Shapes that several operations share are in
 // SharedShapes.swift; the model and the JSON Schema made from it in ResultShape.swift.
 
-private func f(_ name: String, _ shape: ResultShape) -> ResultField { ResultField(name, shape) }
-private func opt(_ name: String, _ shape: ResultShape) -> ResultField { .optional(name, shape) }
+private func f(_ name: String, _ shape: ResultShape, _ about: String? = nil) -> ResultField {
+    ResultField(name, shape, about: about)
+}
+private func opt(_ name: String, _ shape: ResultShape, _ about: String? = nil) -> ResultField {
+    .optional(name, shape, about: about)
+}
 
 extension ResultShape {
     // MARK: the radio
@@ -69,9 +73,12 @@ extension ResultShape {
                                        f("received_direct", .integer), f("receive_errors", .nullable(.integer))), .hex])))
 
     public static let battery: ResultShape = .object(
-        f("millivolts", .integer), opt("storage_used_kb", .integer), opt("storage_total_kb", .integer))
+        f("millivolts", .integer), opt("storage_used_kb", .integer, "Absent when the firmware does not report storage."),
+        opt("storage_total_kb", .integer))
 
-    public static let timeGet: ResultShape = .object(f("epoch", .integer), f("host_epoch", .integer), f("offset_s", .integer))
+    public static let timeGet: ResultShape = .object(
+        f("epoch", .integer, "The radio's clock (epoch seconds)."), f("host_epoch", .integer, "This host's clock."),
+        f("offset_s", .integer, "The radio's clock minus this host's, in seconds."))
     public static let timeSet: ResultShape = .object(f("status", .oneOf(["ok"])), f("epoch", .integer))
 
     public static let telemetry: ResultShape = .object(
@@ -112,8 +119,10 @@ extension ResultShape {
         f("status", .oneOf(["ok"])), f("name", .string), f("public_key", .hex))
     /// `out_path_length`: the hop count, -1 when the path is unknown (messages flood), as a contact's `path_length`.
     public static let contactPath: ResultShape = .object(
-        f("name", .string), f("out_path_length", .integer), f("out_path", .hex),
-        opt("advert_received", .integer), opt("advert_path", .hex))
+        f("name", .string), f("out_path_length", .integer, "Hops of the stored path; -1: unknown (messages flood)."),
+        f("out_path", .hex, "The stored path's hop hashes."),
+        opt("advert_received", .integer, "When its last advert was heard (epoch seconds), if the radio knows."),
+        opt("advert_path", .hex, "The path its last advert came by."))
     public static let contactDiscoverPath: ResultShape = .object(f("name", .string), f("out_path", .hex), f("in_path", .hex))
     public static let contactSetPath: ResultShape = .object(
         f("status", .oneOf(["ok"])), f("name", .string), f("path", .hex), f("hops", .integer))
@@ -181,7 +190,8 @@ extension ResultShape {
     public static let acl: ResultShape = .array(.object(f("prefix", .hex), f("permissions", .integer)))
     /// `cmd`: the reply (null when none came: exit 4) and the messages taken off the radio meanwhile.
     public static let command: ResultShape = .object(
-        f("name", .string), f("reply", .nullable(.string)), f("messages", .arrayOf(.message)))
+        f("name", .string), f("reply", .nullable(.string), "The command's reply; null when none came (exit 4)."),
+        f("messages", .arrayOf(.message), "Other messages taken off the radio's queue while waiting."))
     /// `trace`: each hop's SNR; a reply it cannot decode is `raw` hex.
     public static let trace: ResultShape = .anyOf([
         .object(f("tag", .integer), f("hops", .array(.object(f("hash", .hex), f("snr", .number)))), f("final_snr", .number)),
@@ -189,10 +199,11 @@ extension ResultShape {
     ])
     /// `tag`: the request's random tag, an integer as `trace`'s and the daemon's trace and binary events'.
     public static let discover: ResultShape = .object(
-        f("tag", .integer),
+        f("tag", .integer, "The request's random tag."),
         f("nodes", .array(.object(
-            f("name", .nullable(.string)), f("public_key", .hex), f("type", .contactType), f("snr", .number),
-            f("rssi", .integer), f("snr_there", .number)))))
+            f("name", .nullable(.string), "Its name when it is a contact."), f("public_key", .hex), f("type", .contactType),
+            f("snr", .number, "SNR of its answer here (dB)."), f("rssi", .integer, "RSSI of its answer here (dBm)."),
+            f("snr_there", .number, "SNR it heard the request with (dB).")))))
     public static let binaryReply: ResultShape = .object(f("name", .string), f("data", .hex))
     public static let mma: ResultShape = .object(
         f("name", .string), f("from_s_ago", .integer), f("to_s_ago", .integer),
@@ -203,16 +214,19 @@ extension ResultShape {
     // MARK: the daemon and its store
 
     public static let hooksFailed: ResultShape = .object(f("failed", .array(.object(
-        f("id", .integer), f("attempts", .integer), f("reason", .string), f("retrying", .bool),
-        opt("message", .shared(.storedMessage))))))
+        f("id", .integer, "The message's id in the store."), f("attempts", .integer, "Runs of its hook so far."),
+        f("reason", .string, "How its last run ended."), f("retrying", .bool),
+        opt("message", .shared(.storedMessage), "Absent when the store no longer has it.")))))
     public static let hooksRetry: ResultShape = .object(f("message", .integer), f("retrying", .bool))
     public static let hooksDrop: ResultShape = .object(f("message", .integer), f("dropped", .bool))
     public static let chats: ResultShape = .array(.object(
-        f("thread", .string), f("name", .string), f("unread", .integer), f("messages", .integer),
+        f("thread", .string, "\"contact KEYPREFIX\", \"room KEYPREFIX\" or \"channel N\"."), f("name", .string),
+        f("unread", .integer), f("messages", .integer, "How many the store has."),
         f("last", .shared(.storedMessage))))
     /// `history`: oldest first; `before` is the id to page back from (absent when there is none).
     public static let history: ResultShape = .object(
-        f("thread", .string), f("messages", .arrayOf(.storedMessage)), opt("before", .integer))
+        f("thread", .string), f("messages", .arrayOf(.storedMessage)),
+        opt("before", .integer, "Give it as --before to page further back; absent when there is nothing before."))
 
     // MARK: this host
 

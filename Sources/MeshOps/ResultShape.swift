@@ -65,15 +65,26 @@ public struct ResultField: Sendable, Equatable {
     public var shape: ResultShape
     /// Always present (it may still be null when its shape allows it).
     public var required: Bool
+    /// What it means, where its name does not say (the schema's `description`).
+    public var about: String?
 
-    public init(_ name: String, _ shape: ResultShape, required: Bool = true) {
+    public init(_ name: String, _ shape: ResultShape, required: Bool = true, about: String? = nil) {
         self.name = name
         self.shape = shape
         self.required = required
+        self.about = about
     }
 
     /// A field that is sometimes left out.
-    public static func optional(_ name: String, _ shape: ResultShape) -> ResultField { ResultField(name, shape, required: false) }
+    public static func optional(_ name: String, _ shape: ResultShape, about: String? = nil) -> ResultField {
+        ResultField(name, shape, required: false, about: about)
+    }
+
+    /// The field's schema: its shape's, with its description first.
+    var schema: Value {
+        guard let about, case .object(let fields) = shape.schema else { return shape.schema }
+        return .object([.init("description", .string(about))] + fields)
+    }
 }
 
 /// What an operation prints on stdout with `--json` when it succeeds.
@@ -118,7 +129,7 @@ extension ResultShape {
         case .array(let item): return .object(["type": .string("array"), "items": item.schema])
         case .object(let fields, let closed):
             var out: [Value.Field] = [.init("type", .string("object"))]
-            out.append(.init("properties", .object(fields.map { Value.Field($0.name, $0.shape.schema) })))
+            out.append(.init("properties", .object(fields.map { Value.Field($0.name, $0.schema) })))
             let required = fields.filter(\.required).map { Value.string($0.name) }
             if !required.isEmpty { out.append(.init("required", .array(required))) }
             if closed { out.append(.init("additionalProperties", .bool(false))) }

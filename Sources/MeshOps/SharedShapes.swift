@@ -32,20 +32,20 @@ public enum SharedShape: String, CaseIterable, Sendable {
                 ResultField("public_key", .hex),
                 ResultField("type", .contactType),
                 ResultField("flags", .integer),
-                ResultField("path_length", .integer),  // -1: unknown (messages flood)
-                ResultField("path", .hex),
-                ResultField("last_advert", .integer),
+                ResultField("path_length", .integer, about: "Hops of its stored path; -1: unknown (messages flood)."),
+                ResultField("path", .hex, about: "The stored path's hop hashes."),
+                ResultField("last_advert", .integer, about: "The timestamp of its last advert (its clock, epoch seconds)."),
                 ResultField("latitude", .number),
                 ResultField("longitude", .number),
-                ResultField("lastmod", .integer))
+                ResultField("lastmod", .integer, about: "When the radio last changed the contact (its clock)."))
         case .pendingContact:
-            return SharedShape.contact.shape.appending([ResultField("heard", .integer)])
+            return SharedShape.contact.shape.appending([ResultField("heard", .integer, about: "When this host heard it (epoch seconds).")])
         case .channel:
             return .object(ResultField("index", .integer), ResultField("name", .string), ResultField("secret", .hex))
         case .message:
-            // hops: null when it came direct; snr: null when the radio did not say.
-            let heard = [ResultField("timestamp", .integer), ResultField("hops", .nullable(.integer)),
-                         ResultField("snr", .nullable(.number))]
+            let heard = [ResultField("timestamp", .integer, about: "The sender's timestamp (epoch seconds)."),
+                         ResultField("hops", .nullable(.integer), about: "Hops it came over by flood; null: sent direct."),
+                         ResultField("snr", .nullable(.number), about: "SNR of its last hop (dB); null when the radio does not say.")]
             return .anyOf([
                 // From a contact (`name` when it is one): a text, a room post (`author`), or a CLI reply.
                 .object([ResultField("type", .oneOf(["direct", "room", "cli"])), ResultField("from", .hex),
@@ -63,7 +63,7 @@ public enum SharedShape: String, CaseIterable, Sendable {
                 ResultField("direction", .oneOf(["in", "out"])),
                 .optional("channel", .integer),
                 .optional("channel_name", .string),
-                ResultField("from", .string),  // "me" when sent, a key prefix or a channel sender's name
+                ResultField("from", .string, about: "\"me\" when sent; a key prefix (hex), or a channel text's sender name."),
                 .optional("peer", .hex),
                 .optional("name", .string),
                 .optional("author", .hex),
@@ -73,11 +73,12 @@ public enum SharedShape: String, CaseIterable, Sendable {
                 ResultField("text_type", .integer),
                 .optional("timestamp", .integer),
                 ResultField("received", .integer),
-                .optional("route", .oneOf(["flood", "direct"])),
-                ResultField("hops", .nullable(.integer)),
-                ResultField("snr", .nullable(.number)),
-                ResultField("status", .string),
-                .optional("radio", .hex),
+                .optional("route", .oneOf(["flood", "direct"]), about: "How a received message came."),
+                ResultField("hops", .nullable(.integer), about: "Hops it came (or went) over; null: unknown."),
+                ResultField("snr", .nullable(.number), about: "SNR of its last hop (dB); null: unknown or sent."),
+                ResultField("status", .oneOf(["received", "pending", "sent", "acked", "failed"]),
+                            about: "received (incoming); an outgoing one's delivery state."),
+                .optional("radio", .hex, about: "Public key of the radio whose store it is."),
                 .optional("attempts", .integer),
                 .optional("round_trip_ms", .integer))
         case .ok:
@@ -88,10 +89,10 @@ public enum SharedShape: String, CaseIterable, Sendable {
                 ResultField("to", .string),
                 ResultField("attempts", .integer),
                 ResultField("flood", .bool),
-                .optional("heard_repeats", .integer),
-                .optional("estimated_timeout_ms", .integer),
-                .optional("round_trip_ms", .integer),
-                .optional("elapsed_ms", .integer))
+                .optional("heard_repeats", .integer, about: "Repeaters heard sending a flooded attempt on."),
+                .optional("estimated_timeout_ms", .integer, about: "With --no-wait: the radio's ACK timeout estimate."),
+                .optional("round_trip_ms", .integer, about: "When acked: the ACK's round trip."),
+                .optional("elapsed_ms", .integer, about: "When acked: the time from the first attempt."))
         case .channelSendResult:
             return .object(
                 ResultField("status", .oneOf(["sent"])),

@@ -43,6 +43,8 @@ import Testing
         #expect(ResultShape.array(.number).schema.json == #"{"type":"array","items":{"type":"number"}}"#)
         #expect(ResultShape.object([ResultField("x", .any)], closed: false).schema.json
             == #"{"type":"object","properties":{"x":{}},"required":["x"]}"#)
+        #expect(ResultShape.object(ResultField("x", .integer, about: "X."), .optional("r", .shared(.ok), about: "R.")).schema.json
+            == ##"{"type":"object","properties":{"x":{"description":"X.","type":"integer"},"r":{"description":"R.","$ref":"#/$defs/ok"}},"required":["x"],"additionalProperties":false}"##)
         #expect(ResultShape.contactType.schema.json == #"{"type":"string","pattern":"^(none|chat|repeater|room|sensor|type[0-9]+)$"}"#)
     }
 

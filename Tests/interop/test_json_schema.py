@@ -401,11 +401,11 @@ def test_listen(checker, mesh):
     import threading
     c = checker
     s0 = tcp(mesh, "sim0")
-    later = threading.Timer(1.5, lambda: (run("send", "--no-wait", "sim1", "listen", "to", "this", *s0),
+    later = threading.Timer(2, lambda: (run("send", "--no-wait", "sim1", "listen", "to", "this", *s0),
                                           run("channel", "send", "--repeats-wait", "0", "0", "and this", *s0),
                                           run("advert", "--flood", *s0)))
     later.start()
-    lines = c.check("listen", "--for", "8", "--log-rx", link=tcp(mesh, "sim1"), limit=60) or []
+    lines = c.check("listen", "--for", "10", "--log-rx", link=tcp(mesh, "sim1"), limit=60) or []
     later.join()
     events = {e.get("event") for e in lines}
     assert {"message", "log_rx_data"} <= events, events

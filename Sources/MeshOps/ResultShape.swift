@@ -157,8 +157,8 @@ extension ResultShape {
 }
 
 extension OperationTable {
-    /// The schema's identifier (the file docs/json-schema.json).
-    public static let schemaID = "https://pocketmesh.invalid/json-schema.json"
+    /// The schema's identifier (docs/json-schema.json; a name, not a place to fetch it from).
+    public static let schemaID = "urn:pocketmesh:json-output"
 
     /// The `$defs` name of an operation's result: `op.` and its command path, words joined by
     /// dashes (`op.contacts-list`, `op.factory-reset`).

@@ -298,7 +298,7 @@ public final class Executor {
             let c = try await resolve(who)
             var fields: [Value.Field] = [
                 .init("name", .string(c.name)),
-                .init("out_path_length", PathLength(rawValue: c.outPathLength).isUnknown ? .string("flood") : .int(PathLength(rawValue: c.outPathLength).hopCount)),
+                .init("out_path_length", .int(PathLength(rawValue: c.outPathLength).isUnknown ? -1 : PathLength(rawValue: c.outPathLength).hopCount)),
                 .init("out_path", .hex(c.outPath)),
             ]
             let r = try await radio.call(CommandFrame.getAdvertPath(publicKey(c)).bytes,

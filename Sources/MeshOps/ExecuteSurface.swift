@@ -90,7 +90,7 @@ extension Executor {
                 .init("snr_there", .double(Double(h.snrThere) / 4)),
             ])
         }
-        let value = Value.object([.init("tag", .hex(withUnsafeBytes(of: tag.littleEndian) { Array($0) })), .init("nodes", .array(nodes))])
+        let value = Value.object([.init("tag", .int(tag)), .init("nodes", .array(nodes))])
         if nodes.isEmpty {
             return Outcome(value, error: .notFound("no node answered the discovery request within \(Value.formatDouble(Double(waitMs) / 1000)) s: repeaters answer only a request they hear directly, at most 4 times in 2 minutes."))
         }

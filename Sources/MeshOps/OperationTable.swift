@@ -93,13 +93,14 @@ public struct Operation: Sendable {
     /// More, after the line (exit codes, formats).
     public var discussion: String
     public var args: [OperationArgument]
-    /// The fields of its `--json` result, where listed.
-    public var results: [String]
+    /// What it prints with `--json` (`ResultShape.swift`; the shapes are in OperationResults.swift).
+    public var result: OperationResult
 
     public var cli: String { path.joined(separator: " ") }
 
     public init(_ path: String, _ opClass: OperationClass?, api: String? = nil, daemon: Bool = false, aliases: [String] = [],
-                hidden: Bool = false, help: String, discussion: String = "", args: [OperationArgument] = [], results: [String] = []) {
+                hidden: Bool = false, result: OperationResult = .none, help: String, discussion: String = "",
+                args: [OperationArgument] = []) {
         self.path = path.split(separator: " ").map(String.init)
         self.opClass = opClass
         self.api = api
@@ -109,7 +110,7 @@ public struct Operation: Sendable {
         self.help = help
         self.discussion = discussion
         self.args = args
-        self.results = results
+        self.result = result
     }
 
     /// The API name a command path has: its words joined with "_", dashes as "_".

@@ -35,7 +35,9 @@ extension Operation {
         fields.append(.init("help", .string(help)))
         if !discussion.isEmpty { fields.append(.init("discussion", .string(discussion))) }
         fields.append(.init("args", .array(args.map(\.value))))
-        if !results.isEmpty { fields.append(.init("results", .array(results.map { .string($0) }))) }
+        var r: [Value.Field] = [.init("format", .string(result.format))]
+        if result.shape != nil { r.append(.init("schema", .string(OperationTable.schemaName(self)))) }
+        fields.append(.init("result", .object(r)))
         return .object(fields)
     }
 }

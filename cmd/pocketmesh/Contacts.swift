@@ -125,6 +125,14 @@ struct Contacts: ParsableCommand {
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
         func request() throws(ClientError) -> Request { .contactPath(contact) }
+        /// `out_path_length` -1 (unknown: messages flood, as `path_length` in `contacts --json`) reads "flood".
+        func text(_ v: Value) -> String {
+            guard case .object(var fields) = v else { return v.text() }
+            for i in fields.indices where fields[i].key == "out_path_length" && fields[i].value == .int(-1) {
+                fields[i].value = .string("flood")
+            }
+            return Value.object(fields).text()
+        }
     }
 
     struct DiscoverPath: RadioCommand {

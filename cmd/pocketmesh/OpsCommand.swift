@@ -1,14 +1,22 @@
 import MeshOps
 import MeshSession
 
-/// `pocketmesh ops [--json]`: the operation table, as the front ends read it.
+/// `pocketmesh ops [--json | --schema]`: the operation table, as the front ends read it, or the
+/// JSON Schema of every command's `--json` output (docs/json-schema.json).
 struct OpsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ops")
 
     @Flag var json = false
+    @Flag var schema = false
 
     func run() {
-        if json { emitLine(OperationTable.value.json) } else { print(OperationTable.text, terminator: "") }
+        if schema {
+            print(OperationTable.jsonSchema.prettyJSON, terminator: "")
+        } else if json {
+            emitLine(OperationTable.value.json)
+        } else {
+            print(OperationTable.text, terminator: "")
+        }
     }
 }
 

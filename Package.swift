@@ -55,7 +55,7 @@ let package = Package(
         // One operation per user action (device and settings, contacts, channels, messaging, remote
         // nodes) over a session, with one result model (`Value`, JSON) and one error type: the
         // command line and the daemon's socket API are two front ends of it.
-        .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession"], swiftSettings: releaseSettings),
+        .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshLink"], swiftSettings: releaseSettings),
         // Flat-file persistence.
         .target(name: "MeshStore", dependencies: ["MeshCompanion"], swiftSettings: releaseSettings),
         // Network codecs with no I/O (bytes in, bytes and events out): JSON, the MQTT 3.1.1 client

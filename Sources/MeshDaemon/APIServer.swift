@@ -42,7 +42,7 @@ public final class APIServer {
     public var onDisconnect: (ClientID) -> Void = { _ in }
     public var log: (String) -> Void = { _ in }
     /// Monotonic milliseconds (tests drive it).
-    public var clock: () -> UInt64 = monotonicNow
+    public var clock: () -> UInt64 = monotonicMilliseconds
 
     public let path: String
     public let limits: Limits
@@ -187,11 +187,8 @@ public final class APIServer {
 
     private func acceptAll() {
         while true {
-            let fd = accept(listenFD, nil, nil)
-            if fd < 0 {
-                if errno == EINTR { continue }
-                return  // EAGAIN, or a transient error (EMFILE...): try again on the next poll
-            }
+            // EAGAIN, or a transient error (EMFILE...): try again on the next poll.
+            guard case .success(let fd) = retryingOnInterrupt({ accept(listenFD, nil, nil) }) else { return }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             UnixSocket.setNonBlocking(fd)
             let now = clock()
@@ -214,10 +211,9 @@ public final class APIServer {
     private func readFrom(_ id: ClientID, _ c: Client) {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while clients[id] != nil {
-            let n = chunk.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+            let r = chunk.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(c.fd, raw.baseAddress, raw.count) } }
+            guard case .success(let n) = r else {
+                if case .failure(.wouldBlock) = r { return }
                 drop(id, reason: nil)
                 return
             }
@@ -328,12 +324,11 @@ public final class APIServer {
 
     private func flush(_ id: ClientID, _ c: Client) {
         while c.unsent > 0 {
-            let n = c.output.withUnsafeBytes { raw in
-                send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal)
+            let r = c.output.withUnsafeBytes { raw in
+                retryingOnInterrupt { send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal) }
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+            guard case .success(let n) = r else {
+                if case .failure(.wouldBlock) = r { break }
                 drop(id, reason: nil)
                 return
             }

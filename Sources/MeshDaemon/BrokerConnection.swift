@@ -266,9 +266,9 @@ final class BrokerConnection {
                 l.unreachable(index, reason: "not an IP address this host can reach", now: now)
                 continue
             }
-            let n = bytes.withUnsafeBytes { send(f, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno != EAGAIN && errno != EINTR {
-                l.unreachable(index, reason: String(cString: strerror(errno)), now: now)
+            let r = bytes.withUnsafeBytes { raw in retryingOnInterrupt { send(f, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) } }
+            if case .failure(let e) = r, e != .wouldBlock {
+                l.unreachable(index, reason: e.message, now: now)
             }
         }
         lookup = l
@@ -286,10 +286,9 @@ final class BrokerConnection {
     private func dnsReadable(_ index: Int, now: UInt64) {
         let f = dnsSockets[index]
         while f >= 0, lookup?.outcome == nil {
-            let n = dnsBuffer.withUnsafeMutableBytes { recv(f, $0.baseAddress, $0.count, 0) }
-            if n < 0 {
-                if errno == EAGAIN || errno == EINTR { break }
-                lookup?.unreachable(index, reason: String(cString: strerror(errno)), now: now)
+            let r = dnsBuffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { recv(f, raw.baseAddress, raw.count, 0) } }
+            guard case .success(let n) = r else {
+                if case .failure(let e) = r, e != .wouldBlock { lookup?.unreachable(index, reason: e.message, now: now) }
                 break
             }
             lookup?.receive(Array(dnsBuffer[..<n]), from: index, now: now)
@@ -390,10 +389,9 @@ final class BrokerConnection {
     /// Writes what is waiting, as far as the socket takes it.
     private func advance(now: UInt64) {
         while !wire.isEmpty && fd >= 0 {
-            let n = wire.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 {
-                if errno == EAGAIN || errno == EINTR { return }
-                fail("writing to \(settings.url): \(String(cString: strerror(errno)))", now: now)
+            let r = wire.withUnsafeBytes { raw in retryingOnInterrupt { send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) } }
+            guard case .success(let n) = r else {
+                if case .failure(let e) = r, e != .wouldBlock { fail("writing to \(settings.url): \(e.message)", now: now) }
                 return
             }
             wire.removeFirst(n)
@@ -402,10 +400,9 @@ final class BrokerConnection {
 
     private func readable(now: UInt64) {
         while fd >= 0 {
-            let n = readBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 {
-                if errno == EAGAIN || errno == EINTR { return }
-                fail("reading from \(settings.url): \(String(cString: strerror(errno)))", now: now)
+            let r = readBuffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { recv(fd, raw.baseAddress, raw.count, 0) } }
+            guard case .success(let n) = r else {
+                if case .failure(let e) = r, e != .wouldBlock { fail("reading from \(settings.url): \(e.message)", now: now) }
                 return
             }
             if n == 0 { fail("the broker closed the connection", now: now); return }

@@ -86,7 +86,7 @@ public final class Daemon {
     let signals: SignalPipe
     let notify: SystemdNotify
     var hooks: HookRunner? = nil
-    let startedAt = monotonicNow()
+    let startedAt = monotonicMilliseconds()
     var stopping = false
     /// A stop or reconnect asked for by a signal, waiting for the answer to a SYNC_NEXT_MESSAGE
     /// already sent (the radio forgets a message once it hands it over), until `settleDeadline`.
@@ -246,7 +246,7 @@ public final class Daemon {
         startHotplug()
         var fds: [pollfd] = []
         while !stopping {
-            let now = monotonicNow()
+            let now = monotonicMilliseconds()
             let deadline = timers(now: now)
             if stopping { break }
             fds.removeAll(keepingCapacity: true)
@@ -267,10 +267,10 @@ public final class Daemon {
                 } else if let l = link, p.fd == l.fd {
                     linkReady(p.revents)
                 } else if let h = hotplug, p.fd == h.fd {
-                    hotplugReady(now: monotonicNow())
+                    hotplugReady(now: monotonicMilliseconds())
                 } else if mqttHandle(p) {
-                } else if let h = hub, h.handle(p, now: monotonicNow()) {
-                    pump(now: monotonicNow())  // the frames it read: answered or queued for the radio
+                } else if let h = hub, h.handle(p, now: monotonicMilliseconds()) {
+                    pump(now: monotonicMilliseconds())  // the frames it read: answered or queued for the radio
                 } else {
                     api.handle(p)
                 }
@@ -285,17 +285,17 @@ public final class Daemon {
         for s in signals.drain() {
             switch s {
             case SIGCHLD:
-                hooks?.reap(now: monotonicNow())
+                hooks?.reap(now: monotonicMilliseconds())
             case SIGHUP:
                 log("daemon: SIGHUP: reconnecting to the radio")
-                settle(.reconnect, now: monotonicNow())
+                settle(.reconnect, now: monotonicMilliseconds())
             default:
                 if settling == .stop {
                     log("daemon: signal \(s) again: stopping now")
                     stopping = true
                 } else {
                     log("daemon: signal \(s): stopping")
-                    settle(.stop, now: monotonicNow())
+                    settle(.stop, now: monotonicMilliseconds())
                 }
             }
         }

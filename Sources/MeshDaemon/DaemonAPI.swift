@@ -41,7 +41,7 @@ extension Daemon {
     }
 
     func answer(_ req: DaemonRequest, _ client: APIServer.ClientID) throws(DaemonError) -> DaemonResponse? {
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         switch req.op {
         case .ping:
             return DaemonResponse(id: req.id, ok: [("pid", .int(Int64(getpid()))), ("version", .string(PocketMeshVersion.string)),
@@ -108,7 +108,7 @@ extension Daemon {
             replyTickets[t] = (client, req.id, "adding \(c.name)", nil)
             replyAfterOK[t] = { [unowned self] in
                 try? self.store?.dropPending(publicKey: c.publicKey)
-                if self.contactsResyncAt == nil { self.contactsResyncAt = monotonicNow() }
+                if self.contactsResyncAt == nil { self.contactsResyncAt = monotonicMilliseconds() }
                 return [("status", .string("ok")), ("name", .string(c.name)), ("public_key", .string(c.publicKeyHex))]
             }
             pump(now: now)
@@ -255,7 +255,7 @@ extension Daemon {
             throw DaemonError(.notFound, h.failed[id] != nil ? "message \(id)'s hook is running now; try again when it ends."
                                                             : "message \(id) is not among the messages whose hook was given up (see `pocketmesh hooks failed`).")
         }
-        if req.op == .hooksRetry { _ = h.tick(now: monotonicNow()) }
+        if req.op == .hooksRetry { _ = h.tick(now: monotonicMilliseconds()) }
         return DaemonResponse(id: req.id, ok: [("message", .int(raw)), (req.op == .hooksRetry ? "retrying" : "dropped", .bool(true))])
     }
 
@@ -285,7 +285,7 @@ extension Daemon {
     /// the daemon's own commands, and its response goes back to the client that sent it.
     func tunnelFrame(_ client: APIServer.ClientID, _ frame: UnsafeRawBufferPointer) {
         guard let code = frame.first else { return }
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         switch code {
         case CommandCode.deviceQuery.rawValue:
             api.sendFrame(deviceInfo, to: client)

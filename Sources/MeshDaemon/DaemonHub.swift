@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 import MeshNet
 import MeshCompanion
@@ -73,7 +74,7 @@ extension Daemon {
         guard let code = frame.first else { return }
         let s = hubSession(client)
         s.requests += 1
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         let kind: HubQueue.Kind
         if !authorizeHub(client, frame) {
             kind = .refused
@@ -93,7 +94,7 @@ extension Daemon {
         let s = HubSession()
         s.app = hub?.listener(of: client)?.app ?? ""
         hubSessions[client] = s
-        hubQueue.add(client, now: monotonicNow())
+        hubQueue.add(client, now: monotonicMilliseconds())
         return s
     }
 
@@ -286,9 +287,9 @@ extension Daemon {
         // Contacts and channels a client changed: the daemon's copies follow.
         switch CommandCode(rawValue: w.frame.first ?? 0) {
         case .addUpdateContact, .removeContact, .importContact, .resetPath, .setAdvertName, .setAdvertLatLon, .setOtherParams:
-            if contactsResyncAt == nil { contactsResyncAt = monotonicNow() }
+            if contactsResyncAt == nil { contactsResyncAt = monotonicMilliseconds() }
         case .setChannel:
-            if case .ok = r, channelTickets.isEmpty { syncChannels(now: monotonicNow()) }
+            if case .ok = r, channelTickets.isEmpty { syncChannels(now: monotonicMilliseconds()) }
         default:
             break
         }
@@ -319,7 +320,7 @@ extension Daemon {
     /// ERR); the waiting ones get theirs in their turn (`hubDispatch`).
     func hubLinkLost() {
         for (t, _) in hubTickets { _ = hubReply(t, .cancelled) }
-        hubDispatch(now: monotonicNow())
+        hubDispatch(now: monotonicMilliseconds())
     }
 
     func hubGone(_ client: Int) {
@@ -331,7 +332,7 @@ extension Daemon {
     /// Each hub client as `status` shows it.
     var hubStatus: [(String, JSON)] {
         guard let hub else { return [] }
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         let list: [JSON] = hub.clientIDs.sorted().compactMap { id in
             guard let info = hub.info(id) else { return nil }
             let s = hubSessions[id]

@@ -85,7 +85,7 @@ extension Daemon {
         channelTickets.removeAll()
         if let s = session {
             s.close()
-            processEvents(now: monotonicNow())
+            processEvents(now: monotonicMilliseconds())
             closeOperationPort(reason)
             if let si = s.selfInfo { lastSelfInfo = si }
             if let di = s.deviceInfo { lastDeviceInfo = di }
@@ -104,12 +104,12 @@ extension Daemon {
         hubLinkLost()
         tunnelTickets.removeAll()
         api.publish(.obj(("event", "link"), ("state", "down"), ("reason", .string(reason))))
-        scheduleReconnect(now: monotonicNow())
+        scheduleReconnect(now: monotonicMilliseconds())
     }
 
     func linkReady(_ revents: Int16) {
         guard let l = link else { return }
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         do throws(LinkError) {
             if revents & Int16(POLLOUT) != 0 { try l.flush() }
             if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {

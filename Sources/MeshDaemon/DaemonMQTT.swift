@@ -40,11 +40,11 @@ extension Daemon {
     /// Answers an API request: to its socket client, or to the MQTT bridge it came from.
     func reply(_ r: DaemonResponse, to client: APIServer.ClientID) {
         if client >= MQTTObserver.firstClientID && client <= MQTTObserver.lastClientID {
-            for o in observers where o.clientIndex == client { o.answer(r, now: monotonicNow()) }
+            for o in observers where o.clientIndex == client { o.answer(r, now: monotonicMilliseconds()) }
             return
         }
         if client >= MQTTBridge.firstClientID && client <= MQTTBridge.lastClientID {
-            for b in bridges where b.owns(client: client) { b.answer(r, client: client, now: monotonicNow()) }
+            for b in bridges where b.owns(client: client) { b.answer(r, client: client, now: monotonicMilliseconds()) }
             return
         }
         api.reply(r, to: client)
@@ -93,7 +93,7 @@ extension Daemon {
     /// as clients named after it.
     func mqttRadioKnown(publicKey: [UInt8]) {
         guard publicKey.count == 32 else { return }
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         for b in bridges { b.radioKnown(publicKey: publicKey, now: now) }
     }
 
@@ -152,7 +152,7 @@ extension Daemon {
     }
 
     func mqttHandle(_ p: pollfd) -> Bool {
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         for b in bridges where b.connection.handle(p, now: now) { return true }
         for o in observers where o.connection?.handle(p, now: now) == true { return true }
         return false
@@ -167,7 +167,7 @@ extension Daemon {
     }
 
     func stopMQTT() {
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         for b in bridges { b.stop(now: now) }
         for o in observers { o.stop(now: now) }
     }

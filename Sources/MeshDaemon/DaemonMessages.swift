@@ -46,7 +46,7 @@ extension Daemon {
             } catch let inboxError {
                 holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
             }
-            if storeRetryAt == 0 { storeRetryAt = monotonicNow() + 5_000 }
+            if storeRetryAt == 0 { storeRetryAt = monotonicMilliseconds() + 5_000 }
             return false
         }
     }
@@ -60,8 +60,8 @@ extension Daemon {
             if let m = try? store.message(id: id) {
                 api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
             }
-            for b in bridges { b.messageStored(id, now: monotonicNow()) }
-            _ = hooks?.tick(now: monotonicNow())
+            for b in bridges { b.messageStored(id, now: monotonicMilliseconds()) }
+            _ = hooks?.tick(now: monotonicMilliseconds())
         case .duplicate:
             duplicateCount += 1
         }
@@ -74,7 +74,7 @@ extension Daemon {
             + "before the store works again; the radio keeps the rest of its queue")
         if unsaved.count >= unsavedCapacity { unsaved.removeFirst() }
         unsaved.append(rec)
-        if storeRetryAt == 0 { storeRetryAt = monotonicNow() + 1_000 }
+        if storeRetryAt == 0 { storeRetryAt = monotonicMilliseconds() + 1_000 }
     }
 
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
@@ -317,7 +317,7 @@ extension Daemon {
     func publishDelivery(_ id: UInt64, _ status: String) {
         let e = JSON.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status)))
         api.publish(e)
-        for b in bridges { b.apiEvent(e, now: monotonicNow()) }
+        for b in bridges { b.apiEvent(e, now: monotonicMilliseconds()) }
     }
 }
 

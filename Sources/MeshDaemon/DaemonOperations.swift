@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 import MeshNet
 import MeshSession
@@ -81,7 +82,7 @@ extension Daemon {
 
     /// The session's port for operations, made with each new session.
     func openOperationPort(_ s: Session) {
-        let port = SessionPort(session: s, jobs: operationJobs, clock: monotonicNow)
+        let port = SessionPort(session: s, jobs: operationJobs, clock: monotonicMilliseconds)
         // What an operation's command changed on the radio, the store follows (as for tunnel clients).
         port.onCommandFinished = { [unowned self] frame, r in
             self.recordTunnelSend(frame, r)

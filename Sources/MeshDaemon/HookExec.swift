@@ -1,3 +1,4 @@
+import MeshLink
 import CMeshLink
 import Glibc
 import MeshSession
@@ -42,10 +43,9 @@ public enum HookExec {
             say("\(SystemError("open", marker))")
             return 70
         }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
-            if errno == EWOULDBLOCK { return busyExit }
-            say("\(SystemError("flock", marker))")
+        if case .failure(let e) = retryingOnInterrupt({ flock(fd, LOCK_EX | LOCK_NB) }) {
+            if e == .wouldBlock { return busyExit }
+            say("\(SystemError("flock", marker, errno: e.rawValue))")
             return 70
         }
         if isDone(fd) { return 0 }
@@ -74,13 +74,13 @@ public enum HookExec {
         close(out.write)
         var output = OutputCopy(limit: options.outputLimit, prefix: name + ": output: ")
         var outFD = out.read
-        let started = monotonicNow()
+        let started = monotonicMilliseconds()
         var termAt: UInt64? = nil
         var status: Int32? = nil
         var recorded = false
         func terminate(_ why: String?) {
             guard termAt == nil else { return }
-            termAt = monotonicNow()
+            termAt = monotonicMilliseconds()
             if let why { say("\(why); sending SIGTERM to its process group, SIGKILL in \(options.graceMS) ms") }
             kill(0, SIGTERM)  // this wrapper's group: the hook and all it started there (we only take note)
         }
@@ -88,21 +88,20 @@ public enum HookExec {
             var noneLeft = false
             while true {
                 var st: Int32 = 0
-                let r = waitpid(-1, &st, WNOHANG)
-                if r > 0 {
-                    if r == pid {
+                let r = retryingOnInterrupt { waitpid(-1, &st, WNOHANG) }
+                if case .success(let child) = r, child > 0 {
+                    if child == pid {
                         status = st
                         if st == 0 { recorded = record(fd, marker, say) }
                     }
                     continue
                 }
-                if r < 0 && errno == EINTR { continue }
-                noneLeft = r < 0  // ECHILD: the hook and everything it started are gone
+                if case .failure = r { noneLeft = true }  // ECHILD: the hook and everything it started are gone
                 break
             }
             if noneLeft { break }
             if status != nil { terminate(nil) }  // the hook is done; what it left behind goes
-            let now = monotonicNow()
+            let now = monotonicMilliseconds()
             if termAt == nil && now >= started + options.timeoutMS { terminate("still running after \(options.timeoutMS) ms") }
             if let t = termAt, now >= t + options.graceMS {
                 // Whatever ignored SIGTERM, also what left the group for a session of its own (as a
@@ -185,8 +184,8 @@ public enum HookExec {
         /// Reads what is available; false at end of file or on an error.
         mutating func pump(_ fd: Int32) -> Bool {
             while true {
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n < 0 { return errno == EINTR || errno == EAGAIN }
+                let r = buffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress, raw.count) } }
+                guard case .success(let n) = r else { return r == .failure(.wouldBlock) }
                 if n == 0 { return false }
                 let keep = max(0, min(n, limit - copied))
                 for b in buffer[0..<keep] {
@@ -208,8 +207,8 @@ public enum HookExec {
             let bytes = Array(text.utf8)
             var off = 0
             while off < bytes.count {
-                let w = bytes.withUnsafeBytes { write(2, $0.baseAddress! + off, bytes.count - off) }
-                if w <= 0 { if w < 0 && errno == EINTR { continue }; break }
+                let r = bytes.withUnsafeBytes { raw in retryingOnInterrupt { write(2, raw.baseAddress! + off, bytes.count - off) } }
+                guard case .success(let w) = r, w > 0 else { break }
                 off += w
             }
         }

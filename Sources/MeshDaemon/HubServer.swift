@@ -354,11 +354,7 @@ public final class HubServer {
 
     private func acceptAll(_ listener: Int, now: UInt64) {
         while true {
-            let fd = accept(listenFDs[listener], nil, nil)
-            if fd < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            guard case .success(let fd) = retryingOnInterrupt({ accept(listenFDs[listener], nil, nil) }) else { return }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             UnixSocket.setNonBlocking(fd)
             // Answers go out as they are written (many are several small frames): no Nagle delay.
@@ -399,14 +395,9 @@ public final class HubServer {
     private func readFrom(_ id: ClientID, _ c: Client, now: UInt64) {
         guard c.inboxEmpty, room(id) > 0 else { return }
         var chunk = [UInt8](repeating: 0, count: Self.readChunk)
-        var n = 0
-        while true {
-            n = chunk.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            break
-        }
-        if n < 0 {
-            if errno == EAGAIN || errno == EWOULDBLOCK { return }
+        let r = chunk.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(c.fd, raw.baseAddress, raw.count) } }
+        guard case .success(let n) = r else {
+            if case .failure(.wouldBlock) = r { return }
             drop(id, reason: nil)
             return
         }
@@ -491,10 +482,11 @@ public final class HubServer {
 
     private func flush(_ id: ClientID, _ c: Client) {
         while c.unsent > 0 {
-            let n = c.output.withUnsafeBytes { raw in Glibc.send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+            let r = c.output.withUnsafeBytes { raw in
+                retryingOnInterrupt { Glibc.send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal) }
+            }
+            guard case .success(let n) = r else {
+                if case .failure(.wouldBlock) = r { break }
                 drop(id, reason: nil)
                 return
             }

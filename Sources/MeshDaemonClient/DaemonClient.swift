@@ -216,7 +216,7 @@ public final class DaemonClient {
         nextID += 1
         let request = DaemonRequest(id: id, op: op, args: .object(fields))
         try send(request.line + "\n")
-        let deadline = monotonicNow() + timeoutMS
+        let deadline = monotonicMilliseconds() + timeoutMS
         while true {
             guard let value = try readJSON(deadline: deadline) else {
                 throw DaemonError(.timeout, "the daemon did not answer \(op.rawValue) within \(timeoutMS / 1000) s.")
@@ -237,7 +237,7 @@ public final class DaemonClient {
         for e in pendingEvents { if !onEvent(e) { pendingEvents.removeAll(); return } }
         pendingEvents.removeAll()
         while true {
-            let deadline = timeoutMS.map { monotonicNow() + $0 }
+            let deadline = timeoutMS.map { monotonicMilliseconds() + $0 }
             guard let value = try readJSON(deadline: deadline) else { return }
             if DaemonResponse(json: value) != nil { continue }
             if !onEvent(value) { return }
@@ -248,12 +248,11 @@ public final class DaemonClient {
         let bytes = Array(text.utf8)
         var off = 0
         while off < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + off, bytes.count - off, SocketFlags.noSignal) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw DaemonError(.link, "lost the connection to the daemon at \(socketPath): \(SystemError("send"))")
+            let r = bytes.withUnsafeBytes { raw in retryingOnInterrupt { Glibc.send(fd, raw.baseAddress! + off, bytes.count - off, SocketFlags.noSignal) } }
+            switch r {
+            case .success(let n): off += n
+            case .failure(let e): throw DaemonError(.link, "lost the connection to the daemon at \(socketPath): \(SystemError("send", errno: e.rawValue))")
             }
-            off += n
         }
     }
 
@@ -272,27 +271,20 @@ public final class DaemonClient {
             }
             var timeout: Int32 = -1
             if let deadline {
-                let now = monotonicNow()
+                let now = monotonicMilliseconds()
                 if now >= deadline { return nil }
                 timeout = Int32(clamping: deadline - now)
             }
+            // A signal ends the wait early (EINTR): the deadline is looked at again.
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let r = poll(&p, 1, timeout)
-            if r < 0 && errno == EINTR { continue }
-            if r == 0 { return nil }
+            let ready = poll(&p, 1, timeout)
+            if ready == 0 { return nil }
+            if ready < 0 { continue }
             var chunk = [UInt8](repeating: 0, count: 8192)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { throw DaemonError(.link, "the daemon at \(socketPath) closed the connection.") }
+            let r = chunk.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress, raw.count) } }
+            guard case .success(let n) = r, n > 0 else { throw DaemonError(.link, "the daemon at \(socketPath) closed the connection.") }
             buffer.append(contentsOf: chunk[0..<n])
             if buffer.count > 4 << 20 { throw DaemonError(.internal, "the daemon sent an over-long line.") }
         }
     }
-}
-
-/// Monotonic milliseconds.
-public func monotonicNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
 }

@@ -30,27 +30,27 @@ public final class DaemonTunnelLink: ByteLink {
             throw DaemonError(.link, "cannot reach the daemon at \(socketPath): \(error).")
         }
         self.fd = fd
-        lastReceiveMs = monotonicNow()
+        lastReceiveMs = monotonicMilliseconds()
         let request = Array((DaemonRequest(id: 1, op: .tunnel).line + "\n").utf8)
         var off = 0
         while off < request.count {
-            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + off, request.count - off, SocketFlags.noSignal) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { Glibc.close(fd); throw DaemonError(.link, "lost the connection to the daemon at \(socketPath).") }
+            let r = request.withUnsafeBytes { raw in retryingOnInterrupt { send(fd, raw.baseAddress! + off, request.count - off, SocketFlags.noSignal) } }
+            guard case .success(let n) = r, n > 0 else { Glibc.close(fd); throw DaemonError(.link, "lost the connection to the daemon at \(socketPath).") }
             off += n
         }
         // The answer line, byte by byte so no frame byte after it is consumed here.
         var line: [UInt8] = []
-        let deadline = monotonicNow() + UInt64(timeoutMS)
+        let deadline = monotonicMilliseconds() + UInt64(timeoutMS)
         while true {
-            let now = monotonicNow()
+            let now = monotonicMilliseconds()
             if now >= deadline { Glibc.close(fd); throw DaemonError(.timeout, "the daemon at \(socketPath) did not answer.") }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&p, 1, Int32(clamping: deadline - now)) <= 0 { continue }
             var b: UInt8 = 0
-            let n = Glibc.read(fd, &b, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { Glibc.close(fd); throw DaemonError(.link, "the daemon at \(socketPath) closed the connection.") }
+            guard case .success(let n) = retryingOnInterrupt({ Glibc.read(fd, &b, 1) }), n > 0 else {
+                Glibc.close(fd)
+                throw DaemonError(.link, "the daemon at \(socketPath) closed the connection.")
+            }
             if b == 0x0A { break }
             line.append(b)
             if line.count > 65536 { Glibc.close(fd); throw DaemonError(.internal, "the daemon sent an over-long line.") }
@@ -75,16 +75,13 @@ public final class DaemonTunnelLink: ByteLink {
     deinit { close() }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(LinkError) -> Int {
-        while true {
-            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-            if n > 0 {
-                lastReceiveMs = monotonicNow()
-                return n
-            }
-            if n == 0 { throw .lost(description, reason: "the daemon closed the connection") }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { return 0 }
-            throw .lost(description, reason: String(cString: strerror(errno)))
+        switch retryingOnInterrupt({ Glibc.read(fd, buffer.baseAddress, buffer.count) }) {
+        case .success(0): throw .lost(description, reason: "the daemon closed the connection")
+        case .success(let n):
+            lastReceiveMs = monotonicMilliseconds()
+            return n
+        case .failure(.wouldBlock): return 0
+        case .failure(let e): throw .lost(description, reason: e.message)
         }
     }
 
@@ -97,11 +94,11 @@ public final class DaemonTunnelLink: ByteLink {
 
     public func flush() throws(LinkError) {
         while !pending.isEmpty {
-            let n = pending.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, SocketFlags.noSignal) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { break }
-                throw .lost(description, reason: String(cString: strerror(errno)))
+            let r = pending.withUnsafeBytes { raw in retryingOnInterrupt { send(fd, raw.baseAddress, raw.count, SocketFlags.noSignal) } }
+            guard case .success(let n) = r else {
+                if case .failure(.wouldBlock) = r { break }
+                if case .failure(let e) = r { throw .lost(description, reason: e.message) }
+                break
             }
             pending.removeFirst(n)
         }

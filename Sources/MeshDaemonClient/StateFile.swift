@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 
 /// Small files the daemon keeps next to the store: written whole and durably
@@ -11,9 +12,8 @@ public enum StateFile {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while out.count < limit {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
+            let r = chunk.withUnsafeMutableBytes { raw in retryingOnInterrupt { Glibc.read(fd, raw.baseAddress, raw.count) } }
+            guard case .success(let n) = r, n > 0 else { break }
             out.append(contentsOf: chunk[0..<n])
         }
         return out
@@ -30,15 +30,13 @@ public enum StateFile {
         if fd < 0 { throw SystemError("open", tmp) }
         var off = 0
         while off < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, bytes.count - off) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
+            switch bytes.withUnsafeBytes({ raw in retryingOnInterrupt { Glibc.write(fd, raw.baseAddress! + off, bytes.count - off) } }) {
+            case .success(let n): off += n
+            case .failure(let e):
                 close(fd)
                 unlink(tmp)
-                throw SystemError("write", tmp, errno: e)
+                throw SystemError("write", tmp, errno: e.rawValue)
             }
-            off += n
         }
         if fsync(fd) != 0 { let e = errno; close(fd); unlink(tmp); throw SystemError("fsync", tmp, errno: e) }
         close(fd)

@@ -94,7 +94,7 @@ public struct Errno: Error, Equatable, Hashable, Sendable, CustomStringConvertib
 /// Runs a syscall wrapper until it does not fail with `EINTR`: the one place EINTR is handled.
 /// `body` returns the C result; -1 means failure with `errno` set.
 @inline(__always)
-func retryingOnInterrupt<T: FixedWidthInteger>(_ body: () -> T) -> Result<T, Errno> {
+public func retryingOnInterrupt<T: FixedWidthInteger>(_ body: () -> T) -> Result<T, Errno> {
     while true {
         let result = body()
         if result != -1 { return .success(result) }
@@ -105,7 +105,7 @@ func retryingOnInterrupt<T: FixedWidthInteger>(_ body: () -> T) -> Result<T, Err
 
 /// Like `retryingOnInterrupt` but throws the `Errno`.
 @inline(__always)
-func sys<T: FixedWidthInteger>(_ body: () -> T) throws(Errno) -> T {
+public func sys<T: FixedWidthInteger>(_ body: () -> T) throws(Errno) -> T {
     switch retryingOnInterrupt(body) {
     case .success(let value): return value
     case .failure(let error): throw error

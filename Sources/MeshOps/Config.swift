@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 import MeshSession
 
@@ -95,9 +96,11 @@ public struct Config: Sendable {
         var bytes: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw .usage("cannot read the config file \(path): \(String(cString: strerror(errno))).") }
+            let n: Int
+            switch buf.withUnsafeMutableBytes({ raw in retryingOnInterrupt { read(fd, raw.baseAddress, raw.count) } }) {
+            case .success(let count): n = count
+            case .failure(let e): throw .usage("cannot read the config file \(path): \(e.message).")
+            }
             if n == 0 { break }
             bytes += buf[0..<n]
             if bytes.count > maxBytes {

@@ -401,13 +401,13 @@ final class ChatApp {
 
     func readKeys(_ ev: PollEvents) {
         var buf = [UInt8](repeating: 0, count: 1024)
-        let n = buf.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-        if n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN) {
+        let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { Glibc.read(0, raw.baseAddress, raw.count) } }
+        if r == .success(0) || (r != .failure(.wouldBlock) && (try? r.get()) == nil) {
             quit = true  // the terminal went away
             loop.stop()
             return
         }
-        guard n > 0 else { return }
+        guard case .success(let n) = r, n > 0 else { return }
         var ks = keys.feed(buf[..<n])
         if keys.isHolding, buf[n - 1] == 0x1B { ks += keys.flush() }  // a lone ESC
         var full = false

@@ -1,3 +1,4 @@
+import MeshLink
 import CMeshLink
 import Glibc
 import MeshSession
@@ -42,9 +43,11 @@ enum ChatTerminal {
         var bytes = Array(s.utf8)
         var off = 0
         while off < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(1, $0.baseAddress! + off, $0.count - off) }
-            if n < 0 { if errno == EINTR || errno == EAGAIN { continue }; return }
-            off += n
+            switch bytes.withUnsafeMutableBytes({ raw in retryingOnInterrupt { Glibc.write(1, raw.baseAddress! + off, raw.count - off) } }) {
+            case .success(let n): off += n
+            case .failure(.wouldBlock): continue
+            case .failure: return
+            }
         }
     }
 }

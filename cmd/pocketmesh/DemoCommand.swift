@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 import MeshAir
 import MeshCompanion
@@ -259,7 +260,7 @@ final class DemoRig {
     // MARK: the script
 
     func play() throws {
-        let wall = monotonicNow()
+        let wall = monotonicMilliseconds()
         print("PocketMesh demo: a simulated MeshCore mesh in virtual time (seed \(world.mesh.seed))")
         print("  alice - rpt0 - rpt1 - rpt3 - bob, second branch rpt0 - rpt2 - rpt3, room server 'lounge' next to rpt1")
         print("  radios: 869.618 MHz, BW 62.5 kHz, SF8, CR 4/5 (firmware defaults); real on-air packets and crypto")
@@ -343,14 +344,8 @@ final class DemoRig {
                 "sent \(st.packetsSent) (\(st.sentFlood) flood, \(st.sentDirect) direct), duplicates dropped \(st.floodDuplicates + st.directDuplicates)")
         }
 
-        let el = monotonicNow() - wall
+        let el = monotonicMilliseconds() - wall
         print("")
         print("Simulated \(mesh.now / 1000) s of mesh time in \(el) ms: \(mesh.transmissions) packets on air, \(mesh.deliveries) receptions, \(mesh.losses) dropped by the lossy link.")
     }
-}
-
-func monotonicNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
 }

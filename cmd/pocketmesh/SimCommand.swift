@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 import MeshSession
 import MeshSim
@@ -103,9 +104,9 @@ struct SimBenchCommand: ParsableCommand {
         var b = SimBenchmark()
         b.nodes = nodes; b.companions = companions; b.virtualSeconds = seconds; b.messages = messages
         b.seed = seed; b.collisions = collisions
-        let t0 = monotonicNow()
+        let t0 = monotonicMilliseconds()
         let r = try b.run()
-        let wall = monotonicNow() - t0
+        let wall = monotonicMilliseconds() - t0
         var ru = rusage()
         getrusage(Int32(RUSAGE_SELF.rawValue), &ru)
         print("nodes=\(nodes) companions=\(companions) virtual_s=\(r.virtualSeconds) messages=\(r.sent) refused=\(r.refused) acked=\(r.acked) " +

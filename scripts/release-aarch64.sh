@@ -58,7 +58,7 @@ $SUDO chroot "$ROOT" bash -c "cd /src && rm -f /build/aarch64-unknown-linux-gnu/
   -Xswiftc -sdk -Xswiftc $SYSROOT -Xswiftc -resource-dir -Xswiftc $RES \
   -Xcc --sysroot=$SYSROOT -Xcc -fno-asynchronous-unwind-tables -Xcc -ffunction-sections \
   -Xswiftc -static-executable -Xswiftc -Osize -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections \
-  -Xlinker --gc-sections -Xlinker --icf=all -Xlinker -O2 \
+  -Xlinker --gc-sections -Xlinker --icf=all -Xlinker -O2 -Xlinker -T -Xlinker /src/scripts/release-discard.ld \
   && aarch64-linux-gnu-strip -o /build/pocketmesh-aarch64 /build/aarch64-unknown-linux-gnu/release/pocketmesh"
 mkdir -p dist
 cp "$CACHE/build/pocketmesh-aarch64" dist/pocketmesh-aarch64

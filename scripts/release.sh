@@ -34,7 +34,7 @@ rm -f .build/release/pocketmesh
 swift build -c release --product pocketmesh \
   -Xswiftc -static-executable -Xswiftc -Osize -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections \
   -Xcc -fno-asynchronous-unwind-tables \
-  -Xlinker --gc-sections -Xlinker --icf=all -Xlinker -O2 \
+  -Xlinker --gc-sections -Xlinker --icf=all -Xlinker -O2 -Xlinker -T -Xlinker "$PWD/scripts/release-discard.ld" \
   -Xlinker "--symbol-ordering-file=$ORDER" -Xlinker --no-warn-symbol-ordering
 mkdir -p dist
 strip -o dist/pocketmesh .build/release/pocketmesh

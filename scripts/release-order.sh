@@ -88,15 +88,23 @@ if command -v mosquitto >/dev/null; then
   BROKER=$!
   MQTT_ARGS=(--mqtt "mqtt://127.0.0.1:$MQTT_PORT" --mqtt-observer "mqtt://127.0.0.1:$MQTT_PORT" --mqtt-iata ORD)
 fi
+# The daemon serves the companion hub too: two clients go through it (one listening the whole
+# time, one syncing), so that the hub's code is placed with the rest.
+HUB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
   local messages=$1; shift
-  "$@" "$PM" daemon --tcp "$B" --on-message true "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
+  "$@" "$PM" daemon --tcp "$B" --on-message true --companion-listen "127.0.0.1:$HUB_PORT" "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
+  sleep 1
+  "$PM" --tcp "127.0.0.1:$HUB_PORT" listen >/dev/null 2>&1 &
+  local listener=$!
   for i in $(seq "$messages"); do
     "$PM" --tcp "$A" channel send 0 "storm $i" >/dev/null 2>&1 || true
     "$PM" --tcp "$A" send sim1 "direct $i" --no-wait >/dev/null 2>&1 || true
+    if [ $((i % 5)) = 0 ]; then "$PM" --tcp "127.0.0.1:$HUB_PORT" sync >/dev/null 2>&1 || true; fi
   done
+  kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true
   "$PM" --tcp "$B" info >/dev/null 2>&1 || true
   "$PM" --tcp "$B" sync >/dev/null 2>&1 || true
   "$PM" --tcp "$B" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true

@@ -9,7 +9,13 @@ import PackageDescription
 //   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshDaemon -> CMeshTLS (mbedTLS)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
 // simulator's inner loop they were an eighth of the time, and the binary is smaller without them.
-let releaseSettings: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+// No module imports _StringProcessing (Regex, and `contains`/`replacing` of strings; MeshCompanion's
+// TextSearch.swift has what the package needs): with it, it and its regular-expression parser were
+// 1.1 MB of the release binary. In every configuration, so that a debug build catches a new use.
+let releaseSettings: [SwiftSetting] = [
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+    .unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import"]),
+]
 
 let package = Package(
     name: "pocketmesh",

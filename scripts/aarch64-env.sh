@@ -56,8 +56,15 @@ if [ ! -f "$CACHE/.chroot-done" ]; then
   $SUDO cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
   $SUDO chroot "$ROOT" dpkg --add-architecture arm64
   $SUDO chroot "$ROOT" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      swiftlang libc6-dev git ca-certificates binutils-aarch64-linux-gnu >/dev/null"
+      swiftlang libc6-dev git ca-certificates binutils-aarch64-linux-gnu lld-19 >/dev/null"
   touch "$CACHE/.chroot-done"
+fi
+# trixie's lld 19 links the release: the lld that comes with Debian's Swift 6.0.3 (LLVM 17, built
+# with assertions) stops on an assertion with the linker script that drops the unwind tables
+# (scripts/release-discard.ld). Installed into chroots made before it was needed, too.
+if [ ! -x "$ROOT/usr/lib/llvm-19/bin/ld.lld" ]; then
+  $SUDO cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
+  $SUDO chroot "$ROOT" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lld-19 >/dev/null"
 fi
 
 if [ ! -f "$CACHE/.sysroot-done" ]; then

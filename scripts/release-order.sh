@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# Regenerates scripts/release-order.txt: the functions that the everyday commands and the
+# Regenerates the release link's ordering list: the functions that the everyday commands and the
 # daemon execute (valgrind's callgrind; then perf's page faults and lackey's instruction trace for
 # what callgrind does not name), then the static data they load and store (valgrind's lackey:
 # metadata caches, globals). scripts/release.sh hands the list to the linker
 # (--symbol-ordering-file), which places those side by side, so a command touches about a MB of
 # contiguous code and a few pages of data instead of pages spread over 14 MB.
-# A stale list is harmless (unknown names are skipped); rerun this after larger changes.
+# The list has two parts, split by where each symbol comes from (the release link's map):
+# scripts/release-order-base.txt, the Swift runtime and standard library, the C library, libsodium
+# and mbedTLS, whose names do not change with the package's code (committed; regenerate after a
+# toolchain or library update), and scripts/release-order-project.txt, the package's own functions,
+# specialisations and data, whose names change with its code. `--project` redoes only the second
+# (callgrind's and lackey's runs of the commands, about 2 minutes; CI runs it before its release
+# link); scripts/release.sh fails when more than 5% of the list names nothing in the binary.
 #
-# Needs valgrind and a release build from scripts/release.sh. Uses the built-in simulator
-# on loopback as the radio; stops everything it starts.
+# Needs valgrind and a release build from scripts/release.sh (the binary and its link map). Uses
+# the built-in simulator on loopback as the radio; stops everything it starts.
 #
-#   bash scripts/release-order.sh
+#   bash scripts/release-order.sh             # both parts (about 7 minutes)
+#   bash scripts/release-order.sh --project   # the package's part only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 BIN=.build/release/pocketmesh
+MAP=.build/release-link.map
+PROJECT_ONLY=0
+case "${1:-}" in
+  --project) PROJECT_ONLY=1 ;;
+  "") ;;
+  *) echo "release-order: unknown argument $1 (use --project or nothing)." >&2; exit 2 ;;
+esac
+[ -f "$MAP" ] || { echo "release-order: $MAP missing: run scripts/release.sh first." >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "release-order: valgrind is needed (apt-get install valgrind)." >&2; exit 1; }
 [ -x "$BIN" ] || { echo "release-order: $BIN missing: run scripts/release.sh first." >&2; exit 1; }
 
@@ -58,6 +73,7 @@ profile --tcp "$B" sync
 profile --tcp "$B" --json sync
 profile --tcp "$A" time get
 profile --tcp "$A" listen --for 1
+echo "release-order: the commands under callgrind done (${SECONDS} s)"
 
 # The daemon, with a hook, while the other node sends it channel and direct messages and the CLI
 # goes through it: run under `valgrind ARGS...`, then stopped.
@@ -72,15 +88,23 @@ if command -v mosquitto >/dev/null; then
   BROKER=$!
   MQTT_ARGS=(--mqtt "mqtt://127.0.0.1:$MQTT_PORT" --mqtt-observer "mqtt://127.0.0.1:$MQTT_PORT" --mqtt-iata ORD)
 fi
+# The daemon serves the companion hub too: two clients go through it (one listening the whole
+# time, one syncing), so that the hub's code is placed with the rest.
+HUB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
   local messages=$1; shift
-  "$@" "$PM" daemon --tcp "$B" --on-message true "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
+  "$@" "$PM" daemon --tcp "$B" --on-message true --companion-listen "127.0.0.1:$HUB_PORT" "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
+  sleep 1
+  "$PM" --tcp "127.0.0.1:$HUB_PORT" listen >/dev/null 2>&1 &
+  local listener=$!
   for i in $(seq "$messages"); do
     "$PM" --tcp "$A" channel send 0 "storm $i" >/dev/null 2>&1 || true
     "$PM" --tcp "$A" send sim1 "direct $i" --no-wait >/dev/null 2>&1 || true
+    if [ $((i % 5)) = 0 ]; then "$PM" --tcp "127.0.0.1:$HUB_PORT" sync >/dev/null 2>&1 || true; fi
   done
+  kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true
   "$PM" --tcp "$B" info >/dev/null 2>&1 || true
   "$PM" --tcp "$B" sync >/dev/null 2>&1 || true
   "$PM" --tcp "$B" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
@@ -89,6 +113,7 @@ daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
   kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
 }
 daemon_run 20 valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon"
+echo "release-order: the daemon under callgrind done (${SECONDS} s)"
 
 # Static data the same work touches (valgrind's lackey sees every load and store): the linker
 # then also puts the metadata caches and globals in use side by side, so a command dirties a few
@@ -101,23 +126,29 @@ trace() {
   n=$((n + 1))
   valgrind -q --tool=lackey --trace-mem=yes --log-fd=9 "$PM" "$@" 9>&1 >/dev/null 2>/dev/null | mem >"$WORK/mem.$(printf %03d $n)" || true
 }
-trace --help
 trace --tcp "$A" info
-trace --tcp "$A" contacts
 trace --tcp "$A" channel send 0 "order data"
-trace --tcp "$A" send sim1 "order data direct"
 trace --tcp "$B" sync
+if [ $PROJECT_ONLY = 0 ]; then  # --project: the three above give most of the package's data
+  trace --help
+  trace --tcp "$A" contacts
+  trace --tcp "$A" send sim1 "order data direct"
+fi
+echo "release-order: the commands under lackey done (${SECONDS} s)"
+if [ $PROJECT_ONLY = 0 ]; then
 mkfifo "$WORK/lackey.fifo"
 mem <"$WORK/lackey.fifo" >"$WORK/mem.daemon" &
 MEMREADER=$!
 daemon_run 5 valgrind -q --tool=lackey --trace-mem=yes --log-file="$WORK/lackey.fifo"
 wait "$MEMREADER" 2>/dev/null || true; MEMREADER=""
+echo "release-order: the daemon under lackey done (${SECONDS} s)"
+fi
 
 # Code that valgrind does not name: the C library's start-up and its CPU-specific string
 # functions (valgrind replaces those with its own). Where perf works, the page faults of a few
 # plain runs name them; all variants of the string functions are added as well, since the
 # machine that runs the binary may pick other ones than this one.
-if perf stat -e page-faults true >/dev/null 2>&1; then
+if [ $PROJECT_ONLY = 0 ] && perf stat -e page-faults true >/dev/null 2>&1; then
   for args in "--help" "--tcp $A info" "--tcp $A contacts" "--tcp $A channel send 0 perf"; do
     n=$((n + 1))
     # shellcheck disable=SC2086
@@ -131,10 +162,11 @@ if perf stat -e page-faults true >/dev/null 2>&1; then
   perf script -i "$WORK/pfd.data" -F addr 2>/dev/null >"$WORK/pf.daemon" || true
 fi
 nm -n -S --defined-only "$BIN" >"$WORK/nm.txt"
+echo "release-order: page faults done (${SECONDS} s)"
 
-python3 - "$WORK" "$REPO/scripts/release-order.txt" <<'PY'
+python3 - "$WORK" "$REPO/scripts/release-order-base.txt" "$REPO/scripts/release-order-project.txt" "$MAP" "$PROJECT_ONLY" <<'PY'
 import bisect, glob, re, sys
-work, out = sys.argv[1], sys.argv[2]
+work, base_out, project_out, map_file, project_only = sys.argv[1:6]
 seen, order = set(), []
 def add(name):
     if name not in seen:
@@ -196,6 +228,28 @@ for f in sorted(glob.glob(work + "/mem.*")):
         # name (folded, outlined, thunks), which would otherwise each pull in a block of code
         # from elsewhere in the binary.
         add_function_at(a)
-open(out, "w").write("".join(n + "\n" for n in order))
-print(f"release-order: {len(order)} functions and data symbols in scripts/release-order.txt")
+# Where each symbol comes from (the link map: an input section's file, then its symbols): the
+# package's objects are in its build directory, NAME.build/FILE.o; everything else is the
+# toolchain's or a library's.
+project = set()
+row = re.compile(r"^\s*[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+\d+ (\s*)(.*)$")
+inside = False
+for line in open(map_file, errors="replace"):
+    m = row.match(line.rstrip("\n"))
+    if not m:
+        continue
+    indent, text = len(m.group(1)), m.group(2)
+    if indent == 8:
+        inside = re.search(r"/[^/]+\.build/[^/()]+\.o:\(", text) is not None
+    elif indent == 16 and inside:
+        project.add(text)
+mine = [n for n in order if n in project]
+open(project_out, "w").write("".join(n + "\n" for n in mine))
+if project_only == "1":
+    print(f"release-order: {len(mine)} of the package's symbols in scripts/release-order-project.txt")
+else:
+    theirs = [n for n in order if n not in project]
+    open(base_out, "w").write("".join(n + "\n" for n in theirs))
+    print(f"release-order: {len(theirs)} symbols of the toolchain and libraries in scripts/release-order-base.txt, "
+          f"{len(mine)} of the package's in scripts/release-order-project.txt")
 PY

@@ -2,8 +2,12 @@
 # The release binary: one fully static executable (no Swift toolchain, no shared libraries
 # needed at run time), optimised for size, linked by lld with identical-code folding and
 # with the functions the common commands and the daemon run placed next to each other
-# (scripts/release-order.txt, made by scripts/release-order.sh), so that a command maps
-# as few of the binary's pages as possible. The C code built here (the C helpers and shims)
+# (the ordering list: scripts/release-order-base.txt for the toolchain's and the libraries' symbols,
+# scripts/release-order-project.txt for the package's own, both made by scripts/release-order.sh),
+# so that a command maps as few of the binary's pages as possible. The link fails when more than
+# 5% of the list's entries name nothing in the binary (a stale list: rerun scripts/release-order.sh,
+# or `scripts/release-order.sh --project` for the package's part). The binary must be at most
+# 10,000,000 bytes stripped. The C code built here (the C helpers and shims)
 # is built without unwind tables: nothing unwinds through it (it throws no exceptions), and they
 # were a large part of .eh_frame. Writes dist/pocketmesh (stripped).
 #
@@ -15,7 +19,7 @@
 # $POCKETMESH_AARCH64_CACHE); it needs root (chroot, bind mounts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ORDER="$PWD/scripts/release-order.txt"
+BUDGET=10000000
 ARCH=x86_64
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,13 +33,27 @@ case "$ARCH" in
   aarch64|arm64) exec bash scripts/release-aarch64.sh ;;
   *) echo "release.sh: --arch $ARCH: x86_64 or aarch64" >&2; exit 2 ;;
 esac
-# The build does not know the ordering file: remove the old binary so that it always relinks.
+# The ordering list: the stable part (toolchain, libraries) and the package's part, one after the
+# other. The build does not know the list: remove the old binary so that it always relinks.
+mkdir -p .build
+ORDER="$PWD/.build/release-order.txt"
+cat scripts/release-order-base.txt scripts/release-order-project.txt > "$ORDER"
 rm -f .build/release/pocketmesh
+LOG="$PWD/.build/release-link.log"
+set +e
 swift build -c release --product pocketmesh \
   -Xswiftc -static-executable -Xswiftc -Osize -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections \
   -Xcc -fno-asynchronous-unwind-tables \
-  -Xlinker --gc-sections -Xlinker --icf=all -Xlinker -O2 \
-  -Xlinker "--symbol-ordering-file=$ORDER" -Xlinker --no-warn-symbol-ordering
+  -Xlinker --gc-sections -Xlinker --icf=all -Xlinker -O2 -Xlinker -T -Xlinker "$PWD/scripts/release-discard.ld" \
+  -Xlinker "--symbol-ordering-file=$ORDER" -Xlinker "-Map=$PWD/.build/release-link.map" > "$LOG" 2>&1
+status=$?
+set -e
+# lld names every entry of the list it cannot place: shown as one count, not 8,000 lines.
+grep -v -e 'symbol ordering file: no such symbol' -e 'unable to order' "$LOG" || true
+[ $status -eq 0 ] || exit $status
+bash scripts/release-order-check.sh "$ORDER" "$LOG"
 mkdir -p dist
 strip -o dist/pocketmesh .build/release/pocketmesh
-echo "dist/pocketmesh: $(stat -c %s dist/pocketmesh) bytes"
+size=$(stat -c %s dist/pocketmesh)
+echo "dist/pocketmesh: $size bytes"
+[ "$size" -le $BUDGET ] || { echo "release.sh: dist/pocketmesh is $size bytes, over the budget of $BUDGET bytes." >&2; exit 1; }

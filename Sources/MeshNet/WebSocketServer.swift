@@ -129,7 +129,7 @@ public struct WebSocketServer {
             headers[name] = String(value)
         }
         guard headers["upgrade"]?.lowercased() == "websocket",
-              headers["connection"]?.lowercased().contains("upgrade") == true,
+              headers["connection"]?.lowercased().containsText("upgrade") == true,
               headers["sec-websocket-version"] == "13",
               let key = headers["sec-websocket-key"], !key.isEmpty else {
             _ = fail(&events, http: "400 Bad Request", "not a WebSocket upgrade (version 13)")

@@ -164,7 +164,7 @@ public struct Config: Sendable {
     static func options(_ t: TOMLTable, table: String) throws(TOMLError) -> [(String, TOMLValue, Int)] {
         var out: [(String, TOMLValue, Int)] = []
         for key in t.keys {
-            let name = key.replacing("_", with: "-")
+            let name = key.replacingCharacter("_", with: "-")
             let line = t.lines[key] ?? 1
             if let why = notADaemonSetting(name, table: table) { throw TOMLError(line: line, message: why) }
             out.append((name, t[key]!, line))
@@ -192,7 +192,7 @@ public struct Config: Sendable {
         for key in t.keys {
             let l = t.lines[key] ?? line
             let v = t[key]!
-            r.lines[key.replacing("_", with: "-")] = l
+            r.lines[key.replacingCharacter("_", with: "-")] = l
             func string() throws(TOMLError) -> String {
                 guard let s = v.string, !s.isEmpty else { throw TOMLError(line: l, message: "\(key) must be a string in quotes") }
                 return s
@@ -203,7 +203,7 @@ public struct Config: Sendable {
                 }
                 return n
             }
-            switch key.replacing("-", with: "_") {
+            switch key.replacingCharacter("-", with: "_") {
             case "tcp": r.tcp = try string()
             case "serial": r.serial = try string()
             case "ble": r.ble = try string()

@@ -142,7 +142,7 @@ enum Completions {
 
     static func takesFiles(_ a: OperationArgument) -> Bool {
         let v = a.valueName ?? ""
-        return v == "path" && a.name != "path" || v.contains("file") || a.name.hasSuffix("-file") || a.name == "socket" || a.name == "state-dir"
+        return v == "path" && a.name != "path" || v.containsText("file") || a.name.hasSuffix("-file") || a.name == "socket" || a.name == "state-dir"
     }
 
     /// A single-quoted shell word.

@@ -207,12 +207,12 @@ public enum TOML {
         mutating func number() throws(TOMLError) -> TOMLValue {
             let word = bareWord()
             let digits = word.filter { $0 != "_" }
-            guard !digits.isEmpty, !word.hasPrefix("_"), !word.hasSuffix("_"), !word.contains("__") else {
+            guard !digits.isEmpty, !word.hasPrefix("_"), !word.hasSuffix("_"), !word.containsText("__") else {
                 throw fail("\"\(word)\" is not a value (strings need quotes)")
             }
             if let n = Int64(digits) { return .integer(n) }
             let lower = digits.lowercased()
-            if lower.contains("inf") || lower.contains("nan") || lower.hasPrefix("0x") || lower.hasPrefix("+0x") {
+            if lower.containsText("inf") || lower.containsText("nan") || lower.hasPrefix("0x") || lower.hasPrefix("+0x") {
                 throw fail("\"\(word)\" is not a usable number here")
             }
             if let d = Double(digits), d.isFinite, digits.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) {

@@ -91,7 +91,7 @@ public struct KeyDecoder {
             let used = j - start + 1
             guard (0x40...0x7E).contains(final) else { return (.unknown, used) }
             let first = params.split(separator: ";").first.map(String.init) ?? ""
-            let modified = params.contains(";5") || params.contains(";3")  // Ctrl or Alt with an arrow
+            let modified = params.split(separator: ";", omittingEmptySubsequences: false).dropFirst().contains { $0.first == "5" || $0.first == "3" }  // Ctrl or Alt with an arrow
             switch final {
             case UInt8(ascii: "A"): return (.up, used)
             case UInt8(ascii: "B"): return (.down, used)

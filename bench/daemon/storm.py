@@ -9,6 +9,7 @@ messages per minute from node 1 for SECONDS, and samples the daemon's RSS from /
     bench/daemon/storm.py --bin dist/pocketmesh --rate 1000 --seconds 120 [--as-limit 33554432] [--hook]
     bench/daemon/storm.py ... --hub-clients 8 [--latency 200]
     bench/daemon/storm.py ... --mqtt [--peer sim] [--cold]
+    bench/daemon/storm.py --bin dist/pocketmesh-aarch64 --qemu qemu-aarch64-static ...
 
 With --mqtt a Mosquitto broker is started on loopback and the daemon runs the MQTT bridge and the
 observer uploader against it; a subscriber counts what arrives (each message once, by store id),
@@ -97,6 +98,7 @@ def main():
     ap.add_argument("--hub-clients", type=int, default=0, help="companion hub clients draining every message")
     ap.add_argument("--latency", type=int, default=0, help="round trips timed through the hub and direct")
     ap.add_argument("--mqtt", action="store_true", help="bridge and observer to a Mosquitto broker on loopback")
+    ap.add_argument("--qemu", default="", help="run the daemon under this qemu-user (an aarch64 binary on x86_64)")
     ap.add_argument("--cold", action="store_true",
                     help="run the daemon from a copy of --bin dropped from the page cache, as after a reboot")
     ap.add_argument("--peer", choices=["openhop", "sim"], default="openhop",
@@ -129,7 +131,7 @@ def main():
         os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
-    cmd = [daemon_bin, "daemon", "--tcp", f"127.0.0.1:{base}", "--state-dir", f"{tmp}/state", "--socket", sock]
+    cmd = ([a.qemu] if a.qemu else []) + [daemon_bin, "daemon", "--tcp", f"127.0.0.1:{base}", "--state-dir", f"{tmp}/state", "--socket", sock]
     if a.hook:
         Path(f"{tmp}/hook.sh").write_text("#!/bin/sh\ncat >/dev/null\n")
         os.chmod(f"{tmp}/hook.sh", 0o755)
@@ -174,11 +176,15 @@ def run(a, d, sock, base, tmp):
     samples = []
     stop = threading.Event()
 
+    anon, file_backed = [], []
+
     def sample():
         while not stop.is_set():
             v = status_kb(d.pid, "VmRSS")
             if v:
                 samples.append(v)
+                anon.append(status_kb(d.pid, "RssAnon") or 0)
+                file_backed.append(status_kb(d.pid, "RssFile") or 0)
             time.sleep(0.5)
     threading.Thread(target=sample, daemon=True).start()
     sub = MQTTCounter(a.mqtt_port) if a.mqtt else None
@@ -186,6 +192,7 @@ def run(a, d, sock, base, tmp):
     for h in hub:
         threading.Thread(target=h.run, daemon=True).start()
     rss_idle = status_kb(d.pid, "VmRSS")
+    idle_anon, idle_file = status_kb(d.pid, "RssAnon"), status_kb(d.pid, "RssFile")
     t0 = time.time()
     sent = asyncio.run(storm(base + 1, a.rate, a.seconds))
     time.sleep(3)
@@ -214,6 +221,8 @@ def run(a, d, sock, base, tmp):
         "as_limit": a.as_limit, "hook": a.hook, "cold": a.cold, "peer": a.peer, "alive_at_end": alive,
         "rss_idle_kb": rss_idle, "rss_max_sampled_kb": max(samples) if samples else None, "vm_hwm_kb": hwm,
         "vm_peak_kb": vsz, "hook_cursor": st.get("hook_cursor"),
+        "rss_anon_idle_kb": idle_anon, "rss_file_idle_kb": idle_file,
+        "rss_anon_max_sampled_kb": max(anon) if anon else None, "rss_file_max_sampled_kb": max(file_backed) if file_backed else None,
         "hub_clients_got": [len(h.texts) for h in hub], "hub_clients_unique": [len(set(h.texts)) for h in hub],
         **latency,
     }

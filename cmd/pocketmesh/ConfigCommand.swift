@@ -26,7 +26,7 @@ struct ConfigCommand: ParsableCommand {
                 if let v = r.timeout { fields.append(.init("timeout", .double(v))) }
                 let daemon = r.daemon.map { (name, value, _) -> Value.Field in
                     // Never print a secret that was written into the file itself.
-                    let secret = name.contains("password") && !name.hasSuffix("-file") || name.contains("secret") || name.contains("token")
+                    let secret = name.containsText("password") && !name.hasSuffix("-file") || name.containsText("secret") || name.containsText("token")
                     return .init(name, secret ? .string("(hidden)") : ConfigCommand.value(value))
                 }
                 if !daemon.isEmpty { fields.append(.init("daemon", .object(daemon))) }

@@ -91,7 +91,7 @@ final class FullLogFileOps: FileOps {
         #expect(log.lines.contains { $0.contains("waits in the store's inbox (on disk)") }, "\(log.lines)")
         // SIGTERM: the daemon stops; nothing is in memory only.
         #expect(d.unsaved.isEmpty)
-        d.settle(.stop, now: monotonicNow())
+        d.settle(.stop, now: monotonicMilliseconds())
         #expect(drive(d, r) { d.stopping })
         d.shutdown()
 

@@ -56,9 +56,9 @@ final class RadioPort {
 
     /// The radio's virtual time follows the real time spent in the daemon's loop (as `pocketmesh
     /// sim` does); a test may also jump it ahead.
-    var lastTick = monotonicNow()
+    var lastTick = monotonicMilliseconds()
     func tick() {
-        let now = monotonicNow()
+        let now = monotonicMilliseconds()
         if now > lastTick { world.mesh.run(for: now - lastTick) }
         lastTick = now
     }
@@ -120,7 +120,7 @@ final class RadioPort {
 
 /// Runs one round of the daemon's poll loop (as `Daemon.run` does) together with the radio port.
 func step(_ d: Daemon, _ r: RadioPort, maxWaitMS: UInt64 = 5) {
-    let now = monotonicNow()
+    let now = monotonicMilliseconds()
     let deadline = d.timers(now: now)
     var fds: [pollfd] = [pollfd(fd: d.signals.readFD, events: Int16(POLLIN), revents: 0)]
     if let l = d.link {
@@ -149,8 +149,8 @@ func step(_ d: Daemon, _ r: RadioPort, maxWaitMS: UInt64 = 5) {
 /// Steps until `done()` or `limitMS` of real time; returns `done()`.
 @discardableResult
 func drive(_ d: Daemon, _ r: RadioPort, limitMS: UInt64 = 15_000, until done: () -> Bool) -> Bool {
-    let end = monotonicNow() + limitMS
-    while !done() && monotonicNow() < end { step(d, r) }
+    let end = monotonicMilliseconds() + limitMS
+    while !done() && monotonicMilliseconds() < end { step(d, r) }
     return done()
 }
 

@@ -3,7 +3,7 @@ import PackageDescription
 
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
 //   pocketmesh (cmd) -> MeshDaemon -> MeshOps -> MeshSession; MeshDaemon -> MeshStore;
-//   MeshSession, MeshSim -> MeshLink, MeshAir; MeshDaemon -> MeshMQTT (sans-I/O MQTT);
+//   MeshSession, MeshSim -> MeshLink, MeshAir; MeshSim -> MeshNode -> MeshAir; MeshDaemon -> MeshMQTT (sans-I/O MQTT);
 //   MeshDaemon, MeshSim -> MeshNet (JSON, standard library only);
 //   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
 //   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshDaemon -> CMeshTLS (mbedTLS)
@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "MeshAir", targets: ["MeshAir"]),
         .library(name: "MeshSession", targets: ["MeshSession"]),
         .library(name: "MeshOps", targets: ["MeshOps"]),
+        .library(name: "MeshNode", targets: ["MeshNode"]),
         .library(name: "MeshSim", targets: ["MeshSim"]),
         .library(name: "MeshStore", targets: ["MeshStore"]),
         .library(name: "MeshTerminal", targets: ["MeshTerminal"]),
@@ -65,15 +66,18 @@ let package = Package(
         .target(name: "MeshMQTT", swiftSettings: releaseSettings),
         // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).
         .target(name: "MeshTerminal", swiftSettings: releaseSettings),
+        // A MeshCore node (repeater, room server, companion) on an air: the simulator's, or one real
+        // radio's. Standard library plus MeshAir's crypto.
+        .target(name: "MeshNode", dependencies: ["MeshCompanion", "MeshAir"], swiftSettings: releaseSettings),
         // Simulated radios and the air between them.
-        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink", "MeshNet"], swiftSettings: releaseSettings),
+        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshNode", "MeshLink", "MeshNet"], swiftSettings: releaseSettings),
         // The long-running service.
         .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "MeshMQTT", "CMeshTLS",
                                                    "CMeshCrypto", "MeshNet"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
-                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshTerminal", "MeshNet",
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshNode", "MeshSim", "MeshDaemon", "MeshTerminal", "MeshNet",
             ],
             path: "cmd/pocketmesh",
             swiftSettings: releaseSettings
@@ -81,12 +85,12 @@ let package = Package(
         .testTarget(name: "MeshCompanionTests", dependencies: ["MeshCompanion"]),
         .testTarget(name: "MeshAirTests", dependencies: ["MeshAir", "CSodium"]),  // libsodium's own signing checks ours
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
-        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshSim"]),  // the session and the operations over it
+        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshNode", "MeshSim"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
-        .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession", "MeshNet"]),
-        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshSim", "MeshNet", "CSodium"]),
+        .testTarget(name: "MeshSimTests", dependencies: ["MeshNode", "MeshSim", "MeshSession", "MeshNet"]),
+        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshNode", "MeshSim", "MeshNet", "CSodium"]),
         // The command line against the operation table (MeshOps' OperationTable).
         .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshOps"]),
     ],

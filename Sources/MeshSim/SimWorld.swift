@@ -1,3 +1,4 @@
+import MeshNode
 import MeshAir
 
 /// A mesh built from a topology: the nodes, their identities (from the seed) and links.

@@ -1,10 +1,4 @@
-/// What a simulated node is.
-public enum NodeRole: String, Sendable {
-    case companion, repeater, room
-    /// A node of another implementation, attached over the air socket (`sim --air-port`).
-    case external
-}
-
+import MeshNode
 /// One node of a topology, before it exists.
 public struct NodeSpec: Sendable, Equatable {
     public var name: String

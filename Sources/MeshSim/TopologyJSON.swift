@@ -1,3 +1,4 @@
+import MeshNode
 import MeshNet
 
 // The topology file's JSON form, read and written with MeshNet's JSON codec. Keys not named here

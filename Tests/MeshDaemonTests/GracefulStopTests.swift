@@ -4,6 +4,7 @@ import MeshLink
 import MeshStore
 import Testing
 @testable import MeshDaemon
+@testable import MeshNode
 @testable import MeshSim
 
 /// A stop (SIGTERM, SIGINT) or a reconnect (SIGHUP) that comes while a SYNC_NEXT_MESSAGE is on its

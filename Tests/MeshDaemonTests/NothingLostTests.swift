@@ -4,6 +4,7 @@ import MeshLink
 import MeshStore
 import Testing
 @testable import MeshDaemon
+@testable import MeshNode
 @testable import MeshSim
 
 /// File operations whose writes to the message log fail while `full` is set (a full disk, as

@@ -4,6 +4,7 @@ import MeshLink
 import MeshStore
 import Testing
 @testable import MeshDaemon
+@testable import MeshNode
 @testable import MeshSim
 
 /// A simulated companion radio (MeshSim, virtual time) served to a daemon over loopback TCP by the

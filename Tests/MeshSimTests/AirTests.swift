@@ -1,5 +1,6 @@
 import MeshNet
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// A bare node that records what it hears.

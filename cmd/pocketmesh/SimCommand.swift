@@ -1,5 +1,6 @@
 import Glibc
 import MeshSession
+import MeshNode
 import MeshSim
 
 /// `pocketmesh sim`: a simulated mesh in real time, each companion node served like a radio.

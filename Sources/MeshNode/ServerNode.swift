@@ -62,7 +62,7 @@ open class ServerNode: MeshNode {
     /// Called with each admin CLI command and the reply sent (for transcripts and tests).
     public var onCommand: ((String, String) -> Void)?
 
-    init(mesh: SimMesh, name: String, role: NodeRole, identity: LocalIdentity, adminPassword: String, guestPassword: String) {
+    init(mesh: Air, name: String, role: NodeRole, identity: LocalIdentity, adminPassword: String, guestPassword: String) {
         self.adminPassword = adminPassword
         self.guestPassword = guestPassword
         super.init(mesh: mesh, name: truncatedName(name), role: role, poolSize: 32, identity: identity)

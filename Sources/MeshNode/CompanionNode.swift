@@ -79,7 +79,7 @@ public final class CompanionNode: MeshNode {
 
     public static let maxSignLength = 8192
 
-    public init(mesh: SimMesh, name: String, identity: LocalIdentity, config: Config = Config()) {
+    public init(mesh: Air, name: String, identity: LocalIdentity, config: Config = Config()) {
         self.config = config
         self.channels = [ChannelSlot](repeating: .empty, count: config.maxChannels)
         self.queue = OfflineQueue(capacity: config.offlineQueueSize)

@@ -15,6 +15,13 @@ open class Air {
         self.epochBase = epochBase
     }
 
+    /// An air on another air's clock.
+    public init(seed: UInt64, epochBase: UInt32, scheduler: Scheduler) {
+        self.rng = SimRandom(seed: seed)
+        self.scheduler = scheduler
+        self.epochBase = epochBase
+    }
+
     public var now: UInt64 { scheduler.now }
 
     /// Epoch seconds at the current time.

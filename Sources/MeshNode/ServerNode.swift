@@ -61,6 +61,10 @@ open class ServerNode: MeshNode {
 
     /// Called with each admin CLI command and the reply sent (for transcripts and tests).
     public var onCommand: ((String, String) -> Void)?
+    /// Called when the settings change (`savePrefs` in the firmware): a host keeps them (`prefsText`).
+    public var onSavePrefs: (() -> Void)?
+    /// What `board` answers.
+    public var board = ServerNode.boardName
 
     init(mesh: Air, name: String, role: NodeRole, identity: LocalIdentity, adminPassword: String, guestPassword: String) {
         self.adminPassword = adminPassword

@@ -1,0 +1,95 @@
+import Glibc
+import MeshAir
+import MeshDaemon
+import MeshNode
+import MeshSession
+
+/// `pocketmesh node`: this host as a MeshCore node (repeater, room server, companion) on a radio;
+/// `pocketmesh node cli`: one admin CLI command to the node running in a state folder.
+struct NodeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self], defaultSubcommand: Run.self)
+
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "run")
+        @Option var role: String = "repeater"
+        @Option var radio: String?
+        @Option var stateDir: String?
+        @Option var name: String?
+        @Option var password: String?
+        @Option var guestPassword: String?
+        @Option var lat: Double?
+        @Option var lon: Double?
+        @Option var freq: Double?
+        @Option var bw: Double?
+        @Option var sf: Int?
+        @Option var cr: Int?
+        @Option var txPower: Int?
+        @Option var seconds: Double?
+
+        func validate() throws {
+            guard NodeRole(rawValue: role).map({ [.repeater, .room].contains($0) }) ?? false else {
+                throw ValidationError("--role must be repeater or room")
+            }
+            guard radio != nil else { throw ValidationError("--radio is required: air:HOST:PORT/NAME") }
+            guard stateDir != nil else { throw ValidationError("--state-dir is required: the folder that keeps the node's key and settings") }
+            if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
+            if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
+            if let lat, !(-90...90).contains(lat) { throw ValidationError("--lat must be -90 to 90") }
+            if let lon, !(-180...180).contains(lon) { throw ValidationError("--lon must be -180 to 180") }
+        }
+
+        func run() throws {
+            let dir = stateDir!
+            let state = try NodeState(dir: dir)
+            let spec = try NodeRadioSpec(parsing: radio!)
+            let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines())
+            for line in host.announcement { print(line) }
+            fflush(stdout)
+            try host.run(seconds: seconds)
+        }
+
+        /// The settings the options give, as `prefs` lines: used only when the state folder has none.
+        func firstRunLines() -> [String] {
+            var lines: [String] = []
+            if let name { lines.append("name " + name) }
+            if let password { lines.append("password " + password) }
+            if let guestPassword { lines.append("guest.password " + guestPassword) }
+            if let lat { lines.append("lat \(lat)") }
+            if let lon { lines.append("lon \(lon)") }
+            if freq != nil || bw != nil || sf != nil || cr != nil {
+                let d = RadioParams()
+                let f = freq ?? Double(d.freqKHz) / 1000, b = bw ?? Double(d.bwHz) / 1000
+                lines.append("radio \(f),\(b),\(sf ?? Int(d.sf)),\(cr ?? Int(d.cr))")
+            }
+            if let txPower { lines.append("tx \(txPower)") }
+            return lines
+        }
+    }
+
+    struct CLI: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "cli")
+        @Option var stateDir: String?
+        @Argument var command: [String]
+
+        func run() throws {
+            guard let dir = stateDir else { throw ValidationError("--state-dir is required: the folder of the running node") }
+            let path = NodeState.socketPath(dir)
+            let fd: Int32
+            do { fd = try UnixSocket.connect(path: path) } catch {
+                throw ClientError.link("no node is running in \(dir) (\(error)); start it with `pocketmesh node --state-dir \(dir)`.")
+            }
+            defer { close(fd) }
+            let line = Array((command.joined(separator: " ") + "\n").utf8)
+            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            var reply: [UInt8] = []
+            var buf = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                reply += buf[0..<n]
+            }
+            emitLine(String(decoding: reply, as: UTF8.self))
+        }
+    }
+}

@@ -1,0 +1,202 @@
+import Glibc
+import MeshAir
+import MeshDaemon
+import MeshLink
+import MeshNode
+import MeshSession
+import MeshSim
+
+/// `--radio`: which radio the node runs on.
+enum NodeRadioSpec: Equatable {
+    /// The simulator's air socket (`pocketmesh sim --air-port`), as the topology's external node NAME.
+    case air(host: String, port: UInt16, name: String)
+
+    init(parsing text: String) throws {
+        if text.hasPrefix("air:") {
+            let rest = text.dropFirst(4)
+            guard let slash = rest.lastIndex(of: "/"), let colon = rest[..<slash].lastIndex(of: ":"),
+                  let port = UInt16(rest[rest.index(after: colon)..<slash]), port > 0 else {
+                throw ClientError.usage("--radio \(text): the air socket is air:HOST:PORT/NAME (NAME: the topology's external node).")
+            }
+            let name = String(rest[rest.index(after: slash)...])
+            guard !name.isEmpty, name.utf8.count <= 31 else { throw ClientError.usage("--radio \(text): NAME must be 1 to 31 bytes.") }
+            self = .air(host: String(rest[..<colon]), port: port, name: name)
+            return
+        }
+        throw ClientError.usage("--radio \(text): give air:HOST:PORT/NAME.")
+    }
+}
+
+/// A radio under a node: packets to and from the node's air, bytes to and from a link.
+protocol NodeRadio: AnyObject {
+    var link: ByteLink { get }
+    var description: String { get }
+    /// The link is up: say hello, set the radio's parameters.
+    func start(params: RadioParams) throws
+    /// Bytes from the link. Throws when the other side refuses us (the node then stops).
+    func received(_ bytes: UnsafeRawBufferPointer) throws
+    /// Starts sending one packet.
+    func send(_ packet: [UInt8])
+}
+
+/// The simulator's air socket: `AirFrame`s over TCP; the simulator's external node does the
+/// queueing, timing and listen-before-talk of the air it is on.
+final class AirSocketRadio: NodeRadio {
+    let link: ByteLink
+    let name: String
+    let air: RadioAir
+    private var inBuffer: [UInt8] = []
+    var description: String { "air \(link) as \(name)" }
+
+    init(host: String, port: UInt16, name: String, air: RadioAir) throws {
+        do { link = try TCPLink(connectingTo: TCPAddress(host: host, port: port)) } catch {
+            throw ClientError.link("cannot reach the air socket at \(host):\(port): \(error)")
+        }
+        self.name = name
+        self.air = air
+    }
+
+    func start(params: RadioParams) throws { try link.write(AirFrame.hello(name).encoded) }
+
+    func received(_ bytes: UnsafeRawBufferPointer) throws {
+        inBuffer += bytes
+        guard let frames = AirFrame.take(&inBuffer) else { throw ClientError.link("the air socket sent a malformed frame.") }
+        for f in frames {
+            switch f {
+            case let .heard(snr, rssi, packet): air.heard(packet, snr: Double(snr) / 4, rssi: Int(rssi))
+            case let .error(text): throw ClientError.link("the air socket refused us: \(text).")
+            case .hello, .send: throw ClientError.link("the air socket sent an unexpected frame.")
+            }
+        }
+    }
+
+    func send(_ packet: [UInt8]) { try? link.write(AirFrame.send(packet).encoded) }
+}
+
+/// One node on one radio, from one `poll()` loop: the radio's link, the local admin CLI socket,
+/// and one timer at the node's next deadline (nothing wakes the loop while the node has nothing
+/// to do).
+final class NodeHost {
+    let loop = PollLoop()
+    let state: NodeState
+    let air: RadioAir
+    let node: ServerNode
+    let radio: NodeRadio
+    private var timer: PollLoop.TimerID? = nil
+    private var timerAt: UInt64 = .max
+    private var cliFD: Int32 = -1
+    private var failure: Error? = nil
+    private var savedPrefs = ""
+
+    init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String]) throws {
+        self.state = state
+        let identity = try state.identity()
+        var seed: UInt64 = 0
+        withUnsafeMutableBytes(of: &seed) { raw in
+            var rng = SecureRandom()
+            for i in raw.indices { raw[i] = UInt8.random(in: 0...255, using: &rng) }
+        }
+        air = RadioAir(seed: seed, start: monotonicMilliseconds(), epochNow: UInt32(truncatingIfNeeded: time(nil)))
+        let defaultName = "pm-" + AirHex.encode(identity.publicKey.bytes.prefix(4))
+        switch role {
+        case .room: node = RoomNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "hello")
+        default: node = RepeaterNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "")
+        }
+        node.board = "Linux (pocketmesh)"
+        switch spec {
+        case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
+        }
+        if let text = try state.prefs() {
+            for bad in node.loadPrefs(text) { writeError("pocketmesh node: \(state.prefsPath): skipped `\(bad)`.") }
+        } else {
+            let refused = node.loadPrefs(firstRun.joined(separator: "\n"))
+            if let bad = refused.first { throw ClientError.usage("the first-run setting `\(bad)` was refused; check its value.") }
+        }
+        try keepPrefs()
+        node.onSavePrefs = { [unowned self] in self.keepPrefsLater() }
+        air.send = { [unowned self] packet in self.radio.send(packet) }
+    }
+
+    var announcement: [String] {
+        ["\(node.role == .room ? "room" : "repeater") \(node.name) pubkey=\(node.publicKey.hex) radio=\(radio.description) cli=\(state.socketPath)"]
+    }
+
+    private func keepPrefs() throws {
+        let text = node.prefsText()
+        guard text != savedPrefs else { return }
+        try state.savePrefs(text)
+        savedPrefs = text
+    }
+
+    /// After a CLI command: `savePrefs` runs in the middle of a `set`, before its value is in place.
+    private func keepPrefsLater() {
+        loop.addTimer(after: 0) { [unowned self] in
+            do { try self.keepPrefs() } catch { writeError("pocketmesh node: \(error)") }
+        }
+    }
+
+    func pump() {
+        air.run(until: monotonicMilliseconds())
+        guard let d = air.nextDeadline else { return }
+        if d == timerAt { return }
+        if let t = timer { loop.cancelTimer(t) }
+        timerAt = d
+        timer = loop.addTimer(at: d) { [unowned self] in
+            self.timer = nil; self.timerAt = .max
+            self.pump()
+        }
+    }
+
+    private func fail(_ e: Error) {
+        failure = e
+        loop.stop()
+    }
+
+    func run(seconds: Double?) throws {
+        do { cliFD = try UnixSocket.listen(path: state.socketPath) } catch {
+            throw ClientError.storage("cannot serve the node's CLI at \(state.socketPath): \(error).")
+        }
+        defer { close(cliFD); unlink(state.socketPath) }
+        loop.register(fd: cliFD, events: .readable) { [unowned self] _ in self.acceptCLI() }
+        loop.attach(radio.link, onReceive: { [unowned self] bytes in
+            self.air.run(until: monotonicMilliseconds())
+            do { try self.radio.received(bytes) } catch { self.fail(error) }
+            self.pump()
+        }, onError: { [unowned self] e in self.fail(ClientError.link("\(self.radio.description): \(e).")) })
+        try radio.start(params: node.radio.params)
+        try loop.handleSignals()
+        pump()
+        let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }
+        _ = loop.run(until: deadline)
+        loop.restoreSignals()
+        radio.link.close()
+        try keepPrefs()
+        if let failure { throw failure }
+    }
+
+    /// One connection of `pocketmesh node cli`: a line in, the reply out, then closed.
+    private func acceptCLI() {
+        let fd = accept(cliFD, nil, nil)
+        guard fd >= 0 else { return }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var line: [UInt8] = []
+        loop.register(fd: fd, events: .readable) { [unowned self] _ in
+            var buf = [UInt8](repeating: 0, count: 512)
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            if n > 0 { line += buf[0..<n] }
+            guard n <= 0 || line.contains(0x0A) || line.count > 1024 else { return }
+            self.loop.unregister(fd: fd)
+            let text = String(decoding: line.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
+            if !text.isEmpty {
+                self.air.run(until: monotonicMilliseconds())
+                let reply = self.node.command(text, senderTimestamp: 0)
+                let out = Array(reply.utf8)
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+                _ = out.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                self.pump()
+            }
+            close(fd)
+        }
+    }
+}

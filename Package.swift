@@ -89,6 +89,7 @@ let package = Package(
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshMQTTTests", dependencies: ["MeshMQTT"]),
+        .testTarget(name: "MeshNodeTests", dependencies: ["MeshNode", "MeshAir"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshNode", "MeshSim", "MeshSession", "MeshNet"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshNode", "MeshSim", "MeshNet", "CSodium"]),
         // The command line against the operation table (MeshOps' OperationTable).

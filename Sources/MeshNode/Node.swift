@@ -3,6 +3,8 @@ public enum NodeRole: String, Sendable {
     case companion, repeater, room
     /// A node of another implementation, attached over the simulator's air socket (`sim --air-port`).
     case external
+    /// A radio running MeshCore's KISS modem firmware, its host on a pseudo-terminal (`sim`).
+    case kiss
 }
 
 /// A MeshCore node: its radio's outbound side (queue, listen-before-talk, duty cycle) and clock, on an

@@ -512,10 +512,10 @@ extension OperationTable {
                   ]),
         Operation("node run", nil,
                   help: "Run this host as a MeshCore node (repeater or room server) on a radio.",
-                  discussion: "RADIO is air:HOST:PORT/NAME, the simulator's air socket (`sim --air-port`) as the topology's external node NAME. The state folder keeps the node's key (identity, 0600) and its settings (prefs, 0600, the admin CLI's KEY VALUE lines): the name, password and radio options are first-run defaults, later changed with the admin CLI over the mesh or `pocketmesh node cli`. At start one line is printed:\n  ROLE NAME pubkey=HEX radio=RADIO cli=SOCKET",
+                  discussion: "RADIO is kiss:PATH[@BAUD], a radio running MeshCore's KISS modem firmware on a serial port (default 115200 baud), or air:HOST:PORT/NAME, the simulator's air socket (`sim --air-port`) as the topology's external node NAME. The state folder keeps the node's key (identity, 0600) and its settings (prefs, 0600, the admin CLI's KEY VALUE lines): the name, password and radio options are first-run defaults, later changed with the admin CLI over the mesh or `pocketmesh node cli`. At start one line is printed:\n  ROLE NAME pubkey=HEX radio=RADIO cli=SOCKET",
                   args: [
                       .option("role", value: "role", choices: ["repeater", "room"], default: "repeater", help: "repeater or room (a room server)."),
-                      .option("radio", value: "radio", help: "The radio: air:HOST:PORT/NAME."),
+                      .option("radio", value: "radio", help: "The radio: kiss:PATH[@BAUD] or air:HOST:PORT/NAME."),
                       .option("state-dir", value: "dir", help: "The node's state folder (its key and settings)."),
                       .option("name", value: "name", help: "First run: the node's name (default pm- and its key's first bytes)."),
                       .option("password", value: "password", help: "First run: the admin password (default password)."),

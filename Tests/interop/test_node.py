@@ -158,3 +158,44 @@ def test_bad_radio_and_role_are_usage_errors(tmp_path):
     port = free_port()
     cp = run("node", "--radio", f"air:127.0.0.1:{port}/x", "--state-dir", str(tmp_path / "s"))
     assert cp.returncode == 3 and "cannot reach the air socket" in cp.stderr
+
+
+def test_a_repeater_on_the_simulators_kiss_modem(tmp_path):
+    """`"role": "kiss"`: a simulated radio running MeshCore's KISS modem firmware, on a pty;
+    `pocketmesh node --radio kiss:PTY` is the repeater between two companions."""
+    topo = tmp_path / "t.json"
+    topo.write_text(json.dumps({
+        "nodes": [{"name": "sim0", "role": "companion"}, {"name": "modem", "role": "kiss"},
+                  {"name": "sim1", "role": "companion"}],
+        "links": [{"a": "sim0", "b": "modem", "snr": 8}, {"a": "modem", "b": "sim1", "snr": -3.5}],
+    }))
+    sim = Sim("--topology", str(topo), nodes=2)
+    node = None
+    try:
+        line = sim.proc.stdout.readline()
+        assert line.startswith("kiss modem pty=/dev/"), line
+        pty = line.split("pty=")[1].strip()
+        proc = subprocess.Popen([str(BIN), "node", "--radio", f"kiss:{pty}", "--state-dir", str(tmp_path / "st"),
+                                 "--name", "KissRpt", "--for", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        node = proc
+        assert proc.stdout.readline().startswith("repeater KissRpt pubkey="), proc.stderr.read()
+        a, b = sim.port("sim0"), sim.port("sim1")
+        assert pm(a, "advert", "--flood").returncode == 0
+        assert pm(b, "advert", "--flood").returncode == 0
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if "sim1" in {c["name"] for c in js(a, "contacts")} and "sim0" in {c["name"] for c in js(b, "contacts")}:
+                break
+            time.sleep(0.5)
+        r = js(a, "send", "sim1", "through the modem")
+        assert r["status"] == "acked", r
+        got = [m for m in js(b, "sync") if m["type"] == "direct"]
+        assert [m["text"] for m in got] == ["through the modem"] and got[0]["snr"] == -3.5, got
+        # The last packet the repeater heard came with the modem's RxMeta.
+        cp = run("node", "cli", "--state-dir", str(tmp_path / "st"), "stats-radio")
+        assert '"last_rssi":' in cp.stdout and '"last_rssi":0' not in cp.stdout, cp.stdout
+    finally:
+        if node is not None:
+            node.terminate()
+            node.wait(timeout=10)
+        sim.stop()

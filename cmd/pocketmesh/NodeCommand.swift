@@ -30,7 +30,7 @@ struct NodeCommand: ParsableCommand {
             guard NodeRole(rawValue: role).map({ [.repeater, .room].contains($0) }) ?? false else {
                 throw ValidationError("--role must be repeater or room")
             }
-            guard radio != nil else { throw ValidationError("--radio is required: air:HOST:PORT/NAME") }
+            guard radio != nil else { throw ValidationError("--radio is required: kiss:PATH[@BAUD] or air:HOST:PORT/NAME") }
             guard stateDir != nil else { throw ValidationError("--state-dir is required: the folder that keeps the node's key and settings") }
             if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
             if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }

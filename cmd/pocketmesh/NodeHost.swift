@@ -10,8 +10,24 @@ import MeshSim
 enum NodeRadioSpec: Equatable {
     /// The simulator's air socket (`pocketmesh sim --air-port`), as the topology's external node NAME.
     case air(host: String, port: UInt16, name: String)
+    /// MeshCore's KISS modem firmware on a serial port.
+    case kiss(path: String, speed: SerialSpeed)
 
     init(parsing text: String) throws {
+        if text.hasPrefix("kiss:") {
+            var path = String(text.dropFirst(5))
+            var speed = SerialSpeed.default
+            if let at = path.lastIndex(of: "@") {
+                guard let baud = Int(path[path.index(after: at)...]), let s = SerialSpeed(baud: baud) else {
+                    throw ClientError.usage("--radio \(text): the baud rate must be one of \(SerialSpeed.supportedBauds.map(String.init).joined(separator: ", ")).")
+                }
+                speed = s
+                path = String(path[..<at])
+            }
+            guard !path.isEmpty else { throw ClientError.usage("--radio \(text): give the modem's serial port, kiss:PATH[@BAUD].") }
+            self = .kiss(path: path, speed: speed)
+            return
+        }
         if text.hasPrefix("air:") {
             let rest = text.dropFirst(4)
             guard let slash = rest.lastIndex(of: "/"), let colon = rest[..<slash].lastIndex(of: ":"),
@@ -23,7 +39,7 @@ enum NodeRadioSpec: Equatable {
             self = .air(host: String(rest[..<colon]), port: port, name: name)
             return
         }
-        throw ClientError.usage("--radio \(text): give air:HOST:PORT/NAME.")
+        throw ClientError.usage("--radio \(text): give kiss:PATH[@BAUD] or air:HOST:PORT/NAME.")
     }
 }
 
@@ -73,6 +89,25 @@ final class AirSocketRadio: NodeRadio {
     func send(_ packet: [UInt8]) { try? link.write(AirFrame.send(packet).encoded) }
 }
 
+/// MeshCore's KISS modem firmware over serial (the protocol is MeshNode's `KISSHost`).
+final class KISSRadio: NodeRadio {
+    let link: ByteLink
+    let host: KISSHost
+    var description: String { "kiss \(link)" }
+
+    init(path: String, speed: SerialSpeed, air: RadioAir) throws {
+        do { link = try SerialLink(path: path, speed: speed) } catch {
+            throw ClientError.link("cannot open the KISS modem at \(path): \(error)")
+        }
+        host = KISSHost(air: air)
+        host.write = { [unowned self] bytes in try? self.link.write(bytes) }
+    }
+
+    func start(params: RadioParams) throws { host.start(params: params) }
+    func received(_ bytes: UnsafeRawBufferPointer) throws { host.receive(bytes) }
+    func send(_ packet: [UInt8]) { host.send(packet) }
+}
+
 /// One node on one radio, from one `poll()` loop: the radio's link, the local admin CLI socket,
 /// and one timer at the node's next deadline (nothing wakes the loop while the node has nothing
 /// to do).
@@ -105,6 +140,7 @@ final class NodeHost {
         node.board = "Linux (pocketmesh)"
         switch spec {
         case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
+        case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
         }
         if let text = try state.prefs() {
             for bad in node.loadPrefs(text) { writeError("pocketmesh node: \(state.prefsPath): skipped `\(bad)`.") }

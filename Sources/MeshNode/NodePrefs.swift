@@ -54,3 +54,35 @@ extension ServerNode {
         return refused
     }
 }
+
+/// A companion's settings as a host keeps them: its name, position and radio (contacts, channels
+/// and messages live in the app and the store).
+extension CompanionNode {
+    public func prefsText() -> String {
+        let r = configuredRadio
+        return "name \(name)\nradio \(firmwareFtoa(Double(r.freqKHz) / 1000)),\(firmwareFtoa3(Double(r.bwHz) / 1000)),\(r.sf),\(r.cr)\n"
+            + "tx \(radio.params.txPowerDbm)\nlat \(Double(advertLatitude) / 1_000_000)\nlon \(Double(advertLongitude) / 1_000_000)\n"
+    }
+
+    @discardableResult
+    public func loadPrefs(_ text: String) -> [String] {
+        var refused: [String] = []
+        for raw in text.split(separator: "\n") {
+            let line = raw.drop { $0 == " " }
+            guard let sp = line.firstIndex(of: " ") else { continue }
+            let key = line[..<sp], value = line[line.index(after: sp)...]
+            switch key {
+            case "name": name = truncatedName(String(value))
+            case "radio":
+                guard let r = parseRadioParams(value, into: radio.params) else { refused.append(String(line)); continue }
+                radio.params = r
+                savedRadio = nil
+            case "tx": radio.params.txPowerDbm = Int8(truncatingIfNeeded: cInt(value))
+            case "lat": advertLatitude = Int32(cDouble(value) * 1_000_000)
+            case "lon": advertLongitude = Int32(cDouble(value) * 1_000_000)
+            default: refused.append(String(line))
+            }
+        }
+        return refused
+    }
+}

@@ -24,11 +24,16 @@ struct NodeCommand: ParsableCommand {
         @Option var sf: Int?
         @Option var cr: Int?
         @Option var txPower: Int?
+        @Option var companionListen: String?
         @Option var seconds: Double?
 
         func validate() throws {
-            guard NodeRole(rawValue: role).map({ [.repeater, .room].contains($0) }) ?? false else {
-                throw ValidationError("--role must be repeater or room")
+            guard NodeRole(rawValue: role).map({ [.repeater, .room, .companion].contains($0) }) ?? false else {
+                throw ValidationError("--role must be repeater, room or companion")
+            }
+            if companionListen != nil && role != "companion" { throw ValidationError("--companion-listen is for --role companion") }
+            if role == "companion" && (password != nil || guestPassword != nil) {
+                throw ValidationError("--password and --guest-password are for repeaters and room servers")
             }
             guard radio != nil else { throw ValidationError("--radio is required: kiss:PATH[@BAUD] or air:HOST:PORT/NAME") }
             guard stateDir != nil else { throw ValidationError("--state-dir is required: the folder that keeps the node's key and settings") }
@@ -42,7 +47,7 @@ struct NodeCommand: ParsableCommand {
             let dir = stateDir!
             let state = try NodeState(dir: dir)
             let spec = try NodeRadioSpec(parsing: radio!)
-            let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines())
+            let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines(), companionListen: companionListen)
             for line in host.announcement { print(line) }
             fflush(stdout)
             try host.run(seconds: seconds)

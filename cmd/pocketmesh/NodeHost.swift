@@ -115,15 +115,19 @@ final class NodeHost {
     let loop = PollLoop()
     let state: NodeState
     let air: RadioAir
-    let node: ServerNode
+    let node: Node
+    /// The repeater or room server, or the companion.
+    let server: ServerNode?
+    let companion: CompanionNode?
     let radio: NodeRadio
+    private var companionServer: NodeCompanionServer?
     private var timer: PollLoop.TimerID? = nil
     private var timerAt: UInt64 = .max
     private var cliFD: Int32 = -1
     private var failure: Error? = nil
     private var savedPrefs = ""
 
-    init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String]) throws {
+    init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil) throws {
         self.state = state
         let identity = try state.identity()
         var seed: UInt64 = 0
@@ -134,31 +138,51 @@ final class NodeHost {
         air = RadioAir(seed: seed, start: monotonicMilliseconds(), epochNow: UInt32(truncatingIfNeeded: time(nil)))
         let defaultName = "pm-" + AirHex.encode(identity.publicKey.bytes.prefix(4))
         switch role {
-        case .room: node = RoomNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "hello")
-        default: node = RepeaterNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "")
+        case .room: server = RoomNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "hello")
+        case .companion: server = nil
+        default: server = RepeaterNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "")
         }
-        node.board = "Linux (pocketmesh)"
+        if role == .companion {
+            let c = CompanionNode(mesh: air, name: defaultName, identity: identity)
+            c.board = "Linux (pocketmesh)"
+            companion = c
+            node = c
+            if let l = companionListen { companionServer = try NodeCompanionServer(node: c, listen: l) }
+        } else {
+            companion = nil
+            node = server!
+            server!.board = "Linux (pocketmesh)"
+        }
         switch spec {
         case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
         case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
         }
         if let text = try state.prefs() {
-            for bad in node.loadPrefs(text) { writeError("pocketmesh node: \(state.prefsPath): skipped `\(bad)`.") }
+            for bad in loadPrefs(text) { writeError("pocketmesh node: \(state.prefsPath): skipped `\(bad)`.") }
         } else {
-            let refused = node.loadPrefs(firstRun.joined(separator: "\n"))
+            let refused = loadPrefs(firstRun.joined(separator: "\n"))
             if let bad = refused.first { throw ClientError.usage("the first-run setting `\(bad)` was refused; check its value.") }
         }
         try keepPrefs()
-        node.onSavePrefs = { [unowned self] in self.keepPrefsLater() }
+        server?.onSavePrefs = { [unowned self] in self.keepPrefsLater() }
         air.send = { [unowned self] packet in self.radio.send(packet) }
     }
 
     var announcement: [String] {
-        ["\(node.role == .room ? "room" : "repeater") \(node.name) pubkey=\(node.publicKey.hex) radio=\(radio.description) cli=\(state.socketPath)"]
+        let key = (server?.publicKey ?? companion!.publicKey).hex
+        return ["\(node.role.rawValue) \(node.name) pubkey=\(key) radio=\(radio.description) cli=\(state.socketPath)"
+            + (companionServer.map { " companion=\($0.address)" } ?? "")]
     }
 
+    private func loadPrefs(_ text: String) -> [String] {
+        if let server { return server.loadPrefs(text) }
+        return companion!.loadPrefs(text)
+    }
+
+    private var prefsText: String { server?.prefsText() ?? companion!.prefsText() }
+
     private func keepPrefs() throws {
-        let text = node.prefsText()
+        let text = prefsText
         guard text != savedPrefs else { return }
         try state.savePrefs(text)
         savedPrefs = text
@@ -173,6 +197,7 @@ final class NodeHost {
 
     func pump() {
         air.run(until: monotonicMilliseconds())
+        if companion != nil { do { try keepPrefs() } catch { writeError("pocketmesh node: \(error)") } }
         guard let d = air.nextDeadline else { return }
         if d == timerAt { return }
         if let t = timer { loop.cancelTimer(t) }
@@ -194,6 +219,7 @@ final class NodeHost {
         }
         defer { close(cliFD); unlink(state.socketPath) }
         loop.register(fd: cliFD, events: .readable) { [unowned self] _ in self.acceptCLI() }
+        companionServer?.attach(to: loop) { [unowned self] in self.pump() }
         loop.attach(radio.link, onReceive: { [unowned self] bytes in
             self.air.run(until: monotonicMilliseconds())
             do { try self.radio.received(bytes) } catch { self.fail(error) }
@@ -226,7 +252,7 @@ final class NodeHost {
             let text = String(decoding: line.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
             if !text.isEmpty {
                 self.air.run(until: monotonicMilliseconds())
-                let reply = self.node.command(text, senderTimestamp: 0)
+                let reply = self.server?.command(text, senderTimestamp: 0) ?? self.companion!.cliCommand(text)
                 let out = Array(reply.utf8)
                 _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
                 _ = out.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

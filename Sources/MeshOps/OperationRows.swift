@@ -512,9 +512,10 @@ extension OperationTable {
                   ]),
         Operation("node run", nil,
                   help: "Run this host as a MeshCore node (repeater, room server or companion) on a radio.",
-                  discussion: "RADIO is kiss:PATH[@BAUD], a radio running MeshCore's KISS modem firmware on a serial port (default 115200 baud), or air:HOST:PORT/NAME, the simulator's air socket (`sim --air-port`) as the topology's external node NAME. The state folder keeps the node's key (identity, 0600) and its settings (prefs, 0600, the admin CLI's KEY VALUE lines): the name, password and radio options are first-run defaults, later changed with the admin CLI over the mesh or `pocketmesh node cli`. At start one line is printed:\n  ROLE NAME pubkey=HEX radio=RADIO cli=SOCKET",
+                  discussion: "RADIO is kiss:PATH[@BAUD], a radio running MeshCore's KISS modem firmware on a serial port (default 115200 baud), or air:HOST:PORT/NAME, the simulator's air socket (`sim --air-port`) as the topology's external node NAME. The state folder keeps the node's key (identity, 0600) and its settings (prefs, 0600, the admin CLI's KEY VALUE lines): the name, password and radio options are first-run defaults, later changed with the admin CLI over the mesh or `pocketmesh node cli`. A [node.NODE] table of the config file may hold any of these options by name (role = \"repeater\", radio = \"kiss:/dev/ttyUSB0\", state-dir = ..., freq = 869.618); the command line wins. At start one line is printed:\n  ROLE NAME pubkey=HEX radio=RADIO cli=SOCKET [companion=HOST:PORT]",
                   args: [
-                      .option("role", value: "role", choices: ["repeater", "room", "companion"], default: "repeater", help: "repeater, room (a room server) or companion."),
+                      .positional("node", optional: true, help: "Take the options not given here from the config file's [node.NODE] table."),
+                      .option("role", value: "role", choices: ["repeater", "room", "companion"], help: "repeater (the default), room (a room server) or companion."),
                       .option("radio", value: "radio", help: "The radio: kiss:PATH[@BAUD] or air:HOST:PORT/NAME."),
                       .option("state-dir", value: "dir", help: "The node's state folder (its key and settings)."),
                       .option("name", value: "name", help: "First run: the node's name (default pm- and its key's first bytes)."),

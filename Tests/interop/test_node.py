@@ -199,3 +199,19 @@ def test_a_repeater_on_the_simulators_kiss_modem(tmp_path):
             node.terminate()
             node.wait(timeout=10)
         sim.stop()
+
+
+def test_options_from_a_node_table_of_the_config_file(tmp_path):
+    port = free_port()
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[node.mast]\nrole = "room"\nradio = "air:127.0.0.1:{port}/x"\nstate_dir = "{tmp_path / "st"}"\nsf = 13\n')
+    env = dict(ENV, POCKETMESH_CONFIG=str(cfg))
+    cp = subprocess.run([str(BIN), "node", "mast"], capture_output=True, text=True, timeout=30, env=env)
+    assert cp.returncode == 2 and "--sf must be 5 to 12" in cp.stderr, cp.stderr
+    cp = subprocess.run([str(BIN), "node", "mast", "--sf", "9"], capture_output=True, text=True, timeout=30, env=env)
+    assert cp.returncode == 3 and f"127.0.0.1:{port}" in cp.stderr, cp.stderr  # the radio came from the table
+    cp = subprocess.run([str(BIN), "node", "other"], capture_output=True, text=True, timeout=30, env=env)
+    assert cp.returncode == 6 and "[node.other]" in cp.stderr
+    cfg.write_text(cfg.read_text() + "colour = 1\n")
+    cp = subprocess.run([str(BIN), "node", "mast"], capture_output=True, text=True, timeout=30, env=env)
+    assert cp.returncode == 2 and "line 6: colour is not a setting of [node.mast]" in cp.stderr, cp.stderr

@@ -2,6 +2,7 @@ import Glibc
 import MeshAir
 import MeshDaemon
 import MeshNode
+import MeshOps
 import MeshSession
 
 /// `pocketmesh node`: this host as a MeshCore node (repeater, room server, companion) on a radio;
@@ -11,7 +12,8 @@ struct NodeCommand: ParsableCommand {
 
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run")
-        @Option var role: String = "repeater"
+        @Argument var node: String?
+        @Option var role: String?
         @Option var radio: String?
         @Option var stateDir: String?
         @Option var name: String?
@@ -27,7 +29,44 @@ struct NodeCommand: ParsableCommand {
         @Option var companionListen: String?
         @Option var seconds: Double?
 
-        func validate() throws {
+        /// Options not given on the command line, from the config file's `[node.NAME]`.
+        func merge() throws {
+            guard let node else { return }
+            guard let config = try Config.load() else {
+                throw ClientError.notFound("there is no config file at \(Config.defaultPath()) for [node.\(node)].")
+            }
+            guard let table = config.node(node) else {
+                throw ClientError.notFound("\(config.path) has no [node.\(node)] table; see `pocketmesh config show`.")
+            }
+            for (key, value, line) in table {
+                func bad(_ what: String) -> ClientError { .usage("\(config.path) line \(line): \(key) must be \(what).") }
+                func text() throws -> String { guard case .string(let s) = value else { throw bad("a string in quotes") }; return s }
+                func number() throws -> Double {
+                    switch value { case .float(let d): return d; case .integer(let n): return Double(n); default: throw bad("a number") }
+                }
+                func integer() throws -> Int { guard case .integer(let n) = value else { throw bad("a whole number") }; return Int(n) }
+                switch key {
+                case "role": if role == nil { role = try text() }
+                case "radio": if radio == nil { radio = try text() }
+                case "state-dir": if stateDir == nil { stateDir = try text() }
+                case "name": if name == nil { name = try text() }
+                case "password": if password == nil { password = try text() }
+                case "guest-password": if guestPassword == nil { guestPassword = try text() }
+                case "lat": if lat == nil { lat = try number() }
+                case "lon": if lon == nil { lon = try number() }
+                case "freq": if freq == nil { freq = try number() }
+                case "bw": if bw == nil { bw = try number() }
+                case "sf": if sf == nil { sf = try integer() }
+                case "cr": if cr == nil { cr = try integer() }
+                case "tx-power": if txPower == nil { txPower = try integer() }
+                case "companion-listen": if companionListen == nil { companionListen = try text() }
+                default: break
+                }
+            }
+        }
+
+        func check() throws {
+            let role = self.role ?? "repeater"
             guard NodeRole(rawValue: role).map({ [.repeater, .room, .companion].contains($0) }) ?? false else {
                 throw ValidationError("--role must be repeater, room or companion")
             }
@@ -35,8 +74,8 @@ struct NodeCommand: ParsableCommand {
             if role == "companion" && (password != nil || guestPassword != nil) {
                 throw ValidationError("--password and --guest-password are for repeaters and room servers")
             }
-            guard radio != nil else { throw ValidationError("--radio is required: kiss:PATH[@BAUD] or air:HOST:PORT/NAME") }
-            guard stateDir != nil else { throw ValidationError("--state-dir is required: the folder that keeps the node's key and settings") }
+            guard radio != nil else { throw ValidationError("--radio is required (or radio in [node.NAME]): kiss:PATH[@BAUD] or air:HOST:PORT/NAME") }
+            guard stateDir != nil else { throw ValidationError("--state-dir is required (or state-dir in [node.NAME]): the folder that keeps the node's key and settings") }
             if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
             if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
             if let lat, !(-90...90).contains(lat) { throw ValidationError("--lat must be -90 to 90") }
@@ -44,6 +83,9 @@ struct NodeCommand: ParsableCommand {
         }
 
         func run() throws {
+            try merge()
+            try check()
+            let role = self.role ?? "repeater"
             let dir = stateDir!
             let state = try NodeState(dir: dir)
             let spec = try NodeRadioSpec(parsing: radio!)

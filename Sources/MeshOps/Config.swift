@@ -59,7 +59,8 @@ public struct Config: Sendable {
     public var nodes: [(name: String, options: [(String, TOMLValue, Int)])] = []
     /// The options a `[node.NAME]` table may set.
     public static let nodeSettings = ["role", "radio", "state-dir", "name", "password", "guest-password", "lat", "lon",
-                                      "freq", "bw", "sf", "cr", "tx-power", "companion-listen"]
+                                      "freq", "bw", "sf", "cr", "tx-power", "companion-listen",
+                                      "gpiochip", "irq", "reset", "busy", "rxen", "txen", "tcxo", "dio2-rf-switch"]
 
     public func node(_ name: String) -> [(String, TOMLValue, Int)]? { nodes.first { $0.name == name }?.options }
 

@@ -215,3 +215,13 @@ def test_options_from_a_node_table_of_the_config_file(tmp_path):
     cfg.write_text(cfg.read_text() + "colour = 1\n")
     cp = subprocess.run([str(BIN), "node", "mast"], capture_output=True, text=True, timeout=30, env=env)
     assert cp.returncode == 2 and "line 6: colour is not a setting of [node.mast]" in cp.stderr, cp.stderr
+
+
+def test_sx1262_options_are_checked(tmp_path):
+    st = str(tmp_path / "s")
+    cp = run("node", "--radio", "sx1262:/dev/spidev9.9", "--state-dir", st)
+    assert cp.returncode == 2 and "--irq, --reset and --busy" in cp.stderr
+    cp = run("node", "--radio", "sx1262:/dev/spidev9.9", "--state-dir", st, "--irq", "22", "--reset", "18", "--busy", "23", "--tcxo", "2.0")
+    assert cp.returncode == 2 and "--tcxo must be one of" in cp.stderr
+    cp = run("node", "--radio", "sx1262:/dev/spidev9.9", "--state-dir", st, "--irq", "22", "--reset", "18", "--busy", "23")
+    assert cp.returncode == 3 and "cannot open the SPI device /dev/spidev9.9" in cp.stderr and cp.stderr.count("\n") == 1

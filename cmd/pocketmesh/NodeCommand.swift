@@ -27,6 +27,14 @@ struct NodeCommand: ParsableCommand {
         @Option var cr: Int?
         @Option var txPower: Int?
         @Option var companionListen: String?
+        @Option var gpiochip: String?
+        @Option var irq: Int?
+        @Option var reset: Int?
+        @Option var busy: Int?
+        @Option var rxen: Int?
+        @Option var txen: Int?
+        @Option var tcxo: Double?
+        @Flag var dio2RfSwitch = false
         @Option var seconds: Double?
 
         /// Options not given on the command line, from the config file's `[node.NAME]`.
@@ -60,6 +68,14 @@ struct NodeCommand: ParsableCommand {
                 case "cr": if cr == nil { cr = try integer() }
                 case "tx-power": if txPower == nil { txPower = try integer() }
                 case "companion-listen": if companionListen == nil { companionListen = try text() }
+                case "gpiochip": if gpiochip == nil { gpiochip = try text() }
+                case "irq": if irq == nil { irq = try integer() }
+                case "reset": if reset == nil { reset = try integer() }
+                case "busy": if busy == nil { busy = try integer() }
+                case "rxen": if rxen == nil { rxen = try integer() }
+                case "txen": if txen == nil { txen = try integer() }
+                case "tcxo": if tcxo == nil { tcxo = try number() }
+                case "dio2-rf-switch": if !dio2RfSwitch { guard case .bool(let b) = value else { throw bad("true or false") }; dio2RfSwitch = b }
                 default: break
                 }
             }
@@ -74,7 +90,7 @@ struct NodeCommand: ParsableCommand {
             if role == "companion" && (password != nil || guestPassword != nil) {
                 throw ValidationError("--password and --guest-password are for repeaters and room servers")
             }
-            guard radio != nil else { throw ValidationError("--radio is required (or radio in [node.NAME]): kiss:PATH[@BAUD] or air:HOST:PORT/NAME") }
+            guard radio != nil else { throw ValidationError("--radio is required (or radio in [node.NAME]): kiss:PATH[@BAUD], sx1262:SPIDEV or air:HOST:PORT/NAME") }
             guard stateDir != nil else { throw ValidationError("--state-dir is required (or state-dir in [node.NAME]): the folder that keeps the node's key and settings") }
             if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
             if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
@@ -89,7 +105,16 @@ struct NodeCommand: ParsableCommand {
             let dir = stateDir!
             let state = try NodeState(dir: dir)
             let spec = try NodeRadioSpec(parsing: radio!)
-            let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines(), companionListen: companionListen)
+            var pins: SX1262Pins? = nil
+            if case .sx1262 = spec {
+                guard let irq, let reset, let busy else { throw ValidationError("an SX1262 needs --irq, --reset and --busy (GPIO line offsets)") }
+                if let tcxo, SX1262.tcxoCode(tcxo) == nil { throw ValidationError("--tcxo must be one of 1.6, 1.7, 1.8, 2.2, 2.4, 2.7, 3.0 or 3.3 volts") }
+                for v in [irq, reset, busy, rxen ?? 0, txen ?? 0] where !(0...1023).contains(v) { throw ValidationError("GPIO line offsets are 0 to 1023") }
+                pins = SX1262Pins(chip: gpiochip ?? "/dev/gpiochip0", irq: UInt32(irq), reset: UInt32(reset), busy: UInt32(busy),
+                                  rxen: rxen.map(UInt32.init), txen: txen.map(UInt32.init), tcxoVolts: tcxo, dio2RfSwitch: dio2RfSwitch)
+            }
+            let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines(), companionListen: companionListen,
+                                    pins: pins)
             for line in host.announcement { print(line) }
             fflush(stdout)
             try host.run(seconds: seconds)

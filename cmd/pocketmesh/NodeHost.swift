@@ -12,6 +12,8 @@ enum NodeRadioSpec: Equatable {
     case air(host: String, port: UInt16, name: String)
     /// MeshCore's KISS modem firmware on a serial port.
     case kiss(path: String, speed: SerialSpeed)
+    /// An SX1262 on a spidev bus, its pins on a GPIO chip.
+    case sx1262(spidev: String)
 
     init(parsing text: String) throws {
         if text.hasPrefix("kiss:") {
@@ -39,25 +41,50 @@ enum NodeRadioSpec: Equatable {
             self = .air(host: String(rest[..<colon]), port: port, name: name)
             return
         }
-        throw ClientError.usage("--radio \(text): give kiss:PATH[@BAUD] or air:HOST:PORT/NAME.")
+        if text.hasPrefix("sx1262:"), text.count > 7 {
+            self = .sx1262(spidev: String(text.dropFirst(7)))
+            return
+        }
+        throw ClientError.usage("--radio \(text): give kiss:PATH[@BAUD], sx1262:SPIDEV or air:HOST:PORT/NAME.")
     }
 }
 
-/// A radio under a node: packets to and from the node's air, bytes to and from a link.
+/// A radio under a node: packets to and from the node's air, from descriptors on the poll loop.
 protocol NodeRadio: AnyObject {
-    var link: ByteLink { get }
     var description: String { get }
+    /// Puts the radio's descriptors on `loop` and sets it up; `pump` runs the node's clock,
+    /// `fail` stops the node with an error.
+    func attach(to loop: PollLoop, air: RadioAir, params: RadioParams, pump: @escaping () -> Void, fail: @escaping (Error) -> Void) throws
+    /// Starts sending one packet.
+    func send(_ packet: [UInt8])
+    func close()
+}
+
+/// A radio reached over a byte link (serial, TCP).
+protocol LinkRadio: NodeRadio {
+    var link: ByteLink { get }
     /// The link is up: say hello, set the radio's parameters.
     func start(params: RadioParams) throws
     /// Bytes from the link. Throws when the other side refuses us (the node then stops).
     func received(_ bytes: UnsafeRawBufferPointer) throws
-    /// Starts sending one packet.
-    func send(_ packet: [UInt8])
+}
+
+extension LinkRadio {
+    func attach(to loop: PollLoop, air: RadioAir, params: RadioParams, pump: @escaping () -> Void, fail: @escaping (Error) -> Void) throws {
+        loop.attach(link, onReceive: { [unowned self] bytes in
+            air.run(until: monotonicMilliseconds())
+            do { try self.received(bytes) } catch { fail(error) }
+            pump()
+        }, onError: { [unowned self] e in fail(ClientError.link("\(self.description): \(e).")) })
+        try start(params: params)
+    }
+
+    func close() { link.close() }
 }
 
 /// The simulator's air socket: `AirFrame`s over TCP; the simulator's external node does the
 /// queueing, timing and listen-before-talk of the air it is on.
-final class AirSocketRadio: NodeRadio {
+final class AirSocketRadio: LinkRadio {
     let link: ByteLink
     let name: String
     let air: RadioAir
@@ -90,7 +117,7 @@ final class AirSocketRadio: NodeRadio {
 }
 
 /// MeshCore's KISS modem firmware over serial (the protocol is MeshNode's `KISSHost`).
-final class KISSRadio: NodeRadio {
+final class KISSRadio: LinkRadio {
     let link: ByteLink
     let host: KISSHost
     var description: String { "kiss \(link)" }
@@ -127,7 +154,8 @@ final class NodeHost {
     private var failure: Error? = nil
     private var savedPrefs = ""
 
-    init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil) throws {
+    init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil,
+         pins: SX1262Pins? = nil) throws {
         self.state = state
         let identity = try state.identity()
         var seed: UInt64 = 0
@@ -156,6 +184,7 @@ final class NodeHost {
         switch spec {
         case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
         case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
+        case let .sx1262(spidev): radio = try SX1262Radio(spidev: spidev, pins: pins!)
         }
         if let text = try state.prefs() {
             for bad in loadPrefs(text) { writeError("pocketmesh node: \(state.prefsPath): skipped `\(bad)`.") }
@@ -220,18 +249,14 @@ final class NodeHost {
         defer { close(cliFD); unlink(state.socketPath) }
         loop.register(fd: cliFD, events: .readable) { [unowned self] _ in self.acceptCLI() }
         companionServer?.attach(to: loop) { [unowned self] in self.pump() }
-        loop.attach(radio.link, onReceive: { [unowned self] bytes in
-            self.air.run(until: monotonicMilliseconds())
-            do { try self.radio.received(bytes) } catch { self.fail(error) }
-            self.pump()
-        }, onError: { [unowned self] e in self.fail(ClientError.link("\(self.radio.description): \(e).")) })
-        try radio.start(params: node.radio.params)
+        try radio.attach(to: loop, air: air, params: node.radio.params, pump: { [unowned self] in self.pump() },
+                         fail: { [unowned self] e in self.fail(e) })
         try loop.handleSignals()
         pump()
         let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }
         _ = loop.run(until: deadline)
         loop.restoreSignals()
-        radio.link.close()
+        radio.close()
         try keepPrefs()
         if let failure { throw failure }
     }

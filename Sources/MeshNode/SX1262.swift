@@ -29,6 +29,7 @@ public final class SX1262 {
         case setPacketType = 0x8A, setModulationParams = 0x8B, setPacketParams = 0x8C, setTxParams = 0x8E
         case setBufferBaseAddress = 0x8F, setPaConfig = 0x95, setRegulatorMode = 0x96, setDio3AsTcxoCtrl = 0x97
         case setDio2AsRfSwitchCtrl = 0x9D, setDioIrqParams = 0x08, clearIrqStatus = 0x02, writeRegister = 0x0D
+        case setCad = 0xC5, setCadParams = 0x88
         case writeBuffer = 0x0E, getIrqStatus = 0x12, getRxBufferStatus = 0x13, getPacketStatus = 0x14, readBuffer = 0x1E
     }
 
@@ -37,8 +38,10 @@ public final class SX1262 {
     public static let irqRxDone: UInt16 = 1 << 1
     public static let irqHeaderErr: UInt16 = 1 << 5
     public static let irqCrcErr: UInt16 = 1 << 6
+    public static let irqCadDone: UInt16 = 1 << 7
+    public static let irqCadDetected: UInt16 = 1 << 8
     public static let irqTimeout: UInt16 = 1 << 9
-    static let irqMask: UInt16 = irqTxDone | irqRxDone | irqHeaderErr | irqCrcErr | irqTimeout
+    static let irqMask: UInt16 = irqTxDone | irqRxDone | irqHeaderErr | irqCrcErr | irqCadDone | irqCadDetected | irqTimeout
     /// The LoRa sync word register and MeshCore's value (private network, 0x12).
     public static let syncWordRegister: UInt16 = 0x0740
     public static let syncWord: [UInt8] = [0x14, 0x24]
@@ -51,6 +54,12 @@ public final class SX1262 {
     public var onReceive: (([UInt8], Double, Int) -> Void)?
     public var onTxDone: (() -> Void)?
     public private(set) var transmitting = false
+    /// Channel activity detection before each transmit: a packet waits while the chip detects a
+    /// LoRa preamble, and `onChannelBusy` asks the host to call `retry()` a little later.
+    public var cadBeforeTransmit = false
+    public var onChannelBusy: (() -> Void)?
+    private var cadPacket: [UInt8]? = nil
+    public private(set) var channelBusyCount = 0
     private var queue: [[UInt8]] = []
     public private(set) var crcErrors = 0
     public private(set) var dropped = 0
@@ -158,6 +167,25 @@ public final class SX1262 {
     }
 
     private func start(_ packet: [UInt8]) throws {
+        if cadBeforeTransmit {
+            transmitting = true
+            cadPacket = packet
+            try command(.setStandby, [0x00])
+            try command(.setCadParams, [0x03, params.sf + 13, 10, 0x00, 0x00, 0x00, 0x00])  // 8 symbols, CAD only
+            try command(.setCad)
+            return
+        }
+        try transmitNow(packet)
+    }
+
+    /// After a busy channel: detects again, and sends if it is clear.
+    public func retry() throws {
+        guard let p = cadPacket else { return }
+        try start(p)
+    }
+
+    private func transmitNow(_ packet: [UInt8]) throws {
+        cadPacket = nil
         try command(.setStandby, [0x00])
         try board.rfSwitch(rx: false, tx: true)
         try command(.setPacketParams, Self.packetParams(params, length: UInt8(packet.count)))
@@ -173,6 +201,16 @@ public final class SX1262 {
         let irq = UInt16(s[2]) << 8 | UInt16(s[3])
         guard irq != 0 else { return }
         try command(.clearIrqStatus, [UInt8(irq >> 8), UInt8(irq & 0xFF)])
+        if irq & Self.irqCadDone != 0, let p = cadPacket {
+            if irq & Self.irqCadDetected != 0 {
+                channelBusyCount += 1
+                try listen()  // hear what is on the air meanwhile
+                onChannelBusy?()
+            } else {
+                try transmitNow(p)
+            }
+            return
+        }
         if irq & Self.irqTxDone != 0 || (transmitting && irq & Self.irqTimeout != 0) {
             transmitting = false
             onTxDone?()

@@ -53,6 +53,8 @@ open class ServerNode: MeshNode {
     /// Radio settings saved by `set radio` / `set freq`, applied at the next boot.
     public var savedRadio: RadioParams?
     var prefs = ServerPrefs()
+    /// `set cad on`: a radio that can detect channel activity does so before each transmit.
+    public var channelActivityDetection: Bool { prefs.cad }
     var regionLoad: (map: RegionMap, stack: [UInt16?])? = nil
     var anonLimiter = RateLimiter(maximum: 4, seconds: 180)
     var tempRadioGeneration: UInt64 = 0

@@ -79,6 +79,14 @@ public final class SX1262Model: SimNode, SX1262Board {
             rx[3] = UInt8(bitPattern: Int8(clamping: Int((packetSNR * 4).rounded())))
             rx[4] = rx[2]
         case .setRx: mode = .rx
+        case .setCad:
+            // A LoRa preamble on the air now (a reception in progress here) is detected; the
+            // detection takes 8 symbols.
+            let detected = radio.rxBusyUntil > now
+            let symbolMs = max(1, (UInt64(1) << UInt64(radio.params.sf)) * 1000 / UInt64(max(1, radio.params.bwHz)))
+            mesh.scheduler.after(8 * symbolMs) { [weak self] in
+                self?.raise(SX1262.irqCadDone | (detected ? SX1262.irqCadDetected : 0))
+            }
         case .setTx:
             mode = .tx
             let n = Int(payloadLength)

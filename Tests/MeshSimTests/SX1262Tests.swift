@@ -58,4 +58,27 @@ import Testing
         #expect([9.0, -2.25].contains(r.radio.lastSNR))  // GetPacketStatus carried the link's SNR
         #expect(hat.commands.contains(0x1E) && hat.commands.contains(0x14))
     }
+
+    @Test func channelActivityDetectionHoldsAPacketWhileTheChannelIsBusy() throws {
+        let (w, hat, chip, r, a, b) = try world()
+        defer { withExtendedLifetime((w, r)) {} }
+        chip.cadBeforeTransmit = true
+        var busy = 0
+        chip.onChannelBusy = { busy += 1; w.mesh.scheduler.after(300) { try? chip.retry() } }
+        w.mesh.run(for: 10_000)  // the boot advert has gone out
+        let sent = hat.radio.nSent
+        hat.radio.rxBusyUntil = w.mesh.now + 1_000  // a preamble on the air for a second
+        try chip.send([0x11, 0x00, 0xAB, 0xCD])
+        w.mesh.run(for: 200)
+        #expect(busy == 1 && hat.radio.nSent == sent && chip.transmitting && hat.mode == .rx)
+        w.mesh.run(for: 3_000)
+        #expect(busy >= 2 && hat.radio.nSent == sent + 1 && !chip.transmitting && chip.channelBusyCount == busy)
+        // And the mesh still works through it.
+        exchangeAdverts(w, [a])
+        exchangeAdverts(w, [b])
+        a.frames.removeAll()
+        #expect(a.call(try CommandFrame.sendTextMessage(to: w.companions[1].publicKey, text: "cad", timestamp: w.mesh.epochNow))?.first == 0x06)
+        #expect(w.mesh.run(until: { a.count(0x82) > 0 }, limit: 60_000))
+        #expect(hat.commands.contains(0xC5) && hat.commands.contains(0x88))
+    }
 }

@@ -195,6 +195,7 @@ final class NodeHost {
         try keepPrefs()
         server?.onSavePrefs = { [unowned self] in self.keepPrefsLater() }
         air.send = { [unowned self] packet in self.radio.send(packet) }
+        if let sx = radio as? SX1262Radio, let server { sx.wantsCAD = { [unowned server] in server.channelActivityDetection } }
     }
 
     var announcement: [String] {

@@ -58,6 +58,8 @@ final class SX1262Radio: NodeRadio {
     let hat: SX1262HAT
     let irqLine: GPIOLines
     var chip: SX1262?
+    /// Whether the node asks for channel activity detection (`set cad on`).
+    var wantsCAD: () -> Bool = { false }
     var description: String { "sx1262 \(spidev)" }
 
     init(spidev: String, pins: SX1262Pins) throws {
@@ -74,6 +76,13 @@ final class SX1262Radio: NodeRadio {
     func attach(to loop: PollLoop, air: RadioAir, params: RadioParams, pump: @escaping () -> Void, fail: @escaping (Error) -> Void) throws {
         let chip = SX1262(board: hat, params: params, tcxoVolts: pins.tcxoVolts, dio2RfSwitch: pins.dio2RfSwitch)
         chip.onReceive = { air.heard($0, snr: $1, rssi: $2) }
+        // A busy channel: detect again after a random 120-360 ms, as listen-before-talk waits.
+        chip.onChannelBusy = { [unowned chip] in
+            air.scheduler.after(120 * UInt64.random(in: 1...3)) {
+                do { try chip.retry() } catch { fail(ClientError.link("sx1262: \(error).")) }
+            }
+            pump()
+        }
         self.chip = chip
         do { try chip.begin() } catch { throw ClientError.link("\(description): \(error).") }
         loop.register(fd: irqLine.fd.rawValue, events: .readable) { [unowned self] _ in
@@ -84,6 +93,9 @@ final class SX1262Radio: NodeRadio {
         }
     }
 
-    func send(_ packet: [UInt8]) { try? chip?.send(packet) }
+    func send(_ packet: [UInt8]) {
+        chip?.cadBeforeTransmit = wantsCAD()
+        try? chip?.send(packet)
+    }
     func close() {}
 }

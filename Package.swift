@@ -3,7 +3,7 @@ import PackageDescription
 
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
 //   pocketmesh (cmd) -> MeshDaemon -> MeshDaemonClient -> MeshOps -> MeshSession; MeshDaemonClient -> MeshStore;
-//   MeshSession, MeshSim -> MeshLink, MeshAir;
+//   MeshSession, MeshSim -> MeshLink, MeshAir; MeshSim -> MeshNode -> MeshAir;
 //   MeshDaemon, MeshDaemonClient, MeshSim -> MeshNet (JSON, MQTT, DNS, WebSocket: codecs without I/O, standard library only);
 //   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
 //   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshDaemon -> CMeshTLS (mbedTLS)
@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "MeshAir", targets: ["MeshAir"]),
         .library(name: "MeshSession", targets: ["MeshSession"]),
         .library(name: "MeshOps", targets: ["MeshOps"]),
+        .library(name: "MeshNode", targets: ["MeshNode"]),
         .library(name: "MeshSim", targets: ["MeshSim"]),
         .library(name: "MeshStore", targets: ["MeshStore"]),
         .library(name: "MeshTerminal", targets: ["MeshTerminal"]),
@@ -70,8 +71,11 @@ let package = Package(
         .target(name: "MeshNet", swiftSettings: releaseSettings),
         // The terminal chat's screen, keys and line editor (sans-I/O, standard library only).
         .target(name: "MeshTerminal", swiftSettings: releaseSettings),
+        // A MeshCore node (repeater, room server, companion) on an air: the simulator's, or one real
+        // radio's. Standard library plus MeshAir's crypto.
+        .target(name: "MeshNode", dependencies: ["MeshCompanion", "MeshAir"], swiftSettings: releaseSettings),
         // Simulated radios and the air between them.
-        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshLink", "MeshNet"], swiftSettings: releaseSettings),
+        .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshNode", "MeshLink", "MeshNet"], swiftSettings: releaseSettings),
         // What a command uses to reach a running daemon: the API's messages, the client, the frame
         // tunnel, the registry of running daemons and the runtime folder, the JSON of stored records.
         .target(name: "MeshDaemonClient", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "MeshNet"],
@@ -82,7 +86,7 @@ let package = Package(
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
-                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshSim", "MeshDaemon", "MeshDaemonClient", "MeshTerminal", "MeshNet",
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshNode", "MeshSim", "MeshDaemon", "MeshDaemonClient", "MeshTerminal", "MeshNet",
             ],
             path: "cmd/pocketmesh",
             swiftSettings: releaseSettings
@@ -90,12 +94,13 @@ let package = Package(
         .testTarget(name: "MeshCompanionTests", dependencies: ["MeshCompanion"]),
         .testTarget(name: "MeshAirTests", dependencies: ["MeshAir", "CSodium"]),  // libsodium's own signing checks ours
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
-        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshSim"]),  // the session and the operations over it
+        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshNode", "MeshSim"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshNetTests", dependencies: ["MeshNet"]),
-        .testTarget(name: "MeshSimTests", dependencies: ["MeshSim", "MeshSession", "MeshNet"]),
-        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshDaemonClient", "MeshSim", "MeshNet", "CSodium"]),
+        .testTarget(name: "MeshNodeTests", dependencies: ["MeshNode", "MeshAir"]),
+        .testTarget(name: "MeshSimTests", dependencies: ["MeshNode", "MeshSim", "MeshSession", "MeshNet"]),
+        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshDaemonClient", "MeshNode", "MeshSim", "MeshNet", "CSodium"]),
         // The command line against the operation table (MeshOps' OperationTable).
         .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshDaemonClient", "MeshOps"]),
     ],

@@ -129,7 +129,8 @@ public struct WebSocketServer {
             headers[name] = String(value)
         }
         guard headers["upgrade"]?.lowercased() == "websocket",
-              headers["connection"]?.lowercased().containsText("upgrade") == true,
+              // Connection is a token list ("keep-alive, Upgrade").
+              headers["connection"]?.lowercased().split(separator: ",").contains(where: { $0.filter { $0 != " " && $0 != "\t" } == "upgrade" }) == true,
               headers["sec-websocket-version"] == "13",
               let key = headers["sec-websocket-key"], !key.isEmpty else {
             _ = fail(&events, http: "400 Bad Request", "not a WebSocket upgrade (version 13)")

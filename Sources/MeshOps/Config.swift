@@ -12,6 +12,9 @@ import MeshSession
 ///     [radio.home.daemon]             # the daemon's long options, by name (see `pocketmesh daemon --help`)
 ///     on-message = "/usr/local/bin/notify-me"
 ///     [daemon]                        # daemon options for every radio (a radio's own win)
+///     [node.mast]                     # `pocketmesh node mast`: this host as a node (its options by name)
+///     role = "repeater"
+///     radio = "kiss:/dev/meshcore-A1B2"
 ///
 /// Precedence: the command line, then `POCKETMESH_RADIO`, then `default_radio`.
 public struct Config: Sendable {
@@ -53,6 +56,14 @@ public struct Config: Sendable {
     public var radios: [Radio]
     /// The `[daemon]` table as written (every radio's daemon settings start from it).
     public var sharedDaemon: [(String, TOMLValue, Int)] = []
+    /// `[node.NAME]` tables, in file order: `pocketmesh node NAME`'s options (name, value, line).
+    public var nodes: [(name: String, options: [(String, TOMLValue, Int)])] = []
+    /// The options a `[node.NAME]` table may set.
+    public static let nodeSettings = ["role", "radio", "state-dir", "name", "password", "guest-password", "lat", "lon",
+                                      "freq", "bw", "sf", "cr", "tx-power", "companion-listen",
+                                      "gpiochip", "irq", "reset", "busy", "rxen", "txen", "tcxo", "dio2-rf-switch"]
+
+    public func node(_ name: String) -> [(String, TOMLValue, Int)]? { nodes.first { $0.name == name }?.options }
 
     public func radio(_ name: String) -> Radio? { radios.first { $0.name == name } }
 
@@ -143,8 +154,22 @@ public struct Config: Sendable {
             case "daemon":
                 guard let t = doc[key]?.table else { throw TOMLError(line: line, message: "daemon must be a table: [daemon]") }
                 shared = try Config.options(t, table: "[daemon]")
+            case "node":
+                guard let t = doc[key]?.table else { throw TOMLError(line: line, message: "node must be a table: [node.NAME]") }
+                for name in t.keys {
+                    guard let n = t[name]?.table else { throw TOMLError(line: t.lines[name] ?? line, message: "node.\(name) must be a table") }
+                    var options: [(String, TOMLValue, Int)] = []
+                    for k in n.keys {
+                        let option = k.replacingCharacter("_", with: "-")
+                        guard Config.nodeSettings.contains(option) else {
+                            throw TOMLError(line: n.lines[k] ?? line, message: "\(k) is not a setting of [node.\(name)] (see `pocketmesh node --help`)")
+                        }
+                        options.append((option, n[k]!, n.lines[k] ?? line))
+                    }
+                    nodes.append((name, options))
+                }
             default:
-                throw TOMLError(line: line, message: "unknown setting \"\(key)\": use default_radio, [radio.NAME] or [daemon]")
+                throw TOMLError(line: line, message: "unknown setting \"\(key)\": use default_radio, [radio.NAME], [node.NAME] or [daemon]")
             }
         }
         sharedDaemon = shared

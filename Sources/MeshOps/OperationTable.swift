@@ -177,6 +177,7 @@ public enum OperationTable {
         OperationGroup("daemon", help: "Own one radio: keep the link up, store every message, send the outbox, run hooks, serve the local API."),
         OperationGroup("hooks", help: "List, retry or drop the messages whose hook the daemon gave up on.",
                        discussion: "The daemon runs a message's hook up to 10 times (with backoff), then gives up on it, logs it and goes on with the other messages. These commands ask the running daemon (its socket API: hooks_failed, hooks_retry, hooks_drop)."),
+        OperationGroup("node", help: "Run this host as a MeshCore node on a radio, or run its admin CLI.", default: "run"),
         OperationGroup("config", help: "Show or check the config file (named radios, the default radio, daemon settings).",
                        discussion: "The file is $XDG_CONFIG_HOME/pocketmesh/config.toml (~/.config/pocketmesh/config.toml; POCKETMESH_CONFIG names another). A command without --serial, --tcp or --ble uses --radio NAME, else POCKETMESH_RADIO, else default_radio; `pocketmesh daemon --radio NAME` also takes the radio's daemon settings."),
     ]

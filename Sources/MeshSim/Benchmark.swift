@@ -1,3 +1,4 @@
+import MeshNode
 import MeshAir
 import MeshCompanion
 

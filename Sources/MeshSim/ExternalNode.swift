@@ -1,3 +1,4 @@
+import MeshNode
 /// A node of another implementation on the simulated air: what its links carry to it is handed
 /// to `onHeard` (with SNR and RSSI), and what it transmits (`transmit`) goes on the air from here,
 /// with this node's links, time on air, duty cycle and listen-before-talk. The real-time host

@@ -1,3 +1,4 @@
+import MeshNode
 import Glibc
 import MeshCompanion
 import MeshLink
@@ -131,6 +132,7 @@ public final class SimHost {
     var timerAt: UInt64 = .max
     var capture: UnsafeMutablePointer<FILE>? = nil
     var air: AirSocket? = nil
+    var kissPorts: [KISSPort] = []
 
     public init(world: SimWorld, tcpBase: UInt16, ptyDir: String?, capturePath: String?, airPort: UInt16? = nil) throws {
         self.world = world
@@ -140,6 +142,7 @@ public final class SimHost {
             if let dir = ptyDir { try p.openPty(linkPath: dir + "/" + c.name) }
             ports.append(p)
         }
+        for m in world.modems { kissPorts.append(try KISSPort(node: m, linkDir: ptyDir)) }
         if let path = capturePath {
             guard let f = fopen(path, "w") else { throw SimHostError.capture(path: path, errno: errno) }
             capture = f
@@ -153,6 +156,7 @@ public final class SimHost {
     deinit {
         for p in ports { p.closeAll() }
         air?.closeAll()
+        for k in kissPorts { k.closeAll() }
         if let f = capture { fclose(f) }
     }
 
@@ -164,6 +168,7 @@ public final class SimHost {
         for r in world.repeaters { lines.append("repeater \(r.name) pubkey=\(r.publicKey.hex)") }
         for r in world.rooms { lines.append("room \(r.name) pubkey=\(r.publicKey.hex)") }
         if let a = air { for e in world.externals { lines.append("external \(e.name) air=127.0.0.1:\(a.port)") } }
+        for k in kissPorts { lines.append("kiss \(k.node.name) pty=\(k.link ?? k.path)") }
         return lines
     }
 
@@ -190,6 +195,7 @@ public final class SimHost {
         start = monotonicMilliseconds() &- world.mesh.now
         for p in ports { attach(p) }
         if let a = air { attachAir(a) }
+        for k in kissPorts { attachKISS(k) }
         try loop.handleSignals()
         pump()
         let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }

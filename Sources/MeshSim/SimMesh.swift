@@ -1,4 +1,5 @@
 import MeshAir
+import MeshNode
 
 /// The simulated world: a virtual clock, the air between nodes, and the nodes.
 ///
@@ -8,9 +9,7 @@ import MeshAir
 /// on, radios are half-duplex and two receptions overlapping at one node destroy each other unless
 /// one is at least `captureThreshold` dB stronger (then it survives).
 /// Listen-before-talk sees any reception in progress at the transmitter.
-public final class SimMesh {
-    public let scheduler: Scheduler
-    public var rng: SimRandom
+public final class SimMesh: Air {
     public let seed: UInt64
     public var collisions: Bool
     public private(set) var nodes: [SimNode] = []
@@ -20,8 +19,6 @@ public final class SimMesh {
     public var onTransmit: ((SimNode, [UInt8]) -> Void)?
     /// Called for every packet a node receives intact.
     public var onReceive: ((SimNode, [UInt8], Double) -> Void)?
-    /// Wall-clock epoch seconds at virtual time 0; nodes' clocks start from it.
-    public var epochBase: UInt32
 
     public private(set) var transmissions: UInt64 = 0
     public private(set) var deliveries: UInt64 = 0
@@ -38,18 +35,11 @@ public final class SimMesh {
 
     public init(seed: UInt64, epochBase: UInt32 = 1_767_225_600, collisions: Bool = false, start: UInt64 = 0) {
         self.seed = seed
-        self.rng = SimRandom(seed: seed)
-        self.scheduler = Scheduler(start: start)
         self.collisions = collisions
-        self.epochBase = epochBase
+        super.init(seed: seed, epochBase: epochBase, start: start)
     }
 
-    public var now: UInt64 { scheduler.now }
-
-    /// Epoch seconds at the current virtual time.
-    public var epochNow: UInt32 { epochBase &+ UInt32(truncatingIfNeeded: scheduler.now / 1000) }
-
-    func register(_ node: SimNode) -> Int {
+    public override func register(_ node: SimNode) -> Int {
         nodes.append(node)
         links.append([])
         receptions.append([])
@@ -85,7 +75,7 @@ public final class SimMesh {
     public func neighbours(of node: SimNode) -> [SimNode] { links[node.index].map { nodes[$0.to] } }
 
     /// Puts a packet on the air from `sender` for `airtime` ms.
-    func transmit(from sender: SimNode, bytes: [UInt8], airtime: UInt64) {
+    public override func transmit(from sender: SimNode, bytes: [UInt8], airtime: UInt64) {
         transmissions &+= 1
         onTransmit?(sender, bytes)
         let start = scheduler.now
@@ -136,7 +126,7 @@ public final class SimMesh {
     var delivering = false
     var deliveryHashMemo: UInt64? = nil
 
-    func deliveryHash(_ compute: () -> UInt64) -> UInt64 {
+    public override func deliveryHash(_ compute: () -> UInt64) -> UInt64 {
         guard delivering else { return compute() }
         if let h = deliveryHashMemo { return h }
         let h = compute()
@@ -147,7 +137,7 @@ public final class SimMesh {
     /// Whether a receiver on `b` hears a sender on `a`: same bandwidth and spreading factor, centre
     /// frequencies within a quarter of the bandwidth (what LoRa tolerates); the coding rate is in the
     /// explicit header, so it may differ.
-    static func hears(_ a: RadioParams, _ b: RadioParams) -> Bool {
+    public static func hears(_ a: RadioParams, _ b: RadioParams) -> Bool {
         a.sf == b.sf && a.bwHz == b.bwHz && UInt64(a.freqKHz > b.freqKHz ? a.freqKHz - b.freqKHz : b.freqKHz - a.freqKHz) * 1000 * 4 <= UInt64(a.bwHz)
     }
 
@@ -171,12 +161,12 @@ public final class SimMesh {
 
     /// An advert a simulated node signed: valid by construction. Any change to its payload on
     /// the way changes its hash, and is then checked like any other.
-    func markAdvertValid(hash: UInt64) {
+    public override func markAdvertValid(hash: UInt64) {
         if advertChecks.count >= 65_536 { advertChecks.removeAll(keepingCapacity: true) }
         advertChecks[hash] = true
     }
 
-    func advertIsValid(_ advert: Advert, hash: UInt64) -> Bool {
+    public override func advertIsValid(_ advert: Advert, hash: UInt64) -> Bool {
         if let v = advertChecks[hash] { return v }
         let v = advert.isValid
         if advertChecks.count >= 65_536 { advertChecks.removeAll(keepingCapacity: true) }

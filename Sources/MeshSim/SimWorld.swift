@@ -1,3 +1,4 @@
+import MeshNode
 import MeshAir
 
 /// A mesh built from a topology: the nodes, their identities (from the seed) and links.
@@ -8,6 +9,7 @@ public final class SimWorld {
     public private(set) var repeaters: [RepeaterNode] = []
     public private(set) var rooms: [RoomNode] = []
     public private(set) var externals: [ExternalNode] = []
+    public private(set) var modems: [KISSModemNode] = []
 
     public struct Options {
         public var seed: UInt64 = 1
@@ -44,6 +46,9 @@ public final class SimWorld {
             case .external:
                 let n = ExternalNode(mesh: mesh, name: spec.name)
                 externals.append(n); node = n
+            case .kiss:
+                let n = KISSModemNode(mesh: mesh, name: spec.name, identity: identity)
+                modems.append(n); node = n
             case .room:
                 let n = RoomNode(mesh: mesh, name: spec.name, identity: identity, adminPassword: spec.password ?? options.adminPassword,
                                  guestPassword: spec.guestPassword ?? options.guestPassword)

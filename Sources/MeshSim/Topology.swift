@@ -1,10 +1,4 @@
-/// What a simulated node is.
-public enum NodeRole: String, Sendable {
-    case companion, repeater, room
-    /// A node of another implementation, attached over the air socket (`sim --air-port`).
-    case external
-}
-
+import MeshNode
 /// One node of a topology, before it exists.
 public struct NodeSpec: Sendable, Equatable {
     public var name: String
@@ -90,7 +84,7 @@ public struct Topology: Sendable, Equatable {
             if !names.insert(n.name).inserted { throw TopologyError.duplicateName(n.name) }
             if let p = n.telemetry?.problem { throw TopologyError.badValue("node \"\(n.name)\": \(p)") }
             if let rs = n.regions {
-                if n.role == .companion || n.role == .external { throw TopologyError.badValue("node \"\(n.name)\" is a \(n.role.rawValue); only repeaters and rooms have regions") }
+                if n.role == .companion || n.role == .external || n.role == .kiss { throw TopologyError.badValue("node \"\(n.name)\" is a \(n.role.rawValue); only repeaters and rooms have regions") }
                 if rs.count > RegionMap.maxEntries { throw TopologyError.badValue("node \"\(n.name)\" has more than \(RegionMap.maxEntries) regions") }
                 for r in rs where r.isEmpty || r == "*" || !r.utf8.allSatisfy(RegionMap.isNameByte) {
                     throw TopologyError.badValue("region \"\(r)\" of node \"\(n.name)\" is not a region name (letters, digits, '-', '#', '$')")

@@ -1,3 +1,4 @@
+import MeshNode
 import MeshNet
 
 // The topology file's JSON form, read and written with MeshNet's JSON codec. Keys not named here
@@ -33,7 +34,7 @@ extension NodeSpec {
         let o = try Fields(json, path)
         let roleName = try o.string("role")
         guard let role = NodeRole(rawValue: roleName) else {
-            throw .badJSON("\(path).role \"\(roleName)\" is not one of companion, repeater, room, external")
+            throw .badJSON("\(path).role \"\(roleName)\" is not one of companion, repeater, room, external, kiss")
         }
         self.init(name: try o.string("name"), role: role, password: try o.optionalString("password"),
                   guestPassword: try o.optionalString("guest_password"), seed: try o.optionalSeed("seed"),

@@ -5,6 +5,7 @@ import MeshStore
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+@testable import MeshNode
 @testable import MeshSim
 
 /// A stop (SIGTERM, SIGINT) or a reconnect (SIGHUP) that comes while a SYNC_NEXT_MESSAGE is on its

@@ -5,6 +5,7 @@ import MeshStore
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+@testable import MeshNode
 @testable import MeshSim
 
 /// File operations whose writes to the message log fail while `full` is set (a full disk, as

@@ -1,6 +1,7 @@
 import MeshAir
 import MeshCompanion
 import MeshSession
+import MeshNode
 import MeshSim
 import MeshStore
 import Testing

@@ -5,6 +5,7 @@ import MeshStore
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+@testable import MeshNode
 @testable import MeshSim
 
 /// A simulated companion radio (MeshSim, virtual time) served to a daemon over loopback TCP by the

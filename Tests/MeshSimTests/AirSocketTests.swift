@@ -1,6 +1,7 @@
 import Testing
 import MeshAir
 import MeshCompanion
+@testable import MeshNode
 @testable import MeshSim
 
 @Suite struct AirSocketTests {

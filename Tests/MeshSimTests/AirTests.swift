@@ -1,5 +1,6 @@
 import MeshNet
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// A bare node that records what it hears.
@@ -84,7 +85,7 @@ final class ListenerNode: SimNode {
         }
         let links = #""links":[]"#
         #expect(message(#"{"nodes":[{"name":"a","role":"companion"},{"name":"b","role":"router"}],\#(links)}"#)
-            == #"topology file is not valid: nodes[1].role "router" is not one of companion, repeater, room, external"#)
+            == #"topology file is not valid: nodes[1].role "router" is not one of companion, repeater, room, external, kiss"#)
         #expect(message(#"{"nodes":[{"role":"companion"}],\#(links)}"#) == #"topology file is not valid: nodes[0] has no "name""#)
         #expect(message(#"{"nodes":[]}"#) == #"topology file is not valid: the topology has no "links""#)
         #expect(message(#"{"nodes":[{"name":"a","role":"room","seed":-1}],\#(links)}"#)

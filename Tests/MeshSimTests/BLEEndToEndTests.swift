@@ -4,6 +4,7 @@ import MeshCompanion
 import MeshLink
 import MeshSession
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// A simulated companion radio behind the Nordic UART service of a `SimulatedGATTServer`, on one

@@ -1,4 +1,5 @@
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// The scale benchmark is a fixed workload: the same seed gives the same run, counter for counter.

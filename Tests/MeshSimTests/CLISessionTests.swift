@@ -2,6 +2,7 @@ import MeshAir
 import MeshCompanion
 import MeshSession
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// A `Session` attached to a simulated companion in virtual time (frames take 1 ms each way), set

@@ -2,6 +2,7 @@ import MeshAir
 import MeshCompanion
 import MeshSession
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// Companion protocol 14 (the firmware's dev line, "Companion CLI") in the simulator, and protocol 13

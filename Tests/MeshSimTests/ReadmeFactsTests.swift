@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// Facts the README states about the simulator, checked against the simulator.

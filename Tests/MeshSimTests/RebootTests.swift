@@ -1,6 +1,7 @@
 import MeshAir
 import MeshCompanion
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 @Suite struct RebootTests {

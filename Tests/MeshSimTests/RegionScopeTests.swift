@@ -1,6 +1,7 @@
 import MeshAir
 import MeshCompanion
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// a - rpt - b, where b hears a only through the repeater.

@@ -2,6 +2,7 @@ import MeshAir
 import MeshCompanion
 import MeshSession
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// An app attached directly to a simulated companion: frames in, frames out, no session.

@@ -1,6 +1,7 @@
 import MeshAir
 import MeshCompanion
 import Testing
+@testable import MeshNode
 @testable import MeshSim
 
 /// The admin CLI of simulated servers against the firmware's replies (`CommonCLI`, `simple_repeater`).

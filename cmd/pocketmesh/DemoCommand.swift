@@ -3,6 +3,7 @@ import Glibc
 import MeshAir
 import MeshCompanion
 import MeshSession
+import MeshNode
 import MeshSim
 
 /// `pocketmesh demo`: a small simulated mesh driven by the same session code as the CLI, in virtual

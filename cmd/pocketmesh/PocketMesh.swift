@@ -40,6 +40,7 @@ struct PocketMesh: ParsableCommand {
             OpsCommand.self, CompletionsCommand.self,
             DemoCommand.self,
             SimCommand.self, SimBenchCommand.self,
+            NodeCommand.self,
         ])
 }
 

@@ -1,6 +1,7 @@
 import MeshLink
 import Glibc
 import MeshSession
+import MeshNode
 import MeshSim
 
 /// `pocketmesh sim`: a simulated mesh in real time, each companion node served like a radio.

@@ -62,7 +62,7 @@ async def read_air(reader, radio, done):
         done.set_result(None)
 
 
-async def serve(air, name, port):
+async def serve(air, name, port, repeat=False):
     host, air_port = air.rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(air_port))
     writer.write(frame(0x01, name.encode()))
@@ -71,6 +71,8 @@ async def serve(air, name, port):
     node = CompanionRadio(radio, LocalIdentity(), node_name=name)
     node.set_channel(0, "Public", DEFAULT_PUBLIC_CHANNEL_SECRET)  # a fresh firmware has it in slot 0
     await node.start()
+    if repeat:
+        node.set_client_repeat(1)  # relay floods and direct packets, as a repeater does
     key = node.get_public_key()
     server = CompanionFrameServer(bridge=node, companion_hash=f"{key[0]:02x}", port=port, bind_address="127.0.0.1",
                                   device_model="openhop-on-sim", client_idle_timeout_sec=None)
@@ -93,11 +95,12 @@ def main():
     ap.add_argument("--air", required=True, help="the simulator's air socket, 127.0.0.1:PORT")
     ap.add_argument("--name", required=True, help="the topology's external node to be")
     ap.add_argument("--port", type=int, required=True, help="TCP port of this node's companion protocol")
+    ap.add_argument("--repeat", action="store_true", help="relay packets (openhop-core's client repeat)")
     ap.add_argument("--debug", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    asyncio.run(serve(args.air, args.name, args.port))
+    asyncio.run(serve(args.air, args.name, args.port, args.repeat))
 
 
 if __name__ == "__main__":

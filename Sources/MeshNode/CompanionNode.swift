@@ -31,6 +31,8 @@ public final class CompanionNode: MeshNode {
     public var onFrame: ((EncodedFrame) -> Void)?
     /// An app is attached (pushes and LOG_RX_DATA are written only then).
     public var connected = false
+    /// The model DEVICE_INFO and `board` name.
+    public var board = CompanionNode.model
 
     // Preferences (persisted on a real radio).
     public var advertLatitude: Int32 = 0
@@ -79,7 +81,7 @@ public final class CompanionNode: MeshNode {
 
     public static let maxSignLength = 8192
 
-    public init(mesh: SimMesh, name: String, identity: LocalIdentity, config: Config = Config()) {
+    public init(mesh: Air, name: String, identity: LocalIdentity, config: Config = Config()) {
         self.config = config
         self.channels = [ChannelSlot](repeating: .empty, count: config.maxChannels)
         self.queue = OfflineQueue(capacity: config.offlineQueueSize)

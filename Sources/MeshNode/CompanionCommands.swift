@@ -29,7 +29,7 @@ extension CompanionNode {
         case let .deviceQuery(version):
             appTargetVersion = version
             if let f = try? ResponseFrame.deviceInfo(firmwareVersionCode: config.protocolVersion, maxContacts: config.maxContacts, maxChannels: UInt8(config.maxChannels), blePin: blePin,
-                                                     buildDate: Self.buildDate, model: Self.model, version: Self.firmwareVersion,
+                                                     buildDate: Self.buildDate, model: board, version: Self.firmwareVersion,
                                                      clientRepeat: clientRepeat, pathHashMode: UInt8(pathHashSize - 1)) { emit(f) }
         case .appStart:
             iterating = false; iterationToken &+= 1

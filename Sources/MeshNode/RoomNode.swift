@@ -14,7 +14,7 @@ public final class RoomNode: ServerNode {
     /// Push retries per post before the member's path is dropped (flood next time).
     public var pushAttempts: UInt8 = 3
 
-    public init(mesh: SimMesh, name: String, identity: LocalIdentity, adminPassword: String = "password", guestPassword: String = "hello") {
+    public init(mesh: Air, name: String, identity: LocalIdentity, adminPassword: String = "password", guestPassword: String = "hello") {
         super.init(mesh: mesh, name: name, role: .room, identity: identity, adminPassword: adminPassword, guestPassword: guestPassword)
         disableForward = true
     }

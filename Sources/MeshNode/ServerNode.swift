@@ -53,6 +53,8 @@ open class ServerNode: MeshNode {
     /// Radio settings saved by `set radio` / `set freq`, applied at the next boot.
     public var savedRadio: RadioParams?
     var prefs = ServerPrefs()
+    /// `set cad on`: a radio that can detect channel activity does so before each transmit.
+    public var channelActivityDetection: Bool { prefs.cad }
     var regionLoad: (map: RegionMap, stack: [UInt16?])? = nil
     var anonLimiter = RateLimiter(maximum: 4, seconds: 180)
     var tempRadioGeneration: UInt64 = 0
@@ -61,8 +63,12 @@ open class ServerNode: MeshNode {
 
     /// Called with each admin CLI command and the reply sent (for transcripts and tests).
     public var onCommand: ((String, String) -> Void)?
+    /// Called when the settings change (`savePrefs` in the firmware): a host keeps them (`prefsText`).
+    public var onSavePrefs: (() -> Void)?
+    /// What `board` answers.
+    public var board = ServerNode.boardName
 
-    init(mesh: SimMesh, name: String, role: NodeRole, identity: LocalIdentity, adminPassword: String, guestPassword: String) {
+    init(mesh: Air, name: String, role: NodeRole, identity: LocalIdentity, adminPassword: String, guestPassword: String) {
         self.adminPassword = adminPassword
         self.guestPassword = guestPassword
         super.init(mesh: mesh, name: truncatedName(name), role: role, poolSize: 32, identity: identity)

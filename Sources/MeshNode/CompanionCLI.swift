@@ -27,7 +27,7 @@ extension CompanionNode {
         let af = Float(radio.airtimeFactor)
         switch c {
         case "ver": return "\(Self.firmwareVersion) (Build: \(Self.buildDate))"
-        case "board": return Self.model
+        case "board": return board
         case "get name": return "> " + name
         case "get af": return "> " + firmwareFtoa(radio.airtimeFactor)
         case "get dutycycle":

@@ -30,7 +30,7 @@ public struct RegionMap: Sendable {
     public init() {}
 
     /// Letters, digits, `-`, `$`, `#` and anything from `A` up (accented letters).
-    static func isNameByte(_ c: UInt8) -> Bool {
+    public static func isNameByte(_ c: UInt8) -> Bool {
         c == 0x2D || c == 0x24 || c == 0x23 || (c >= 0x30 && c <= 0x39) || c >= 0x41
     }
 

@@ -40,7 +40,7 @@ public final class Radio {
     /// The radio is transmitting until this time.
     public internal(set) var txUntil: UInt64 = 0
     /// A reception (preamble heard) is in progress until this time.
-    var rxBusyUntil: UInt64 = 0
+    public var rxBusyUntil: UInt64 = 0
     /// Since when listen-before-talk has been deferring, if it is.
     var lbtSince: UInt64? = nil
     /// Airtime budget in ms.
@@ -57,9 +57,9 @@ public final class Radio {
     public internal(set) var recvFlood: UInt32 = 0
     public internal(set) var recvDirect: UInt32 = 0
     public internal(set) var txAirMs: UInt64 = 0
-    public internal(set) var rxAirMs: UInt64 = 0
+    public var rxAirMs: UInt64 = 0
     public internal(set) var dropped: UInt32 = 0
-    public internal(set) var errEvents: UInt16 = 0
+    public var errEvents: UInt16 = 0
     public internal(set) var lastSNR: Double = 0
     public internal(set) var lastRSSI: Int = 0
     public internal(set) var directDups: UInt16 = 0

@@ -26,7 +26,7 @@ public struct Arrival {
 
 /// The mesh layer of a node (`Mesh` / `Dispatcher` in the firmware): receive processing, dedup,
 /// flood and direct forwarding, datagram crypto, path return. Roles override the `on…` hooks.
-open class MeshNode: SimNode {
+open class MeshNode: Node {
     public internal(set) var identity: LocalIdentity
     public var publicKey: PublicKey { identity.publicKey }
     var seen = SeenTable()
@@ -40,7 +40,7 @@ open class MeshNode: SimNode {
     public var floodDelayFactor = 0.5
     public var directDelayFactor = 0.3
 
-    init(mesh: SimMesh, name: String, role: NodeRole, poolSize: Int, identity: LocalIdentity) {
+    init(mesh: Air, name: String, role: NodeRole, poolSize: Int, identity: LocalIdentity) {
         self.identity = identity
         super.init(mesh: mesh, name: name, role: role, poolSize: poolSize)
     }

@@ -37,7 +37,7 @@ public final class RepeaterNode: ServerNode {
     /// Anonymous request types a repeater answers (on a direct route only).
     enum AnonRequest: UInt8 { case regions = 1, owner = 2, basic = 3 }
 
-    public init(mesh: SimMesh, name: String, identity: LocalIdentity, adminPassword: String = "password", guestPassword: String = "") {
+    public init(mesh: Air, name: String, identity: LocalIdentity, adminPassword: String = "password", guestPassword: String = "") {
         super.init(mesh: mesh, name: name, role: .repeater, identity: identity, adminPassword: adminPassword, guestPassword: guestPassword)
     }
 

@@ -90,7 +90,7 @@ extension ServerNode {
         if c.hasPrefix("set ") { return setSetting(c.dropFirst(4), senderTimestamp: ts) }
         if ts == 0 && c == "erase" { return "File system erase: OK" }
         if c.hasPrefix("ver") { return "\(CompanionNode.firmwareVersion) (Build: \(CompanionNode.buildDate))" }
-        if c.hasPrefix("board") { return Self.boardName }
+        if c.hasPrefix("board") { return board }
         if c.hasPrefix("sensor get ") { return "null" }
         if c.hasPrefix("sensor set ") { return "can't find custom var" }
         if c.hasPrefix("sensor list") { return "no custom var" }
@@ -121,6 +121,7 @@ extension ServerNode {
     /// has been configured by hand.
     func savePrefs() {
         if advertInterval > 0 && advertInterval < 60 * 60_000 { advertInterval = 0 }
+        onSavePrefs?()
     }
 
     // MARK: ACL

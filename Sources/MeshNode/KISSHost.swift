@@ -1,0 +1,84 @@
+/// The host side of MeshCore's KISS modem firmware, without I/O: a node's `RadioAir` on a modem.
+/// Data frames carry raw packets, one pending for transmit at a time (the rest wait here for
+/// TxDone, at most `maxQueued`, the oldest dropped); each received packet is followed by RxMeta
+/// with its SNR × 4 and RSSI (turned on at `start` with SetSignalReport), and goes to the air then.
+public final class KISSHost {
+    public let air: RadioAir
+    /// Bytes to the modem.
+    public var write: (([UInt8]) -> Void)?
+    private var decoder = KISS.Decoder()
+    private var txPending = false
+    private var inFlight: [UInt8]? = nil
+    private var queue: [[UInt8]] = []
+    private var heldRx: [UInt8]? = nil
+    public static let maxQueued = 8
+    public private(set) var dropped = 0
+    public private(set) var txDone = 0
+    /// The modem's replies to SetHardware requests other than the ones handled here (for tests and logs).
+    public var onReply: ((UInt8, [UInt8]) -> Void)?
+
+    public init(air: RadioAir) { self.air = air }
+
+    /// Sets the modem's radio parameters and TX power and turns signal reports on.
+    public func start(params: RadioParams) {
+        request(.setRadio, KISSModem.radioData(params))
+        request(.setTxPower, [UInt8(bitPattern: params.txPowerDbm)])
+        request(.setSignalReport, [1])
+    }
+
+    public func request(_ r: KISSModem.Request, _ data: [UInt8] = []) { write?(KISSModem.frame(r.rawValue, data)) }
+
+    /// Bytes from the modem.
+    public func receive<C: Collection<UInt8>>(_ bytes: C) {
+        var frames: [(UInt8, [UInt8])] = []
+        decoder.feed(bytes) { frames.append(($0, $1)) }
+        for (type, data) in frames where type & 0xF0 == 0 {
+            switch KISS.Command(rawValue: type & 0x0F) {
+            case .data:
+                deliverHeld()
+                if !data.isEmpty { heldRx = data }
+            case .setHardware:
+                guard let sub = data.first else { continue }
+                switch sub {
+                case KISSModem.rxMeta where data.count >= 3:
+                    if let p = heldRx {
+                        heldRx = nil
+                        air.heard(p, snr: Double(Int8(bitPattern: data[1])) / 4, rssi: Int(Int8(bitPattern: data[2])))
+                    }
+                case KISSModem.txDone:
+                    txPending = false
+                    inFlight = nil
+                    txDone += 1
+                    sendNext()
+                case KISSModem.error where data.count >= 2 && data[1] == KISSModem.ErrorCode.txBusy.rawValue:
+                    // The modem still has a packet of its own (or of a host before us): ours waits for its TxDone.
+                    if let p = inFlight { queue.insert(p, at: 0); inFlight = nil }
+                default:
+                    onReply?(sub, Array(data.dropFirst()))
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// A packet whose RxMeta did not come (signal reports off): delivered without SNR and RSSI.
+    private func deliverHeld() {
+        if let p = heldRx { heldRx = nil; air.heard(p, snr: 0, rssi: 0) }
+    }
+
+    /// A packet from the node, to transmit.
+    public func send(_ packet: [UInt8]) {
+        if queue.count >= Self.maxQueued { queue.removeFirst(); dropped += 1 }
+        queue.append(packet)
+        sendNext()
+    }
+
+    private func sendNext() {
+        guard !txPending, !queue.isEmpty else { return }
+        let p = queue.removeFirst()
+        inFlight = p
+        txPending = true
+        write?(KISSModem.dataFrame(p))
+    }
+}

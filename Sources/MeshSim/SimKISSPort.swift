@@ -1,0 +1,72 @@
+import Glibc
+import MeshLink
+import MeshNode
+
+/// A simulated KISS modem's pseudo-terminal: the host opens the slave (announced as
+/// `kiss NAME pty=PATH`) as it would the modem's USB serial port. The slave stays open here too,
+/// so the master never reports a hangup between hosts (no polling while nobody is attached).
+final class KISSPort {
+    let node: KISSModemNode
+    let master: Int32
+    let slave: Int32
+    let path: String
+    var link: String?
+    var out: [UInt8] = []
+    static let maxPending = 64 * 1024
+
+    init(node: KISSModemNode, linkDir: String?) throws {
+        self.node = node
+        var m: Int32 = -1, s: Int32 = -1
+        guard openpty(&m, &s, nil, nil, nil) == 0 else { throw SimHostError.pty(errno: errno) }
+        var t = termios()
+        tcgetattr(s, &t)
+        cfmakeraw(&t)
+        tcsetattr(s, TCSANOW, &t)
+        guard let name = ttyname(s) else { let e = errno; close(m); close(s); throw SimHostError.pty(errno: e) }
+        path = String(cString: name)
+        _ = fcntl(m, F_SETFL, fcntl(m, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(m, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(s, F_SETFD, FD_CLOEXEC)
+        master = m; slave = s
+        if let dir = linkDir {
+            let l = dir + "/" + node.name
+            unlink(l)
+            guard symlink(path, l) == 0 else { let e = errno; close(m); close(s); throw SimHostError.symlink(path: l, errno: e) }
+            link = l
+        }
+    }
+
+    func closeAll() {
+        close(master); close(slave)
+        if let l = link { unlink(l) }
+    }
+}
+
+extension SimHost {
+    func attachKISS(_ p: KISSPort) {
+        p.node.onWrite = { [unowned self, unowned p] bytes in
+            if p.out.count + bytes.count > KISSPort.maxPending { return }  // a host that does not read misses frames
+            p.out += bytes
+            self.kissFlush(p)
+        }
+        loop.register(fd: p.master, events: .readable) { [unowned self, unowned p] ev in
+            if ev.contains(.writable) { self.kissFlush(p) }
+            var buf = [UInt8](repeating: 0, count: 1024)
+            let n = buf.withUnsafeMutableBytes { read(p.master, $0.baseAddress!, $0.count) }
+            guard n > 0 else { return }
+            self.pump()
+            p.node.receive(buf[0..<n])
+            self.pump()
+        }
+    }
+
+    private func kissFlush(_ p: KISSPort) {
+        while !p.out.isEmpty {
+            let n = p.out.withUnsafeBytes { Glibc.write(p.master, $0.baseAddress!, $0.count) }
+            if n > 0 { p.out.removeFirst(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            break
+        }
+        loop.setEvents(fd: p.master, p.out.isEmpty ? .readable : [.readable, .writable])
+    }
+}

@@ -1,0 +1,70 @@
+import MeshAir
+import Testing
+@testable import MeshNode
+
+/// MeshCore's KISS modem protocol (docs/kiss_modem_protocol.md of the firmware), byte for byte.
+@Suite struct KISSTests {
+    @Test func framesEscapeFendAndFesc() {
+        #expect(KISS.frame(type: 0x00, [0x11, 0xC0, 0xDB, 0x22]) == [0xC0, 0x00, 0x11, 0xDB, 0xDC, 0xDB, 0xDD, 0x22, 0xC0])
+        #expect(KISSModem.frame(KISSModem.Request.ping.rawValue) == [0xC0, 0x06, 0x17, 0xC0])
+        #expect(KISSModem.dataFrame([0x12, 0x00]) == [0xC0, 0x00, 0x12, 0x00, 0xC0])
+    }
+
+    @Test func setRadioAndRxMetaLayouts() {
+        let p = RadioParams(freqKHz: 869_618, bwHz: 62_500, sf: 8, cr: 5)
+        #expect(KISSModem.frame(KISSModem.Request.setRadio.rawValue, KISSModem.radioData(p))
+            == [0xC0, 0x06, 0x09, 0x50, 0x51, 0xD5, 0x33, 0x24, 0xF4, 0x00, 0x00, 0x08, 0x05, 0xC0])
+        #expect(KISSModem.radioParams(KISSModem.radioData(p)) == p)
+        #expect(KISSModem.radioParams([0x50, 0x51, 0xD5, 0x33, 0x24, 0xF4, 0x00, 0x00, 0x0D, 0x05]) == nil)  // SF 13
+        #expect(KISSModem.rxMetaData(snr: -3.5, rssi: -117) == [0xF2, 0x8B])
+        #expect(KISSModem.response(.getIdentity) == 0x81 && KISSModem.response(.getCapabilities) == 0x9B)
+    }
+
+    @Test func decoderAcrossReadsDropsNoiseBadEscapesAndOversizedFrames() {
+        let wire: [UInt8] = [0xAA, 0x55, 0xC0, 0x00, 0x11, 0xDB, 0xDC, 0xC0, 0xC0, 0x06, 0xF8, 0x01, 0xC0,
+                             0x00, 0x01, 0xDB, 0x01, 0xC0, 0x06, 0x17, 0xC0]
+        var d = KISS.Decoder()
+        var got: [(UInt8, [UInt8])] = []
+        for b in wire { d.feed([b]) { got.append(($0, $1)) } }
+        #expect(got.map(\.0) == [0x00, 0x06, 0x06])
+        #expect(got.map(\.1) == [[0x11, 0xC0], [0xF8, 0x01], [0x17]])
+        #expect(d.dropped == 1)  // FESC then 0x01
+        var big = KISS.Decoder()
+        var n = 0
+        big.feed([0xC0] + [UInt8](repeating: 0x41, count: 600) + [0xC0, 0x00, 0x01, 0xC0]) { _, _ in n += 1 }
+        #expect(n == 1 && big.dropped == 1)
+    }
+
+    /// The host side: one packet pending at a time, the next after TxDone; a received packet goes
+    /// to the air with the RxMeta after it.
+    @Test func hostSendsOneAtATimeAndPairsRxMeta() {
+        let air = RadioAir(seed: 1, start: 0, epochNow: 1_800_000_000)
+        var rng = SimRandom(seed: 2)
+        let node = RecordingNode(mesh: air, identity: LocalIdentity.generate(using: &rng))
+        let host = KISSHost(air: air)
+        var out: [[UInt8]] = []
+        host.write = { out.append($0) }
+        host.start(params: RadioParams())
+        #expect(out.count == 3 && out[2] == [0xC0, 0x06, 0x19, 0x01, 0xC0])
+        out.removeAll()
+        host.send([0x11, 0x00, 0x01])
+        host.send([0x11, 0x00, 0x02])
+        #expect(out == [[0xC0, 0x00, 0x11, 0x00, 0x01, 0xC0]])
+        host.receive([0xC0, 0x06, 0xF8, 0x01, 0xC0])
+        #expect(out.last == [0xC0, 0x00, 0x11, 0x00, 0x02, 0xC0] && out.count == 2)
+        host.receive([0xC0, 0x00, 0x12, 0x00, 0xAB, 0xC0, 0xC0, 0x06, 0xF9])
+        #expect(node.heard.isEmpty)  // waits for its RxMeta
+        host.receive([0xF2, 0x8B, 0xC0])
+        #expect(node.heard.count == 1 && node.heard[0].0 == [0x12, 0x00, 0xAB] && node.heard[0].1 == -3.5 && node.heard[0].2 == -117)
+        // TxBusy: the modem had a packet of its own; ours goes after its TxDone.
+        host.receive([0xC0, 0x06, 0xF1, 0x07, 0xC0])
+        host.receive([0xC0, 0x06, 0xF8, 0x01, 0xC0])
+        #expect(out.last == [0xC0, 0x00, 0x11, 0x00, 0x02, 0xC0] && out.count == 3)
+    }
+}
+
+final class RecordingNode: Node {
+    var heard: [([UInt8], Double, Int)] = []
+    init(mesh: Air, identity: LocalIdentity) { super.init(mesh: mesh, name: "rec", role: .repeater, poolSize: 8) }
+    override func radioReceived(_ bytes: [UInt8], snr: Double, rssi: Int) { heard.append((bytes, snr, rssi)) }
+}

@@ -1,0 +1,167 @@
+import Glibc
+import MeshAir
+import MeshDaemonClient
+import MeshNode
+import MeshOps
+import MeshSession
+
+/// `pocketmesh node`: this host as a MeshCore node (repeater, room server, companion) on a radio;
+/// `pocketmesh node cli`: one admin CLI command to the node running in a state folder.
+struct NodeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self], defaultSubcommand: Run.self)
+
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "run")
+        @Argument var node: String?
+        @Option var role: String?
+        @Option var radio: String?
+        @Option var stateDir: String?
+        @Option var name: String?
+        @Option var password: String?
+        @Option var guestPassword: String?
+        @Option var lat: Double?
+        @Option var lon: Double?
+        @Option var freq: Double?
+        @Option var bw: Double?
+        @Option var sf: Int?
+        @Option var cr: Int?
+        @Option var txPower: Int?
+        @Option var companionListen: String?
+        @Option var gpiochip: String?
+        @Option var irq: Int?
+        @Option var reset: Int?
+        @Option var busy: Int?
+        @Option var rxen: Int?
+        @Option var txen: Int?
+        @Option var tcxo: Double?
+        @Flag var dio2RfSwitch = false
+        @Option var seconds: Double?
+
+        /// Options not given on the command line, from the config file's `[node.NAME]`.
+        func merge() throws {
+            guard let node else { return }
+            guard let config = try Config.load() else {
+                throw ClientError.notFound("there is no config file at \(Config.defaultPath()) for [node.\(node)].")
+            }
+            guard let table = config.node(node) else {
+                throw ClientError.notFound("\(config.path) has no [node.\(node)] table; see `pocketmesh config show`.")
+            }
+            for (key, value, line) in table {
+                func bad(_ what: String) -> ClientError { .usage("\(config.path) line \(line): \(key) must be \(what).") }
+                func text() throws -> String { guard case .string(let s) = value else { throw bad("a string in quotes") }; return s }
+                func number() throws -> Double {
+                    switch value { case .float(let d): return d; case .integer(let n): return Double(n); default: throw bad("a number") }
+                }
+                func integer() throws -> Int { guard case .integer(let n) = value else { throw bad("a whole number") }; return Int(n) }
+                switch key {
+                case "role": if role == nil { role = try text() }
+                case "radio": if radio == nil { radio = try text() }
+                case "state-dir": if stateDir == nil { stateDir = try text() }
+                case "name": if name == nil { name = try text() }
+                case "password": if password == nil { password = try text() }
+                case "guest-password": if guestPassword == nil { guestPassword = try text() }
+                case "lat": if lat == nil { lat = try number() }
+                case "lon": if lon == nil { lon = try number() }
+                case "freq": if freq == nil { freq = try number() }
+                case "bw": if bw == nil { bw = try number() }
+                case "sf": if sf == nil { sf = try integer() }
+                case "cr": if cr == nil { cr = try integer() }
+                case "tx-power": if txPower == nil { txPower = try integer() }
+                case "companion-listen": if companionListen == nil { companionListen = try text() }
+                case "gpiochip": if gpiochip == nil { gpiochip = try text() }
+                case "irq": if irq == nil { irq = try integer() }
+                case "reset": if reset == nil { reset = try integer() }
+                case "busy": if busy == nil { busy = try integer() }
+                case "rxen": if rxen == nil { rxen = try integer() }
+                case "txen": if txen == nil { txen = try integer() }
+                case "tcxo": if tcxo == nil { tcxo = try number() }
+                case "dio2-rf-switch": if !dio2RfSwitch { guard case .bool(let b) = value else { throw bad("true or false") }; dio2RfSwitch = b }
+                default: break
+                }
+            }
+        }
+
+        func check() throws {
+            let role = self.role ?? "repeater"
+            guard NodeRole(rawValue: role).map({ [.repeater, .room, .companion].contains($0) }) ?? false else {
+                throw ValidationError("--role must be repeater, room or companion")
+            }
+            if companionListen != nil && role != "companion" { throw ValidationError("--companion-listen is for --role companion") }
+            if role == "companion" && (password != nil || guestPassword != nil) {
+                throw ValidationError("--password and --guest-password are for repeaters and room servers")
+            }
+            guard radio != nil else { throw ValidationError("--radio is required (or radio in [node.NAME]): kiss:PATH[@BAUD], sx1262:SPIDEV or air:HOST:PORT/NAME") }
+            guard stateDir != nil else { throw ValidationError("--state-dir is required (or state-dir in [node.NAME]): the folder that keeps the node's key and settings") }
+            if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
+            if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
+            if let lat, !(-90...90).contains(lat) { throw ValidationError("--lat must be -90 to 90") }
+            if let lon, !(-180...180).contains(lon) { throw ValidationError("--lon must be -180 to 180") }
+        }
+
+        func run() throws {
+            try merge()
+            try check()
+            let role = self.role ?? "repeater"
+            let dir = stateDir!
+            let state = try NodeState(dir: dir)
+            let spec = try NodeRadioSpec(parsing: radio!)
+            var pins: SX1262Pins? = nil
+            if case .sx1262 = spec {
+                guard let irq, let reset, let busy else { throw ValidationError("an SX1262 needs --irq, --reset and --busy (GPIO line offsets)") }
+                if let tcxo, SX1262.tcxoCode(tcxo) == nil { throw ValidationError("--tcxo must be one of 1.6, 1.7, 1.8, 2.2, 2.4, 2.7, 3.0 or 3.3 volts") }
+                for v in [irq, reset, busy, rxen ?? 0, txen ?? 0] where !(0...1023).contains(v) { throw ValidationError("GPIO line offsets are 0 to 1023") }
+                pins = SX1262Pins(chip: gpiochip ?? "/dev/gpiochip0", irq: UInt32(irq), reset: UInt32(reset), busy: UInt32(busy),
+                                  rxen: rxen.map(UInt32.init), txen: txen.map(UInt32.init), tcxoVolts: tcxo, dio2RfSwitch: dio2RfSwitch)
+            }
+            let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines(), companionListen: companionListen,
+                                    pins: pins)
+            for line in host.announcement { print(line) }
+            fflush(stdout)
+            try host.run(seconds: seconds)
+        }
+
+        /// The settings the options give, as `prefs` lines: used only when the state folder has none.
+        func firstRunLines() -> [String] {
+            var lines: [String] = []
+            if let name { lines.append("name " + name) }
+            if let password { lines.append("password " + password) }
+            if let guestPassword { lines.append("guest.password " + guestPassword) }
+            if let lat { lines.append("lat \(lat)") }
+            if let lon { lines.append("lon \(lon)") }
+            if freq != nil || bw != nil || sf != nil || cr != nil {
+                let d = RadioParams()
+                let f = freq ?? Double(d.freqKHz) / 1000, b = bw ?? Double(d.bwHz) / 1000
+                lines.append("radio \(f),\(b),\(sf ?? Int(d.sf)),\(cr ?? Int(d.cr))")
+            }
+            if let txPower { lines.append("tx \(txPower)") }
+            return lines
+        }
+    }
+
+    struct CLI: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "cli")
+        @Option var stateDir: String?
+        @Argument var command: [String]
+
+        func run() throws {
+            guard let dir = stateDir else { throw ValidationError("--state-dir is required: the folder of the running node") }
+            let path = NodeState.socketPath(dir)
+            let fd: Int32
+            do { fd = try UnixSocket.connect(path: path) } catch {
+                throw ClientError.link("no node is running in \(dir) (\(error)); start it with `pocketmesh node --state-dir \(dir)`.")
+            }
+            defer { close(fd) }
+            let line = Array((command.joined(separator: " ") + "\n").utf8)
+            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            var reply: [UInt8] = []
+            var buf = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                reply += buf[0..<n]
+            }
+            emitLine(String(decoding: reply, as: UTF8.self))
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Glibc
+import MeshCompanion
+import MeshLink
+import MeshNode
+import MeshSession
+
+/// `--companion-listen HOST:PORT`: the companion node serves the companion protocol over TCP (the
+/// firmware's WiFi companion: `<` length frames in, `>` length frames out), one client at a time;
+/// a new connection evicts the old one, as the firmware does.
+final class NodeCompanionServer {
+    let node: CompanionNode
+    let listenFD: Int32
+    let address: String
+    private var clientFD: Int32 = -1
+    private var out: [UInt8] = []
+    private let decoder = FrameDecoder(side: .device)
+    static let maxPending = 64 * 1024
+
+    init(node: CompanionNode, listen spec: String) throws {
+        self.node = node
+        let addr: TCPAddress
+        do { addr = try TCPAddress(parsing: spec) } catch {
+            throw ClientError.usage("--companion-listen \(spec): give HOST:PORT (an IPv4 address or localhost).")
+        }
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_port = addr.port.bigEndian
+        let host = addr.host == "localhost" ? "127.0.0.1" : addr.host
+        guard inet_pton(AF_INET, host, &sin.sin_addr) == 1 else {
+            throw ClientError.usage("--companion-listen \(spec): HOST must be an IPv4 address or localhost.")
+        }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | SocketFlags.nonBlocking | SocketFlags.closeOnExec, 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let rc = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard fd >= 0, rc == 0, listen(fd, 4) == 0 else {
+            let e = errno
+            if fd >= 0 { close(fd) }
+            throw ClientError.link("cannot listen on \(host):\(addr.port): \(String(cString: strerror(e))).")
+        }
+        listenFD = fd
+        address = "\(host):\(addr.port)"
+    }
+
+    deinit {
+        if clientFD >= 0 { close(clientFD) }
+        close(listenFD)
+    }
+
+    /// Serves on `loop`; `pump` runs the node's clock before and after each batch of frames.
+    func attach(to loop: PollLoop, pump: @escaping () -> Void) {
+        node.onFrame = { [unowned self, unowned loop] f in
+            guard self.clientFD >= 0 else { return }
+            f.withWireBytes(.fromRadio) { wire in
+                if self.out.count + wire.count <= Self.maxPending { self.out += wire }  // else dropped, like a full firmware queue
+            }
+            self.flush(loop)
+        }
+        node.onPowerDown = { [unowned self, unowned loop] in self.drop(loop) }
+        loop.register(fd: listenFD, events: .readable) { [unowned self, unowned loop] _ in
+            let fd = accept(self.listenFD, nil, nil)
+            guard fd >= 0 else { return }
+            pump()
+            guard self.node.powered else { close(fd); return }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            self.drop(loop)
+            self.clientFD = fd
+            self.decoder.reset()
+            self.node.connected = true
+            loop.register(fd: fd, events: .readable) { [unowned self, unowned loop] ev in
+                guard self.clientFD == fd else { return }
+                if ev.contains(.writable) { self.flush(loop) }
+                var buf = [UInt8](repeating: 0, count: 4096)
+                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+                if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { self.drop(loop); return }
+                guard n > 0 else { return }
+                pump()
+                var frames: [[UInt8]] = []
+                self.decoder.receive(Array(buf[0..<n])) { frames.append(Array($0)) }
+                for f in frames { self.node.receive(frame: f) }
+                pump()
+            }
+        }
+    }
+
+    private func flush(_ loop: PollLoop) {
+        while !out.isEmpty {
+            let n = out.withUnsafeBytes { Glibc.write(clientFD, $0.baseAddress!, $0.count) }
+            if n > 0 { out.removeFirst(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            break
+        }
+        loop.setEvents(fd: clientFD, out.isEmpty ? .readable : [.readable, .writable])
+    }
+
+    private func drop(_ loop: PollLoop) {
+        guard clientFD >= 0 else { return }
+        loop.unregister(fd: clientFD)
+        close(clientFD)
+        clientFD = -1
+        out.removeAll()
+        node.connected = false
+    }
+}

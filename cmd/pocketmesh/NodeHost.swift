@@ -1,0 +1,290 @@
+import Glibc
+import MeshAir
+import MeshDaemonClient
+import MeshLink
+import MeshNode
+import MeshSession
+import MeshSim
+
+/// `--radio`: which radio the node runs on.
+enum NodeRadioSpec: Equatable {
+    /// The simulator's air socket (`pocketmesh sim --air-port`), as the topology's external node NAME.
+    case air(host: String, port: UInt16, name: String)
+    /// MeshCore's KISS modem firmware on a serial port.
+    case kiss(path: String, speed: SerialSpeed)
+    /// An SX1262 on a spidev bus, its pins on a GPIO chip.
+    case sx1262(spidev: String)
+
+    init(parsing text: String) throws {
+        if text.hasPrefix("kiss:") {
+            var path = String(text.dropFirst(5))
+            var speed = SerialSpeed.default
+            if let at = path.lastIndex(of: "@") {
+                guard let baud = Int(path[path.index(after: at)...]), let s = SerialSpeed(baud: baud) else {
+                    throw ClientError.usage("--radio \(text): the baud rate must be one of \(SerialSpeed.supportedBauds.map(String.init).joined(separator: ", ")).")
+                }
+                speed = s
+                path = String(path[..<at])
+            }
+            guard !path.isEmpty else { throw ClientError.usage("--radio \(text): give the modem's serial port, kiss:PATH[@BAUD].") }
+            self = .kiss(path: path, speed: speed)
+            return
+        }
+        if text.hasPrefix("air:") {
+            let rest = text.dropFirst(4)
+            guard let slash = rest.lastIndex(of: "/"), let colon = rest[..<slash].lastIndex(of: ":"),
+                  let port = UInt16(rest[rest.index(after: colon)..<slash]), port > 0 else {
+                throw ClientError.usage("--radio \(text): the air socket is air:HOST:PORT/NAME (NAME: the topology's external node).")
+            }
+            let name = String(rest[rest.index(after: slash)...])
+            guard !name.isEmpty, name.utf8.count <= 31 else { throw ClientError.usage("--radio \(text): NAME must be 1 to 31 bytes.") }
+            self = .air(host: String(rest[..<colon]), port: port, name: name)
+            return
+        }
+        if text.hasPrefix("sx1262:"), text.count > 7 {
+            self = .sx1262(spidev: String(text.dropFirst(7)))
+            return
+        }
+        throw ClientError.usage("--radio \(text): give kiss:PATH[@BAUD], sx1262:SPIDEV or air:HOST:PORT/NAME.")
+    }
+}
+
+/// A radio under a node: packets to and from the node's air, from descriptors on the poll loop.
+protocol NodeRadio: AnyObject {
+    var description: String { get }
+    /// Puts the radio's descriptors on `loop` and sets it up; `pump` runs the node's clock,
+    /// `fail` stops the node with an error.
+    func attach(to loop: PollLoop, air: RadioAir, params: RadioParams, pump: @escaping () -> Void, fail: @escaping (Error) -> Void) throws
+    /// Starts sending one packet.
+    func send(_ packet: [UInt8])
+    func close()
+}
+
+/// A radio reached over a byte link (serial, TCP).
+protocol LinkRadio: NodeRadio {
+    var link: ByteLink { get }
+    /// The link is up: say hello, set the radio's parameters.
+    func start(params: RadioParams) throws
+    /// Bytes from the link. Throws when the other side refuses us (the node then stops).
+    func received(_ bytes: UnsafeRawBufferPointer) throws
+}
+
+extension LinkRadio {
+    func attach(to loop: PollLoop, air: RadioAir, params: RadioParams, pump: @escaping () -> Void, fail: @escaping (Error) -> Void) throws {
+        loop.attach(link, onReceive: { [unowned self] bytes in
+            air.run(until: monotonicMilliseconds())
+            do { try self.received(bytes) } catch { fail(error) }
+            pump()
+        }, onError: { [unowned self] e in fail(ClientError.link("\(self.description): \(e).")) })
+        try start(params: params)
+    }
+
+    func close() { link.close() }
+}
+
+/// The simulator's air socket: `AirFrame`s over TCP; the simulator's external node does the
+/// queueing, timing and listen-before-talk of the air it is on.
+final class AirSocketRadio: LinkRadio {
+    let link: ByteLink
+    let name: String
+    let air: RadioAir
+    private var inBuffer: [UInt8] = []
+    var description: String { "air \(link) as \(name)" }
+
+    init(host: String, port: UInt16, name: String, air: RadioAir) throws {
+        do { link = try TCPLink(connectingTo: TCPAddress(host: host, port: port)) } catch {
+            throw ClientError.link("cannot reach the air socket at \(host):\(port): \(error)")
+        }
+        self.name = name
+        self.air = air
+    }
+
+    func start(params: RadioParams) throws { try link.write(AirFrame.hello(name).encoded) }
+
+    func received(_ bytes: UnsafeRawBufferPointer) throws {
+        inBuffer += bytes
+        guard let frames = AirFrame.take(&inBuffer) else { throw ClientError.link("the air socket sent a malformed frame.") }
+        for f in frames {
+            switch f {
+            case let .heard(snr, rssi, packet): air.heard(packet, snr: Double(snr) / 4, rssi: Int(rssi))
+            case let .error(text): throw ClientError.link("the air socket refused us: \(text).")
+            case .hello, .send: throw ClientError.link("the air socket sent an unexpected frame.")
+            }
+        }
+    }
+
+    func send(_ packet: [UInt8]) { try? link.write(AirFrame.send(packet).encoded) }
+}
+
+/// MeshCore's KISS modem firmware over serial (the protocol is MeshNode's `KISSHost`).
+final class KISSRadio: LinkRadio {
+    let link: ByteLink
+    let host: KISSHost
+    var description: String { "kiss \(link)" }
+
+    init(path: String, speed: SerialSpeed, air: RadioAir) throws {
+        do { link = try SerialLink(path: path, speed: speed) } catch {
+            throw ClientError.link("cannot open the KISS modem at \(path): \(error)")
+        }
+        host = KISSHost(air: air)
+        host.write = { [unowned self] bytes in try? self.link.write(bytes) }
+    }
+
+    func start(params: RadioParams) throws { host.start(params: params) }
+    func received(_ bytes: UnsafeRawBufferPointer) throws { host.receive(bytes) }
+    func send(_ packet: [UInt8]) { host.send(packet) }
+}
+
+/// One node on one radio, from one `poll()` loop: the radio's link, the local admin CLI socket,
+/// and one timer at the node's next deadline (nothing wakes the loop while the node has nothing
+/// to do).
+final class NodeHost {
+    let loop = PollLoop()
+    let state: NodeState
+    let air: RadioAir
+    let node: Node
+    /// The repeater or room server, or the companion.
+    let server: ServerNode?
+    let companion: CompanionNode?
+    let radio: NodeRadio
+    private var companionServer: NodeCompanionServer?
+    private var timer: PollLoop.TimerID? = nil
+    private var timerAt: UInt64 = .max
+    private var cliFD: Int32 = -1
+    private var failure: Error? = nil
+    private var savedPrefs = ""
+
+    init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil,
+         pins: SX1262Pins? = nil) throws {
+        self.state = state
+        let identity = try state.identity()
+        var seed: UInt64 = 0
+        withUnsafeMutableBytes(of: &seed) { raw in
+            var rng = SecureRandom()
+            for i in raw.indices { raw[i] = UInt8.random(in: 0...255, using: &rng) }
+        }
+        air = RadioAir(seed: seed, start: monotonicMilliseconds(), epochNow: UInt32(truncatingIfNeeded: time(nil)))
+        let defaultName = "pm-" + AirHex.encode(identity.publicKey.bytes.prefix(4))
+        switch role {
+        case .room: server = RoomNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "hello")
+        case .companion: server = nil
+        default: server = RepeaterNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "")
+        }
+        if role == .companion {
+            let c = CompanionNode(mesh: air, name: defaultName, identity: identity)
+            c.board = "Linux (pocketmesh)"
+            companion = c
+            node = c
+            if let l = companionListen { companionServer = try NodeCompanionServer(node: c, listen: l) }
+        } else {
+            companion = nil
+            node = server!
+            server!.board = "Linux (pocketmesh)"
+        }
+        switch spec {
+        case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
+        case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
+        case let .sx1262(spidev): radio = try SX1262Radio(spidev: spidev, pins: pins!)
+        }
+        if let text = try state.prefs() {
+            for bad in loadPrefs(text) { writeError("pocketmesh node: \(state.prefsPath): skipped `\(bad)`.") }
+        } else {
+            let refused = loadPrefs(firstRun.joined(separator: "\n"))
+            if let bad = refused.first { throw ClientError.usage("the first-run setting `\(bad)` was refused; check its value.") }
+        }
+        try keepPrefs()
+        server?.onSavePrefs = { [unowned self] in self.keepPrefsLater() }
+        air.send = { [unowned self] packet in self.radio.send(packet) }
+        if let sx = radio as? SX1262Radio, let server { sx.wantsCAD = { [unowned server] in server.channelActivityDetection } }
+    }
+
+    var announcement: [String] {
+        let key = (server?.publicKey ?? companion!.publicKey).hex
+        return ["\(node.role.rawValue) \(node.name) pubkey=\(key) radio=\(radio.description) cli=\(state.socketPath)"
+            + (companionServer.map { " companion=\($0.address)" } ?? "")]
+    }
+
+    private func loadPrefs(_ text: String) -> [String] {
+        if let server { return server.loadPrefs(text) }
+        return companion!.loadPrefs(text)
+    }
+
+    private var prefsText: String { server?.prefsText() ?? companion!.prefsText() }
+
+    private func keepPrefs() throws {
+        let text = prefsText
+        guard text != savedPrefs else { return }
+        try state.savePrefs(text)
+        savedPrefs = text
+    }
+
+    /// After a CLI command: `savePrefs` runs in the middle of a `set`, before its value is in place.
+    private func keepPrefsLater() {
+        loop.addTimer(after: 0) { [unowned self] in
+            do { try self.keepPrefs() } catch { writeError("pocketmesh node: \(error)") }
+        }
+    }
+
+    func pump() {
+        air.run(until: monotonicMilliseconds())
+        if companion != nil { do { try keepPrefs() } catch { writeError("pocketmesh node: \(error)") } }
+        guard let d = air.nextDeadline else { return }
+        if d == timerAt { return }
+        if let t = timer { loop.cancelTimer(t) }
+        timerAt = d
+        timer = loop.addTimer(at: d) { [unowned self] in
+            self.timer = nil; self.timerAt = .max
+            self.pump()
+        }
+    }
+
+    private func fail(_ e: Error) {
+        failure = e
+        loop.stop()
+    }
+
+    func run(seconds: Double?) throws {
+        do { cliFD = try UnixSocket.listen(path: state.socketPath) } catch {
+            throw ClientError.storage("cannot serve the node's CLI at \(state.socketPath): \(error).")
+        }
+        defer { close(cliFD); unlink(state.socketPath) }
+        loop.register(fd: cliFD, events: .readable) { [unowned self] _ in self.acceptCLI() }
+        companionServer?.attach(to: loop) { [unowned self] in self.pump() }
+        try radio.attach(to: loop, air: air, params: node.radio.params, pump: { [unowned self] in self.pump() },
+                         fail: { [unowned self] e in self.fail(e) })
+        try loop.handleSignals()
+        pump()
+        let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }
+        _ = loop.run(until: deadline)
+        loop.restoreSignals()
+        radio.close()
+        try keepPrefs()
+        if let failure { throw failure }
+    }
+
+    /// One connection of `pocketmesh node cli`: a line in, the reply out, then closed.
+    private func acceptCLI() {
+        let fd = accept(cliFD, nil, nil)
+        guard fd >= 0 else { return }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var line: [UInt8] = []
+        loop.register(fd: fd, events: .readable) { [unowned self] _ in
+            var buf = [UInt8](repeating: 0, count: 512)
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            if n > 0 { line += buf[0..<n] }
+            guard n <= 0 || line.contains(0x0A) || line.count > 1024 else { return }
+            self.loop.unregister(fd: fd)
+            let text = String(decoding: line.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
+            if !text.isEmpty {
+                self.air.run(until: monotonicMilliseconds())
+                let reply = self.server?.command(text, senderTimestamp: 0) ?? self.companion!.cliCommand(text)
+                let out = Array(reply.utf8)
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+                _ = out.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                self.pump()
+            }
+            close(fd)
+        }
+    }
+}

@@ -145,45 +145,6 @@ extension Daemon {
             let m = (try? store.message(id: item.messageId)).flatMap { $0 }
             return DaemonResponse(id: req.id, ok: m.map { [("message", MessageJSON.message($0, store: store))] } ?? [])
 
-        case .channelSend:
-            let store = try requireStore()
-            let text = try req.string("text")
-            let bytes = Array(text.utf8)
-            guard !bytes.isEmpty, bytes.count <= 160 else { throw DaemonError(.usage, "channel_send: the text must be 1 to 160 bytes.") }
-            let index: UInt8
-            if let n = try? req.optionalInt("channel"), let i = UInt8(exactly: n) {
-                index = i
-            } else {
-                let name = try req.string("channel")
-                do {
-                    let t = try store.resolveThread(name)
-                    guard t.kind == .channel else { throw DaemonError(.notFound, "\"\(name)\" is not a channel.") }
-                    index = t.channelIndex
-                } catch let e as DaemonError { throw e } catch { throw storeError(error) }
-            }
-            let s = try requireSession("send to the channel")
-            let wall = UInt32(truncatingIfNeeded: time(nil))
-            let t: Ticket
-            do { t = try s.sendChannelText(index: index, text: text, timestamp: wall, now: now) } catch {
-                throw DaemonError(.usage, "channel_send: \(error)")
-            }
-            let rec = StoredMessage(kind: .channel, direction: .outgoing, channelIndex: index, senderTimestamp: wall,
-                                    receivedAt: wall, text: bytes)
-            replyTickets[t] = (client, req.id, "the channel message", rec)
-            pump(now: now)
-            return nil
-
-        case .advert:
-            let s = try requireSession("send an advert")
-            let flood = try req.flag("flood")
-            let t: Ticket
-            do { t = try s.submit(frame: CommandFrame.sendSelfAdvert(flood: flood).bytes, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), now: now) } catch {
-                throw DaemonError(.busy, "advert: \(error)")
-            }
-            replyTickets[t] = (client, req.id, "the advert", nil)
-            pump(now: now)
-            return nil
-
         case .sync:
             let s = try requireSession("drain the radio's queue")
             s.drain(now: now)

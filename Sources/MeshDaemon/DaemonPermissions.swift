@@ -16,9 +16,9 @@ extension DaemonOp {
             // The tunnel is the API socket's own (mode 0600, every class); each frame it carries
             // would be classed like a hub client's (`OperationClass(frame:)`).
             return .read
-        case .send, .channelSend, .sync, .chats, .history, .outbox, .subscribe:
+        case .send, .sync, .chats, .history, .outbox, .subscribe:
             return .message
-        case .advert, .contactsAddPending, .contactsFlushPending, .hooksRetry, .hooksDrop:
+        case .contactsAddPending, .contactsFlushPending, .hooksRetry, .hooksDrop:
             return .config
         case .operation:
             return nil

@@ -35,8 +35,6 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case contacts      // -> {"contacts":[...]}
     case channels      // -> {"channels":[...]}
     case send          // to, text, [wait: bool] -> {"message":{...}} (queued in the outbox; with wait, after ACK)
-    case channelSend = "channel_send"  // channel (index or name), text
-    case advert        // [flood: bool]
     case sync          // drain the radio's message queue now
     case chats         // -> {"chats":[...]}
     case history       // thread, [limit], [before] -> {"messages":[...]}
@@ -105,9 +103,7 @@ public struct DaemonRequest: Sendable {
             return .failure(ParseFailure(id, DaemonError(.usage, "request has no \"op\" string")))
         }
         // `status` with a node's name is the command line's `status NAME`, not the daemon's status.
-        // `channel_send` with `repeats_wait` listens for repeaters sending it on: the command line's
-        // `channel send --repeats-wait`, run by the operation worker.
-        let asCommand = (opName == "status" && value["name"] != nil) || (opName == "channel_send" && value["repeats_wait"] != nil)
+        let asCommand = opName == "status" && value["name"] != nil
         let native = asCommand ? nil : DaemonOp(rawValue: opName)
         guard let op = native ?? (Request.apiOps.contains(opName) || asCommand ? .operation : nil), op != .operation || opName != "operation" else {
             let known = (DaemonOp.allCases.filter { $0 != .operation }.map(\.rawValue) + Request.apiOps.sorted()).joined(separator: ", ")

@@ -145,7 +145,7 @@ extension OperationTable {
                   args: OperationArgument.link + [
                       .positional("channel", help: "Slot index or channel name."),
                   ]),
-        Operation("channel send", .message, api: "channel_send", daemon: true, result: .json(.channelSend),
+        Operation("channel send", .message, api: "channel_send", result: .json(.channelSend),
                   help: "Send a text to a channel (no ACK).",
                   args: OperationArgument.link + [
                       .flag("split", help: "Send a text longer than one message as numbered parts, \"(1/3) …\", cut at spaces."),
@@ -187,7 +187,7 @@ extension OperationTable {
                       .option("for", value: "seconds", type: .number, help: "Stop after this many seconds."),
                       .flag("log-rx", help: "Also print every packet the radio hears (LOG_RX_DATA)."),
                   ]),
-        Operation("advert", .config, api: "advert", daemon: true, result: .json(.shared(.ok)),
+        Operation("advert", .config, api: "advert", result: .json(.shared(.ok)),
                   help: "Send this radio's advert (zero-hop, or flood).",
                   args: OperationArgument.link + [
                       .flag("flood", help: "Flood the advert through repeaters."),

@@ -6,8 +6,9 @@ import MeshSession
 /// run any command-line operation for an API client, with the result fields of `--json`.
 extension Request {
     /// Every operation reachable this way: the rows of `OperationTable` with an API name that the
-    /// daemon does not answer itself. (`info`, `contacts`, `send`, `channel_send`, `advert`, `sync`
-    /// and the daemon's `status` are answered by the daemon itself, with the same fields.)
+    /// daemon does not answer itself. (`info`, `contacts`, `send` (through its outbox, kept across
+    /// restarts), `sync` and the daemon's `status` are answered by the daemon itself, with the same
+    /// fields.)
     public static let apiOps: Set<String> = Set(OperationTable.rows.filter { !$0.daemon }.compactMap(\.api))
 
     /// The request an API op names, from the request's fields.
@@ -131,8 +132,9 @@ extension Request {
             guard let pr = UInt8(exactly: p) else { throw .usage("raw_packet: \"priority\" must be 0 to 255.") }
             self = .rawPacket(try string("packet"), priority: pr)
         case "cli": self = .localCommand(try string("command"))
-        case "channel_send":  // with repeats_wait (seconds); plain channel_send is the daemon's own
-            let wait = f["repeats_wait"]?.doubleValue ?? 2
+        case "advert": self = .advert(flood: try flag("flood"))
+        case "channel_send":  // repeats_wait (seconds): listen that long for repeaters sending it on
+            let wait = f["repeats_wait"]?.doubleValue ?? 0
             guard wait >= 0, wait <= 30 else { throw .usage("channel_send: \"repeats_wait\" must be 0 to 30 seconds.") }
             self = .channelSend(try string("channel"), text: try string("text"), repeatsWaitMs: Int(wait * 1000))
         default:

@@ -390,9 +390,11 @@ def test_local_commands(checker, tmp_path):
     c.check("help", "send", json_flag=False)
     c.check("demo", "--seed", "3", json_flag=False)
     c.check("scan", code=None)
-    # `sim` and `daemon` ran as the other tests' fixtures; without --json they say so.
-    for op in ("sim", "daemon"):
+    # `sim` and `daemon` ran as the other tests' fixtures, `node run` and `node cli` run in
+    # test_node*.py; none of them prints JSON, and --json is refused (exit 2).
+    for op in ("sim", "daemon", "node run"):
         c.check(op, code=2)
+    c.check("node cli", "get name", code=2)
     assert not c.failures, "\n".join(c.failures)
 
 

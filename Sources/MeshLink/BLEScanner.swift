@@ -2,7 +2,7 @@ import CBluetooth
 import Glibc
 
 /// A BLE device heard advertising.
-public struct BLEAdvertiser: Equatable, Hashable, Codable, Sendable {
+public struct BLEAdvertiser: Equatable, Hashable, Sendable {
     /// `AA:BB:CC:DD:EE:FF`.
     public var address: String
     /// `public` or `random`.

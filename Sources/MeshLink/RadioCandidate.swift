@@ -1,5 +1,5 @@
 /// A USB serial device that could be a companion radio.
-public struct RadioCandidate: Equatable, Hashable, Codable, Sendable, CustomStringConvertible {
+public struct RadioCandidate: Equatable, Hashable, Sendable, CustomStringConvertible {
     /// Device node, e.g. `/dev/ttyUSB0`.
     public var path: String
     /// Stable name, e.g. `/dev/serial/by-id/usb-Silicon_Labs_CP2102_..._0001-if00-port0`.

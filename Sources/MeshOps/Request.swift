@@ -3,7 +3,7 @@ import MeshSession
 /// One thing a person or script asks of a radio. Plain data (Codable), so the command line can
 /// run it directly against a radio or hand it to a daemon that owns the radio.
 /// Contacts are named by name or hex key prefix; channels by index or name.
-public enum Request: Sendable, Equatable, Codable {
+public enum Request: Sendable, Equatable {
     case info
     case contacts
     case contactShow(String)
@@ -96,7 +96,7 @@ public enum Request: Sendable, Equatable, Codable {
 
 /// What a request produced: the value to print and, when it did not fully succeed, why
 /// (the value still describes what happened, e.g. a send that was never acknowledged).
-public struct Outcome: Sendable, Equatable, Codable {
+public struct Outcome: Sendable, Equatable {
     public var value: Value
     public var error: ClientError?
     public init(_ value: Value, error: ClientError? = nil) { self.value = value; self.error = error }

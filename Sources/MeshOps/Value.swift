@@ -2,7 +2,7 @@ import MeshCompanion
 import MeshSession
 /// A result as plain data: what a request against a radio returns, printable as text or JSON and
 /// Codable, so a daemon can carry it over its socket unchanged.
-public indirect enum Value: Sendable, Equatable, Codable {
+public indirect enum Value: Sendable, Equatable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -11,7 +11,7 @@ public indirect enum Value: Sendable, Equatable, Codable {
     case array([Value])
     case object([Field])
 
-    public struct Field: Sendable, Equatable, Codable {
+    public struct Field: Sendable, Equatable {
         public var key: String
         public var value: Value
         public init(_ key: String, _ value: Value) { self.key = key; self.value = value }

@@ -1,6 +1,6 @@
 /// What kind of failure, by the name the daemon's API reports and the exit code the command line
 /// returns: the one exit-code table of the project (README, "Exit codes").
-public enum ErrorKind: String, Sendable, CaseIterable, Codable {
+public enum ErrorKind: String, Sendable, CaseIterable {
     /// Bad input: arguments, a malformed API request, a value out of range.
     case usage
     /// An API request line over the limit.
@@ -44,7 +44,7 @@ public enum ErrorKind: String, Sendable, CaseIterable, Codable {
 /// `exitCode`; the daemon's API reports `kind.rawValue`, `exitCode` and `message` (its
 /// `DaemonError` is this type), so a command routed through the daemon fails exactly as it would
 /// on a directly opened link.
-public struct ClientError: Error, Equatable, CustomStringConvertible, Sendable, Codable {
+public struct ClientError: Error, Equatable, CustomStringConvertible, Sendable {
     public var kind: ErrorKind
     public var message: String
     /// The radio's error code, when the radio refused.

@@ -3,7 +3,7 @@ import MeshCompanion
 import MeshLink
 
 /// Where the radio is.
-public enum LinkTarget: Sendable, Equatable, Codable, CustomStringConvertible {
+public enum LinkTarget: Sendable, Equatable, CustomStringConvertible {
     case serial(path: String, baud: Int)
     case tcp(host: String, port: UInt16)
     /// `AA:BB:CC:DD:EE:FF[/random]`; `minimumMTU` is the smallest ATT MTU accepted (179 carries

@@ -27,15 +27,6 @@ import Testing
         #expect(Value.array([.object([.init("a", .int(1)), .init("b", .bool(false))])]).text() == "a=1 b=no")
     }
 
-    @Test func codableRoundTripShape() {
-        // Codable conformance exists so a daemon can carry values and requests unchanged.
-        func isCodable<T: Codable>(_: T.Type) -> Bool { true }
-        #expect(isCodable(Value.self))
-        #expect(isCodable(Request.self))
-        #expect(isCodable(LinkTarget.self))
-        #expect(isCodable(Outcome.self))
-    }
-
     @Test func hexRoundTrip() {
         #expect(Hex.encode([0x00, 0xAB, 0xff]) == "00abff")
         #expect(Hex.decode("00ABff") == [0x00, 0xAB, 0xFF])

@@ -9,7 +9,8 @@ hear only the node under test (the topology's external node "relay"). Measured f
 - CPU per relayed packet: user + system time over the storm (each companion sends MESSAGES channel
   messages, flooded), divided by the packets the node relayed (the capture's floods with a hop in
   their path: only the node under test adds one);
-- RSS: VmHWM (the peak resident set) at the end.
+- RSS: VmHWM (the peak resident set), and VmRSS and RssAnon (the process's own memory) after the
+  storm.
 
     bench/node_storm.py [--bin .build/release/pocketmesh] [--companions 6] [--messages 40] [--idle 60]
 
@@ -105,10 +106,11 @@ def run(binary, which, companions, messages, idle, workdir):
         time.sleep(20)  # the last relays go out
         cpu = cpu_seconds(node.pid) - c0
         n = relayed(capture) - before_relayed
-        rss = int(proc_status(node.pid)["VmHWM"].split()[0])
+        st = proc_status(node.pid)
         return {"node": which, "idle_wakeups_per_s": round(wakeups, 3), "relayed": n, "sent": messages * companions,
                 "cpu_ms_per_relayed": round(1000 * cpu / max(n, 1), 3), "storm_s": round(time.monotonic() - w0, 1),
-                "max_rss_kb": rss}
+                "max_rss_kb": int(st["VmHWM"].split()[0]), "rss_kb": int(st["VmRSS"].split()[0]),
+                "rss_anon_kb": int(st["RssAnon"].split()[0])}
     finally:
         node.terminate()
         node.wait(timeout=10)

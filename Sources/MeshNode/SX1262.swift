@@ -95,8 +95,19 @@ public final class SX1262 {
 
     /// The bandwidth's code in SetModulationParams.
     public static func bandwidthCode(_ hz: UInt32) -> UInt8? {
-        [7_800: 0x00, 10_400: 0x08, 15_600: 0x01, 20_800: 0x09, 31_250: 0x02, 41_700: 0x0A, 62_500: 0x03, 125_000: 0x04,
-         250_000: 0x05, 500_000: 0x06][hz]
+        switch hz {
+        case 7_800: return 0x00
+        case 10_400: return 0x08
+        case 15_600: return 0x01
+        case 20_800: return 0x09
+        case 31_250: return 0x02
+        case 41_700: return 0x0A
+        case 62_500: return 0x03
+        case 125_000: return 0x04
+        case 250_000: return 0x05
+        case 500_000: return 0x06
+        default: return nil
+        }
     }
 
     /// The TCXO voltage's code in SetDIO3AsTCXOCtrl.

@@ -254,6 +254,7 @@ final class NodeHost {
                          fail: { [unowned self] e in self.fail(e) })
         try loop.handleSignals()
         pump()
+        releaseStartupPages()
         let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }
         _ = loop.run(until: deadline)
         loop.restoreSignals()
@@ -286,5 +287,33 @@ final class NodeHost {
             }
             close(fd)
         }
+    }
+}
+
+/// After start-up, drops this process's mapping of the binary's code pages (clean file pages, kept
+/// in the page cache): code that start-up alone ran (the command line's table, option parsing,
+/// the first-run settings) leaves the node's resident set, and what the node runs from then on
+/// faults back in as it is used. Only the executable mapping: read-only data may hold relocated
+/// (written) pages, and writable ones are the process's own.
+func releaseStartupPages() {
+    guard let f = fopen("/proc/self/maps", "r") else { return }
+    defer { fclose(f) }
+    var exe = [CChar](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &exe, exe.count - 1)
+    guard n > 0 else { return }
+    let path = String(decoding: exe[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    var line = [CChar](repeating: 0, count: 4096)
+    var ranges: [(UInt, UInt)] = []
+    while fgets(&line, Int32(line.count), f) != nil {
+        let text = String(cString: line)
+        let fields = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 6, fields[1] == "r-xp",
+              fields[5].hasPrefix(path) || fields[5].dropLast() == path else { continue }
+        let bounds = fields[0].split(separator: "-")
+        guard bounds.count == 2, let lo = UInt(bounds[0], radix: 16), let hi = UInt(bounds[1], radix: 16) else { continue }
+        ranges.append((lo, hi))
+    }
+    for (lo, hi) in ranges {
+        _ = madvise(UnsafeMutableRawPointer(bitPattern: lo), Int(hi - lo), MADV_DONTNEED)
     }
 }

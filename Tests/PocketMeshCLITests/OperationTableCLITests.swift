@@ -33,7 +33,7 @@ import MeshDaemonClient
                 #expect(g?.defaultSubcommand == config.defaultSubcommand?._commandName, "\(path)")
                 #expect(g?.hidden == !config.shouldDisplay, "\(path)")
             }
-            let (slots, _) = CommandParser.slots(of: type.init())
+            let slots = CommandParser.instantiate(type).slots
             guard let row = OperationTable.row(path) else {
                 #expect(slots.isEmpty && !config.subcommands.isEmpty, "no row for \(path.joined(separator: " "))")
                 continue

@@ -148,6 +148,7 @@ final class Option<Value>: ArgumentSlot {
             guard let last = texts.last else { return nil }
             return try convert(last, Value.self)
         }
+        SlotRegistry.created(self)
     }
 
     /// `@Option var count: Int` (required)
@@ -159,6 +160,7 @@ final class Option<Value>: ArgumentSlot {
             guard let last = texts.last else { return nil }
             return try convert(last, Value.self)
         }
+        SlotRegistry.created(self)
     }
 
     /// `@Option var secret: String?` (an optional property starts as nil)
@@ -169,6 +171,7 @@ final class Option<Value>: ArgumentSlot {
             guard let last = texts.last else { return nil }
             return .some(try convert(last, T.self))
         }
+        SlotRegistry.created(self)
     }
 
     init<T: ExpressibleByArgument>() where Value == T? {
@@ -178,6 +181,7 @@ final class Option<Value>: ArgumentSlot {
             guard let last = texts.last else { return nil }
             return .some(try convert(last, T.self))
         }
+        SlotRegistry.created(self)
     }
 
     /// `@Option var mqtt: [String] = []` (repeatable)
@@ -190,6 +194,7 @@ final class Option<Value>: ArgumentSlot {
             for t in texts { out.append(try convert(t, T.self)) }
             return out
         }
+        SlotRegistry.created(self)
     }
 
     /// `@Option var members: [String]` (repeatable, at least once)
@@ -202,6 +207,7 @@ final class Option<Value>: ArgumentSlot {
             for t in texts { out.append(try convert(t, T.self)) }
             return out
         }
+        SlotRegistry.created(self)
     }
 }
 
@@ -229,6 +235,7 @@ final class Argument<Value>: ArgumentSlot {
             guard let first = texts.first else { return nil }
             return try convert(first, Value.self)
         }
+        SlotRegistry.created(self)
     }
 
     init() where Value: ExpressibleByArgument {
@@ -238,6 +245,7 @@ final class Argument<Value>: ArgumentSlot {
             guard let first = texts.first else { return nil }
             return try convert(first, Value.self)
         }
+        SlotRegistry.created(self)
     }
 
     init<T: ExpressibleByArgument>(wrappedValue: T?) where Value == T? {
@@ -247,6 +255,7 @@ final class Argument<Value>: ArgumentSlot {
             guard let first = texts.first else { return nil }
             return .some(try convert(first, T.self))
         }
+        SlotRegistry.created(self)
     }
 
     init<T: ExpressibleByArgument>() where Value == T? {
@@ -256,6 +265,7 @@ final class Argument<Value>: ArgumentSlot {
             guard let first = texts.first else { return nil }
             return .some(try convert(first, T.self))
         }
+        SlotRegistry.created(self)
     }
 
     init<T: ExpressibleByArgument>(wrappedValue: [T], parsing: ArgumentArrayParsingStrategy = .remaining)
@@ -268,6 +278,7 @@ final class Argument<Value>: ArgumentSlot {
             for t in texts { out.append(try convert(t, T.self)) }
             return out
         }
+        SlotRegistry.created(self)
     }
 
     init<T: ExpressibleByArgument>(parsing: ArgumentArrayParsingStrategy = .remaining) where Value == [T] {
@@ -280,6 +291,7 @@ final class Argument<Value>: ArgumentSlot {
             for t in texts { out.append(try convert(t, T.self)) }
             return out
         }
+        SlotRegistry.created(self)
     }
 }
 
@@ -297,11 +309,27 @@ final class Flag: ArgumentSlot {
 
     init(wrappedValue: Bool = false) {
         self.wrappedValue = wrappedValue
+        SlotRegistry.created(self)
     }
 }
 
 @propertyWrapper
 struct OptionGroup<Value: ParsableArguments> {
     var wrappedValue: Value
-    init() { wrappedValue = Value() }
+    init() {
+        wrappedValue = Value()
+        SlotRegistry.created(group: wrappedValue)
+    }
+}
+
+/// The wrappers of a command (and of its groups, inline), in declaration order: a command's stored
+/// properties are initialised in that order, and each wrapper notes itself while
+/// `CommandParser.instantiate` makes the command. (No reflection: the binary carries none.)
+enum SlotRegistry {
+    nonisolated(unsafe) static var slots: [ArgumentSlot]? = nil
+    nonisolated(unsafe) static var groups: [ParsableArguments] = []
+
+    static func created(_ slot: ArgumentSlot) { slots?.append(slot) }
+    /// A group is noted after its own wrappers (and groups): innermost first.
+    static func created(group: ParsableArguments) { if slots != nil { groups.append(group) } }
 }

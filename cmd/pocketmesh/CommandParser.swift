@@ -19,33 +19,35 @@ enum ParsedCommandLine {
     case version
 }
 
-/// Groups of arguments a command holds (`@OptionGroup var link: LinkOptions`).
-protocol OptionGroupSlot {
-    var arguments: ParsableArguments { get }
-}
-
-extension OptionGroup: OptionGroupSlot {
-    var arguments: ParsableArguments { wrappedValue }
+/// A command (or group of arguments) just made, with its argument wrappers in declaration order
+/// (groups inline) and its groups to validate (innermost first).
+struct Instantiated<T> {
+    var value: T
+    var slots: [ArgumentSlot]
+    var groups: [ParsableArguments]
 }
 
 enum CommandParser {
-    /// The argument wrappers of a command or group, in declaration order (groups inline), and the
-    /// groups to validate (innermost first).
-    static func slots(of value: Any) -> (slots: [ArgumentSlot], groups: [ParsableArguments]) {
-        var slots: [ArgumentSlot] = []
-        var groups: [ParsableArguments] = []
-        for child in Mirror(reflecting: value).children {
-            if let s = child.value as? ArgumentSlot {
-                slots.append(s)
-            } else if let g = child.value as? OptionGroupSlot {
-                let inner = self.slots(of: g.arguments)
-                slots += inner.slots
-                groups += inner.groups
-                groups.append(g.arguments)
-            }
-        }
-        return (slots, groups)
+    /// Makes a command or group, noting its wrappers as they are created (`SlotRegistry`).
+    static func instantiate<T: ParsableArguments>(_ type: T.Type) -> Instantiated<T> {
+        instantiate { T() }
     }
+
+    static func instantiate(_ type: ParsableCommand.Type) -> Instantiated<ParsableCommand> {
+        instantiate { type.init() }
+    }
+
+    static func instantiate<T>(_ make: () -> T) -> Instantiated<T> {
+        let outer = (SlotRegistry.slots, SlotRegistry.groups)
+        SlotRegistry.slots = []
+        SlotRegistry.groups = []
+        defer { (SlotRegistry.slots, SlotRegistry.groups) = outer }
+        let value = make()
+        return Instantiated(value: value, slots: SlotRegistry.slots ?? [], groups: SlotRegistry.groups)
+    }
+
+    /// The wrappers of the command parsed last (`checkNumbers` reads the numbers they hold).
+    nonisolated(unsafe) static var lastFilled: [ArgumentSlot] = []
 
     /// The type a command path names (aliases too), and the canonical path.
     static func resolve(_ words: [String]) -> (ParsableCommand.Type, [String]) {
@@ -116,10 +118,10 @@ enum CommandParser {
             if let first = rest.first { throw UsageError("Unknown option '\(first)'") }
             return .run(type.init())
         }
-        var command = type.init()
-        try fill(command, row: row, args: rest)
-        let (_, groups) = slots(of: command)
-        for var g in groups { try g.validate() }
+        let made = instantiate(type)
+        var command = made.value
+        try fill(made.slots, row: row, args: rest)
+        for var g in made.groups { try g.validate() }
         try command.validate()
         return .run(command)
     }
@@ -127,8 +129,8 @@ enum CommandParser {
     /// Gives each wrapper of `command` its values from `args` (options, then "--" and values; for
     /// a command whose last argument takes the rest as it is, `daemon hook-exec`, everything from
     /// its first value on is a value).
-    static func fill(_ command: Any, row: Operation, args: [String]) throws {
-        let (slots, _) = slots(of: command)
+    static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String]) throws {
+        lastFilled = slots
         guard slots.count == row.args.count else {
             throw ClientError(.internal, "\(row.cli): \(slots.count) arguments declared, \(row.args.count) in the table")
         }
@@ -263,9 +265,10 @@ extension ParsableCommand {
     static func parse(_ args: [String]) throws -> Self {
         let path = CommandParser.path(of: Self.self)
         guard let row = OperationTable.row(path) else { throw UsageError("\(path.joined(separator: " ")) takes no arguments") }
-        var command = Self()
-        try CommandParser.fill(command, row: row, args: args)
-        for var g in CommandParser.slots(of: command).groups { try g.validate() }
+        let made = CommandParser.instantiate { Self() }
+        var command = made.value
+        try CommandParser.fill(made.slots, row: row, args: args)
+        for var g in made.groups { try g.validate() }
         try command.validate()
         return command
     }

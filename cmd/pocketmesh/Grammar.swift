@@ -92,12 +92,12 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
     return path + leading + (values.contains { $0.hasPrefix("-") } ? ["--"] : []) + values
 }
 
-/// Every number option of a parsed command is finite and no larger than a billion: `inf`, `nan`
-/// and `1e300` are usage errors, not crashes where a duration becomes whole milliseconds.
+/// Every number option of the command parsed last is finite and no larger than a billion: `inf`,
+/// `nan` and `1e300` are usage errors, not crashes where a duration becomes whole milliseconds.
 func checkNumbers(_ command: ParsableCommand) throws(ClientError) {
     let path = CommandParser.path(of: type(of: command))
     guard let row = OperationTable.row(path) else { return }
-    for (k, slot) in CommandParser.slots(of: command).slots.enumerated() where k < row.args.count {
+    for (k, slot) in CommandParser.lastFilled.enumerated() where k < row.args.count {
         guard let d = slot.number, !d.isFinite || abs(d) > 1e9 else { continue }
         let a = row.args[k]
         let name = a.kind == .positional ? "" : "--\(a.name): "

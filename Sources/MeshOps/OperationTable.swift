@@ -51,6 +51,9 @@ public struct OperationArgument: Sendable, Equatable {
     /// The spelling on the command line: `--serial`, `<contact>`.
     public var display: String { kind == .positional ? "<\(name)>" : "--\(name)" }
 
+    // The table's rows call these a few hundred times: not inlined, each call is a few bytes, not
+    // the whole argument built in place (the rows' initialiser was 100 KB of the binary).
+    @inline(never)
     public static func positional(_ name: String, type: ValueType = .string, optional: Bool = false, choices: [String] = [],
                                   default value: String? = nil, repeatable: Bool = false, hidden: Bool = false,
                                   remaining: Bool = false, help: String) -> OperationArgument {
@@ -58,6 +61,7 @@ public struct OperationArgument: Sendable, Equatable {
                           defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: remaining, help: help)
     }
 
+    @inline(never)
     public static func option(_ name: String, short: Character? = nil, value valueName: String, type: ValueType = .string,
                               required: Bool = false, choices: [String] = [], default value: String? = nil,
                               repeatable: Bool = false, hidden: Bool = false, help: String) -> OperationArgument {
@@ -65,6 +69,7 @@ public struct OperationArgument: Sendable, Equatable {
                           defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: false, help: help)
     }
 
+    @inline(never)
     public static func flag(_ name: String, short: Character? = nil, repeatable: Bool = false, hidden: Bool = false,
                             help: String) -> OperationArgument {
         OperationArgument(kind: .flag, name: name, short: short, valueName: nil, type: .bool, required: false,
@@ -98,6 +103,7 @@ public struct Operation: Sendable {
 
     public var cli: String { path.joined(separator: " ") }
 
+    @inline(never)
     public init(_ path: String, _ opClass: OperationClass?, api: String? = nil, daemon: Bool = false, aliases: [String] = [],
                 hidden: Bool = false, result: OperationResult = .none, help: String, discussion: String = "",
                 args: [OperationArgument] = []) {

@@ -23,8 +23,7 @@ public final class SessionPort: OperationPort {
     var waiting: [Ticket: CheckedContinuation<Result<Arrival, ClientError>, Never>] = [:]
     var drainWaiters: [(deadline: UInt64?, resume: CheckedContinuation<Result<Void, ClientError>, Never>)] = []
     var sleepers: [(deadline: UInt64, resume: CheckedContinuation<Result<Void, ClientError>, Never>)] = []
-    var observers: [(token: Int, handler: (SessionEvent) -> Void)] = []
-    var nextToken = 0
+    var observers = SessionObservers()
     var closedError: ClientError? = nil
     /// A command an operation submitted has finished: its frame and the radio's answer (the shell
     /// keeps its own records in step, e.g. a contact removed or a contacts listing).
@@ -95,15 +94,9 @@ public final class SessionPort: OperationPort {
         try r.get()
     }
 
-    public func observe(_ handler: @escaping (SessionEvent) -> Void) -> Int {
-        nextToken += 1
-        observers.append((nextToken, handler))
-        return nextToken
-    }
+    public func observe(_ handler: @escaping (SessionEvent) -> Void) -> Int { observers.add(handler) }
 
-    public func stopObserving(_ token: Int) {
-        observers.removeAll { $0.token == token }
-    }
+    public func stopObserving(_ token: Int) { observers.remove(token) }
 
     // MARK: the shell's side
 
@@ -136,7 +129,7 @@ public final class SessionPort: OperationPort {
         default:
             break
         }
-        for o in observers { o.handler(e) }
+        observers.notify(e)
         if !drainWaiters.isEmpty && !session.draining { resumeDrainWaiters(all: true, now: 0) }
         return taken
     }

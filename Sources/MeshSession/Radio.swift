@@ -67,8 +67,7 @@ public final class Radio {
     /// Every event, after the driver's own bookkeeping.
     public var onEvent: (SessionEvent) -> Void = { _ in }
     /// Operations' observers (`observe`), after `onEvent`.
-    var observers: [(token: Int, handler: (SessionEvent) -> Void)] = []
-    var nextObserver = 0
+    var observers = SessionObservers()
 
     public init(link: ByteLink, config: SessionConfig, loop: PollLoop = PollLoop()) {
         self.link = link
@@ -166,7 +165,7 @@ public final class Radio {
             default: break
             }
             onEvent(e)
-            for o in observers { o.handler(e) }
+            observers.notify(e)
         }
         if any || linkError != nil { loop.stop() }
     }
@@ -276,15 +275,9 @@ public final class Radio {
     }
 
     /// Every event from now on goes to `handler` too; `stopObserving` with the token ends it.
-    public func observe(_ handler: @escaping (SessionEvent) -> Void) -> Int {
-        nextObserver += 1
-        observers.append((nextObserver, handler))
-        return nextObserver
-    }
+    public func observe(_ handler: @escaping (SessionEvent) -> Void) -> Int { observers.add(handler) }
 
-    public func stopObserving(_ token: Int) {
-        observers.removeAll { $0.token == token }
-    }
+    public func stopObserving(_ token: Int) { observers.remove(token) }
 
     /// The error to report when the session ended because the link went away.
     func lost() -> ClientError {

@@ -1,8 +1,6 @@
 """The daemon runs the command line's operations itself, in its own process, on its one thread,
 interleaved: no worker process per op, no tunnel back into its own socket. Against `pocketmesh sim`
 (sim0 - rpt0 - sim1), with API clients on the daemon's socket."""
-import json
-import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -41,20 +39,6 @@ def threads(pid):
     return int(proc_stat(pid)[20 - 3])
 
 
-def call_on(sock_path, req, timeout=30):
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(timeout)
-        s.connect(sock_path)
-        s.sendall((json.dumps(req) + "\n").encode())
-        buf = b""
-        while b"\n" not in buf:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-        return json.loads(buf.split(b"\n")[0])
-
-
 def test_ops_start_no_process_and_the_daemon_keeps_one_thread(daemon):
     sim, d = daemon
     pid = d.proc.pid
@@ -83,7 +67,7 @@ def test_a_long_op_does_not_hold_up_the_others(daemon):
     lock = threading.Lock()
 
     def run(name, req):
-        r = call_on(d.sock, req)
+        r = d.call(req, timeout=30)
         with lock:
             done.append((name, r))
 
@@ -114,7 +98,7 @@ def test_a_lost_link_ends_waiting_ops_with_a_link_error(daemon):
     result = {}
 
     def run():
-        result["r"] = call_on(d.sock, {"id": 1, "op": "discover", "for": 20}, timeout=60)
+        result["r"] = d.call({"id": 1, "op": "discover", "for": 20}, timeout=60)
 
     t = threading.Thread(target=run)
     t.start()

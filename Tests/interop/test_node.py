@@ -8,8 +8,6 @@ Environment: POCKETMESH_BIN (default .build/debug/pocketmesh).
 """
 import json
 import os
-import pathlib
-import socket
 import stat
 import subprocess
 import time
@@ -18,16 +16,9 @@ import pytest
 
 from test_sim_clients import Sim
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
+from test_air import BIN, ENV, free_port  # noqa: F401  (the air's harness, shared)
+
 pytestmark = pytest.mark.skipif(not BIN.exists(), reason=f"needs {BIN} (swift build)")
-ENV = dict(os.environ, POCKETMESH_NO_DAEMON="1")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(*args, timeout=90):

@@ -6,30 +6,16 @@ node (`--role companion --companion-listen`) talks to openhop-core directly.
 Environment: POCKETMESH_BIN (default .build/debug/pocketmesh), POCKETMESH_VENV (openhop-core).
 """
 import json
-import os
-import pathlib
-import socket
 import subprocess
-import sys
 import time
 
 import pytest
 
 from test_sim_clients import Sim
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
-VENV = pathlib.Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
-PY = VENV / "bin" / "python" if (VENV / "bin" / "python").exists() else pathlib.Path(sys.executable)
-PEER = pathlib.Path(__file__).resolve().parent / "harness" / "air_peer.py"
+from test_air import BIN, ENV, PEER, PY, free_port  # noqa: F401  (the air's harness, shared)
+
 pytestmark = pytest.mark.skipif(not BIN.exists(), reason=f"needs {BIN} (swift build)")
-ENV = dict(os.environ, POCKETMESH_NO_DAEMON="1")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def js(port, *args):

@@ -157,6 +157,9 @@ public final class APIServer {
         return true
     }
 
+    /// `PollPart`'s form of `handle(_:)`.
+    public func handle(_ p: pollfd, now: UInt64) -> Bool { handle(p) }
+
     // MARK: replies and events
 
     /// Sends a deferred response. Ignored if the client has gone.
@@ -356,3 +359,6 @@ public final class APIServer {
         onDisconnect(id)
     }
 }
+
+/// The local API server is a part of the daemon's poll loop.
+extension APIServer: PollPart {}

@@ -238,6 +238,16 @@ public final class Daemon {
 
     var radioKeyHex: String? { radioSelf?.publicKey.hex }
 
+    /// The parts of the loop besides the radio link, the signal pipe and hotplug, each with its
+    /// descriptors, readiness handler and deadline: the API server, the hub, each MQTT connection.
+    var parts: [PollPart] {
+        var all: [PollPart] = [api]
+        if let h = hub { all.append(h) }
+        all += bridges as [PollPart]
+        all += observers as [PollPart]
+        return all
+    }
+
     // MARK: - main loop
 
     /// Runs until SIGTERM or SIGINT. Returns the process exit code.
@@ -255,9 +265,8 @@ public final class Daemon {
                 fds.append(pollfd(fd: link.fd, events: Int16(POLLIN) | (link.hasPendingOutput ? Int16(POLLOUT) : 0), revents: 0))
             }
             if let h = hotplug { fds.append(pollfd(fd: h.fd, events: Int16(POLLIN), revents: 0)) }
-            api.pollDescriptors(into: &fds)
-            hub?.pollDescriptors(into: &fds)
-            mqttDescriptors(into: &fds)
+            let parts = self.parts
+            for part in parts { part.pollDescriptors(into: &fds) }
             let wait: Int32 = deadline.map { $0 > now ? Int32(clamping: $0 - now) : 0 } ?? 60_000
             let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
             if n <= 0 { continue }
@@ -268,11 +277,11 @@ public final class Daemon {
                     linkReady(p.revents)
                 } else if let h = hotplug, p.fd == h.fd {
                     hotplugReady(now: monotonicMilliseconds())
-                } else if mqttHandle(p) {
-                } else if let h = hub, h.handle(p, now: monotonicMilliseconds()) {
-                    pump(now: monotonicMilliseconds())  // the frames it read: answered or queued for the radio
                 } else {
-                    api.handle(p)
+                    let now = monotonicMilliseconds()
+                    // The part whose descriptor it is; then what it asked of the radio goes out (a
+                    // hub client's frames are answered or queued for the radio).
+                    if parts.contains(where: { $0.handle(p, now: now) }) { pump(now: now) }
                 }
                 if stopping { break }
             }
@@ -384,16 +393,12 @@ public final class Daemon {
             if storeRetryAt != 0 { soon(storeRetryAt) }
         }
         if let h = hooks { soon(h.tick(now: now)) }
-        soon(api.tick(now: now))
-        if let h = hub {
-            soon(h.tick(now: now))
-            soon(hubTimers(now: now))
-        }
+        for part in parts { soon(part.tick(now: now)) }
+        if hub != nil { soon(hubTimers(now: now)) }
         if !operations.isEmpty || operationPort?.nextDeadline != nil {
             soon(operationTimers(now: now))
             if operationJobs.hasReady { pump(now: now) }
         }
-        if !bridges.isEmpty || !observers.isEmpty { soon(mqttTimers(now: now)) }
         soon(notify.tick(now: now))
         return next
     }

@@ -146,26 +146,6 @@ extension Daemon {
         }
     }
 
-    func mqttDescriptors(into fds: inout [pollfd]) {
-        for b in bridges { b.connection.pollDescriptors(into: &fds) }
-        for o in observers { o.connection?.pollDescriptors(into: &fds) }
-    }
-
-    func mqttHandle(_ p: pollfd) -> Bool {
-        let now = monotonicMilliseconds()
-        for b in bridges where b.connection.handle(p, now: now) { return true }
-        for o in observers where o.connection?.handle(p, now: now) == true { return true }
-        return false
-    }
-
-    func mqttTimers(now: UInt64) -> UInt64? {
-        var next: UInt64? = nil
-        func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
-        for b in bridges { soon(b.connection.tick(now: now)) }
-        for o in observers { soon(o.tick(now: now)) }
-        return next
-    }
-
     func stopMQTT() {
         let now = monotonicMilliseconds()
         for b in bridges { b.stop(now: now) }

@@ -510,3 +510,6 @@ public final class HubServer {
         onDisconnect(id)
     }
 }
+
+/// The companion hub is a part of the daemon's poll loop.
+extension HubServer: PollPart {}

@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 import MeshCompanion
 import MeshNet
@@ -396,4 +397,11 @@ final class MQTTBridge {
         }
         connection.close(now: now)
     }
+}
+
+/// A chat bridge is a part of the daemon's poll loop: its broker connection.
+extension MQTTBridge: PollPart {
+    func pollDescriptors(into fds: inout [pollfd]) { connection.pollDescriptors(into: &fds) }
+    func handle(_ p: pollfd, now: UInt64) -> Bool { connection.handle(p, now: now) }
+    func tick(now: UInt64) -> UInt64? { connection.tick(now: now) }
 }

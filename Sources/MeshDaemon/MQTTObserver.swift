@@ -1,3 +1,4 @@
+import MeshLink
 import Glibc
 import MeshAir
 import MeshCompanion
@@ -173,4 +174,11 @@ final class MQTTObserver {
         }
         connection.close(now: now)
     }
+}
+
+/// A packet uploader is a part of the daemon's poll loop: its broker connection, once the radio is
+/// known (`tick` is its own: it also starts and paces the connection).
+extension MQTTObserver: PollPart {
+    func pollDescriptors(into fds: inout [pollfd]) { connection?.pollDescriptors(into: &fds) }
+    func handle(_ p: pollfd, now: UInt64) -> Bool { connection?.handle(p, now: now) ?? false }
 }

@@ -206,25 +206,30 @@ public final class Executor {
     // MARK: execute
 
     /// Runs a request to its end on the command line's link (the `Radio`'s waits spin its loop).
+    @available(*, noasync, message: "an operation waits through the port: use the async form")
     public func execute(_ request: Request) throws(ClientError) -> Outcome {
         try OperationJobs.runToEnd { () async throws(ClientError) -> Outcome in try await self.run(request) }
     }
 
     /// The contacts, a contact, the channels and a channel, for the command line (see the
     /// operations' own, which wait through the port).
+    @available(*, noasync, message: "an operation waits through the port: use the async form")
     public func contacts(refresh: Bool = false) throws(ClientError) -> [ContactSummary] {
         try OperationJobs.runToEnd { () async throws(ClientError) -> [ContactSummary] in try await self.contacts(refresh: refresh) }
     }
 
+    @available(*, noasync, message: "an operation waits through the port: use the async form")
     public func resolve(_ who: String) throws(ClientError) -> ContactSummary {
         try OperationJobs.runToEnd { () async throws(ClientError) -> ContactSummary in try await self.resolve(who) }
     }
 
+    @available(*, noasync, message: "an operation waits through the port: use the async form")
     public func resolveChannel(_ which: String) throws(ClientError) -> ChannelSummary {
         try OperationJobs.runToEnd { () async throws(ClientError) -> ChannelSummary in try await self.resolveChannel(which) }
     }
 
     /// Every channel slot, empty ones included.
+    @available(*, noasync, message: "an operation waits through the port: use the async form")
     public func channelList() throws(ClientError) -> [ChannelSummary] {
         try OperationJobs.runToEnd { () async throws(ClientError) -> [ChannelSummary] in try await self.channels() }
     }

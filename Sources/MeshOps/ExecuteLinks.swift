@@ -152,7 +152,7 @@ extension Executor {
             contactCache = nil
             return Outcome(ok("contact imported"))
         case .contact(let name, let key, let type):
-            return try execute(.contactAdd(publicKey: key.hex, name: name, type: type, path: nil))
+            return try await run(.contactAdd(publicKey: key.hex, name: name, type: type, path: nil))
         case .channel:
             throw .usage("that is a channel link: use `pocketmesh channel import`.")
         }
@@ -181,7 +181,7 @@ extension Executor {
         guard let s = slot else {
             throw .refused("every channel slot is in use: remove one first (`pocketmesh channel remove`).", code: 3)
         }
-        _ = try execute(.channelSet(index: Int(s.index), name: name, secret: secret, hashtag: secret == nil && name.hasPrefix("#")))
+        _ = try await run(.channelSet(index: Int(s.index), name: name, secret: secret, hashtag: secret == nil && name.hasPrefix("#")))
         return Outcome(.object([.init("status", .string("ok")), .init("index", .int(s.index)), .init("name", .string(name))]))
     }
 

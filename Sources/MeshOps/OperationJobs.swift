@@ -52,6 +52,7 @@ public final class OperationJobs: TaskExecutor, @unchecked Sendable {
 
     /// Runs an operation to its end before returning: for shells whose port never suspends (the
     /// command line's `Radio` spins its own loop inside each wait).
+    @available(*, noasync, message: "an operation's steps wait through its port, not to the end")
     public static func runToEnd<T>(_ body: @escaping () async throws(ClientError) -> T) throws(ClientError) -> T {
         let jobs = OperationJobs()
         let box = ResultBox<T>()

@@ -99,6 +99,30 @@ import Testing
         #expect(!shell.others.contains { if case .reply = $0 { return true }; return false })
     }
 
+    /// An operation made of other operations (`channel add`: the slots, then `channel set`) runs
+    /// them through the same port: nothing of it waits outside the shell's loop.
+    @Test func anOperationBuiltOnAnotherRunsThroughThePort() throws {
+        let shell = Shell()
+        shell.start("add", .channelAdd(name: "#daemon", secret: nil))
+        var rounds = 0
+        while shell.ended.isEmpty && rounds < 100 {
+            rounds += 1
+            for f in shell.take() {
+                switch f.first {
+                case CommandCode.getChannel.rawValue:
+                    shell.answer([ResponseCode.channelInfo.rawValue, f[1]] + [UInt8](repeating: 0, count: 48))
+                case CommandCode.setChannel.rawValue:
+                    shell.answer([ResponseCode.ok.rawValue])
+                default:
+                    Issue.record("unexpected frame \(f)")
+                }
+            }
+        }
+        #expect(shell.ended.map(\.0) == ["add"])
+        let v = try shell.ended[0].1.get().value
+        #expect(v["index"] == .int(0) && v["name"] == .string("#daemon"))
+    }
+
     @Test func aClosedSessionEndsWaitingOperationsWithTheLinkError() throws {
         let shell = Shell()
         shell.start("battery", .battery)

@@ -10,7 +10,7 @@
 
 import Glibc
 import MeshCompanion
-import MeshMQTT
+import MeshDaemonClient
 import MeshNet
 
 func fuzzCheck(_ ok: Bool, _ what: StaticString, line: UInt = #line) {
@@ -60,8 +60,8 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(line)
     let key = "dGhlIHNhbXBsZSBub25jZQ=="
     let answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        + "Sec-WebSocket-Accept: \(WebSocketServer.accept(key: key))\r\nSec-WebSocket-Protocol: mqtt\r\n\r\n"
-    var ws = WebSocketClient(key: key)
+        + "Sec-WebSocket-Accept: \(WebSocketServer.accept(key: key, sha1: webSocketSHA1))\r\nSec-WebSocket-Protocol: mqtt\r\n\r\n"
+    var ws = WebSocketClient(key: key, sha1: webSocketSHA1)
     do throws(MQTTError) {
         let first = try ws.receive(Array(answer.utf8))
         fuzzCheck(ws.open && first.isEmpty, "a valid upgrade answer opens the client")
@@ -81,7 +81,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     } catch {
         fuzzSink &+= error.description.utf8.count
     }
-    var raw = WebSocketClient(key: key)
+    var raw = WebSocketClient(key: key, sha1: webSocketSHA1)
     if let events = try? raw.receive(bytes) { fuzzSink &+= events.count }
     return 0
 }

@@ -1,7 +1,7 @@
 // libFuzzer target over the bytes a broker sends: the MQTT packet decoder and the client session
 // that acts on them (CONNACK, PUBACK, SUBACK, PUBLISH, PINGRESP); and the same bytes as a DNS
 // server's answer to the broker's lookup. Built by fuzz/run.sh together
-// with the MeshMQTT sources.
+// with the MeshNet sources.
 //
 // Byte 0 picks the read size (1 ... 64 bytes at a time) so the incremental decoder sees packets
 // split at every place. Invariants: no trap on any input; a decoder error is final (the session

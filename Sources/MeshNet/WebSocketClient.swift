@@ -18,7 +18,7 @@ public struct WebSocketClient {
     private var buffer: [UInt8] = []
     private var fragments: [UInt8] = []
     private var maskSource = SystemRandomNumberGenerator()
-    static let maxMessage = 1 << 20
+    public static let maxMessage = 1 << 20
 
     /// `sha1`: for the check of the server's accept key (this module has no crypto).
     public init(key: String, sha1: @escaping ([UInt8]) -> [UInt8]) {

@@ -31,9 +31,16 @@ public struct OperationArgument: Sendable, Equatable {
     /// Takes every argument after it as they are (the internal `daemon hook-exec`).
     public var remaining: Bool
     public var help: String
+    /// Its field names in the local API (and MQTT commands) when they are not its name with dashes
+    /// as "_": the first is the one `ops --json` shows (`name` for a command's `<contact>`), any
+    /// others are accepted too (`set` takes `values`, or one `value`).
+    public var apiNames: [String]
+    /// The API's default where it is not the command line's (`channel_send` waits for no repeats).
+    public var apiDefault: String?
 
     public init(kind: Kind, name: String, short: Character?, valueName: String?, type: ValueType, required: Bool,
-                defaultValue: String?, choices: [String], repeatable: Bool, hidden: Bool, remaining: Bool, help: String) {
+                defaultValue: String?, choices: [String], repeatable: Bool, hidden: Bool, remaining: Bool, help: String,
+                apiNames: [String] = [], apiDefault: String? = nil) {
         self.kind = kind
         self.name = name
         self.short = short
@@ -46,7 +53,15 @@ public struct OperationArgument: Sendable, Equatable {
         self.hidden = hidden
         self.remaining = remaining
         self.help = help
+        self.apiNames = apiNames
+        self.apiDefault = apiDefault
     }
+
+    /// Its field name in the local API: `public_key` for `<public-key>`, unless the row names another.
+    public var apiField: String { apiNames.first ?? String(name.map { $0 == "-" ? "_" : $0 }) }
+
+    /// Whether an API field names it.
+    public func isNamed(apiField field: String) -> Bool { apiNames.isEmpty ? field == apiField : apiNames.contains(field) }
 
     /// The spelling on the command line: `--serial`, `<contact>`.
     public var display: String { kind == .positional ? "<\(name)>" : "--\(name)" }
@@ -56,17 +71,20 @@ public struct OperationArgument: Sendable, Equatable {
     @inline(never)
     public static func positional(_ name: String, type: ValueType = .string, optional: Bool = false, choices: [String] = [],
                                   default value: String? = nil, repeatable: Bool = false, hidden: Bool = false,
-                                  remaining: Bool = false, help: String) -> OperationArgument {
+                                  remaining: Bool = false, api: [String] = [], help: String) -> OperationArgument {
         OperationArgument(kind: .positional, name: name, short: nil, valueName: name, type: type, required: !optional && value == nil,
-                          defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: remaining, help: help)
+                          defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: remaining, help: help,
+                          apiNames: api)
     }
 
     @inline(never)
     public static func option(_ name: String, short: Character? = nil, value valueName: String, type: ValueType = .string,
                               required: Bool = false, choices: [String] = [], default value: String? = nil,
-                              repeatable: Bool = false, hidden: Bool = false, help: String) -> OperationArgument {
+                              repeatable: Bool = false, hidden: Bool = false, api: [String] = [], apiDefault: String? = nil,
+                              help: String) -> OperationArgument {
         OperationArgument(kind: .option, name: name, short: short, valueName: valueName, type: type, required: required,
-                          defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: false, help: help)
+                          defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: false, help: help,
+                          apiNames: api, apiDefault: apiDefault)
     }
 
     @inline(never)
@@ -102,6 +120,10 @@ public struct Operation: Sendable {
     public var result: OperationResult
 
     public var cli: String { path.joined(separator: " ") }
+
+    /// The arguments an API request gives as fields: all but how the command line reaches the
+    /// radio (`OperationArgument.link`), which the daemon holds.
+    public var apiArguments: [OperationArgument] { args.filter { !OperationArgument.link.contains($0) } }
 
     @inline(never)
     public init(_ path: String, _ opClass: OperationClass?, api: String? = nil, daemon: Bool = false, aliases: [String] = [],

@@ -16,6 +16,11 @@ extension OperationArgument {
         if !choices.isEmpty { fields.append(.init("choices", .array(choices.map { .string($0) }))) }
         fields.append(.init("repeatable", .bool(repeatable)))
         if hidden { fields.append(.init("hidden", .bool(true))) }
+        if !apiNames.isEmpty {
+            fields.append(.init("api", .string(apiField)))
+            if apiNames.count > 1 { fields.append(.init("api_aliases", .array(apiNames.dropFirst().map { .string($0) }))) }
+        }
+        if let apiDefault { fields.append(.init("api_default", .string(apiDefault))) }
         fields.append(.init("help", .string(help)))
         return .object(fields)
     }

@@ -5,6 +5,5 @@ struct Advert: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "advert")
     @OptionGroup var link: LinkOptions
     @Flag var flood = false
-    func request() throws(ClientError) -> Request { .advert(flood: flood) }
     func text(_ v: Value) -> String { v["done"]?.stringValue ?? v.text() }
 }

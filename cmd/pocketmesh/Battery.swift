@@ -4,12 +4,10 @@ import MeshOps
 struct Battery: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "battery")
     @OptionGroup var link: LinkOptions
-    func request() throws(ClientError) -> Request { .battery }
 }
 
 struct Stats: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "stats")
     @OptionGroup var link: LinkOptions
     @Argument var type: String?
-    func request() throws(ClientError) -> Request { .stats(type) }
 }

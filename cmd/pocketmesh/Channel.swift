@@ -11,7 +11,6 @@ struct Channel: ParsableCommand {
     struct List: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "list")
         @OptionGroup var link: LinkOptions
-        func request() throws(ClientError) -> Request { .channels }
         func text(_ value: Value) -> String {
             guard case .array(let items) = value else { return value.text() }
             return items.map { "\($0["index"]?.intValue ?? 0)  \($0["name"]?.stringValue ?? "")  \($0["secret"]?.stringValue ?? "")" }
@@ -26,7 +25,6 @@ struct Channel: ParsableCommand {
         @Argument var name: String
         @Option var secret: String?
         @Flag var hashtag = false
-        func request() throws(ClientError) -> Request { .channelSet(index: index, name: name, secret: secret, hashtag: hashtag) }
     }
 
     struct Add: RadioCommand {
@@ -34,10 +32,6 @@ struct Channel: ParsableCommand {
         @OptionGroup var link: LinkOptions
         @Argument var name: String
         @Option var secret: String?
-        func request() throws(ClientError) -> Request {
-            guard secret != nil || name.hasPrefix("#") else { throw .usage("give --secret HEX, or a #name for a hashtag channel.") }
-            return .channelAdd(name: name, secret: secret)
-        }
         func text(_ v: Value) -> String { "channel \(v["index"]?.intValue ?? 0): \(v["name"]?.stringValue ?? name)" }
     }
 
@@ -45,7 +39,6 @@ struct Channel: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "uri")
         @OptionGroup var link: LinkOptions
         @Argument var channel: String
-        func request() throws(ClientError) -> Request { .channelURI(channel) }
         func text(_ v: Value) -> String { v["uri"]?.stringValue ?? "" }
     }
 
@@ -53,7 +46,6 @@ struct Channel: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "import")
         @OptionGroup var link: LinkOptions
         @Argument var uri: String
-        func request() throws(ClientError) -> Request { .channelImport(uri) }
         func text(_ v: Value) -> String { "channel \(v["index"]?.intValue ?? 0): \(v["name"]?.stringValue ?? "")" }
     }
 
@@ -61,7 +53,6 @@ struct Channel: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "remove")
         @OptionGroup var link: LinkOptions
         @Argument var channel: String
-        func request() throws(ClientError) -> Request { .channelRemove(channel) }
     }
 
     struct SendChannel: RadioCommand {
@@ -71,7 +62,6 @@ struct Channel: ParsableCommand {
         @Option var repeatsWait: Double = 2
         @Argument var channel: String
         @Argument var text: [String]
-        func request() throws(ClientError) -> Request { .channelSend(channel, text: joined(text), repeatsWaitMs: try waitMs()) }
         func waitMs() throws(ClientError) -> Int {
             guard repeatsWait >= 0, repeatsWait <= 60 else { throw .usage("--repeats-wait must be between 0 and 60 seconds.") }
             return Int(repeatsWait * 1000)

@@ -49,6 +49,18 @@ enum CommandParser {
     /// The wrappers of the command parsed last (`checkNumbers` reads the numbers they hold).
     nonisolated(unsafe) static var lastFilled: [ArgumentSlot] = []
 
+    /// The words given for each argument of the command parsed last, by the table's names, and
+    /// its path: what `RadioCommand.request()` turns into the request (`OperationValues`).
+    nonisolated(unsafe) static var lastTexts: (path: [String], texts: [String: [String]]) = ([], [:])
+
+    /// The values of the command parsed last, if it is the command at `path`.
+    static func values(of path: [String]) throws(ClientError) -> OperationValues {
+        guard lastTexts.path == path, let row = OperationTable.row(path) else {
+            throw ClientError(.internal, "\(path.joined(separator: " ")): its arguments were not parsed")
+        }
+        return try OperationValues(commandLine: row, texts: lastTexts.texts)
+    }
+
     /// The type a command path names (aliases too), and the canonical path.
     static func resolve(_ words: [String]) -> (ParsableCommand.Type, [String]) {
         var type: ParsableCommand.Type = PocketMesh.self
@@ -221,6 +233,9 @@ enum CommandParser {
             }
         }
         if let unknown { throw unknown }
+        var texts: [String: [String]] = [:]
+        for (k, a) in row.args.enumerated() where !given[k].isEmpty { texts[a.name] = given[k] }
+        lastTexts = (row.path, texts)
         if v < values.count {
             let extra = values[v...]
             if extra.count == 1 { throw UsageError("Unexpected argument '\(extra.first!)'") }

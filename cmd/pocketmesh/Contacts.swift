@@ -13,7 +13,6 @@ struct Contacts: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list")
         @OptionGroup var link: LinkOptions
         @Flag var geojson = false
-        func request() throws(ClientError) -> Request { .contacts }
 
         func run() throws {
             guard geojson else { return try runRadioCommand() }
@@ -39,7 +38,6 @@ struct Contacts: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "show")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .contactShow(contact) }
     }
 
     struct Add: RadioCommand {
@@ -49,44 +47,36 @@ struct Contacts: ParsableCommand {
         @Argument var name: String
         @Option var type: String?
         @Option var path: String?
-        func request() throws(ClientError) -> Request {
-            return .contactAdd(publicKey: publicKey, name: name, type: try Request.contactType(type), path: path)
-        }
     }
 
     struct Remove: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "remove")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .contactRemove(contact) }
     }
 
     struct ResetPath: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "reset-path")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .contactResetPath(contact) }
     }
 
     struct ResetAdvertTime: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "reset-advert-time")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .contactResetAdvertTime(contact) }
     }
 
     struct Share: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "share")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .contactShare(contact) }
     }
 
     struct Export: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "export")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String?
-        func request() throws(ClientError) -> Request { .contactExport(contact) }
         func text(_ value: Value) -> String { value["advert"]?.stringValue ?? value.text() }
     }
 
@@ -94,7 +84,6 @@ struct Contacts: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "import")
         @OptionGroup var link: LinkOptions
         @Argument var advert: String
-        func request() throws(ClientError) -> Request { .contactImportLink(advert) }
     }
 
     struct Favourite: RadioCommand {
@@ -102,13 +91,6 @@ struct Contacts: ParsableCommand {
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
         @Argument var state: String
-        func request() throws(ClientError) -> Request {
-            switch state.lowercased() {
-            case "on", "yes", "true", "1": return .contactFavourite(contact, on: true)
-            case "off", "no", "false", "0": return .contactFavourite(contact, on: false)
-            default: throw .usage("say on or off, not \"\(state)\".")
-            }
-        }
         func text(_ v: Value) -> String { "\(v["name"]?.stringValue ?? contact) is \(v["favourite"] == .bool(true) ? "a favourite" : "not a favourite")" }
     }
 
@@ -116,7 +98,6 @@ struct Contacts: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "uri")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .contactURI(contact) }
         func text(_ v: Value) -> String { "\(v["uri"]?.stringValue ?? "")\n\(v["contact_uri"]?.stringValue ?? "")" }
     }
 
@@ -124,7 +105,6 @@ struct Contacts: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "path")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .contactPath(contact) }
         /// `out_path_length` -1 (unknown: messages flood, as `path_length` in `contacts --json`) reads "flood".
         func text(_ v: Value) -> String {
             guard case .object(var fields) = v else { return v.text() }
@@ -139,7 +119,6 @@ struct Contacts: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "discover-path")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .contactDiscoverPath(contact) }
     }
 }
 

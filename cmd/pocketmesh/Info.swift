@@ -4,5 +4,4 @@ import MeshOps
 struct Info: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "info")
     @OptionGroup var link: LinkOptions
-    func request() throws(ClientError) -> Request { .info }
 }

@@ -95,6 +95,12 @@ protocol RadioCommand: ParsableCommand {
 extension RadioCommand {
     func text(_ value: Value) -> String { value.text() }
 
+    /// The request, from the values parsed for the command's arguments: the same function the
+    /// local API's fields go through (`Request(_ values:)`).
+    func request() throws(ClientError) -> Request {
+        try Request(CommandParser.values(of: CommandParser.path(of: Self.self)))
+    }
+
     func run() throws { try runRadioCommand() }
 
     /// Runs `request()` and prints its result (`--json`: the value itself).

@@ -9,7 +9,6 @@ struct Login: RadioCommand {
     @Option var password: String?
     @Flag var noSave = false
     @Flag var forget = false
-    func request() throws(ClientError) -> Request { .login(node, password: password ?? "") }
 
     func run() throws {
         let radio = try link.connect(drain: false)
@@ -43,7 +42,6 @@ struct Logout: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument var node: String
     @Flag var forget = false
-    func request() throws(ClientError) -> Request { .logout(node) }
 
     func run() throws {
         let radio = try link.connect(drain: false)
@@ -60,21 +58,18 @@ struct Status: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "status")
     @OptionGroup var link: LinkOptions
     @Argument var node: String
-    func request() throws(ClientError) -> Request { .status(node) }
 }
 
 struct Scope: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "scope")
     @OptionGroup var link: LinkOptions
     @Argument var scope: String
-    func request() throws(ClientError) -> Request { .scope(scope) }
 }
 
 struct Regions: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "regions")
     @OptionGroup var link: LinkOptions
     @Argument var node: String
-    func request() throws(ClientError) -> Request { .regions(node) }
     func text(_ v: Value) -> String {
         guard case .array(let names)? = v["regions"] else { return v.text() }
         return names.isEmpty ? "no regions" : names.compactMap(\.stringValue).joined(separator: "\n")
@@ -85,21 +80,18 @@ struct Owner: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "owner")
     @OptionGroup var link: LinkOptions
     @Argument var node: String
-    func request() throws(ClientError) -> Request { .owner(node) }
 }
 
 struct Clock: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "clock")
     @OptionGroup var link: LinkOptions
     @Argument var node: String
-    func request() throws(ClientError) -> Request { .clock(node) }
 }
 
 struct Telemetry: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "telemetry")
     @OptionGroup var link: LinkOptions
     @Argument var node: String?
-    func request() throws(ClientError) -> Request { .telemetry(node) }
     /// One record a line, e.g. "voltage (channel 1): 4.15 V".
     func text(_ v: Value) -> String {
         guard case .array(let records)? = v["records"] else { return v.text() }
@@ -117,7 +109,6 @@ struct Neighbours: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "neighbours", aliases: ["neighbors"])
     @OptionGroup var link: LinkOptions
     @Argument var node: String
-    func request() throws(ClientError) -> Request { .neighbours(node) }
     func text(_ v: Value) -> String {
         guard case .array(let items)? = v["neighbours"] else { return v.text() }
         let name = v["name"]?.stringValue ?? node
@@ -135,7 +126,6 @@ struct ACL: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "acl")
     @OptionGroup var link: LinkOptions
     @Argument var node: String
-    func request() throws(ClientError) -> Request { .acl(node) }
 }
 
 struct Cmd: RadioCommand {
@@ -143,7 +133,6 @@ struct Cmd: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument var node: String
     @Argument var command: [String]
-    func request() throws(ClientError) -> Request { .command(node, text: joined(command)) }
     /// The reply, then any other messages taken off the radio's queue while waiting for it.
     func text(_ v: Value) -> String {
         var lines: [String] = []
@@ -157,5 +146,4 @@ struct Trace: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "trace")
     @OptionGroup var link: LinkOptions
     @Argument var path: String
-    func request() throws(ClientError) -> Request { .trace(path: path) }
 }

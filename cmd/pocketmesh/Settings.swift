@@ -12,7 +12,6 @@ struct Get: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "get")
     @OptionGroup var link: LinkOptions
     @Argument var setting: String?
-    func request() throws(ClientError) -> Request { .get(setting) }
     func text(_ v: Value) -> String {
         if let setting, let one = v[setting] {
             switch one { case .object, .array: return one.text(); default: return one.scalarText }
@@ -26,6 +25,5 @@ struct Set: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument var setting: String
     @Argument var values: [String] = []
-    func request() throws(ClientError) -> Request { .set(setting, values) }
     func text(_ v: Value) -> String { "\(setting) set" }
 }

@@ -13,7 +13,6 @@ struct Discover: RadioCommand {
         if !(duration > 0 && duration <= 600) { throw ValidationError("--for must be between 0 and 600 seconds.") }
         if DiscoverTypes.filter(type) == nil { throw ValidationError("--type takes repeater, room, chat, sensor or all (comma-separated).") }
     }
-    func request() throws(ClientError) -> Request { .discover(waitMs: Int(duration * 1000), types: DiscoverTypes.filter(type) ?? DiscoverTypes.all) }
     func run() throws {
         try runRadioCommand()
     }
@@ -33,7 +32,6 @@ extension Contacts {
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
         @Argument var path: String
-        func request() throws(ClientError) -> Request { .contactSetPath(contact, path: path) }
     }
 
     struct Permissions: RadioCommand {
@@ -41,14 +39,12 @@ extension Contacts {
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
         @Argument var grant: String
-        func request() throws(ClientError) -> Request { .contactPermissions(contact, grant: grant) }
     }
 
     struct Connected: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "connected")
         @OptionGroup var link: LinkOptions
         @Argument var contact: String
-        func request() throws(ClientError) -> Request { .hasConnection(contact) }
         func text(_ v: Value) -> String {
             "\(v["name"]?.stringValue ?? contact): " + (v["connected"] == .bool(true) ? "connected (logged in)" : "not connected")
         }
@@ -61,7 +57,6 @@ struct BinaryRequestCommand: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument var node: String
     @Argument var data: String
-    func request() throws(ClientError) -> Request { .binaryRequest(node, hex: data) }
 }
 
 /// `mma NODE [--from S] [--to S]`: min/max/avg telemetry.
@@ -71,7 +66,6 @@ struct MMA: RadioCommand {
     @Argument var node: String
     @Option var from: UInt32 = 3600
     @Option var to: UInt32 = 0
-    func request() throws(ClientError) -> Request { .mma(node, from: from, to: to) }
     func text(_ v: Value) -> String {
         guard case .array(let rs)? = v["records"] else { return v.text() }
         if rs.isEmpty { return "no readings in that window." }
@@ -88,7 +82,6 @@ extension Channel {
         @Argument var channel: String
         @Argument var dataType: UInt16
         @Argument var data: String
-        func request() throws(ClientError) -> Request { .channelData(channel, dataType: dataType, hex: data) }
     }
 }
 
@@ -98,7 +91,6 @@ struct RawData: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument var path: String
     @Argument var data: String
-    func request() throws(ClientError) -> Request { .rawData(path: path, hex: data) }
 }
 
 struct RawPacket: RadioCommand {
@@ -106,7 +98,6 @@ struct RawPacket: RadioCommand {
     @OptionGroup var link: LinkOptions
     @Argument var packet: String
     @Option var priority: UInt8 = 0
-    func request() throws(ClientError) -> Request { .rawPacket(packet, priority: priority) }
 }
 
 /// `cli TEXT…`: the radio's own CLI (companion protocol 14).
@@ -114,6 +105,5 @@ struct LocalCLI: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "cli")
     @OptionGroup var link: LinkOptions
     @Argument var command: [String]
-    func request() throws(ClientError) -> Request { .localCommand(joined(command)) }
     func text(_ v: Value) -> String { v["reply"]?.stringValue ?? v.text() }
 }

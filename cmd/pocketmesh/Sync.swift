@@ -7,7 +7,6 @@ import MeshDaemonClient
 struct Sync: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "sync")
     @OptionGroup var link: LinkOptions
-    func request() throws(ClientError) -> Request { .sync }
     func text(_ value: Value) -> String {
         guard case .array(let items) = value else { return value.text() }
         return items.map(messageLine).joined(separator: "\n")

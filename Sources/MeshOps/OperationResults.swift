@@ -247,6 +247,6 @@ extension ResultShape {
             f("type", .oneOf(["string", "integer", "number", "bool"])), f("required", .bool), opt("short", .string),
             opt("value_name", .string), f("default", .nullable(.string)), opt("choices", .array(.string)),
             f("repeatable", .bool), opt("hidden", .bool), opt("api", .string), opt("api_aliases", .array(.string)),
-            opt("api_default", .string), f("help", .string)))),
+            opt("command_line_only", .bool), opt("api_default", .string), f("help", .string)))),
         f("result", .object(f("format", .oneOf(["json", "json-lines", "none"])), opt("schema", .string)))))))
 }

@@ -148,7 +148,7 @@ extension OperationTable {
         Operation("channel send", .message, api: "channel_send", result: .json(.channelSend),
                   help: "Send a text to a channel (no ACK).",
                   args: OperationArgument.link + [
-                      .flag("split", help: "Send a text longer than one message as numbered parts, \"(1/3) …\", cut at spaces."),
+                      .flag("split", commandLineOnly: true, help: "Send a text longer than one message as numbered parts, \"(1/3) …\", cut at spaces."),
                       .option("repeats-wait", value: "seconds", type: .number, default: "2.0", apiDefault: "0", help: "How long to listen for repeaters re-sending the message (heard repeats); 0: do not."),
                       .positional("channel", help: "Slot index or channel name."),
                       .positional("text", repeatable: true, help: "The text."),
@@ -230,14 +230,14 @@ extension OperationTable {
                   args: OperationArgument.link + [
                       .positional("node", api: ["name"], help: "Node name or hex key prefix."),
                       .option("password", short: "p", value: "password", help: "Password (empty: guest or known member; not given: the saved one, else empty)."),
-                      .flag("no-save", help: "Do not save the password."),
-                      .flag("forget", help: "Remove the saved password of this node (and do not log in)."),
+                      .flag("no-save", commandLineOnly: true, help: "Do not save the password."),
+                      .flag("forget", commandLineOnly: true, help: "Remove the saved password of this node (and do not log in)."),
                   ]),
         Operation("logout", .admin, api: "logout", result: .json(.shared(.ok)),
                   help: "Log out of a repeater or room server.",
                   args: OperationArgument.link + [
                       .positional("node", api: ["name"], help: "Node name or hex key prefix."),
-                      .flag("forget", help: "Also remove the node's saved password."),
+                      .flag("forget", commandLineOnly: true, help: "Also remove the node's saved password."),
                   ]),
         Operation("status", .read, api: "status", result: .json(.status),
                   help: "Ask a repeater or room server for its status.",
@@ -453,7 +453,7 @@ extension OperationTable {
                   help: "Check the config file; errors name the line."),
         Operation("ops", nil, result: .json(.ops),
                   help: "Print the operation table: every command with its API op name, permission class and arguments.",
-                  discussion: "With --json, one object per operation: cli (the command path), api (the local API's op name, null when the API does not serve it), class (read, message, config, admin or secret; null for commands that only run on this host), daemon (answered by the daemon itself), help, args (name, kind positional/option/flag, type, required, default, choices, repeatable, help), and result (format json, json-lines or none, and schema: the name of its schema under $defs of `ops --schema`). With --schema, the JSON Schema (draft 2020-12) of every command's --json output, as docs/json-schema.json ships it.",
+                  discussion: "With --json, one object per operation: cli (the command path), api (the local API's op name, null when the API does not serve it), class (read, message, config, admin or secret; null for commands that only run on this host), daemon (answered by the daemon itself), help, args (name, kind positional/option/flag, type, required, default, choices, repeatable, help; api: its field name in the local API where that is not its name with dashes as \"_\", api_aliases: other field names taken, api_default: the API's default where it differs, command_line_only: no API field), and result (format json, json-lines or none, and schema: the name of its schema under $defs of `ops --schema`). With --schema, the JSON Schema (draft 2020-12) of every command's --json output, as docs/json-schema.json ships it.",
                   args: [
                       .flag("json", short: "j", help: "Stable machine-readable output (JSON)."),
                       .flag("schema", help: "Print the JSON Schema of every command's --json output instead."),

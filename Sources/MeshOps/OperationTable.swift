@@ -37,10 +37,12 @@ public struct OperationArgument: Sendable, Equatable {
     public var apiNames: [String]
     /// The API's default where it is not the command line's (`channel_send` waits for no repeats).
     public var apiDefault: String?
+    /// Only the command line has it (what the command does around its request: `login --no-save`).
+    public var commandLineOnly: Bool
 
     public init(kind: Kind, name: String, short: Character?, valueName: String?, type: ValueType, required: Bool,
                 defaultValue: String?, choices: [String], repeatable: Bool, hidden: Bool, remaining: Bool, help: String,
-                apiNames: [String] = [], apiDefault: String? = nil) {
+                apiNames: [String] = [], apiDefault: String? = nil, commandLineOnly: Bool = false) {
         self.kind = kind
         self.name = name
         self.short = short
@@ -55,6 +57,7 @@ public struct OperationArgument: Sendable, Equatable {
         self.help = help
         self.apiNames = apiNames
         self.apiDefault = apiDefault
+        self.commandLineOnly = commandLineOnly
     }
 
     /// Its field name in the local API: `public_key` for `<public-key>`, unless the row names another.
@@ -89,9 +92,10 @@ public struct OperationArgument: Sendable, Equatable {
 
     @inline(never)
     public static func flag(_ name: String, short: Character? = nil, repeatable: Bool = false, hidden: Bool = false,
-                            help: String) -> OperationArgument {
+                            commandLineOnly: Bool = false, help: String) -> OperationArgument {
         OperationArgument(kind: .flag, name: name, short: short, valueName: nil, type: .bool, required: false,
-                          defaultValue: nil, choices: [], repeatable: repeatable, hidden: hidden, remaining: false, help: help)
+                          defaultValue: nil, choices: [], repeatable: repeatable, hidden: hidden, remaining: false, help: help,
+                          commandLineOnly: commandLineOnly)
     }
 }
 
@@ -122,8 +126,8 @@ public struct Operation: Sendable {
     public var cli: String { path.joined(separator: " ") }
 
     /// The arguments an API request gives as fields: all but how the command line reaches the
-    /// radio (`OperationArgument.link`), which the daemon holds.
-    public var apiArguments: [OperationArgument] { args.filter { !OperationArgument.link.contains($0) } }
+    /// radio (`OperationArgument.link`), which the daemon holds, and what only the command line does.
+    public var apiArguments: [OperationArgument] { args.filter { !$0.commandLineOnly && !OperationArgument.link.contains($0) } }
 
     @inline(never)
     public init(_ path: String, _ opClass: OperationClass?, api: String? = nil, daemon: Bool = false, aliases: [String] = [],

@@ -20,6 +20,7 @@ extension OperationArgument {
             fields.append(.init("api", .string(apiField)))
             if apiNames.count > 1 { fields.append(.init("api_aliases", .array(apiNames.dropFirst().map { .string($0) }))) }
         }
+        if commandLineOnly { fields.append(.init("command_line_only", .bool(true))) }
         if let apiDefault { fields.append(.init("api_default", .string(apiDefault))) }
         fields.append(.init("help", .string(help)))
         return .object(fields)

@@ -37,15 +37,17 @@ public struct Config: Sendable {
                 && a.bleMinMtu == b.bleMinMtu && a.timeout == b.timeout && a.daemon.map(\.0) == b.daemon.map(\.0)
         }
 
-        /// The link options of the command line for this radio.
-        public var linkArguments: [String] {
-            var out: [String] = []
-            if let tcp { out += ["--tcp", tcp] }
-            if let serial { out += ["--serial", serial] }
-            if let baud { out += ["--baud", String(baud)] }
-            if let ble { out += ["--ble", ble] }
-            if let bleMinMtu { out += ["--ble-min-mtu", String(bleMinMtu)] }
-            if let timeout { out += ["--timeout", String(timeout)] }
+        /// The radio's link settings as the config file gives them (typed, with their lines), by
+        /// the name of the command line's option they set.
+        public var linkValues: [String: ConfiguredValue] {
+            var out: [String: ConfiguredValue] = [:]
+            func put(_ name: String, _ v: TOMLValue?) { if let v { out[name] = ConfiguredValue(v, line: lines[name] ?? line) } }
+            put("tcp", tcp.map(TOMLValue.string))
+            put("serial", serial.map(TOMLValue.string))
+            put("baud", baud.map(TOMLValue.integer))
+            put("ble", ble.map(TOMLValue.string))
+            put("ble-min-mtu", bleMinMtu.map(TOMLValue.integer))
+            put("timeout", timeout.map(TOMLValue.float))
             return out
         }
     }
@@ -252,41 +254,79 @@ public struct Config: Sendable {
         return r
     }
 
-    /// The daemon's options for `radio`, as arguments (`--name=value`, so that no value can be
-    /// read as an option, e.g. `name = "--help"`), checked against what the daemon declares
-    /// (name → takes a value; `repeatable`: the options that may be given more than once, the only
-    /// ones that take a list). Options in `given` (the command line's) are left out: they win.
-    public static func daemonArguments(_ radio: Radio, declared: [String: Bool], repeatable: Set<String>, given: Set<String>,
-                                       path: String) throws(ClientError) -> [String] {
-        var out: [String] = []
+    /// The daemon's options for `radio` as values by option name (`drain-interval`), checked
+    /// against what the daemon declares (name → takes a value; `repeatable`: the options that may
+    /// be given more than once, the only ones that take a list). The command line's values win
+    /// over them where the parser merges the two (`ConfiguredArguments`).
+    public static func daemonValues(_ radio: Radio, declared: [String: Bool], repeatable: Set<String>,
+                                    path: String) throws(ClientError) -> [String: ConfiguredValue] {
+        var out: [String: ConfiguredValue] = [:]
         for (name, value, line) in radio.daemon {
             let option = "--" + name
             guard let takesValue = declared[option] else {
                 throw .usage("\(path) line \(line): the daemon has no option \(option) (see `pocketmesh daemon --help`).")
             }
-            if given.contains(option) { continue }
-            func scalar(_ v: TOMLValue) throws(ClientError) -> String {
+            func scalar(_ v: TOMLValue) throws(ClientError) {
                 switch v {
-                case .string(let s): return s
-                case .integer(let n): return String(n)
-                case .float(let d): return String(d)
+                case .string, .integer, .float: return
                 default: throw .usage("\(path) line \(line): \(name) takes a string or a number.")
                 }
             }
             if !takesValue {
-                guard case .bool(let on) = value else { throw .usage("\(path) line \(line): \(name) is a flag: true or false.") }
-                if on { out.append(option) }
-                continue
-            }
-            if case .array(let items) = value {
+                guard case .bool = value else { throw .usage("\(path) line \(line): \(name) is a flag: true or false.") }
+            } else if case .array(let items) = value {
                 guard repeatable.contains(option) else {
                     throw .usage("\(path) line \(line): \(name) takes one value, not a list.")
                 }
-                for item in items { out.append(option + "=" + (try scalar(item))) }
+                for item in items { try scalar(item) }
             } else {
-                out.append(option + "=" + (try scalar(value)))
+                try scalar(value)
             }
+            out[name] = ConfiguredValue(value, line: line)
         }
         return out
+    }
+}
+
+/// A value the config file gives one argument of a command: as TOML typed it, and its line.
+public struct ConfiguredValue: Sendable, Equatable {
+    public var value: TOMLValue
+    public var line: Int
+
+    public init(_ value: TOMLValue, line: Int) {
+        self.value = value
+        self.line = line
+    }
+
+    /// What the argument is given, as the command line's words would give it: a flag's `true` is
+    /// one occurrence (`false`, none), a list one value per item.
+    public var texts: [String] {
+        func text(_ v: TOMLValue) -> String {
+            switch v {
+            case .string(let s): return s
+            case .integer(let n): return String(n)
+            case .float(let d): return String(d)
+            case .bool(let b): return b ? "true" : "false"
+            case .array, .table: return ""
+            }
+        }
+        switch value {
+        case .bool(let on): return on ? [""] : []
+        case .array(let items): return items.map(text)
+        default: return [text(value)]
+        }
+    }
+}
+
+/// A command's arguments from the config file, by the names of its row's arguments: the parser
+/// takes each one the command line does not give (the command line wins), and an error about one
+/// names its line of `path`.
+public struct ConfiguredArguments: Sendable {
+    public var path: String
+    public var values: [String: ConfiguredValue]
+
+    public init(path: String, values: [String: ConfiguredValue]) {
+        self.path = path
+        self.values = values
     }
 }

@@ -111,21 +111,23 @@ import Testing
             """, path: "c.toml")
         #expect(c.defaultRadio == "home" && c.radios.map(\.name) == ["home", "lab"])
         let home = try #require(c.radio("home"))
-        #expect(home.linkArguments == ["--serial", "/dev/ttyUSB0", "--baud", "9600"])
-        #expect(c.radio("lab")?.linkArguments == ["--tcp", "[::1]:5001", "--timeout", "3.0"])
+        #expect(home.linkValues == ["serial": ConfiguredValue(.string("/dev/ttyUSB0"), line: 6), "baud": ConfiguredValue(.integer(9600), line: 7)])
+        #expect(c.radio("lab")?.linkValues == ["tcp": ConfiguredValue(.string("[::1]:5001"), line: 12), "timeout": ConfiguredValue(.float(3), line: 13)])
         let declared = ["--drain-interval": true, "--verbose": false, "--on-message": true]
-        // The radio's own drain-interval wins over [daemon]'s; the command line's wins over both.
-        // Each value is joined to its option, so no value can be read as an option.
-        #expect(try Config.daemonArguments(home, declared: declared, repeatable: ["--on-message"], given: [], path: "c.toml")
-                == ["--verbose", "--drain-interval=30", "--on-message=/a", "--on-message=/b"])
-        #expect(try Config.daemonArguments(home, declared: declared, repeatable: ["--on-message"], given: ["--drain-interval"], path: "c.toml")
-                == ["--verbose", "--on-message=/a", "--on-message=/b"])
+        // The radio's own drain-interval wins over [daemon]'s (the command line's wins over both
+        // where the parser merges them); each keeps its type and its line.
+        #expect(try Config.daemonValues(home, declared: declared, repeatable: ["--on-message"], path: "c.toml")
+                == ["verbose": ConfiguredValue(.bool(true), line: 4), "drain-interval": ConfiguredValue(.integer(30), line: 9),
+                    "on-message": ConfiguredValue(.array([.string("/a"), .string("/b")]), line: 10)])
+        #expect(ConfiguredValue(.array([.string("/a"), .string("/b")]), line: 10).texts == ["/a", "/b"])
+        #expect(ConfiguredValue(.bool(true), line: 1).texts == [""] && ConfiguredValue(.bool(false), line: 1).texts == [])
+        #expect(ConfiguredValue(.float(2.5), line: 1).texts == ["2.5"])
         #expect(throws: ClientError.self) {
-            try Config.daemonArguments(home, declared: ["--verbose": false], repeatable: [], given: [], path: "c.toml")
+            try Config.daemonValues(home, declared: ["--verbose": false], repeatable: [], path: "c.toml")
         }
         // A list sets only an option that may be given more than once (else all but one would be ignored).
         #expect(throws: ClientError.usage("c.toml line 10: on-message takes one value, not a list.")) {
-            try Config.daemonArguments(home, declared: declared, repeatable: [], given: [], path: "c.toml")
+            try Config.daemonValues(home, declared: declared, repeatable: [], path: "c.toml")
         }
     }
 

@@ -8,8 +8,20 @@ import MeshSession
 
 /// A usage error of the command line itself (an unknown option, a missing value): exit 2, "See --help".
 struct UsageError: Error, CustomStringConvertible {
-    var description: String
-    init(_ d: String) { description = d }
+    /// What is wrong, without where.
+    var message: String
+    /// The config file and line of a value that came from the file (`ConfiguredArguments`).
+    var file: String?
+    var line: Int?
+    init(_ d: String, file: String? = nil, line: Int? = nil) {
+        message = d
+        self.file = file
+        self.line = line
+    }
+    var description: String {
+        guard let file, let line else { return message }
+        return "\(file) line \(line): \(message)"
+    }
 }
 
 /// A parsed command line: what to run.
@@ -106,7 +118,7 @@ enum CommandParser {
             let (type, path) = resolve(Array(args.dropFirst()))
             return .help(type, path)
         }
-        let normalized = try normalizedArguments(args)
+        let (normalized, configured) = try normalizedArguments(args)
         var words = normalized[...]
         var type: ParsableCommand.Type = PocketMesh.self
         var path: [String] = []
@@ -132,7 +144,7 @@ enum CommandParser {
         }
         let made = instantiate(type)
         var command = made.value
-        try fill(made.slots, row: row, args: rest)
+        try fill(made.slots, row: row, args: rest, configured: configured)
         for var g in made.groups { try g.validate() }
         try command.validate()
         return .run(command)
@@ -140,8 +152,9 @@ enum CommandParser {
 
     /// Gives each wrapper of `command` its values from `args` (options, then "--" and values; for
     /// a command whose last argument takes the rest as it is, `daemon hook-exec`, everything from
-    /// its first value on is a value).
-    static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String]) throws {
+    /// its first value on is a value). An option or flag the command line does not give takes its
+    /// value from `configured` (the config file's), if it has one.
+    static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws {
         lastFilled = slots
         guard slots.count == row.args.count else {
             throw ClientError(.internal, "\(row.cli): \(slots.count) arguments declared, \(row.args.count) in the table")
@@ -220,6 +233,12 @@ enum CommandParser {
         }
         for (k, slot) in slots.enumerated() {
             let a = row.args[k]
+            var fromFile: ConfiguredValue? = nil
+            if given[k].isEmpty, a.kind != .positional, let c = configured?.values[a.name] {
+                given[k] = c.texts
+                typed[k] = "--" + a.name
+                fromFile = c
+            }
             if given[k].isEmpty {
                 if slot.needsValue { throw UsageError("Missing expected argument '\(label(a))'") }
                 continue
@@ -229,7 +248,8 @@ enum CommandParser {
             } catch {
                 guard case .invalid(let text) = error else { return }
                 let shown = a.kind == .option ? "\(typed[k]) <\(a.valueName ?? "value")>" : label(a)
-                throw UsageError("The value '\(text)' is invalid for '\(shown)'")
+                throw UsageError("The value '\(text)' is invalid for '\(shown)'", file: fromFile.map { _ in configured?.path ?? "" },
+                                 line: fromFile?.line)
             }
         }
         if let unknown { throw unknown }
@@ -275,14 +295,14 @@ enum CommandParser {
 }
 
 extension ParsableCommand {
-    /// The command parsed from `args` as given (options, then values): what the config file's
-    /// daemon settings are checked with.
-    static func parse(_ args: [String]) throws -> Self {
+    /// The command parsed from `args` as given (options, then values) with the config file's
+    /// values: what the config file's daemon settings are checked with.
+    static func parse(_ args: [String], configured: ConfiguredArguments? = nil) throws -> Self {
         let path = CommandParser.path(of: Self.self)
         guard let row = OperationTable.row(path) else { throw UsageError("\(path.joined(separator: " ")) takes no arguments") }
         let made = CommandParser.instantiate { Self() }
         var command = made.value
-        try CommandParser.fill(made.slots, row: row, args: args)
+        try CommandParser.fill(made.slots, row: row, args: args, configured: configured)
         for var g in made.groups { try g.validate() }
         try command.validate()
         return command

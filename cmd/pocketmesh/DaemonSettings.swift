@@ -18,10 +18,10 @@ enum DaemonSettings {
     /// command that reads the radio checks; the values are the daemon's to check).
     static func checkNames(_ config: Config, radio: Config.Radio) throws(ClientError) {
         let (declared, repeatable) = (Self.declared, Self.repeatable)
-        _ = try Config.daemonArguments(radio, declared: declared, repeatable: repeatable, given: [], path: config.path)
+        _ = try Config.daemonValues(radio, declared: declared, repeatable: repeatable, path: config.path)
         var shared = radio
         shared.daemon = config.sharedDaemon
-        _ = try Config.daemonArguments(shared, declared: declared, repeatable: repeatable, given: [], path: config.path)
+        _ = try Config.daemonValues(shared, declared: declared, repeatable: repeatable, path: config.path)
     }
 
     /// The whole file: every radio's daemon settings as that radio's daemon would start with them,
@@ -43,20 +43,22 @@ enum DaemonSettings {
         try validate(radio, path: config.path, combination: true)
     }
 
-    /// Parses the radio's link and daemon settings as the daemon's command line and runs the
-    /// daemon's checks; an error names the line of the setting it is about.
+    /// Parses the radio's link and daemon settings as the daemon's arguments (values from the
+    /// file, no command line) and runs the daemon's checks; an error names the line of the setting
+    /// it is about.
     static func validate(_ radio: Config.Radio, path: String, combination: Bool) throws(ClientError) {
-        var args: [String] = []
-        let link = radio.linkArguments
-        var k = 0
-        while k + 1 < link.count { args.append(link[k] + "=" + link[k + 1]); k += 2 }
-        args += try Config.daemonArguments(radio, declared: declared, repeatable: repeatable, given: [], path: path)
+        var values = radio.linkValues
+        values.merge(try Config.daemonValues(radio, declared: declared, repeatable: repeatable, path: path)) { _, setting in setting }
         var message: String? = nil
+        var knownLine: Int? = nil
         do {
-            let command = try DaemonCommand.parse(args)
+            let command = try DaemonCommand.parse([], configured: ConfiguredArguments(path: path, values: values))
             try checkNumbers(command)
             try command.checkValues()
             if combination { try command.checkCombination() }
+        } catch let e as UsageError {
+            message = e.message
+            knownLine = e.line
         } catch let e as ClientError {
             message = e.message
         } catch let e as ValidationError {
@@ -69,11 +71,11 @@ enum DaemonSettings {
         m = m.split(separator: "\n").first.map(String.init) ?? m
         while m.last == "." { m.removeLast() }
         let scope = radio.name.isEmpty ? "[daemon]" : "radio \(radio.name)"
-        throw .usage("\(path) line \(line(of: m, in: radio)): \(m) (\(scope)); see `pocketmesh config check`.")
+        throw .usage("\(path) line \(knownLine ?? line(of: m, in: radio)): \(m) (\(scope)); see `pocketmesh config check`.")
     }
 
-    /// The line of the setting `message` is about: the first option it names that the file sets,
-    /// else the radio's table.
+    /// The line of the setting `message` is about (a check of the daemon's that saw only values):
+    /// the first option it names that the file sets, else the radio's table.
     static func line(of message: String, in radio: Config.Radio) -> Int {
         var candidates: [(String, Int)] = radio.daemon.map { ("--" + $0.0, $0.2) }
         for (name, line) in radio.lines { candidates.append(("--" + name, line)) }

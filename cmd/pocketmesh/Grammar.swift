@@ -35,8 +35,9 @@ private func looksLikeOption(_ t: String) -> Bool {
     return t.count == 2 && t.dropFirst().first?.isLetter == true
 }
 
-/// The arguments in the order the parser reads: path, options, "--", values.
-func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
+/// The arguments in the order the parser reads: path, options, "--", values; and the values the
+/// config file gives the command's arguments (its radio's link, the daemon's settings).
+func normalizedArguments(_ args: [String]) throws(ClientError) -> ([String], ConfiguredArguments?) {
     var command: ParsableCommand.Type = PocketMesh.self
     var path: [String] = []
     var rest: [String] = []
@@ -63,9 +64,10 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
         path.append(d._commandName)
     }
     // Internal commands that pass their arguments on (hook-exec) keep them as they are.
-    if !command.configuration.shouldDisplay { return path + rest }
+    if !command.configuration.shouldDisplay { return (path + rest, nil) }
     let options = declaredOptions(of: path)
-    rest = try withConfiguredRadio(rest, options: options, daemon: command == DaemonCommand.self)
+    let configured: ConfiguredArguments?
+    (rest, configured) = try withConfiguredRadio(rest, options: options, daemon: command == DaemonCommand.self)
     var leading: [String] = []
     var values: [String] = []
     var j = 0
@@ -89,7 +91,7 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> [String] {
         }
         j += 1
     }
-    return path + leading + (values.contains { $0.hasPrefix("-") } ? ["--"] : []) + values
+    return (path + leading + (values.contains { $0.hasPrefix("-") } ? ["--"] : []) + values, configured)
 }
 
 /// Every number option of the command parsed last is finite and no larger than a billion: `inf`,
@@ -107,10 +109,12 @@ func checkNumbers(_ command: ParsableCommand) throws(ClientError) {
 
 /// Fills in the radio from the config file when the command line names none: `--radio NAME`,
 /// else `POCKETMESH_RADIO`, else the file's `default_radio` (the command line wins over the
-/// environment, which wins over the file). For the daemon, the radio's daemon settings are added
-/// too, each unless the command line has it.
-func withConfiguredRadio(_ rest: [String], options: [String: Bool], daemon: Bool) throws(ClientError) -> [String] {
-    guard options["--tcp"] != nil else { return rest }
+/// environment, which wins over the file). For the daemon, the radio's daemon settings too. They
+/// are values by argument name, typed as the file wrote them, that the parser merges with the
+/// command line's (which wins); `rest` loses its `--radio NAME`.
+func withConfiguredRadio(_ rest: [String], options: [String: Bool],
+                         daemon: Bool) throws(ClientError) -> ([String], ConfiguredArguments?) {
+    guard options["--tcp"] != nil else { return (rest, nil) }
     let links: Swift.Set<String> = ["-s", "--serial", "-t", "--tcp", "--ble"]
     func name(_ t: String) -> String { t.hasPrefix("--") ? String(t.split(separator: "=", maxSplits: 1)[0]) : t }
     var given = Swift.Set<String>()
@@ -130,18 +134,18 @@ func withConfiguredRadio(_ rest: [String], options: [String: Bool], daemon: Bool
         j += 1
     }
     let hasLink = !given.isDisjoint(with: links)
-    if hasLink && radioFlag == nil { return rest }
+    if hasLink && radioFlag == nil { return (rest, nil) }
     let path = Config.defaultPath()
     var out = rest
     let chosen: Config.Radio
     let config = try Config.load(path)
     if let flag = radioFlag {
         guard let r = config?.radio(flag.value) else {
-            if options["--radio"] != nil { return rest }  // a stored radio's key prefix (chats, history)
+            if options["--radio"] != nil { return (rest, nil) }  // a stored radio's key prefix (chats, history)
             throw .usage("no radio named \"\(flag.value)\" in \(path): add a [radio.\(flag.value)] table, or give --tcp, --serial or --ble.")
         }
         out.removeSubrange(flag.index ..< flag.index + flag.count)
-        if hasLink { return out }
+        if hasLink { return (out, nil) }
         chosen = r
     } else if let env = getenv("POCKETMESH_RADIO"), env[0] != 0 {
         let n = String(cString: env)
@@ -152,24 +156,18 @@ func withConfiguredRadio(_ rest: [String], options: [String: Bool], daemon: Bool
     } else if let config, let d = config.defaultRadio, let r = config.radio(d) {
         chosen = r
     } else {
-        return rest
+        return (rest, nil)
     }
-    var inject: [String] = []
-    var k = 0
-    let linkArgs = chosen.linkArguments
-    while k + 1 < linkArgs.count {
-        let (o, v) = (linkArgs[k], linkArgs[k + 1])
-        if options[o] != nil, !given.contains(o) { inject.append(o + "=" + v) }  // a value is never an option
-        k += 2
-    }
-    guard let config else { return inject + out }
+    var values = chosen.linkValues.filter { options["--" + $0.key] != nil }
+    guard let config else { return (out, ConfiguredArguments(path: path, values: values)) }
     if daemon {
         // What `config check` says about this radio's daemon, the daemon says too, naming the line.
         try DaemonSettings.check(chosen, config: config)
         try DaemonSettings.checkShared(config)
-        inject += try Config.daemonArguments(chosen, declared: options, repeatable: DaemonSettings.repeatable, given: given, path: path)
+        let settings = try Config.daemonValues(chosen, declared: options, repeatable: DaemonSettings.repeatable, path: path)
+        values.merge(settings) { _, setting in setting }
     } else {  // a mistake in the daemon's settings' names is reported by every command that reads the radio
         try DaemonSettings.checkNames(config, radio: chosen)
     }
-    return inject + out
+    return (out, ConfiguredArguments(path: path, values: values))
 }

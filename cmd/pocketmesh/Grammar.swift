@@ -91,7 +91,11 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> ([String], Con
         }
         j += 1
     }
-    return (path + leading + (values.contains { $0.hasPrefix("-") } ? ["--"] : []) + values, configured)
+    var fromFile = configured
+    if command == NodeCommand.Run.self, let node = values.first, !leading.contains("-h"), !leading.contains("--help") {
+        fromFile = try NodeCommand.Run.configured(node)  // `node NAME`: its [node.NAME] table
+    }
+    return (path + leading + (values.contains { $0.hasPrefix("-") } ? ["--"] : []) + values, fromFile)
 }
 
 /// Every number option of the command parsed last is finite and no larger than a billion: `inf`,

@@ -37,48 +37,31 @@ struct NodeCommand: ParsableCommand {
         @Flag var dio2RfSwitch = false
         @Option var seconds: Double?
 
-        /// Options not given on the command line, from the config file's `[node.NAME]`.
-        func merge() throws {
-            guard let node else { return }
+        /// The options of the config file's `[node.NAME]` table, as values by option name (typed
+        /// as the table's row says; the parser takes those the command line does not give).
+        static func configured(_ node: String) throws(ClientError) -> ConfiguredArguments {
             guard let config = try Config.load() else {
                 throw ClientError.notFound("there is no config file at \(Config.defaultPath()) for [node.\(node)].")
             }
             guard let table = config.node(node) else {
                 throw ClientError.notFound("\(config.path) has no [node.\(node)] table; see `pocketmesh config show`.")
             }
+            let args = OperationTable.row(["node", "run"])?.args ?? []
+            var values: [String: ConfiguredValue] = [:]
             for (key, value, line) in table {
-                func bad(_ what: String) -> ClientError { .usage("\(config.path) line \(line): \(key) must be \(what).") }
-                func text() throws -> String { guard case .string(let s) = value else { throw bad("a string in quotes") }; return s }
-                func number() throws -> Double {
-                    switch value { case .float(let d): return d; case .integer(let n): return Double(n); default: throw bad("a number") }
+                guard let a = args.first(where: { $0.name == key && $0.kind != .positional }) else { continue }
+                let what: String?
+                switch (a.type, value) {
+                case (.string, .string), (.integer, .integer), (.number, .integer), (.number, .float), (.bool, .bool): what = nil
+                case (.string, _): what = "a string in quotes"
+                case (.integer, _): what = "a whole number"
+                case (.number, _): what = "a number"
+                case (.bool, _): what = "true or false"
                 }
-                func integer() throws -> Int { guard case .integer(let n) = value else { throw bad("a whole number") }; return Int(n) }
-                switch key {
-                case "role": if role == nil { role = try text() }
-                case "radio": if radio == nil { radio = try text() }
-                case "state-dir": if stateDir == nil { stateDir = try text() }
-                case "name": if name == nil { name = try text() }
-                case "password": if password == nil { password = try text() }
-                case "guest-password": if guestPassword == nil { guestPassword = try text() }
-                case "lat": if lat == nil { lat = try number() }
-                case "lon": if lon == nil { lon = try number() }
-                case "freq": if freq == nil { freq = try number() }
-                case "bw": if bw == nil { bw = try number() }
-                case "sf": if sf == nil { sf = try integer() }
-                case "cr": if cr == nil { cr = try integer() }
-                case "tx-power": if txPower == nil { txPower = try integer() }
-                case "companion-listen": if companionListen == nil { companionListen = try text() }
-                case "gpiochip": if gpiochip == nil { gpiochip = try text() }
-                case "irq": if irq == nil { irq = try integer() }
-                case "reset": if reset == nil { reset = try integer() }
-                case "busy": if busy == nil { busy = try integer() }
-                case "rxen": if rxen == nil { rxen = try integer() }
-                case "txen": if txen == nil { txen = try integer() }
-                case "tcxo": if tcxo == nil { tcxo = try number() }
-                case "dio2-rf-switch": if !dio2RfSwitch { guard case .bool(let b) = value else { throw bad("true or false") }; dio2RfSwitch = b }
-                default: break
-                }
+                if let what { throw .usage("\(config.path) line \(line): \(key) must be \(what).") }
+                values[key] = ConfiguredValue(value, line: line)
             }
+            return ConfiguredArguments(path: config.path, values: values)
         }
 
         func check() throws {
@@ -99,7 +82,6 @@ struct NodeCommand: ParsableCommand {
         }
 
         func run() throws {
-            try merge()
             try check()
             let role = self.role ?? "repeater"
             let dir = stateDir!

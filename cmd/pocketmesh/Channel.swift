@@ -62,16 +62,14 @@ struct Channel: ParsableCommand {
         @Option var repeatsWait: Double = 2
         @Argument var channel: String
         @Argument var text: [String]
-        func waitMs() throws(ClientError) -> Int {
-            guard repeatsWait >= 0, repeatsWait <= 60 else { throw .usage("--repeats-wait must be between 0 and 60 seconds.") }
-            return Int(repeatsWait * 1000)
-        }
         func run() throws {
             guard split else { return try runRadioCommand() }
+            // Each part is the whole text's request with its own text (checked once, by the table).
+            guard case .channelSend(let channel, let whole, let waitMs) = try request() else { return }
             // On air the radio sends "NAME: text" in at most 160 bytes: leave room for this radio's name.
-            try runSplit(link: link, text: joined(text),
+            try runSplit(link: link, text: whole,
                          limit: { r in max(20, CompanionLimits.maxTextLength - (r.session.radioSelf?.name.utf8.count ?? 31) - 2) },
-                         request: { .channelSend(channel, text: $0, repeatsWaitMs: (try? waitMs()) ?? 0) }, render: text(_:))
+                         request: { .channelSend(channel, text: $0, repeatsWaitMs: waitMs) }, render: text(_:))
         }
         func text(_ v: Value) -> String {
             let heard = v["heard_repeats"]?.intValue.map { ", heard \($0) repeat\($0 == 1 ? "" : "s")" } ?? ""

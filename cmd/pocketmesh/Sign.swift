@@ -31,9 +31,6 @@ struct FactoryReset: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "factory-reset")
     @OptionGroup var link: LinkOptions
     @Flag var confirmed = false
-    func validate() throws {
-        if !confirmed { throw ValidationError("factory-reset erases the radio: add --yes-erase-everything to confirm.") }
-    }
 }
 
 struct Raw: RadioCommand {

@@ -9,10 +9,6 @@ struct Discover: RadioCommand {
     @Option var duration: Double = 8
     @Option var type: String = "all"
 
-    func validate() throws {
-        if !(duration > 0 && duration <= 600) { throw ValidationError("--for must be between 0 and 600 seconds.") }
-        if DiscoverTypes.filter(type) == nil { throw ValidationError("--type takes repeater, room, chat, sensor or all (comma-separated).") }
-    }
     func run() throws {
         try runRadioCommand()
     }

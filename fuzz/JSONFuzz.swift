@@ -5,13 +5,16 @@
 //
 // Invariants: no trap on any input; parsed JSON re-serialises on one line and re-parses equal (and
 // serialises the same again); a request that parses re-parses from its own line with the same id,
-// op and name; the deframer yields frames within the size limit; the WebSocket client opens on a
+// op and name; an operation's fields decode by the operation table (OperationValues) into a request
+// of at least its op's class, or into a usage error; the deframer yields frames within the size limit; the WebSocket client opens on a
 // valid upgrade answer and yields messages within its limit and control answers of one small frame.
 
 import Glibc
 import MeshCompanion
 import MeshDaemonClient
 import MeshNet
+import MeshOps
+import MeshSession
 
 func fuzzCheck(_ ok: Bool, _ what: StaticString, line: UInt = #line) {
     if !ok { fatalError("invariant failed: \(what)", line: line) }
@@ -42,6 +45,18 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         for key in ["name", "text", "to", "limit", "json", "since"] {
             fuzzSink &+= ((try? r.string(key))?.utf8.count ?? 0) &+ Int(truncatingIfNeeded: (try? r.optionalInt(key)) ?? 0)
             fuzzSink &+= ((try? r.flag(key)) ?? false) ? 1 : 0
+        }
+        if r.op == .operation, case .object(let pairs) = r.args {
+            var fields: [String: Value] = [:]
+            for (k, v) in pairs { fields[k] = v.value }
+            do {
+                let request = try Request(apiOp: r.name, fields: fields)
+                if let least = Request.operationClass(apiOp: r.name) {
+                    fuzzCheck(least <= request.operationClass, "a request's class is at least its op's")
+                }
+            } catch {
+                fuzzCheck(error.kind == .usage, "bad fields are a usage error")
+            }
         }
     case .failure(let f):
         fuzzSink &+= Int(truncatingIfNeeded: f.id) &+ f.error.json.text.utf8.count

@@ -121,7 +121,7 @@ func withConfiguredRadio(_ rest: [String], options: [String: Bool],
     guard options["--tcp"] != nil else { return (rest, nil) }
     let links: Swift.Set<String> = ["-s", "--serial", "-t", "--tcp", "--ble"]
     func name(_ t: String) -> String { t.hasPrefix("--") ? String(t.split(separator: "=", maxSplits: 1)[0]) : t }
-    var given = Swift.Set<String>()
+    var hasLink = false  // the command line names its link: the file's radio is not used
     var radioFlag: (index: Int, count: Int, value: String)? = nil
     var j = 0
     while j < rest.count {
@@ -132,12 +132,11 @@ func withConfiguredRadio(_ rest: [String], options: [String: Bool],
             if t.contains("=") { radioFlag = (j, 1, String(t.split(separator: "=", maxSplits: 1)[1])) }
             else if j + 1 < rest.count { radioFlag = (j, 2, rest[j + 1]); j += 1 }
         } else if t.hasPrefix("-"), options[n] != nil {
-            given.insert(n == "-s" ? "--serial" : n == "-t" ? "--tcp" : n == "-j" ? "--json" : n)
+            if links.contains(n) { hasLink = true }
             if options[n] == true, !t.contains("="), j + 1 < rest.count { j += 1 }
         }
         j += 1
     }
-    let hasLink = !given.isDisjoint(with: links)
     if hasLink && radioFlag == nil { return (rest, nil) }
     let path = Config.defaultPath()
     var out = rest

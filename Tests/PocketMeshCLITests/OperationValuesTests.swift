@@ -82,7 +82,7 @@ import Testing
     }
 
     static func apiError(_ op: String, _ fields: [String: Value]) -> String {
-        do { _ = try api(op, fields); return "" } catch { return error.message }
+        do throws(ClientError) { _ = try api(op, fields); return "" } catch { return error.message }
     }
 
     static func cliError(_ args: [String]) -> String {

@@ -6,6 +6,8 @@ import MeshOps
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshBridge
+import MeshHub
 
 /// `pocketmesh daemon`: owns one radio for as long as it runs.
 ///

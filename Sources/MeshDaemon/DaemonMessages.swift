@@ -5,6 +5,7 @@ import MeshNet
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshBridge
 
 // Received messages into the store (each stored before the next is asked for), the store, the outbox.
 
@@ -318,13 +319,5 @@ extension Daemon {
         let e = JSON.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status)))
         api.publish(e)
         for b in bridges { b.apiEvent(e, now: monotonicMilliseconds()) }
-    }
-}
-
-extension MQTTBridge {
-    /// A bridge's publish cursor (`mqtt/<broker>/cursor`: the id up to which the broker has
-    /// everything, in decimal), or nil if there is none or it does not parse.
-    static func readCursor(_ path: String) -> UInt64? {
-        StateFile.readString(path).flatMap { UInt64($0.filter { !$0.isWhitespace }) }
     }
 }

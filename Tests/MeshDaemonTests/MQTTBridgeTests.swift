@@ -4,6 +4,7 @@ import MeshOps
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+@testable import MeshBridge
 
 /// The MQTT bridge's commands, driven directly (no broker): which run, where results go, what
 /// they hold; and the client id.

@@ -47,7 +47,7 @@ extension Daemon {
             } catch let inboxError {
                 holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
             }
-            if storeRetryAt == 0 { storeRetryAt = monotonicMilliseconds() + 5_000 }
+            if storePart.retryAt == 0 { storePart.retryAt = monotonicMilliseconds() + 5_000 }
             return false
         }
     }
@@ -75,7 +75,7 @@ extension Daemon {
             + "before the store works again; the radio keeps the rest of its queue")
         if unsaved.count >= unsavedCapacity { unsaved.removeFirst() }
         unsaved.append(rec)
-        if storeRetryAt == 0 { storeRetryAt = monotonicMilliseconds() + 1_000 }
+        if storePart.retryAt == 0 { storePart.retryAt = monotonicMilliseconds() + 1_000 }
     }
 
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
@@ -87,7 +87,7 @@ extension Daemon {
     /// Tries again what waits for the store (held messages, the inbox itself); once the next
     /// message has a place on disk again, draining resumes.
     func retryStore(now: UInt64) {
-        storeRetryAt = now + 5_000
+        storePart.retryAt = now + 5_000
         guard let store else { return }
         let held = store.heldMessages.count + unsaved.count
         do {
@@ -107,7 +107,7 @@ extension Daemon {
             }
             return
         }
-        storeRetryAt = 0
+        storePart.retryAt = 0
         inboxProblemLogged = false
         if held > 0 { log("store: writing works again; \(held) held message(s) stored; draining the radio") }
         if let s = session {

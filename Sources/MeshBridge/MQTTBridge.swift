@@ -52,7 +52,12 @@ public final class MQTTBridge {
         didSet { connection.log = log }
     }
     /// Runs an API request for a command; returns the answer now, or nil if it comes later through `answer`.
-    public var execute: (DaemonRequest, Int) -> DaemonResponse? = { r, _ in DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+    /// The daemon, which runs the commands that come from the broker.
+    public weak var host: BridgeHost? = nil
+    func execute(_ r: DaemonRequest, _ client: Int) -> DaemonResponse? {
+        guard let host else { return DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+        return host.bridgeExecute(r, client: client)
+    }
 
     private weak var store: RadioStore? = nil
     private var stateDir: String? = nil

@@ -44,7 +44,12 @@ public final class MQTTObserver {
     public private(set) var connection: BrokerConnection? = nil
     public var log: (String) -> Void = { _ in }
     /// Runs an API request (the radio's stats); the answer comes back through `answer`, or now.
-    public var execute: (DaemonRequest, Int) -> DaemonResponse? = { r, _ in DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+    /// The daemon, which runs the commands that come from the broker.
+    public weak var host: BridgeHost? = nil
+    func execute(_ r: DaemonRequest, _ client: Int) -> DaemonResponse? {
+        guard let host else { return DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+        return host.bridgeExecute(r, client: client)
+    }
     /// The wall clock in microseconds since 1970 (a test sets its own).
     public var wallClock: () -> Int64 = {
         var ts = timespec()

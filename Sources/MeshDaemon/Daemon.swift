@@ -238,10 +238,8 @@ public final class Daemon {
             h.maxClients = config.companionMaxClients
             h.idleTimeoutMS = config.companionIdleTimeoutMS
             h.partialFrameTimeoutMS = config.companionPartialFrameMS
-            h.room = { [unowned self] client in self.hubRoom(client) }
             h.log = { [unowned self] in self.log($0) }
-            h.onFrame = { [unowned self] client, frame in self.hubFrame(client, frame) }
-            h.onDisconnect = { [unowned self] client in self.hubGone(client) }
+            h.host = self
             hub = h
         }
         try setUpMQTT()

@@ -7,15 +7,15 @@ import MeshStore
 import MeshDaemonClient
 import MeshHub
 
-extension Daemon {
+extension Daemon: HubHost {
     /// How many more frames a hub client may queue now (the hub does not read it at 0).
-    func hubRoom(_ client: Int) -> Int {
+    public func hubRoom(_ client: Int) -> Int {
         hubQueue.clients[client] == nil ? HubQueue.capacity : hubQueue.room(client)
     }
 
     /// A frame from a hub client: checked against its listener's classes (a refusal is logged now
     /// and answered in its turn), then queued behind the client's earlier requests.
-    func hubFrame(_ client: Int, _ frame: UnsafeRawBufferPointer) {
+    public func hubFrame(_ client: Int, _ frame: UnsafeRawBufferPointer) {
         guard let code = frame.first else { return }
         let s = hubSession(client)
         s.requests += 1
@@ -268,7 +268,7 @@ extension Daemon {
         hubDispatch(now: monotonicMilliseconds())
     }
 
-    func hubGone(_ client: Int) {
+    public func hubGone(_ client: Int) {
         if let s = hubSessions.removeValue(forKey: client) { hubSaveCursor(s) }
         hubQueue.remove(client)
         hubAckOwners.removeAll { $0.client == client }

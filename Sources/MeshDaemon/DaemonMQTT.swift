@@ -8,6 +8,13 @@ import MeshStore
 import MeshDaemonClient
 import MeshBridge
 
+/// Commands from the brokers run as API requests of the bridge's clients.
+extension Daemon: BridgeHost {
+    public func bridgeExecute(_ request: DaemonRequest, client: Int) -> DaemonResponse? {
+        handle(request, client)
+    }
+}
+
 extension Daemon {
     /// Answers an API request: to its socket client, or to the MQTT bridge it came from.
     func reply(_ r: DaemonResponse, to client: APIServer.ClientID) {
@@ -71,7 +78,7 @@ extension Daemon {
             // broker with the same id would take turns throwing each other off.
             let b = MQTTBridge(settings: s, index: config.mqtt.count > 1 ? i + 1 : nil)
             b.log = { [unowned self] in self.log($0) }
-            b.execute = { [unowned self] req, client in self.handle(req, client) }
+            b.host = self
             bridges.append(b)
             log("mqtt: bridge to \(s.connection.url), prefix \(s.prefix); commands allowed: \(s.allowed)")
         }
@@ -93,7 +100,7 @@ extension Daemon {
             s.audience = m.audience
             let o = MQTTObserver(settings: s, clientIdSuffix: config.mqttObservers.count > 1 ? "-\(i + 1)" : "", index: i)
             o.log = { [unowned self] in self.log($0) }
-            o.execute = { [unowned self] req, client in self.handle(req, client) }
+            o.host = self
             observers.append(o)
             log("mqtt-observer: \(s.connection.url), region \(iata)\(s.identity != nil ? ", signed in with the node's key" : "")")
         }

@@ -133,10 +133,10 @@ public final class HubServer {
     public var idleTimeoutMS: UInt64 = 15 * 60_000
     public var partialFrameTimeoutMS: UInt64 = 5_000
     public var log: (String) -> Void = { _ in }
-    public var onFrame: (ClientID, UnsafeRawBufferPointer) -> Void = { _, _ in }
-    public var onDisconnect: (ClientID) -> Void = { _ in }
+    /// The daemon: its room for frames, the frames, clients gone.
+    public weak var host: HubHost? = nil
     /// How many more frames the daemon takes from a client now (0: leave its socket unread).
-    public var room: (ClientID) -> Int = { _ in Int.max }
+    func room(_ id: ClientID) -> Int { host?.hubRoom(id) ?? Int.max }
 
     public final class Client {
         let fd: Int32
@@ -472,7 +472,7 @@ public final class HubServer {
             let f = c.inbox[c.inboxHead]
             c.inboxHead += 1
             any = true
-            f.withUnsafeBytes { onFrame(id, $0) }
+            f.withUnsafeBytes { host?.hubFrame(id, $0) }
         }
         if c.inboxEmpty {
             c.inbox.removeAll(keepingCapacity: true)
@@ -508,7 +508,7 @@ public final class HubServer {
         byFD[c.fd] = nil
         close(c.fd)
         if reason != "" { log("hub: client \(Self.number(id)) " + (reason ?? "disconnected")) }
-        onDisconnect(id)
+        host?.hubGone(id)
     }
 }
 

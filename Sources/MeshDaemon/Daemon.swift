@@ -131,6 +131,7 @@ public final class Daemon {
     lazy var hotplugPart = HotplugPart(self)
     lazy var storePart = StorePart(self)
     lazy var outboxPart = OutboxPart(self)
+    lazy var operationsPart = OperationsPart(self)
     // serial hotplug (DaemonHotplug.swift)
     var radioIdentity: SerialRadioIdentity? = nil
 
@@ -247,15 +248,16 @@ public final class Daemon {
         log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
         log("api: \(socket) (mode 0600) allows \(AllowedClasses.everything)")
         for l in config.companionListeners { log("hub: \(l.summary)") }
-        try openKnownStore()
         loop.onSignal = { [unowned self] s in self.signalled(s) }
         // The parts, in the order the loop runs them; the hooks join when a store opens.
-        for part in [radioPart, hotplugPart, storePart, outboxPart] as [PollPart] { loop.add(part) }
+        for part in [radioPart, outboxPart, storePart, hotplugPart] as [PollPart] { loop.add(part) }
         loop.add(api)
         if let h = hub { loop.add(h) }
         for b in bridges { loop.add(b) }
         for o in observers { loop.add(o) }
+        loop.add(operationsPart)
         loop.add(notify)
+        try openKnownStore()
     }
 
     deinit { shutdown() }
@@ -368,12 +370,21 @@ public final class Daemon {
                 }
             }
         }
+        return next ?? now + 60_000
+    }
+
+    /// The operations' turn (`OperationsPart`), after the API server, the hub and the MQTT
+    /// connections had theirs: operations timed out or whose client left, and the hub clients
+    /// waiting on their request rate; what they freed goes to the radio.
+    func operationsTimers(now: UInt64) -> UInt64? {
+        var next: UInt64? = nil
+        func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
         if hub != nil { soon(hubTimers(now: now)) }
         if !operations.isEmpty || operationPort?.nextDeadline != nil {
             soon(operationTimers(now: now))
             if operationJobs.hasReady { pump(now: now) }
         }
-        return next ?? now + 60_000
+        return next
     }
 
     // MARK: - shutdown

@@ -9,9 +9,8 @@ import MeshStore
 // retried on a timer when it cannot take a message.
 
 /// The radio owner: the link's descriptor, and the session's sync, drain, keepalive and battery
-/// checks, a stop or reconnect waiting for the message in flight, the operations run for clients
-/// and the hub clients' turns at the radio. Its tick first writes out what the other parts asked
-/// of the radio since the last turn (`Daemon.pump`).
+/// checks, a stop or reconnect waiting for the message in flight. Its tick first writes out what
+/// the other parts asked of the radio since the last turn (`Daemon.pump`).
 final class RadioPart: PollPart {
     unowned let daemon: Daemon
     init(_ daemon: Daemon) { self.daemon = daemon }
@@ -31,6 +30,17 @@ final class RadioPart: PollPart {
         daemon.pump(now: now)
         return daemon.radioTimers(now: now)
     }
+}
+
+/// The operations run for API, hub and MQTT clients (their deadlines, their clients gone) and the
+/// hub clients' turns at the radio; it runs after the parts those clients come through.
+final class OperationsPart: PollPart {
+    unowned let daemon: Daemon
+    init(_ daemon: Daemon) { self.daemon = daemon }
+
+    func pollDescriptors(into fds: inout [pollfd]) {}
+    func handle(_ p: pollfd, now: UInt64) -> Bool { false }
+    func tick(now: UInt64) -> UInt64? { daemon.operationsTimers(now: now) }
 }
 
 /// Serial hotplug: the kernel's or udev's device events; a matching `add` while the link is down

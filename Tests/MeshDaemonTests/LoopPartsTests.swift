@@ -109,7 +109,7 @@ import MeshDaemonClient
         defer { d.shutdown() }
         let parts = d.loop.allParts
         #expect(parts.first === d.radioPart)
-        for p in [d.hotplugPart, d.storePart, d.outboxPart, d.api, d.notify] as [PollPart] {
+        for p in [d.hotplugPart, d.storePart, d.outboxPart, d.operationsPart, d.api, d.notify] as [PollPart] {
             #expect(parts.contains { $0 === p })
         }
     }

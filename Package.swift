@@ -2,11 +2,11 @@
 import PackageDescription
 
 // Dependencies point down only (see the module map in README.md); each target lists what it imports:
-//   pocketmesh (cmd) -> MeshDaemon -> MeshDaemonClient -> MeshOps -> MeshSession; MeshDaemonClient -> MeshStore;
+//   pocketmesh (cmd) -> MeshDaemon -> MeshHub, MeshBridge -> MeshDaemonClient -> MeshOps -> MeshSession; MeshDaemonClient -> MeshStore;
 //   MeshSession, MeshSim -> MeshLink, MeshAir; MeshSim -> MeshNode -> MeshAir;
 //   MeshDaemon, MeshDaemonClient, MeshSim -> MeshNet (JSON, MQTT, DNS, WebSocket: codecs without I/O, standard library only);
 //   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
-//   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshDaemon -> CMeshTLS (mbedTLS)
+//   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshBridge -> CMeshTLS (mbedTLS)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
 // simulator's inner loop they were an eighth of the time, and the binary is smaller without them.
 // No module imports _StringProcessing (Regex, and `contains`/`replacing` of strings; MeshCompanion's
@@ -30,6 +30,8 @@ let package = Package(
         .library(name: "MeshStore", targets: ["MeshStore"]),
         .library(name: "MeshTerminal", targets: ["MeshTerminal"]),
         .library(name: "MeshNet", targets: ["MeshNet"]),
+        .library(name: "MeshHub", targets: ["MeshHub"]),
+        .library(name: "MeshBridge", targets: ["MeshBridge"]),
     ],
     // No package dependencies: crypto comes from libsodium and mbedTLS (Debian's static archives), the
     // command line's grammar from the operation table.
@@ -80,13 +82,21 @@ let package = Package(
         // tunnel, the registry of running daemons and the runtime folder, the JSON of stored records.
         .target(name: "MeshDaemonClient", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "MeshNet"],
                 swiftSettings: releaseSettings),
+        // The companion hub: TCP and WebSocket listeners for companion apps, each client's queue and
+        // turn at the radio, and the apps' cursors; a part of the daemon's loop.
+        .target(name: "MeshHub", dependencies: ["MeshCompanion", "MeshAir", "MeshLink", "MeshNet", "MeshOps", "MeshDaemonClient"],
+                swiftSettings: releaseSettings),
+        // The MQTT chat bridge and the packet observer, their broker connections (DNS, TCP, TLS over
+        // mbedTLS, WebSocket); parts of the daemon's loop.
+        .target(name: "MeshBridge", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshLink", "MeshNet", "MeshOps", "MeshStore",
+                                                   "MeshDaemonClient", "CMeshTLS"], swiftSettings: releaseSettings),
         // The long-running service.
-        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink", "CMeshTLS",
-                                                   "CMeshCrypto", "MeshNet", "MeshDaemonClient"], swiftSettings: releaseSettings),  // CMeshCrypto: SHA-1 of the WebSocket handshake
+        .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink",
+                                                   "MeshNet", "MeshDaemonClient", "MeshHub", "MeshBridge"], swiftSettings: releaseSettings),
         .executableTarget(
             name: "pocketmesh",
             dependencies: [
-                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshNode", "MeshSim", "MeshDaemon", "MeshDaemonClient", "MeshTerminal", "MeshNet",
+                "MeshCompanion", "MeshAir", "MeshLink", "MeshSession", "MeshOps", "MeshStore", "MeshNode", "MeshSim", "MeshDaemon", "MeshDaemonClient", "MeshHub", "MeshBridge", "MeshTerminal", "MeshNet",
             ],
             path: "cmd/pocketmesh",
             swiftSettings: releaseSettings
@@ -100,7 +110,7 @@ let package = Package(
         .testTarget(name: "MeshNetTests", dependencies: ["MeshNet"]),
         .testTarget(name: "MeshNodeTests", dependencies: ["MeshNode", "MeshAir"]),
         .testTarget(name: "MeshSimTests", dependencies: ["MeshNode", "MeshSim", "MeshSession", "MeshNet"]),
-        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshDaemonClient", "MeshNode", "MeshSim", "MeshNet", "CSodium"]),
+        .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshHub", "MeshBridge", "MeshDaemonClient", "MeshNode", "MeshSim", "MeshNet", "CSodium"]),
         // The command line against the operation table (MeshOps' OperationTable).
         .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshDaemonClient", "MeshOps"]),
     ],

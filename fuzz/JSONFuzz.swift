@@ -10,6 +10,7 @@
 // valid upgrade answer and yields messages within its limit and control answers of one small frame.
 
 import Glibc
+import MeshAir
 import MeshCompanion
 import MeshDaemonClient
 import MeshNet
@@ -75,8 +76,8 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(line)
     let key = "dGhlIHNhbXBsZSBub25jZQ=="
     let answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        + "Sec-WebSocket-Accept: \(WebSocketServer.accept(key: key, sha1: webSocketSHA1))\r\nSec-WebSocket-Protocol: mqtt\r\n\r\n"
-    var ws = WebSocketClient(key: key, sha1: webSocketSHA1)
+        + "Sec-WebSocket-Accept: \(WebSocketServer.accept(key: key, sha1: SHA1.digest))\r\nSec-WebSocket-Protocol: mqtt\r\n\r\n"
+    var ws = WebSocketClient(key: key, sha1: SHA1.digest)
     do throws(MQTTError) {
         let first = try ws.receive(Array(answer.utf8))
         fuzzCheck(ws.open && first.isEmpty, "a valid upgrade answer opens the client")
@@ -96,7 +97,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     } catch {
         fuzzSink &+= error.description.utf8.count
     }
-    var raw = WebSocketClient(key: key, sha1: webSocketSHA1)
+    var raw = WebSocketClient(key: key, sha1: SHA1.digest)
     if let events = try? raw.receive(bytes) { fuzzSink &+= events.count }
     return 0
 }

@@ -8,7 +8,8 @@
 #   att       ATT PDUs into the GATT client and the simulated GATT server (MeshLink)
 #   store     store records, the index file, contacts/channels/outbox/state files (MeshStore)
 #   json      API request lines: JSONParser (MeshNet) and DaemonRequest.parse (MeshDaemonClient), the
-#             WebSocket client, through the daemon's MQTT transport (MeshDaemon)
+#             companion-stream deframer (MeshCompanion), the WebSocket client with SHA-1 from MeshAir (built
+#             with the MeshDaemon sources, which link MeshHub and MeshBridge)
 #   topology  simulator topology files (MeshSim)
 #   config    the config file: the TOML reader and the config model (MeshOps)
 #   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshNet)
@@ -107,7 +108,7 @@ for t in "${targets[@]}"; do
         att) build att ATTFuzz MeshLink "$root/Sources/MeshLink/ATT.swift $root/Sources/MeshLink/ATTClient.swift $root/Sources/MeshLink/SimulatedGATTServer.swift" ;;
         store) build store StoreFuzz MeshStore "$root/Sources/MeshStore/*.swift" MeshCompanion ;;
         json) build json JSONFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
-                  MeshDaemonClient MeshNet MeshOps CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \
                   MeshNode MeshNet MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \

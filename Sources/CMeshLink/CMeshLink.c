@@ -40,7 +40,8 @@ int cml_signal_forward(int signo, int write_fd) {
     memset(&action, 0, sizeof action);
     action.sa_handler = cml_signal_handler;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
+    // SIGCHLD only when a child ends (not when it stops or continues).
+    action.sa_flags = SA_RESTART | (signo == SIGCHLD ? SA_NOCLDSTOP : 0);
     struct sigaction previous;
     if (sigaction(signo, &action, &previous) != 0) return -1;
     if (!cml_saved_valid[signo]) {
@@ -53,6 +54,10 @@ int cml_signal_forward(int signo, int write_fd) {
     sigaddset(&set, signo);
     pthread_sigmask(SIG_UNBLOCK, &set, 0);
     return 0;
+}
+
+void cml_signal_unforward(int write_fd) {
+    if (cml_signal_fd == write_fd) cml_signal_fd = -1;
 }
 
 int cml_signal_restore(int signo) {

@@ -1,3 +1,4 @@
+import CMeshCrypto
 import MeshCompanion
 
 /// The 8-byte packet hash used for dedup (`Packet::calculatePacketHash`):
@@ -95,3 +96,13 @@ public struct RegionKey: Hashable, Sendable {
     }
 }
 
+
+/// SHA-1 (mbedTLS), for the WebSocket handshakes of MeshNet's client and server (RFC 6455's
+/// `Sec-WebSocket-Accept`), which have no crypto of their own. Nothing of MeshCore uses it.
+public enum SHA1 {
+    public static func digest(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 20)
+        _ = meshcrypto_sha1(&out, bytes, bytes.count)
+        return out
+    }
+}

@@ -343,9 +343,12 @@ public struct Advert: Hashable, Sendable {
         signature = identity.sign(Self.signedMessage(publicKey, timestamp, appData))
     }
 
+    /// The bytes before appdata: public key, timestamp and signature.
+    public static let fixedSize = AirLimits.publicKeySize + 4 + AirLimits.signatureSize
+
     public init<C: Collection<UInt8>>(payload: C) throws(AirError) {
         let b = Array(payload)
-        guard b.count >= 100 else { throw .truncated }
+        guard b.count >= Self.fixedSize else { throw .truncated }
         publicKey = try PublicKey(air: b[0 ..< 32])
         timestamp = readLE32(b, 32)
         signature = Array(b[36 ..< 100])

@@ -1,3 +1,4 @@
+import MeshCompanion
 import MeshLink
 import Glibc
 import MeshNet

@@ -6,11 +6,15 @@ import MeshOps
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshBridge
+import MeshHub
 
 /// `pocketmesh daemon`: owns one radio for as long as it runs.
 ///
-/// One thread, one `poll()` loop over the radio link, the API socket and its clients, and a
-/// signal pipe (SIGTERM/SIGINT stop, SIGCHLD reaps hooks). The radio conversation is a
+/// One thread, one `poll()` loop (MeshLink's `PollLoop`) running parts, each with its descriptors,
+/// readiness handler and deadline (DaemonParts.swift): the radio owner, hotplug, the store, the
+/// outbox, hooks, the API server, the hub and the MQTT connections; signals come through the
+/// loop's self-pipe (SIGTERM/SIGINT stop, SIGHUP reconnects, SIGCHLD reaps hooks). The radio conversation is a
 /// `MeshSession.Session` (sans-I/O); this class is its shell, and it orders the work so that
 /// **every message drained from the radio is appended to the store (fsync) before the next
 /// frame, and so the next SYNC_NEXT_MESSAGE, is written to the link**.
@@ -83,11 +87,21 @@ public final class Daemon {
     public internal(set) var phase: Phase = .down
     public internal(set) var store: RadioStore? = nil
     let api: APIServer
-    let signals: SignalPipe
+    /// The one loop everything runs on.
+    let loop = PollLoop()
     let notify: SystemdNotify
-    var hooks: HookRunner? = nil
+    /// The hook runner is a part of the loop while there is one (one per store).
+    var hooks: HookRunner? = nil {
+        didSet {
+            if let old = oldValue, old !== hooks { loop.remove(old) }
+            if let h = hooks { loop.add(h) }
+        }
+    }
     let startedAt = monotonicMilliseconds()
-    var stopping = false
+    /// Set once the daemon is to stop: the loop returns after the handler that set it.
+    var stopping = false {
+        didSet { if stopping { loop.stop() } }
+    }
     /// A stop or reconnect asked for by a signal, waiting for the answer to a SYNC_NEXT_MESSAGE
     /// already sent (the radio forgets a message once it hands it over), until `settleDeadline`.
     enum Settle { case reconnect, stop }
@@ -112,8 +126,13 @@ public final class Daemon {
     var syncedOnce = false
     var connections = 0
     var readBuffer = [UInt8](repeating: 0, count: 4096)
+    // the daemon's own parts of the loop (DaemonParts.swift)
+    lazy var radioPart = RadioPart(self)
+    lazy var hotplugPart = HotplugPart(self)
+    lazy var storePart = StorePart(self)
+    lazy var outboxPart = OutboxPart(self)
+    lazy var operationsPart = OperationsPart(self)
     // serial hotplug (DaemonHotplug.swift)
-    var hotplug: HotplugMonitor? = nil
     var radioIdentity: SerialRadioIdentity? = nil
 
     // sync bookkeeping
@@ -142,8 +161,6 @@ public final class Daemon {
     /// resort; the radio is asked for nothing more meanwhile (DaemonMessages.swift).
     var unsaved: [StoredMessage] = []
     let unsavedCapacity = 256
-    /// When to try the store again (held messages, the inbox); 0: nothing waits.
-    var storeRetryAt: UInt64 = 0
     var inboxProblemLogged = false
     /// The exit code when the daemon stops on its own (a state folder it will not use: 2).
     public internal(set) var exitCode: Int32 = 0
@@ -199,7 +216,9 @@ public final class Daemon {
         if let other = DaemonRegistry.find(link: config.link, environment: config.environment), other.pid != getpid() {
             throw DaemonError(.busy, "pocketmesh daemon (pid \(other.pid)) already owns \(config.link); its socket is \(other.socket).")
         }
-        signals = try SignalPipe(signals: [SIGTERM, SIGINT, SIGHUP, SIGCHLD])
+        do throws(Errno) { try loop.handleSignals([SIGTERM, SIGINT, SIGHUP, SIGCHLD]) } catch {
+            throw SystemError("pipe", "the signal pipe", errno: error.rawValue)
+        }
         signal(SIGPIPE, SIG_IGN)
         // A file size limit (RLIMIT_FSIZE) must give EFBIG on write, not kill the daemon.
         signal(SIGXFSZ, SIG_IGN)
@@ -220,10 +239,8 @@ public final class Daemon {
             h.maxClients = config.companionMaxClients
             h.idleTimeoutMS = config.companionIdleTimeoutMS
             h.partialFrameTimeoutMS = config.companionPartialFrameMS
-            h.room = { [unowned self] client in self.hubRoom(client) }
             h.log = { [unowned self] in self.log($0) }
-            h.onFrame = { [unowned self] client, frame in self.hubFrame(client, frame) }
-            h.onDisconnect = { [unowned self] client in self.hubGone(client) }
+            h.host = self
             hub = h
         }
         try setUpMQTT()
@@ -231,6 +248,15 @@ public final class Daemon {
         log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
         log("api: \(socket) (mode 0600) allows \(AllowedClasses.everything)")
         for l in config.companionListeners { log("hub: \(l.summary)") }
+        loop.onSignal = { [unowned self] s in self.signalled(s) }
+        // The parts, in the order the loop runs them; the hooks join when a store opens.
+        for part in [radioPart, outboxPart, storePart, hotplugPart] as [PollPart] { loop.add(part) }
+        loop.add(api)
+        if let h = hub { loop.add(h) }
+        for b in bridges { loop.add(b) }
+        for o in observers { loop.add(o) }
+        loop.add(operationsPart)
+        loop.add(notify)
         try openKnownStore()
     }
 
@@ -238,74 +264,32 @@ public final class Daemon {
 
     var radioKeyHex: String? { radioSelf?.publicKey.hex }
 
-    /// The parts of the loop besides the radio link, the signal pipe and hotplug, each with its
-    /// descriptors, readiness handler and deadline: the API server, the hub, each MQTT connection.
-    var parts: [PollPart] {
-        var all: [PollPart] = [api]
-        if let h = hub { all.append(h) }
-        all += bridges as [PollPart]
-        all += observers as [PollPart]
-        return all
-    }
-
     // MARK: - main loop
 
     /// Runs until SIGTERM or SIGINT. Returns the process exit code.
     public func run() -> Int32 {
         notify.status("starting; connecting to \(config.link)")
         startHotplug()
-        var fds: [pollfd] = []
-        while !stopping {
-            let now = monotonicMilliseconds()
-            let deadline = timers(now: now)
-            if stopping { break }
-            fds.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: signals.readFD, events: Int16(POLLIN), revents: 0))
-            if let link {
-                fds.append(pollfd(fd: link.fd, events: Int16(POLLIN) | (link.hasPendingOutput ? Int16(POLLOUT) : 0), revents: 0))
-            }
-            if let h = hotplug { fds.append(pollfd(fd: h.fd, events: Int16(POLLIN), revents: 0)) }
-            let parts = self.parts
-            for part in parts { part.pollDescriptors(into: &fds) }
-            let wait: Int32 = deadline.map { $0 > now ? Int32(clamping: $0 - now) : 0 } ?? 60_000
-            let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
-            if n <= 0 { continue }
-            for p in fds where p.revents != 0 {
-                if p.fd == signals.readFD {
-                    handleSignals()
-                } else if let l = link, p.fd == l.fd {
-                    linkReady(p.revents)
-                } else if let h = hotplug, p.fd == h.fd {
-                    hotplugReady(now: monotonicMilliseconds())
-                } else {
-                    let now = monotonicMilliseconds()
-                    // The part whose descriptor it is; then what it asked of the radio goes out (a
-                    // hub client's frames are answered or queued for the radio).
-                    if parts.contains(where: { $0.handle(p, now: now) }) { pump(now: now) }
-                }
-                if stopping { break }
-            }
-        }
+        if !stopping { loop.run() }
         shutdown()
         return exitCode
     }
 
-    func handleSignals() {
-        for s in signals.drain() {
-            switch s {
-            case SIGCHLD:
-                hooks?.reap(now: monotonicMilliseconds())
-            case SIGHUP:
-                log("daemon: SIGHUP: reconnecting to the radio")
-                settle(.reconnect, now: monotonicMilliseconds())
-            default:
-                if settling == .stop {
-                    log("daemon: signal \(s) again: stopping now")
-                    stopping = true
-                } else {
-                    log("daemon: signal \(s): stopping")
-                    settle(.stop, now: monotonicMilliseconds())
-                }
+    /// A signal, through the loop's self-pipe.
+    func signalled(_ s: Int32) {
+        switch s {
+        case SIGCHLD:
+            hooks?.reap(now: monotonicMilliseconds())
+        case SIGHUP:
+            log("daemon: SIGHUP: reconnecting to the radio")
+            settle(.reconnect, now: monotonicMilliseconds())
+        default:
+            if settling == .stop {
+                log("daemon: signal \(s) again: stopping now")
+                stopping = true
+            } else {
+                log("daemon: signal \(s): stopping")
+                settle(.stop, now: monotonicMilliseconds())
             }
         }
     }
@@ -341,8 +325,9 @@ public final class Daemon {
         }
     }
 
-    /// Runs whatever is due; returns the next deadline.
-    func timers(now: UInt64) -> UInt64? {
+    /// The radio owner's turn (`RadioPart`): runs whatever is due; returns the next deadline
+    /// (at most a minute away: the link and the session are looked at again then).
+    func radioTimers(now: UInt64) -> UInt64? {
         var next: UInt64? = nil
         func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
         // Operations whose wait ended outside a pump (a lost link): their next steps.
@@ -383,23 +368,22 @@ public final class Daemon {
                         syncContacts(now: now)
                     } else { soon(at) }
                 }
-                sendOutbox(now: now)
-                soon(now + 1_000)  // outbox retry times are in wall-clock seconds
             }
         }
-        if store != nil && !storeTakesMessages {
-            if storeRetryAt == 0 { storeRetryAt = now + 5_000 }
-            if now >= storeRetryAt { retryStore(now: now) }
-            if storeRetryAt != 0 { soon(storeRetryAt) }
-        }
-        if let h = hooks { soon(h.tick(now: now)) }
-        for part in parts { soon(part.tick(now: now)) }
+        return next ?? now + 60_000
+    }
+
+    /// The operations' turn (`OperationsPart`), after the API server, the hub and the MQTT
+    /// connections had theirs: operations timed out or whose client left, and the hub clients
+    /// waiting on their request rate; what they freed goes to the radio.
+    func operationsTimers(now: UInt64) -> UInt64? {
+        var next: UInt64? = nil
+        func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
         if hub != nil { soon(hubTimers(now: now)) }
         if !operations.isEmpty || operationPort?.nextDeadline != nil {
             soon(operationTimers(now: now))
             if operationJobs.hasReady { pump(now: now) }
         }
-        soon(notify.tick(now: now))
         return next
     }
 

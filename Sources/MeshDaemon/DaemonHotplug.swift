@@ -8,7 +8,7 @@ extension Daemon {
     /// Opens the hotplug monitor for a serial link (no-op for TCP/BLE, or when neither udev nor the
     /// kernel uevent socket is available: the backoff still reconnects).
     func startHotplug() {
-        guard config.link.hasPrefix("serial:"), hotplug == nil else { return }
+        guard config.link.hasPrefix("serial:"), hotplugPart.monitor == nil else { return }
         let path = String(config.link.dropFirst(7))
         var identity = SerialRadioIdentity(configuredPath: path)
         if let now = identity.present(in: SerialDiscovery.candidates()) { identity.remember(now) }
@@ -16,8 +16,8 @@ extension Daemon {
         do {
             // Without a running udevd (containers, minimal systems) udev's monitor never hears
             // anything: listen to the kernel's events instead.
-            hotplug = try HotplugMonitor(preferUdev: access("/run/udev/control", F_OK) == 0)
-            log("link: watching for \(path) to be plugged in (\(hotplug!.source == .udev ? "udev" : "kernel uevents"))")
+            hotplugPart.monitor = try HotplugMonitor(preferUdev: access("/run/udev/control", F_OK) == 0)
+            log("link: watching for \(path) to be plugged in (\(hotplugPart.monitor!.source == .udev ? "udev" : "kernel uevents"))")
         } catch {
             log("link: no hotplug events (\(error)); reconnecting on the backoff schedule only")
         }
@@ -45,7 +45,7 @@ extension Daemon {
 
     /// Drains hotplug events; a matching `add` while the link is down reconnects now.
     func hotplugReady(now: UInt64) {
-        guard let monitor = hotplug else { return }
+        guard let monitor = hotplugPart.monitor else { return }
         while var event = monitor.receive() {
             guard link == nil, let identity = radioIdentity else { continue }
             if event.action == .add, event.candidate == nil {

@@ -2,38 +2,17 @@ import Glibc
 import MeshCompanion
 import MeshLink
 import MeshNet
-import MeshNet
 import MeshOps
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshBridge
 
-/// `--mqtt URL` and what goes with it.
-public struct MQTTSettings: Sendable {
-    public var url: String
-    public var prefix = "meshcore"
-    public var user: String? = nil
-    /// A file holding the password (its first line); never the password itself on the command line.
-    public var passwordFile: String? = nil
-    public var clientId: String? = nil
-    /// `--mqtt-allow`: the operation classes commands from the broker may use, besides the
-    /// default `read` and `message`. `secret` is never allowed over MQTT.
-    public var allowed = AllowedClasses.mqttDefault
-    public init(url: String) { self.url = url }
-}
-
-/// `--mqtt-observer URL` and what goes with it.
-public struct ObserverSettings: Sendable {
-    public var url: String
-    /// `--mqtt-iata`: the airport code of the observer's region (required).
-    public var iata: String? = nil
-    /// `--mqtt-observer-key FILE`: the node's private key (0600) for the `v1_{KEY}` user and a JWT.
-    public var keyFile: String? = nil
-    /// `--mqtt-observer-password-file FILE`: a password for the user in the URL.
-    public var passwordFile: String? = nil
-    /// `--mqtt-observer-audience`: the JWT's `aud` (default: the broker's host name).
-    public var audience: String? = nil
-    public init(url: String) { self.url = url }
+/// Commands from the brokers run as API requests of the bridge's clients.
+extension Daemon: BridgeHost {
+    public func bridgeExecute(_ request: DaemonRequest, client: Int) -> DaemonResponse? {
+        handle(request, client)
+    }
 }
 
 extension Daemon {
@@ -48,25 +27,6 @@ extension Daemon {
             return
         }
         api.reply(r, to: client)
-    }
-
-    /// Reads a password file: its first line, without the line end. Refuses what others can read.
-    static func readPassword(_ path: String, flag: String = "--mqtt-password-file") throws(DaemonError) -> [UInt8] {
-        let bytes = try readSecretFile(path, flag: flag)
-        let line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
-        return Array(line.last == 0x0D ? line.dropLast() : line)
-    }
-
-    /// A secret file's bytes; refuses one others can read (it must be 0600 or stricter).
-    static func readSecretFile(_ path: String, flag: String) throws(DaemonError) -> [UInt8] {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw DaemonError(.usage, "\(flag) \(path): \(String(cString: strerror(errno))).") }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw DaemonError(.usage, "\(flag) \(path): not a regular file.") }
-        guard st.st_mode & 0o077 == 0 else {
-            throw DaemonError(.usage, "\(flag) \(path): readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod 600 it.")
-        }
-        guard let bytes = StateFile.read(path) else { throw DaemonError(.usage, "\(flag) \(path): cannot read it.") }
-        return bytes
     }
 
     func brokerSettings(_ text: String, flag: String) throws(DaemonError) -> BrokerConnection.Settings {
@@ -105,7 +65,7 @@ extension Daemon {
                 throw DaemonError(.usage, "--mqtt-prefix \"\(m.prefix)\": a topic prefix must be non-empty, without + or #.")
             }
             s.user = m.user
-            if let f = m.passwordFile { s.password = try Self.readPassword(f) }
+            if let f = m.passwordFile { s.password = try SecretFile.password(f) }
             if s.password != nil && (s.user ?? s.connection.url.user) == nil {
                 throw DaemonError(.usage, "--mqtt-password-file needs a user name (--mqtt-user or mqtt://USER@host).")
             }
@@ -118,7 +78,7 @@ extension Daemon {
             // broker with the same id would take turns throwing each other off.
             let b = MQTTBridge(settings: s, index: config.mqtt.count > 1 ? i + 1 : nil)
             b.log = { [unowned self] in self.log($0) }
-            b.execute = { [unowned self] req, client in self.handle(req, client) }
+            b.host = self
             bridges.append(b)
             log("mqtt: bridge to \(s.connection.url), prefix \(s.prefix); commands allowed: \(s.allowed)")
         }
@@ -135,12 +95,12 @@ extension Daemon {
             if let f = m.passwordFile {
                 guard s.identity == nil else { throw DaemonError(.usage, "--mqtt-observer-password-file and --mqtt-observer-key exclude each other.") }
                 guard s.connection.url.user != nil else { throw DaemonError(.usage, "--mqtt-observer-password-file needs a user name in the URL (mqtt://USER@host).") }
-                s.password = try Self.readPassword(f, flag: "--mqtt-observer-password-file")
+                s.password = try SecretFile.password(f, flag: "--mqtt-observer-password-file")
             }
             s.audience = m.audience
             let o = MQTTObserver(settings: s, clientIdSuffix: config.mqttObservers.count > 1 ? "-\(i + 1)" : "", index: i)
             o.log = { [unowned self] in self.log($0) }
-            o.execute = { [unowned self] req, client in self.handle(req, client) }
+            o.host = self
             observers.append(o)
             log("mqtt-observer: \(s.connection.url), region \(iata)\(s.identity != nil ? ", signed in with the node's key" : "")")
         }

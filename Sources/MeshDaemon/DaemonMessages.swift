@@ -5,6 +5,7 @@ import MeshNet
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshBridge
 
 // Received messages into the store (each stored before the next is asked for), the store, the outbox.
 
@@ -46,7 +47,7 @@ extension Daemon {
             } catch let inboxError {
                 holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
             }
-            if storeRetryAt == 0 { storeRetryAt = monotonicMilliseconds() + 5_000 }
+            if storePart.retryAt == 0 { storePart.retryAt = monotonicMilliseconds() + 5_000 }
             return false
         }
     }
@@ -74,7 +75,7 @@ extension Daemon {
             + "before the store works again; the radio keeps the rest of its queue")
         if unsaved.count >= unsavedCapacity { unsaved.removeFirst() }
         unsaved.append(rec)
-        if storeRetryAt == 0 { storeRetryAt = monotonicMilliseconds() + 1_000 }
+        if storePart.retryAt == 0 { storePart.retryAt = monotonicMilliseconds() + 1_000 }
     }
 
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
@@ -86,7 +87,7 @@ extension Daemon {
     /// Tries again what waits for the store (held messages, the inbox itself); once the next
     /// message has a place on disk again, draining resumes.
     func retryStore(now: UInt64) {
-        storeRetryAt = now + 5_000
+        storePart.retryAt = now + 5_000
         guard let store else { return }
         let held = store.heldMessages.count + unsaved.count
         do {
@@ -106,7 +107,7 @@ extension Daemon {
             }
             return
         }
-        storeRetryAt = 0
+        storePart.retryAt = 0
         inboxProblemLogged = false
         if held > 0 { log("store: writing works again; \(held) held message(s) stored; draining the radio") }
         if let s = session {
@@ -318,13 +319,5 @@ extension Daemon {
         let e = JSON.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status)))
         api.publish(e)
         for b in bridges { b.apiEvent(e, now: monotonicMilliseconds()) }
-    }
-}
-
-extension MQTTBridge {
-    /// A bridge's publish cursor (`mqtt/<broker>/cursor`: the id up to which the broker has
-    /// everything, in decimal), or nil if there is none or it does not parse.
-    static func readCursor(_ path: String) -> UInt64? {
-        StateFile.readString(path).flatMap { UInt64($0.filter { !$0.isWhitespace }) }
     }
 }

@@ -1,6 +1,8 @@
 import MeshCompanion
 import MeshOps
 import MeshDaemonClient
+import MeshBridge
+import MeshHub
 
 /// The permission model applied at every door: each request's operation class (MeshOps'
 /// `OperationClass`) against the classes its front end allows. Refusals get the front end's error

@@ -55,9 +55,10 @@ public enum HookExec {
         _ = cml_set_child_subreaper()
         signal(SIGPIPE, SIG_IGN)
         signal(SIGXFSZ, SIG_IGN)  // a file size limit must fail a write, not kill the wrapper
-        let signals: SignalPipe
-        do { signals = try SignalPipe(signals: [SIGTERM, SIGINT, SIGHUP, SIGCHLD]) } catch {
-            say("\(error)")
+        // Signals come through the loop's self-pipe: they end the hook, not this wrapper.
+        let loop = PollLoop()
+        do throws(Errno) { try loop.handleSignals([SIGTERM, SIGINT, SIGHUP, SIGCHLD]) } catch {
+            say("\(SystemError("pipe", "the signal pipe", errno: error.rawValue))")
             return 70
         }
         guard let out = UnixSocket.makePipe(nonBlocking: false) else { say("\(SystemError("pipe"))"); return 70 }
@@ -83,6 +84,14 @@ public enum HookExec {
             termAt = monotonicMilliseconds()
             if let why { say("\(why); sending SIGTERM to its process group, SIGKILL in \(options.graceMS) ms") }
             kill(0, SIGTERM)  // this wrapper's group: the hook and all it started there (we only take note)
+        }
+        loop.onSignal = { s in if s != SIGCHLD { terminate("signal \(s)") } }
+        loop.register(fd: outFD, events: .readable) { _ in
+            if outFD >= 0 && !output.pump(outFD) {
+                loop.unregister(fd: outFD)
+                close(outFD)
+                outFD = -1
+            }
         }
         while true {
             var noneLeft = false
@@ -111,13 +120,10 @@ public enum HookExec {
                 kill(0, SIGKILL)
             }
             let deadline = termAt.map { $0 + options.graceMS } ?? started + options.timeoutMS
-            var fds = [pollfd(fd: signals.readFD, events: Int16(POLLIN), revents: 0)]
-            if outFD >= 0 { fds.append(pollfd(fd: outFD, events: Int16(POLLIN), revents: 0)) }
-            let wait = deadline > now ? Int32(clamping: deadline - now) : 0
-            _ = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), wait) }
-            if outFD >= 0 && fds[1].revents != 0 && !output.pump(outFD) { close(outFD); outFD = -1 }
-            for s in signals.drain() where s != SIGCHLD { terminate("signal \(s)") }
+            // One turn: the hook's output, signals (SIGCHLD wakes it to reap), or the deadline.
+            _ = loop.turn(until: deadline)
         }
+        loop.unregister(fd: outFD)
         if outFD >= 0 { _ = output.pump(outFD); close(outFD) }
         output.finish()
         if output.dropped > 0 { say("\(output.dropped) more byte(s) of output not logged (at most \(options.outputLimit) per run)") }

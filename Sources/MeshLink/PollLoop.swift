@@ -27,10 +27,11 @@ public struct PollEvents: OptionSet, Hashable, Sendable, CustomStringConvertible
     }
 }
 
-/// One `poll()` loop over registered descriptors, with timers on the monotonic clock and
-/// SIGINT/SIGTERM delivered through a self-pipe. One thread; handlers run inside `run`.
+/// One `poll()` loop over registered descriptors and parts (`PollPart`), with timers on the
+/// monotonic clock and signals delivered through a self-pipe. One thread; handlers run inside `run`.
 ///
-/// Handlers may register, unregister, add or cancel timers and call `stop()` freely.
+/// Handlers may register, unregister, add or cancel timers, add or remove parts and call `stop()`
+/// freely.
 public final class PollLoop {
     public typealias Handler = (PollEvents) -> Void
 
@@ -73,6 +74,15 @@ public final class PollLoop {
     private var forwardedSignals: [Int32] = []
     private var pollfds: [pollfd] = []
     private var tokens: [UInt64] = []
+    private var parts: [PollPart] = []
+    /// For each `pollfds` entry from `partsStart` on: the index in `polledParts` of its part.
+    private var polledParts: [PollPart] = []
+    private var partOf: [Int] = []
+    private var partsStart = 0
+    /// Token of a `pollfds` entry that belongs to a part.
+    private static let partToken = UInt64.max
+    /// Called with each forwarded signal instead of stopping `run` (nil: a signal stops it).
+    public var onSignal: ((Int32) -> Void)? = nil
 
     /// Monotonic ms, refreshed before timers fire and after each `poll()` returns.
     public private(set) var now: UInt64
@@ -161,6 +171,22 @@ public final class PollLoop {
         deinit { buffer.deallocate() }
     }
 
+    // MARK: parts
+
+    /// Runs `part` on this loop: its descriptors are polled with the rest, its readiness handler
+    /// gets what `poll()` reports for them, and its `tick` runs on every turn of the loop, in the
+    /// order the parts were added; the earliest deadline a part returns bounds the wait.
+    public func add(_ part: PollPart) {
+        if !parts.contains(where: { $0 === part }) { parts.append(part) }
+    }
+
+    public func remove(_ part: PollPart) {
+        parts.removeAll { $0 === part }
+    }
+
+    /// The parts, in the order they run.
+    public var allParts: [PollPart] { parts }
+
     // MARK: timers
 
     /// Runs `action` once, at or after monotonic ms `deadline`.
@@ -204,6 +230,7 @@ public final class PollLoop {
         for signo in forwardedSignals { _ = cml_signal_restore(signo) }
         forwardedSignals = []
         if let pipe = signalPipe {
+            cml_signal_unforward(pipe.write.rawValue)
             pipe.read.close()
             pipe.write.close()
             signalPipe = nil
@@ -223,22 +250,34 @@ public final class PollLoop {
     public func run(until deadline: UInt64? = nil) -> StopReason {
         defer { stopRequested = nil }
         while true {
-            now = monotonicMilliseconds()
-            fireDueTimers()
-            if let reason = stopRequested { return reason }
-            if let deadline, now >= deadline { return .deadline }
-            if registrations.isEmpty && timers.isEmpty && forwardedSignals.isEmpty { return .idle }
-            checkLinkDeadlines()
-            if let reason = stopRequested { return reason }
-            var wake = deadline
-            if let first = timers.first?.deadline { wake = min(wake ?? first, first) }
-            for registration in registrations.values {
-                if let due = registration.link?.deadline { wake = min(wake ?? due, due) }
-            }
-            let timeout: Int32 = wake.map { Int32(clamping: $0 > now ? $0 - now : 0) } ?? -1
-            pollOnce(timeout: timeout)
+            if let reason = turn(until: deadline) { return reason }
+        }
+    }
+
+    /// One turn of the loop: due timers, the parts' ticks, one `poll()` (waiting at most until
+    /// `deadline`, or the earliest deadline of a timer, part or link) and the dispatch of what it
+    /// reports. Returns why `run` would stop, or nil to go on. A stop request stays pending for
+    /// the caller of `turn` (`run` clears it).
+    public func turn(until deadline: UInt64? = nil) -> StopReason? {
+        now = monotonicMilliseconds()
+        fireDueTimers()
+        if let reason = stopRequested { return reason }
+        if let deadline, now >= deadline { return .deadline }
+        if registrations.isEmpty && timers.isEmpty && forwardedSignals.isEmpty && parts.isEmpty { return .idle }
+        checkLinkDeadlines()
+        if let reason = stopRequested { return reason }
+        var wake = deadline
+        for part in parts {
+            if let due = part.tick(now: now) { wake = min(wake ?? due, due) }
             if let reason = stopRequested { return reason }
         }
+        if let first = timers.first?.deadline { wake = min(wake ?? first, first) }
+        for registration in registrations.values {
+            if let due = registration.link?.deadline { wake = min(wake ?? due, due) }
+        }
+        let timeout: Int32 = wake.map { Int32(clamping: $0 > now ? $0 - now : 0) } ?? -1
+        pollOnce(timeout: timeout)
+        return stopRequested
     }
 
     /// One `poll()` of at most `timeout` ms (-1 = no limit) and the dispatch of what it reports.
@@ -257,14 +296,31 @@ public final class PollLoop {
             pollfds.append(pollfd(fd: fd, events: events.rawValue, revents: 0))
             tokens.append(registration.token)
         }
+        partsStart = pollfds.count
+        polledParts = parts
+        partOf.removeAll(keepingCapacity: true)
+        for (i, part) in polledParts.enumerated() {
+            part.pollDescriptors(into: &pollfds)
+            while tokens.count < pollfds.count {
+                tokens.append(Self.partToken)
+                partOf.append(i)
+            }
+        }
         let ready = pollfds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), timeout) }
         now = monotonicMilliseconds()
         if ready <= 0 { return }  // timeout, or EINTR (a signal: the pipe says which)
         for index in pollfds.indices {
+            if stopRequested != nil { return }
             let entry = pollfds[index]
             if entry.revents == 0 { continue }
             if tokens[index] == 0 {
                 drainSignalPipe()
+                continue
+            }
+            if tokens[index] == Self.partToken {
+                let part = polledParts[partOf[index - partsStart]]
+                // Still on the loop (a handler before it may have removed it).
+                if parts.contains(where: { $0 === part }) { _ = part.handle(entry, now: monotonicMilliseconds()) }
                 continue
             }
             guard let registration = registrations[entry.fd], registration.token == tokens[index] else { continue }
@@ -294,6 +350,23 @@ public final class PollLoop {
 
     private func drainSignalPipe() {
         guard let pipe = signalPipe else { return }
+        if let onSignal {
+            // Every pending signal, each once (repeated deliveries may coalesce).
+            var seen: [Int32] = []
+            var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            while true {
+                let n = withUnsafeMutableBytes(of: &bytes) { raw in (try? pipe.read.read(into: raw)) ?? 0 }
+                if n <= 0 { break }
+                withUnsafeBytes(of: &bytes) { raw in
+                    for b in raw[0..<n] where !seen.contains(Int32(b)) { seen.append(Int32(b)) }
+                }
+            }
+            for signo in seen {
+                onSignal(signo)
+                if stopRequested != nil { return }
+            }
+            return
+        }
         var bytes = (UInt64(0), UInt64(0))
         let n = withUnsafeMutableBytes(of: &bytes) { raw in (try? pipe.read.read(into: raw)) ?? 0 }
         if n > 0 {

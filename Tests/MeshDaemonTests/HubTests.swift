@@ -5,6 +5,7 @@ import MeshStore
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+@testable import MeshHub
 
 @Suite struct HubTests {
     @Test func listenerSyntax() throws {

@@ -4,6 +4,7 @@ import MeshOps
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+@testable import MeshBridge
 
 /// The MQTT bridge's commands, driven directly (no broker): which run, where results go, what
 /// they hold; and the client id.
@@ -11,7 +12,7 @@ import MeshDaemonClient
     static let key: [UInt8] = (0..<32).map { UInt8($0 * 7 + 1) }
     static let keyHex = "01080f161d24"  // the first 6 bytes of `key`
 
-    final class Harness {
+    final class Harness: BridgeHost {
         let bridge: MQTTBridge
         var lines: [String] = []
         var ran: [String] = []
@@ -22,16 +23,18 @@ import MeshDaemonClient
             s.prefix = "pm"
             bridge = MQTTBridge(settings: s, index: index)
             bridge.log = { [unowned self] in self.lines.append($0) }
-            bridge.execute = { [unowned self] req, _ in
-                self.ran.append(req.name)
-                return self.answer(req)
-            }
+            bridge.host = self
             bridge.radioKnown(publicKey: MQTTBridgeTests.key, now: 0)
             // The session as if connected: what it publishes stays in its output.
             let c = bridge.connection.client
             c.transportOpened(now: 0)
             _ = try c.receive([0x20, 0x02, 0x00, 0x00], now: 0)
             _ = c.takeOutput()
+        }
+
+        func bridgeExecute(_ req: DaemonRequest, client: Int) -> DaemonResponse? {
+            ran.append(req.name)
+            return answer(req)
         }
 
         func command(_ topic: String, _ payload: String, retain: Bool = false) {

@@ -6,6 +6,7 @@ import MeshSession
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+@testable import MeshBridge
 
 /// The observer uploader's format (what analyzer sites read), byte for byte.
 @Suite struct ObserverTests {

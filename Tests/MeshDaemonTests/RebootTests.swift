@@ -119,32 +119,22 @@ final class RadioPort {
     func codes(_ i: Int) -> [UInt8] { connections[i].compactMap(\.first) }
 }
 
-/// Runs one round of the daemon's poll loop (as `Daemon.run` does) together with the radio port.
+/// The test's radio as one more part of the daemon's loop: the loop drives it like its own parts.
+final class RadioPortPart: PollPart {
+    let port: RadioPort
+    init(_ port: RadioPort) { self.port = port }
+    func pollDescriptors(into fds: inout [pollfd]) { port.pollDescriptors(into: &fds) }
+    func handle(_ p: pollfd, now: UInt64) -> Bool { port.handle(p); return true }
+    func tick(now: UInt64) -> UInt64? { port.tick(); return nil }
+}
+
+/// Runs one turn of the daemon's poll loop (the one `Daemon.run` runs) with the radio port as a
+/// part of it, waiting at most `maxWaitMS`.
 func step(_ d: Daemon, _ r: RadioPort, maxWaitMS: UInt64 = 5) {
-    let now = monotonicMilliseconds()
-    let deadline = d.timers(now: now)
-    var fds: [pollfd] = [pollfd(fd: d.signals.readFD, events: Int16(POLLIN), revents: 0)]
-    if let l = d.link {
-        fds.append(pollfd(fd: l.fd, events: Int16(POLLIN) | (l.hasPendingOutput ? Int16(POLLOUT) : 0), revents: 0))
-    }
-    d.api.pollDescriptors(into: &fds)
-    let daemonFDs = fds.count
-    r.pollDescriptors(into: &fds)
-    let wait = min(maxWaitMS, deadline.map { $0 > now ? $0 - now : 0 } ?? maxWaitMS)
-    let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), Int32(wait)) }
-    r.tick()
-    guard n > 0 else { return }
-    for (i, p) in fds.enumerated() where p.revents != 0 {
-        if i >= daemonFDs {
-            r.handle(p)
-        } else if p.fd == d.signals.readFD {
-            d.handleSignals()
-        } else if let l = d.link, p.fd == l.fd {
-            d.linkReady(p.revents)
-        } else {
-            d.api.handle(p)
-        }
-    }
+    let part = RadioPortPart(r)
+    d.loop.add(part)
+    defer { d.loop.remove(part) }
+    _ = d.loop.turn(until: monotonicMilliseconds() + maxWaitMS)
 }
 
 /// Steps until `done()` or `limitMS` of real time; returns `done()`.

@@ -1,3 +1,4 @@
+import MeshCompanion
 import Glibc
 import Testing
 import MeshDaemonClient

@@ -2,6 +2,7 @@ import MeshNet
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshAir
 
 /// The client side of MQTT over WebSocket: the upgrade, the server's answer, frames both ways.
 @Suite struct WebSocketClientTests {
@@ -24,7 +25,7 @@ import MeshDaemonClient
     }
 
     @Test func theUpgradeRequestAndAnswer() throws {
-        var ws = WebSocketClient(key: key, sha1: webSocketSHA1)
+        var ws = WebSocketClient(key: key, sha1: SHA1.digest)
         let req = String(decoding: ws.request(host: "broker.example", port: 443, path: "/mqtt", defaultPort: 443), as: UTF8.self)
         #expect(req.hasPrefix("GET /mqtt HTTP/1.1\r\nHost: broker.example\r\n") && req.hasSuffix("\r\n\r\n"))
         #expect(req.contains("Sec-WebSocket-Key: \(key)\r\n") && req.contains("Sec-WebSocket-Protocol: mqtt\r\n") && req.contains("Sec-WebSocket-Version: 13\r\n"))
@@ -34,14 +35,14 @@ import MeshDaemonClient
         let connack: [UInt8] = [0x82, 0x04, 0x20, 0x02, 0x00, 0x00]
         #expect(try ws.receive(answer + connack) == [.message([0x20, 0x02, 0x00, 0x00])])
         #expect(ws.open)
-        var slow = WebSocketClient(key: key, sha1: webSocketSHA1)
+        var slow = WebSocketClient(key: key, sha1: SHA1.digest)
         var events: [WebSocketClient.Event] = []
         for b in answer + connack { events += try slow.receive([b]) }
         #expect(events == [.message([0x20, 0x02, 0x00, 0x00])])
     }
 
     @Test func framesToTheServerAreMaskedAtEveryLength() {
-        var ws = WebSocketClient(key: key, sha1: webSocketSHA1)
+        var ws = WebSocketClient(key: key, sha1: SHA1.digest)
         for n in [0, 1, 125, 126, 65_535, 65_536] {
             let payload = (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 7) }
             let (op, got) = unmask(ws.frame(payload))
@@ -50,7 +51,7 @@ import MeshDaemonClient
     }
 
     @Test func fragmentsPingsAndClose() throws {
-        var ws = WebSocketClient(key: key, sha1: webSocketSHA1)
+        var ws = WebSocketClient(key: key, sha1: SHA1.digest)
         _ = try ws.receive(answer)
         // A message in two fragments; a ping between them is answered at once (masked pong).
         let events = try ws.receive([0x02, 0x02, 1, 2, 0x89, 0x01, 9, 0x80, 0x01, 3])
@@ -67,20 +68,20 @@ import MeshDaemonClient
         "HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
     ])
     func badAnswersSayWhy(head: String) {
-        var ws = WebSocketClient(key: key, sha1: webSocketSHA1)
+        var ws = WebSocketClient(key: key, sha1: SHA1.digest)
         #expect(throws: MQTTError.self) { _ = try ws.receive(Array(head.utf8)) }
     }
 
     @Test func badFramesAreErrorsNotTraps() throws {
         for bad: [UInt8] in [[0x82, 0x81, 0, 0, 0, 0, 1], [0xC2, 0x00], [0x83, 0x00], [0x82, 0x7F, 0xFF, 0, 0, 0, 0, 0, 0, 0],
                              [0x02, 0x01, 1, 0x82, 0x01, 2], [0x89, 0x7E, 0x00, 0x80]] {
-            var ws = WebSocketClient(key: key, sha1: webSocketSHA1)
+            var ws = WebSocketClient(key: key, sha1: SHA1.digest)
             _ = try ws.receive(answer)
             #expect(throws: MQTTError.self, "\(bad)") { _ = try ws.receive(bad) }
         }
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<2_000 {
-            var ws = WebSocketClient(key: key, sha1: webSocketSHA1)
+            var ws = WebSocketClient(key: key, sha1: SHA1.digest)
             _ = try ws.receive(answer)
             let junk = (0..<Int.random(in: 1...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             _ = try? ws.receive(junk)

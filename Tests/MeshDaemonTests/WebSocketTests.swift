@@ -2,6 +2,8 @@ import MeshNet
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshAir
+@testable import MeshHub
 
 @Suite struct WebSocketTests {
     func feed(_ ws: inout WebSocketServer, _ bytes: [UInt8]) -> [WebSocketServer.Event] {
@@ -10,12 +12,12 @@ import MeshDaemonClient
 
     @Test func theRFCHandshakeVector() {
         // RFC 6455 section 1.3.
-        #expect(WebSocketServer.accept(key: "dGhlIHNhbXBsZSBub25jZQ==", sha1: webSocketSHA1) == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        #expect(WebSocketServer.accept(key: "dGhlIHNhbXBsZSBub25jZQ==", sha1: SHA1.digest) == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
         #expect(WebSocketServer.base64(Array("f".utf8)) == "Zg==" && WebSocketServer.base64(Array("fo".utf8)) == "Zm8=")
     }
 
     @Test func upgradeThenMaskedMessagesPingAndClose() {
-        var ws = WebSocketServer(sha1: webSocketSHA1)
+        var ws = WebSocketServer(sha1: SHA1.digest)
         let request = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
         // The RFC's masked "Hello" (section 5.7), in the same read as the request's end.
@@ -45,14 +47,14 @@ import MeshDaemonClient
         [UInt8](arrayLiteral: 0x82, 0xFE, 0x10, 0x00, 0, 0, 0, 0),             // 4096 bytes: over the limit
     ])
     func protocolErrorsClose(frame: [UInt8]) {
-        var ws = WebSocketServer(sha1: webSocketSHA1)
+        var ws = WebSocketServer(sha1: SHA1.digest)
         _ = feed(&ws, Array("GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n".utf8))
         let events = feed(&ws, frame)
         if case .close = events.last {} else { Issue.record("not closed: \(events)") }
     }
 
     @Test func notAnUpgradeIsA400() {
-        var ws = WebSocketServer(sha1: webSocketSHA1)
+        var ws = WebSocketServer(sha1: SHA1.digest)
         let events = feed(&ws, Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         guard case .write(let answer) = events.first else { Issue.record("no answer"); return }
         #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 400"))
@@ -66,21 +68,21 @@ import MeshDaemonClient
 
     @Test func anOriginNotAllowedIsA403AndNoOriginIsAccepted() {
         // A page in a local browser: refused unless its origin was named.
-        var page = WebSocketServer(sha1: webSocketSHA1)
+        var page = WebSocketServer(sha1: SHA1.digest)
         let refused = feed(&page, Self.upgrade(origin: "http://evil.example"))
         guard case .write(let answer) = refused.first else { Issue.record("no answer"); return }
         #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 403"))
         if case .close = refused.last {} else { Issue.record("not closed: \(refused)") }
         #expect(!page.open)
         // The origin named (case and a trailing slash aside) is accepted; others still are not.
-        var allowed = WebSocketServer(allowedOrigins: ["http://localhost:8080/"], sha1: webSocketSHA1)
+        var allowed = WebSocketServer(allowedOrigins: ["http://localhost:8080/"], sha1: SHA1.digest)
         guard case .write(let ok) = feed(&allowed, Self.upgrade(origin: "HTTP://localhost:8080")).first else { Issue.record("no answer"); return }
         #expect(String(decoding: ok, as: UTF8.self).hasPrefix("HTTP/1.1 101") && allowed.open)
-        var other = WebSocketServer(allowedOrigins: ["http://localhost:8080"], sha1: webSocketSHA1)
+        var other = WebSocketServer(allowedOrigins: ["http://localhost:8080"], sha1: SHA1.digest)
         guard case .write(let no) = feed(&other, Self.upgrade(origin: "http://localhost:8081")).first else { Issue.record("no answer"); return }
         #expect(String(decoding: no, as: UTF8.self).hasPrefix("HTTP/1.1 403"))
         // No Origin header: not a browser page.
-        var tool = WebSocketServer(sha1: webSocketSHA1)
+        var tool = WebSocketServer(sha1: SHA1.digest)
         _ = feed(&tool, Self.upgrade(origin: nil))
         #expect(tool.open)
     }
@@ -100,7 +102,7 @@ import MeshDaemonClient
     }
 
     @Test func aPartialRequestOrFrameIsSeen() {
-        var ws = WebSocketServer(sha1: webSocketSHA1)
+        var ws = WebSocketServer(sha1: SHA1.digest)
         #expect(!ws.hasPartial)
         _ = feed(&ws, Array("GET / HTTP/1.1\r\n".utf8))
         #expect(ws.hasPartial)

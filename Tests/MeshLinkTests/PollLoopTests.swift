@@ -74,4 +74,48 @@ import Testing
         loop.addTimer(after: 5) { raise(SIGUSR2) }
         #expect(loop.run(until: monotonicMilliseconds() + 5000) == .signal(SIGUSR2))
     }
+
+    final class PipePart: PollPart {
+        let fds: (read: FileDescriptor, write: FileDescriptor)
+        var due: UInt64?
+        weak var loop: PollLoop?
+        init(due: UInt64?) throws {
+            fds = try FileDescriptor.pipe()
+            self.due = due
+        }
+        deinit { fds.read.close(); fds.write.close() }
+        var log: [String] = []
+        func pollDescriptors(into out: inout [pollfd]) { out.append(pollfd(fd: fds.read.rawValue, events: Int16(POLLIN), revents: 0)) }
+        func handle(_ p: pollfd, now: UInt64) -> Bool {
+            guard p.fd == fds.read.rawValue else { return false }
+            var b = (UInt64(0), UInt64(0))
+            _ = withUnsafeMutableBytes(of: &b) { try? fds.read.read(into: $0) }
+            log.append("read")
+            return true
+        }
+        func tick(now: UInt64) -> UInt64? {
+            guard let d = due else { return nil }
+            if now >= d { log.append("due"); due = nil; loop?.stop(); return nil }
+            return d
+        }
+    }
+
+    @Test func partsGetTheirDescriptorsAndDeadlines() throws {
+        let loop = PollLoop()
+        let a = try PipePart(due: monotonicMilliseconds() + 20)
+        let b = try PipePart(due: nil)
+        loop.add(a)
+        loop.add(b)
+        #expect(loop.allParts.count == 2)
+        // a's deadline bounds the wait (it stops the loop then); b's byte reaches b alone.
+        var one: UInt8 = 1
+        _ = withUnsafeBytes(of: &one) { try? b.fds.write.write($0) }
+        a.loop = loop
+        #expect(loop.run(until: monotonicMilliseconds() + 60_000) == .stopped)
+        #expect(a.log == ["due"])
+        #expect(b.log == ["read"])
+        loop.remove(a)
+        loop.remove(b)
+        #expect(loop.allParts.isEmpty)
+    }
 }

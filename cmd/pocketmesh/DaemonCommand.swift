@@ -5,6 +5,8 @@ import MeshOps
 import MeshStore
 import MeshSession
 import MeshDaemonClient
+import MeshHub
+import MeshBridge
 
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
 struct DaemonCommand: ParsableCommand {

@@ -16,6 +16,8 @@ int cml_signal_forward(int signo, int write_fd);
 
 /// Restores the disposition that was active before cml_signal_forward(signo, ...).
 int cml_signal_restore(int signo);
+/// Stops writing signals to `write_fd` (if it is the pipe they go to): call before closing it.
+void cml_signal_unforward(int write_fd);
 
 /// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process, so it
 /// can wait for all of them. Returns 0 or -1 with errno set.

@@ -1,6 +1,7 @@
 import MeshNet
 import Glibc
 import MeshCompanion
+import MeshAir
 import MeshLink
 import MeshOps
 import MeshDaemonClient
@@ -30,7 +31,7 @@ public struct HubListener: Equatable, Sendable {
     public var origins: [String] = []
 
     /// Command names `allow=` took before operation classes, and their class.
-    static let legacyNames: [String: OperationClass] = [
+    public static let legacyNames: [String: OperationClass] = [
         "factory-reset": .admin, "reboot": .admin, "export-key": .secret, "import-key": .secret, "radio-params": .config,
     ]
 
@@ -80,7 +81,7 @@ public struct HubListener: Equatable, Sendable {
     }
 
     /// `http://host[:port]` or `https://...`, no path.
-    static func isOrigin(_ o: String) -> Bool {
+    public static func isOrigin(_ o: String) -> Bool {
         let lower = WebSocketServer.normalizedOrigin(o)
         guard let rest = ["http://", "https://"].first(where: { lower.hasPrefix($0) }).map({ lower.dropFirst($0.count) }) else { return false }
         return !rest.isEmpty && !rest.contains("/") && rest.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
@@ -125,19 +126,19 @@ public final class HubServer {
     /// Hub client ids start here, so they never collide with the API server's.
     public static let firstID = 1 << 30
     /// Bytes read from one client per poll round.
-    static let readChunk = 4096
+    public static let readChunk = 4096
 
     public var maxClients = 8
     public var maxOutput = 256 * 1024
     public var idleTimeoutMS: UInt64 = 15 * 60_000
     public var partialFrameTimeoutMS: UInt64 = 5_000
     public var log: (String) -> Void = { _ in }
-    public var onFrame: (ClientID, UnsafeRawBufferPointer) -> Void = { _, _ in }
-    public var onDisconnect: (ClientID) -> Void = { _ in }
+    /// The daemon: its room for frames, the frames, clients gone.
+    public weak var host: HubHost? = nil
     /// How many more frames the daemon takes from a client now (0: leave its socket unread).
-    public var room: (ClientID) -> Int = { _ in Int.max }
+    func room(_ id: ClientID) -> Int { host?.hubRoom(id) ?? Int.max }
 
-    final class Client {
+    public final class Client {
         let fd: Int32
         let listener: Int
         let peer: String
@@ -211,7 +212,7 @@ public final class HubServer {
     }
 
     /// A TCP listening socket (non-blocking, close-on-exec, SO_REUSEADDR; IPv6 sockets IPv6 only).
-    static func listen(_ a: TCPAddress) throws(SystemError) -> Int32 {
+    public static func listen(_ a: TCPAddress) throws(SystemError) -> Int32 {
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV
         hints.ai_family = AF_UNSPEC
@@ -239,7 +240,7 @@ public final class HubServer {
     }
 
     /// The peer of a connected socket as `host:port` (`[v6]:port`).
-    static func peerAddress(_ fd: Int32) -> String {
+    public static func peerAddress(_ fd: Int32) -> String {
         var ss = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &ss) { p in
@@ -375,7 +376,7 @@ public final class HubServer {
             nextID += 1
             let client = Client(fd: fd, listener: listener, peer: Self.peerAddress(fd), now: now)
             let l = listeners[listener]
-            if l.webSocket { client.ws = WebSocketServer(allowedOrigins: l.origins, sha1: webSocketSHA1) }
+            if l.webSocket { client.ws = WebSocketServer(allowedOrigins: l.origins, sha1: SHA1.digest) }
             clients[id] = client
             byFD[fd] = id
             log("hub: client \(Self.number(id)) connected on \(l.address) from \(client.peer)")
@@ -453,7 +454,7 @@ public final class HubServer {
     /// must match the message exactly: one message, one frame) or the bare frame. A message that
     /// starts with '<' and is longer than a bare GET_ALLOWED_REPEAT_FREQ (0x3C) must be one framed
     /// frame; anything else (two frames in one message) is nil.
-    static func frame(inWebSocketMessage m: [UInt8]) -> [UInt8]? {
+    public static func frame(inWebSocketMessage m: [UInt8]) -> [UInt8]? {
         if m.count >= 3, m[0] == UInt8(ascii: "<") {
             let n = Int(m[1]) | Int(m[2]) << 8
             guard n == m.count - 3, (1...CompanionLimits.maxFrameSize).contains(n) else { return nil }
@@ -471,7 +472,7 @@ public final class HubServer {
             let f = c.inbox[c.inboxHead]
             c.inboxHead += 1
             any = true
-            f.withUnsafeBytes { onFrame(id, $0) }
+            f.withUnsafeBytes { host?.hubFrame(id, $0) }
         }
         if c.inboxEmpty {
             c.inbox.removeAll(keepingCapacity: true)
@@ -507,7 +508,7 @@ public final class HubServer {
         byFD[c.fd] = nil
         close(c.fd)
         if reason != "" { log("hub: client \(Self.number(id)) " + (reason ?? "disconnected")) }
-        onDisconnect(id)
+        host?.hubGone(id)
     }
 }
 

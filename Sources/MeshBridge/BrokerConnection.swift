@@ -1,4 +1,5 @@
 import Glibc
+import MeshAir
 import MeshLink
 import MeshNet
 import MeshDaemonClient
@@ -18,30 +19,31 @@ import MeshDaemonClient
 ///
 /// A failure is logged once; the same failure again is not logged on every retry (a broker down
 /// for a night would fill the log), only counted, until the connection comes up or fails otherwise.
-final class BrokerConnection {
-    struct Settings {
-        var url: BrokerURL
-        var caFile: String? = nil
-        var connectTimeoutMS: UInt64 = 15_000
-        var backoffMinMS: UInt64 = 1_000
-        var backoffMaxMS: UInt64 = 60_000
+public final class BrokerConnection {
+    public struct Settings {
+        public var url: BrokerURL
+        public var caFile: String? = nil
+        public var connectTimeoutMS: UInt64 = 15_000
+        public var backoffMinMS: UInt64 = 1_000
+        public var backoffMaxMS: UInt64 = 60_000
         /// A connection up this long resets the backoff.
-        var stableMS: UInt64 = 60_000
-        var hostsPath = "/etc/hosts"
-        var resolvConfPath = "/etc/resolv.conf"
-        var dnsPort: UInt16 = 53
+        public var stableMS: UInt64 = 60_000
+        public var hostsPath = "/etc/hosts"
+        public var resolvConfPath = "/etc/resolv.conf"
+        public var dnsPort: UInt16 = 53
+        public init(url: BrokerURL) { self.url = url }
     }
 
-    let settings: Settings
-    let client: MQTTClient
+    public let settings: Settings
+    public let client: MQTTClient
     /// What the log calls this connection (e.g. "mqtt", "observer").
-    let name: String
-    var log: (String) -> Void = { _ in }
-    var onEvent: (MQTTClient.Event, UInt64) -> Void = { _, _ in }
+    public let name: String
+    public var log: (String) -> Void = { _ in }
+    public var onEvent: (MQTTClient.Event, UInt64) -> Void = { _, _ in }
     /// Called before each CONNECT: credentials that change (a JWT) are made fresh here.
-    var prepareConnect: (inout MQTTConnect) -> Void = { _ in }
+    public var prepareConnect: (inout MQTTConnect) -> Void = { _ in }
 
-    enum Phase {
+    public enum Phase {
         /// Not started (`begin`), or closed for good (`close`).
         case idle
         case waiting(until: UInt64)
@@ -50,18 +52,18 @@ final class BrokerConnection {
         case connecting(fd: Int32, addresses: [BrokerAddress], next: Int, deadline: UInt64)
         case open
     }
-    private(set) var phase: Phase = .idle
+    public private(set) var phase: Phase = .idle
     private var fd: Int32 = -1
     /// Bytes for the socket (after TLS, WebSocket framing): written as the socket takes them.
     private var wire: [UInt8] = []
     private var backoff: ReconnectBackoff
     /// PUBLISHes dropped for their size (the first one is logged).
-    private(set) var oversized = 0
+    public private(set) var oversized = 0
     private var lastFailure: String? = nil
     private var repeats = 0
     private var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
-    private(set) var connectedSince: UInt64? = nil
-    private(set) var connections = 0
+    public private(set) var connectedSince: UInt64? = nil
+    public private(set) var connections = 0
     /// The layers under MQTT, and which of them is still being set up.
     private enum Stage { case tls, webSocket, mqtt }
     private var stage: Stage = .mqtt
@@ -73,7 +75,7 @@ final class BrokerConnection {
     private var dnsSockets: [Int32] = []
     private var dnsBuffer = [UInt8](repeating: 0, count: 1500)
 
-    init(name: String, settings: Settings, options: MQTTClient.Options) {
+    public init(name: String, settings: Settings, options: MQTTClient.Options) {
         self.name = name
         self.settings = settings
         self.client = MQTTClient(options: options)
@@ -81,14 +83,14 @@ final class BrokerConnection {
     }
 
     /// Starts connecting (at once), or starts again after `close`.
-    func begin(now: UInt64) {
+    public func begin(now: UInt64) {
         guard case .idle = phase else { return }
         phase = .waiting(until: now)
     }
 
     /// A topic (or other text from the broker) for the log: quoted, control characters escaped,
     /// at most 120 characters, so no one can forge log lines through it.
-    static func quoted(_ text: String) -> String {
+    public static func quoted(_ text: String) -> String {
         var out = "\""
         var n = 0
         for u in text.unicodeScalars {
@@ -105,13 +107,13 @@ final class BrokerConnection {
     }
 
     /// Whether `begin` was called (and no `close` since).
-    var isStarted: Bool { if case .idle = phase { return false }; return true }
+    public var isStarted: Bool { if case .idle = phase { return false }; return true }
 
-    var isUp: Bool { client.state == .connected }
+    public var isUp: Bool { client.state == .connected }
 
     // MARK: poll loop
 
-    func pollDescriptors(into fds: inout [pollfd]) {
+    public func pollDescriptors(into fds: inout [pollfd]) {
         switch phase {
         case .idle, .waiting: return
         case .resolving:
@@ -127,7 +129,7 @@ final class BrokerConnection {
     }
 
     /// Handles a ready descriptor; false if it is not this connection's.
-    func handle(_ p: pollfd, now: UInt64) -> Bool {
+    public func handle(_ p: pollfd, now: UInt64) -> Bool {
         lastNow = now
         switch phase {
         case .idle, .waiting:
@@ -158,7 +160,7 @@ final class BrokerConnection {
     }
 
     /// Runs what is due; returns the next deadline.
-    func tick(now: UInt64) -> UInt64? {
+    public func tick(now: UInt64) -> UInt64? {
         lastNow = now
         switch phase {
         case .idle:
@@ -193,7 +195,7 @@ final class BrokerConnection {
     }
 
     /// Sends what the MQTT session has to say now (after `publish` and the like).
-    func flush(now: UInt64) {
+    public func flush(now: UInt64) {
         guard case .open = phase else { return }
         flushClient(now: now)
         advance(now: now)
@@ -202,7 +204,7 @@ final class BrokerConnection {
     /// A graceful end: what is queued and DISCONNECT written (waiting at most `graceMS` for the
     /// socket to take it), the write side shut, unread input drained (closing a socket with unread
     /// input sends a reset, which can make the broker drop what it had not read yet), then closed.
-    func close(now: UInt64, graceMS: Int32 = 500) {
+    public func close(now: UInt64, graceMS: Int32 = 500) {
         if case .open = phase, client.state == .connected {
             client.disconnect(now: now)
             flushClient(now: now)
@@ -348,7 +350,7 @@ final class BrokerConnection {
     /// Over TCP or the finished TLS session: the WebSocket upgrade, or MQTT at once.
     private func upperLayers(now: UInt64) {
         guard settings.url.usesWebSocket else { mqttStart(now: now); return }
-        let w = WebSocketClient(key: WebSocketClient.randomKey(), sha1: webSocketSHA1)
+        let w = WebSocketClient(key: WebSocketClient.randomKey(), sha1: SHA1.digest)
         ws = w
         stage = .webSocket
         sendPlain(w.request(host: settings.url.host, port: settings.url.port, path: settings.url.path,
@@ -513,11 +515,11 @@ final class BrokerConnection {
 
 /// A broker's IP address: an IPv4 or IPv6 literal, a name in /etc/hosts or `localhost` (`known`),
 /// else what DNS answers (BrokerConnection asks through `DNSLookup`).
-struct BrokerAddress: CustomStringConvertible {
-    var family: Int32
-    var bytes: [UInt8]
+public struct BrokerAddress: CustomStringConvertible {
+    public var family: Int32
+    public var bytes: [UInt8]
 
-    static func literal(_ text: String) -> BrokerAddress? {
+    public static func literal(_ text: String) -> BrokerAddress? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return BrokerAddress(family: AF_INET, bytes: withUnsafeBytes(of: &v4) { Array($0) }) }
         var v6 = in6_addr()
@@ -526,7 +528,7 @@ struct BrokerAddress: CustomStringConvertible {
     }
 
     /// The addresses known without asking DNS: a literal, /etc/hosts lines, `localhost`; IPv4 first.
-    static func known(_ host: String, hostsPath: String) -> [BrokerAddress]? {
+    public static func known(_ host: String, hostsPath: String) -> [BrokerAddress]? {
         if let a = literal(host) { return [a] }
         var found = HostsFile.addresses(of: host, in: StateFile.readString(hostsPath) ?? "").compactMap(literal)
         if found.isEmpty && DNSMessage.normalized(host) == "localhost" { found = [literal("127.0.0.1")!, literal("::1")!] }
@@ -534,7 +536,7 @@ struct BrokerAddress: CustomStringConvertible {
         return found.filter { $0.family == AF_INET } + found.filter { $0.family == AF_INET6 }
     }
 
-    func socketAddress(port: UInt16, into storage: inout sockaddr_storage) -> socklen_t {
+    public func socketAddress(port: UInt16, into storage: inout sockaddr_storage) -> socklen_t {
         withUnsafeMutableBytes(of: &storage) { raw in
             if family == AF_INET {
                 var sa = sockaddr_in()
@@ -553,7 +555,7 @@ struct BrokerAddress: CustomStringConvertible {
         }
     }
 
-    var description: String {
+    public var description: String {
         var buf = [CChar](repeating: 0, count: 64)
         var b = bytes
         _ = b.withUnsafeMutableBytes { inet_ntop(family, $0.baseAddress, &buf, 64) }

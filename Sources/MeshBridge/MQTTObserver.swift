@@ -3,7 +3,6 @@ import Glibc
 import MeshAir
 import MeshCompanion
 import MeshNet
-import MeshNet
 import MeshDaemonClient
 
 /// `--mqtt-observer URL --mqtt-iata XXX`: the packet uploader of the MeshCore observer networks.
@@ -19,34 +18,40 @@ import MeshDaemonClient
 /// Authentication: a user and password from the URL and a file, or, for the public brokers, the
 /// user `v1_{PUBLIC KEY}` and a JWT signed with the node's key from a 0600 key file, made anew
 /// for each connection.
-final class MQTTObserver {
+public final class MQTTObserver {
     /// API client ids for the observer's own stats requests.
-    static let firstClientID = 1 << 30
-    static let lastClientID = firstClientID + 1023
+    public static let firstClientID = 1 << 30
+    public static let lastClientID = firstClientID + 1023
 
-    struct Settings {
-        var connection: BrokerConnection.Settings
-        var iata: String
-        var user: String? = nil
-        var password: [UInt8]? = nil
+    public struct Settings {
+        public var connection: BrokerConnection.Settings
+        public var iata: String
+        public var user: String? = nil
+        public var password: [UInt8]? = nil
         /// Signs the JWT password (user `v1_{KEY}`) when set.
-        var identity: LocalIdentity? = nil
-        var audience: String? = nil
-        var tokenLifetimeS: Int64 = 86_400
-        var statusIntervalMS: UInt64 = 300_000
-        var maxQueuedPackets = 256
+        public var identity: LocalIdentity? = nil
+        public var audience: String? = nil
+        public var tokenLifetimeS: Int64 = 86_400
+        public var statusIntervalMS: UInt64 = 300_000
+        public var maxQueuedPackets = 256
+        public init(connection: BrokerConnection.Settings, iata: String) { self.connection = connection; self.iata = iata }
     }
 
-    let settings: Settings
+    public let settings: Settings
     /// Appended to the client id: "" with one observer, "-N" with several.
-    let clientIdSuffix: String
-    let clientIndex: Int
-    private(set) var connection: BrokerConnection? = nil
-    var log: (String) -> Void = { _ in }
+    public let clientIdSuffix: String
+    public let clientIndex: Int
+    public private(set) var connection: BrokerConnection? = nil
+    public var log: (String) -> Void = { _ in }
     /// Runs an API request (the radio's stats); the answer comes back through `answer`, or now.
-    var execute: (DaemonRequest, Int) -> DaemonResponse? = { r, _ in DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+    /// The daemon, which runs the commands that come from the broker.
+    public weak var host: BridgeHost? = nil
+    func execute(_ r: DaemonRequest, _ client: Int) -> DaemonResponse? {
+        guard let host else { return DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+        return host.bridgeExecute(r, client: client)
+    }
     /// The wall clock in microseconds since 1970 (a test sets its own).
-    var wallClock: () -> Int64 = {
+    public var wallClock: () -> Int64 = {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec / 1000)
@@ -57,20 +62,20 @@ final class MQTTObserver {
     private var stats: JSON? = nil
     private var statsPending = false
     private var nextStatusAt: UInt64 = 0
-    private(set) var published = 0
+    public private(set) var published = 0
 
-    init(settings: Settings, clientIdSuffix: String, index: Int) {
+    public init(settings: Settings, clientIdSuffix: String, index: Int) {
         self.settings = settings
         self.clientIdSuffix = clientIdSuffix
         clientIndex = Self.firstClientID + index
     }
 
-    var root: String? { radioSelf.map { ObserverFormat.topicRoot(iata: settings.iata, publicKey: $0.publicKey) } }
+    public var root: String? { radioSelf.map { ObserverFormat.topicRoot(iata: settings.iata, publicKey: $0.publicKey) } }
     /// `pocketmesh-observer-{12 hex of the radio's key}`: unique per radio and role.
-    var clientId: String? { radioSelf.map { "pocketmesh-observer-\($0.publicKey.hex.prefix(12))\(clientIdSuffix)" } }
+    public var clientId: String? { radioSelf.map { "pocketmesh-observer-\($0.publicKey.hex.prefix(12))\(clientIdSuffix)" } }
 
     /// The radio's identity and device info are known (at each link start).
-    func radioReady(self s: RadioSelf, device d: RadioDevice?, now: UInt64) {
+    public func radioReady(self s: RadioSelf, device d: RadioDevice?, now: UInt64) {
         let keyChanged = radioSelf?.publicKey != s.publicKey
         radioSelf = s
         device = d
@@ -109,7 +114,7 @@ final class MQTTObserver {
     }
 
     /// A packet the radio heard.
-    func packet(raw: [UInt8], snrQuarterDb: Int8, rssi: Int8, now: UInt64) {
+    public func packet(raw: [UInt8], snrQuarterDb: Int8, rssi: Int8, now: UInt64) {
         guard let s = radioSelf, let connection, let root else { return }
         let json = ObserverFormat.packet(raw: raw, snrQuarterDb: snrQuarterDb, rssi: rssi, origin: s.name, originId: s.publicKey,
                                          radio: s.radio, epochMicros: wallClock())
@@ -143,14 +148,14 @@ final class MQTTObserver {
         if let r = execute(req, clientIndex) { answer(r, now: now) }
     }
 
-    func answer(_ r: DaemonResponse, now: UInt64) {
+    public func answer(_ r: DaemonResponse, now: UInt64) {
         statsPending = false
         if case .success(let fields) = r.result, let flat = ObserverFormat.flatStats(fields) { stats = flat }
         publishStatus(now: now)
     }
 
     /// The next time this observer wants to run, after its connection's own timers.
-    func tick(now: UInt64) -> UInt64? {
+    public func tick(now: UInt64) -> UInt64? {
         guard let connection else { return nil }
         let next = connection.tick(now: now)
         guard connection.isUp else { return next }
@@ -158,14 +163,14 @@ final class MQTTObserver {
         return min(next ?? nextStatusAt, nextStatusAt)
     }
 
-    var statusFields: JSON {
+    public var statusFields: JSON {
         .obj(("broker", .string(settings.connection.url.description)), ("topic", root.map { .string($0) } ?? .null),
              ("connected", .bool(connection?.isUp ?? false)), ("published", .int(Int64(published))),
              ("queued", .int(Int64(connection?.client.queuedCount ?? 0))), ("dropped", .int(Int64(connection?.client.dropped ?? 0))))
     }
 
     /// A clean stop: `offline` (retained), then DISCONNECT.
-    func stop(now: UInt64) {
+    public func stop(now: UInt64) {
         guard let connection else { return }
         if connection.isUp, let s = radioSelf, let root {
             let out = ObserverFormat.dumps(ObserverFormat.status("offline", origin: s.name, originId: s.publicKey, device: device,
@@ -179,6 +184,6 @@ final class MQTTObserver {
 /// A packet uploader is a part of the daemon's poll loop: its broker connection, once the radio is
 /// known (`tick` is its own: it also starts and paces the connection).
 extension MQTTObserver: PollPart {
-    func pollDescriptors(into fds: inout [pollfd]) { connection?.pollDescriptors(into: &fds) }
-    func handle(_ p: pollfd, now: UInt64) -> Bool { connection?.handle(p, now: now) ?? false }
+    public func pollDescriptors(into fds: inout [pollfd]) { connection?.pollDescriptors(into: &fds) }
+    public func handle(_ p: pollfd, now: UInt64) -> Bool { connection?.handle(p, now: now) ?? false }
 }

@@ -4,11 +4,11 @@ import MeshNet
 /// A TLS client session (mbedTLS through CMeshTLS) that does no I/O: the broker connection feeds it
 /// what the socket read and sends what it produced. Certificates are verified against the system's
 /// CA bundle or a given CA file, and the host name must match.
-final class TLSSession {
+public final class TLSSession {
     private let t: OpaquePointer
-    private(set) var established = false
+    public private(set) var established = false
 
-    init(host: String, caFile: String?) throws(MQTTError) {
+    public init(host: String, caFile: String?) throws(MQTTError) {
         var err = [CChar](repeating: 0, count: 512)
         guard let t = meshtls_new(host, caFile, &err, err.count) else {
             throw MQTTError(String(decoding: err.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
@@ -19,13 +19,13 @@ final class TLSSession {
     deinit { meshtls_free(t) }
 
     /// Bytes the socket received.
-    func feed(_ bytes: ArraySlice<UInt8>) throws(MQTTError) {
+    public func feed(_ bytes: ArraySlice<UInt8>) throws(MQTTError) {
         let r = bytes.withUnsafeBufferPointer { meshtls_feed(t, $0.baseAddress, $0.count) }
         if r != 0 { throw MQTTError("TLS: the broker sent more than 64 KiB that does not decrypt yet") }
     }
 
     /// Moves what the session has to send onto `wire`.
-    func drain(into wire: inout [UInt8]) {
+    public func drain(into wire: inout [UInt8]) {
         var n = 0
         guard let p = meshtls_output(t, &n), n > 0 else { return }
         wire.append(contentsOf: UnsafeBufferPointer(start: p, count: n))
@@ -33,14 +33,14 @@ final class TLSSession {
     }
 
     /// Advances the handshake; true once it is done.
-    func handshake() throws(MQTTError) -> Bool {
+    public func handshake() throws(MQTTError) -> Bool {
         let r = meshtls_handshake(t)
         if r < 0 { throw MQTTError(describe(r)) }
         established = r == 1
         return established
     }
 
-    func write(_ bytes: [UInt8]) throws(MQTTError) {
+    public func write(_ bytes: [UInt8]) throws(MQTTError) {
         var done = 0
         while done < bytes.count {
             let r = bytes[done...].withUnsafeBufferPointer { meshtls_write(t, $0.baseAddress, $0.count) }
@@ -51,7 +51,7 @@ final class TLSSession {
     }
 
     /// Decrypts what is complete into `out`; throws when the broker closed the session or on an error.
-    func read(into out: inout [UInt8]) throws(MQTTError) {
+    public func read(into out: inout [UInt8]) throws(MQTTError) {
         var buf = [UInt8](repeating: 0, count: 4096)
         while true {
             let r = buf.withUnsafeMutableBufferPointer { meshtls_read(t, $0.baseAddress, $0.count) }
@@ -62,7 +62,7 @@ final class TLSSession {
         }
     }
 
-    func closeNotify() { meshtls_close_notify(t) }
+    public func closeNotify() { meshtls_close_notify(t) }
 
     private func describe(_ code: Int32) -> String {
         var buf = [CChar](repeating: 0, count: 400)

@@ -12,21 +12,21 @@ import MeshDaemonClient
 /// writes them). PocketMesh adds `score` and `duration` to packets (names the uploader does not
 /// use, after its keys). Pure functions of their inputs; byte-exact tests in ObserverTests, and
 /// Tests/interop/test_observer_format.py compares with a recording of the uploader itself.
-enum ObserverFormat {
+public enum ObserverFormat {
     /// `meshcore/{IATA}/{PUBLIC KEY}`: the topic root of one observer.
-    static func topicRoot(iata: String, publicKey: PublicKey) -> String {
+    public static func topicRoot(iata: String, publicKey: PublicKey) -> String {
         "meshcore/\(iata)/\(publicKey.hex.uppercased())"
     }
 
     /// An IATA code as the observer networks use it: 3 to 8 letters or digits, upper case.
-    static func iata(_ text: String) -> String? {
+    public static func iata(_ text: String) -> String? {
         let up = text.uppercased()
         guard (3...8).contains(up.utf8.count), up.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }) else { return nil }
         return up
     }
 
     /// SNR in dB from quarter dB, as Python prints a float (12.0, -1.25).
-    static func snr(_ quarterDb: Int8) -> String {
+    public static func snr(_ quarterDb: Int8) -> String {
         let q = Int(quarterDb)
         let a = abs(q)
         return (q < 0 ? "-" : "") + "\(a / 4)." + ["0", "25", "5", "75"][a % 4]
@@ -35,7 +35,7 @@ enum ObserverFormat {
     /// The firmware's reception score (`RadioLibWrapper::packetScoreInt`), times 1000 as its RX log
     /// line prints it: 0 below the SF's SNR threshold, else (SNR − threshold) / 10 × (1 − len / 256),
     /// clamped to 0...1.
-    static func score(snrQuarterDb: Int8, spreadingFactor sf: Int, length: Int) -> Int {
+    public static func score(snrQuarterDb: Int8, spreadingFactor sf: Int, length: Int) -> Int {
         guard (7...12).contains(sf) else { return 0 }
         let threshold = [-7.5, -10, -12.5, -15, -17.5, -20][sf - 7]
         let snr = Double(snrQuarterDb) / 4
@@ -46,7 +46,7 @@ enum ObserverFormat {
 
     /// The UTC wall clock split as the uploader writes it: `datetime.isoformat()` (microseconds
     /// left out when they are zero, as Python does), `%H:%M:%S` and `%d/%m/%Y`.
-    static func clock(epochMicros: Int64) -> (iso: String, time: String, date: String) {
+    public static func clock(epochMicros: Int64) -> (iso: String, time: String, date: String) {
         var t = time_t(epochMicros / 1_000_000)
         var tm = Glibc.tm()
         gmtime_r(&t, &tm)
@@ -64,40 +64,55 @@ enum ObserverFormat {
 
     /// The uploader's reading of a packet (`decode_and_publish_message`): nil where it gives up
     /// (then the packet still goes out, as route `U`, type and payload length `0`).
-    struct Decoded: Equatable {
+    public struct Decoded: Equatable {
         /// F (flood, with or without transport codes), D (direct), T (direct with transport codes).
-        var route: String
-        var payloadType: UInt8
+        public var route: String
+        public var payloadType: UInt8
         /// The path's hops, lower-case hex, each as wide as the path length byte says.
-        var hops: [String]
+        public var hops: [String]
     }
 
     /// The path length byte as the uploader reads it (`_decode_packed_path_length`): hop count in
     /// the low 6 bits, bytes per hop − 1 in the top 2; the reserved 4-byte mode and paths longer
     /// than 64 bytes fall back to the old reading (the whole byte is the length, 1 byte a hop).
-    static func pathBytes(_ b: UInt8) -> (length: Int, perHop: Int) {
-        let hops = Int(b & 0x3F), perHop = Int(b >> 6) + 1
-        if perHop == 4 || hops * perHop > 64 { return (Int(b), 1) }
-        return (hops * perHop, perHop)
+    public static func pathBytes(_ p: PathLength) -> (length: Int, perHop: Int) {
+        if !p.isValid { return (Int(p.rawValue), 1) }
+        return (p.byteCount, p.hashSize)
     }
 
-    static func decode(_ raw: [UInt8]) -> Decoded? {
+    /// The uploader's route letter: flood with or without transport codes is `F`.
+    public static func routeLetter(_ r: RouteType) -> String {
+        switch r {
+        case .transportFlood, .flood: "F"
+        case .direct: "D"
+        case .transportDirect: "T"
+        }
+    }
+
+    /// Where the path length byte sits: after the header, and after the transport codes if the
+    /// route type carries them.
+    static func pathLengthIndex(_ header: PacketHeader) -> Int {
+        header.routeType.hasTransportCodes ? 5 : 1
+    }
+
+    public static func decode(_ raw: [UInt8]) -> Decoded? {
         guard raw.count >= 2 else { return nil }
-        let route = raw[0] & 3
-        var i = route == 0 || route == 3 ? 5 : 1
+        // The header as MeshAir types it; the path as the uploader reads it (`pathBytes`, more
+        // lenient than MeshAir's `PacketView`, which rejects what the uploader still publishes).
+        let header = PacketHeader(byte: raw[0])
+        var i = pathLengthIndex(header)
         guard raw.count > i else { return nil }
-        let (length, perHop) = pathBytes(raw[i])
+        let (length, perHop) = pathBytes(PathLength(rawValue: raw[i]))
         i += 1
         guard raw.count >= i + length else { return nil }
         let path = raw[i..<(i + length)]
         let payload = raw[(i + length)...]
-        guard raw[0] >> 6 == 0 else { return nil }  // only version 1 (0)
-        let type = (raw[0] >> 2) & 0x0F
-        if type == 4 {
-            // An advert shorter than key, time and signature is dropped; so is one whose flags
-            // byte has bit 3 set (Python's strict `AdvertFlags(byte)` raises for it).
-            guard payload.count >= 100 else { return nil }
-            if payload.count > 100, payload[payload.startIndex + 100] & 0x08 != 0 { return nil }
+        guard header.version == 0 else { return nil }  // only version 1 (0)
+        if header.payloadType == .advert {
+            // An advert shorter than key, time and signature is dropped; so is one whose node type
+            // (the flags' low nibble) is 8 or more (Python's strict `AdvertFlags(byte)` raises for it).
+            guard payload.count >= Advert.fixedSize else { return nil }
+            if payload.count > Advert.fixedSize, AdvertType(rawValue: payload[payload.startIndex + Advert.fixedSize]).rawValue >= 8 { return nil }
         }
         let hex = HexCodec.encode(Array(path))
         let width = perHop * 2
@@ -109,28 +124,27 @@ enum ObserverFormat {
             hops.append(String(hex[at..<next]))
             at = next
         }
-        return Decoded(route: ["F", "F", "D", "T"][Int(route)], payloadType: type, hops: hops)
+        return Decoded(route: routeLetter(header.routeType), payloadType: header.payloadType.rawValue, hops: hops)
     }
 
     /// `Packet::calculatePacketHash` as the uploader computes it (`calculate_packet_hash`):
     /// SHA-256 over the payload type, the path length byte as uint16 LE for TRACE only, and the
     /// payload; the first 8 bytes in upper-case hex, or sixteen zeros for a cut packet.
-    static func hash(_ raw: [UInt8]) -> String {
+    public static func hash(_ raw: [UInt8]) -> String {
         let zeros = "0000000000000000"
         guard !raw.isEmpty else { return zeros }
-        var i = raw[0] & 3 == 0 || raw[0] & 3 == 3 ? 5 : 1
+        let header = PacketHeader(byte: raw[0])
+        var i = pathLengthIndex(header)
         guard raw.count > i else { return zeros }
-        let plen = raw[i]
+        let plen = PathLength(rawValue: raw[i])
         i += 1 + pathBytes(plen).length
         guard i <= raw.count else { return zeros }
-        let type = (raw[0] >> 2) & 0x0F
-        let input = [type] + (type == 9 ? [plen, 0] : []) + raw[i...]
-        return HexCodec.encode(Digest.sha256(input).prefix(8)).uppercased()
+        return PacketHash.compute(payloadType: header.payloadType, pathLength: plen, payload: raw[i...]).hex.uppercased()
     }
 
     /// One received packet (LOG_RX_DATA), as `format_packet_data` writes it; then PocketMesh's
     /// `score` and `duration` when the radio settings are known.
-    static func packet(raw: [UInt8], snrQuarterDb: Int8, rssi: Int8, origin: String, originId: PublicKey,
+    public static func packet(raw: [UInt8], snrQuarterDb: Int8, rssi: Int8, origin: String, originId: PublicKey,
                        radio: RadioParams?, epochMicros: Int64) -> JSON {
         let c = clock(epochMicros: epochMicros)
         let d = decode(raw)
@@ -156,12 +170,12 @@ enum ObserverFormat {
 
     /// `freq,bw,sf,cr` as the uploader writes it from meshcore_py's SELF_INFO: MHz and kHz as
     /// Python floats (`869.618`, `250.0`).
-    static func radio(_ r: RadioParams) -> String {
+    public static func radio(_ r: RadioParams) -> String {
         "\(thousandths(r.frequencyKHz)),\(thousandths(r.bandwidthHz)),\(r.spreadingFactor),\(r.codingRate)"
     }
 
     /// `v / 1000` as Python prints the float: the shortest decimal, at least one digit after the point.
-    static func thousandths(_ v: UInt32) -> String {
+    public static func thousandths(_ v: UInt32) -> String {
         var frac = String(v % 1000)
         frac = String(repeating: "0", count: 3 - frac.count) + frac
         while frac.count > 1, frac.hasSuffix("0") { frac.removeLast() }
@@ -171,7 +185,7 @@ enum ObserverFormat {
     /// `model` and `firmware_version` as `get_firmware_info` makes them from DEVICE_INFO: from
     /// firmware version code 3, the model and `v{VERSION} (Build: {DATE})`; before, `unknown` and
     /// `v{CODE}`; `unknown` twice when the radio did not answer.
-    static func firmware(_ d: RadioDevice?) -> (model: String, version: String) {
+    public static func firmware(_ d: RadioDevice?) -> (model: String, version: String) {
         guard let d else { return ("unknown", "unknown") }
         guard d.firmwareVersionCode >= 3 else { return ("unknown", "v\(d.firmwareVersionCode)") }
         var version = d.version ?? "Unknown"
@@ -181,7 +195,7 @@ enum ObserverFormat {
 
     /// The status (`publish_status`): `online` (with the radio's stats when known) or, on a clean
     /// stop, `offline`. `clientVersion` names the software, as the uploader's names itself.
-    static func status(_ status: String, origin: String, originId: PublicKey, device: RadioDevice?, radio: RadioParams?,
+    public static func status(_ status: String, origin: String, originId: PublicKey, device: RadioDevice?, radio: RadioParams?,
                        stats: JSON?, epochMicros: Int64, clientVersion: String = "pocketmesh/" + PocketMeshVersion.string) -> JSON {
         let fw = firmware(device)
         var fields: [(String, JSON)] = [
@@ -195,14 +209,14 @@ enum ObserverFormat {
     }
 
     /// The last will: only these four keys, as the uploader's (`connect_mqtt_broker`).
-    static func will(origin: String, originId: PublicKey, epochMicros: Int64) -> JSON {
+    public static func will(origin: String, originId: PublicKey, epochMicros: Int64) -> JSON {
         .object([("status", "offline"), ("timestamp", .string(clock(epochMicros: epochMicros).iso)),
                  ("origin", .string(origin)), ("origin_id", .string(originId.hex.uppercased()))])
     }
 
     /// The `stats` operation's names → meshcore_py's (STATS_CORE, STATS_RADIO, STATS_PACKETS events),
     /// which the uploader merges into one object in that order.
-    static let statsNames: [(group: String, ours: String, theirs: String)] = [
+    public static let statsNames: [(group: String, ours: String, theirs: String)] = [
         ("core", "battery_mv", "battery_mv"), ("core", "uptime_s", "uptime_secs"), ("core", "error_flags", "errors"),
         ("core", "queue_length", "queue_len"),
         ("radio", "noise_floor", "noise_floor"), ("radio", "last_rssi", "last_rssi"), ("radio", "last_snr", "last_snr"),
@@ -215,7 +229,7 @@ enum ObserverFormat {
     /// The radio's stats (the `stats` operation's answer: core, radio, packets) as the uploader's
     /// `stats` object: meshcore_py's names, `last_snr` a float, and the packet counters' aliases
     /// `packets_sent` and `packets_received` (`normalize_packet_stats`) after them.
-    static func flatStats(_ answer: [(String, JSON)]) -> JSON? {
+    public static func flatStats(_ answer: [(String, JSON)]) -> JSON? {
         var groups: [String: [(String, JSON)]] = [:]
         func take(_ pairs: [(String, JSON)]) {
             for (k, v) in pairs where ["core", "radio", "packets"].contains(k) {
@@ -241,13 +255,13 @@ enum ObserverFormat {
 
     /// The text Python's `json.dumps` writes for this value (its defaults: ", " and ": " between
     /// items, non-ASCII and control characters as `\uXXXX`, floats as `repr` writes them).
-    static func dumps(_ j: JSON) -> [UInt8] {
+    public static func dumps(_ j: JSON) -> [UInt8] {
         var out: [UInt8] = []
         dumps(j, into: &out)
         return out
     }
 
-    static func dumps(_ j: JSON, into out: inout [UInt8]) {
+    public static func dumps(_ j: JSON, into out: inout [UInt8]) {
         switch j {
         case .null: out += "null".utf8
         case .bool(let b): out += (b ? "true" : "false").utf8
@@ -276,14 +290,14 @@ enum ObserverFormat {
     /// `repr(float)`: the shortest decimal that reads back the same (Swift's `description` finds
     /// the same digits and uses an exponent in the same ranges), with ".0" on whole numbers, and
     /// `NaN`/`Infinity` as `json.dumps` writes them.
-    static func pythonFloat(_ d: Double) -> String {
+    public static func pythonFloat(_ d: Double) -> String {
         if d.isNaN { return "NaN" }
         if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
         if d == d.rounded(), abs(d) < 1e16 { return (d.sign == .minus ? "-" : "") + String(Int64(abs(d))) + ".0" }
         return d.description
     }
 
-    static func pythonString(_ s: String, into out: inout [UInt8]) {
+    public static func pythonString(_ s: String, into out: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         func escape(_ u: UInt16) {
             out += "\\u".utf8
@@ -309,7 +323,7 @@ enum ObserverFormat {
     // MARK: authentication token
 
     /// Base64url without padding (RFC 7515).
-    static func base64url(_ bytes: [UInt8]) -> String {
+    public static func base64url(_ bytes: [UInt8]) -> String {
         var s = WebSocketServer.base64(bytes)
         while s.hasSuffix("=") { s.removeLast() }
         return String(s.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
@@ -319,7 +333,7 @@ enum ObserverFormat {
     /// (`{"alg":"Ed25519","typ":"JWT"}`) whose claims name the key, issue and expiry times and the
     /// broker (`aud`), signed with the node's Ed25519 key; the signature is hex, as those brokers
     /// verify it.
-    static func token(identity: LocalIdentity, issuedAt: Int64, lifetimeS: Int64, audience: String?) -> String {
+    public static func token(identity: LocalIdentity, issuedAt: Int64, lifetimeS: Int64, audience: String?) -> String {
         let header = base64url(Array(#"{"alg":"Ed25519","typ":"JWT"}"#.utf8))
         var claims: [(String, JSON)] = [("publicKey", .string(identity.publicKey.hex.uppercased())), ("iat", .int(issuedAt)),
                                         ("exp", .int(issuedAt + lifetimeS))]
@@ -332,8 +346,8 @@ enum ObserverFormat {
 
     /// A private key file: the 64-byte expanded key (`pocketmesh key export`) as 128 hex digits
     /// (whitespace ignored), or its 64 raw bytes. Refuses a file others can read.
-    static func readIdentity(_ path: String, flag: String) throws(DaemonError) -> LocalIdentity {
-        let bytes = try Daemon.readSecretFile(path, flag: flag)
+    public static func readIdentity(_ path: String, flag: String) throws(DaemonError) -> LocalIdentity {
+        let bytes = try SecretFile.read(path, flag: flag)
         var key = bytes
         if bytes.count != 64 {
             let text = String(decoding: bytes.filter { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }, as: UTF8.self)

@@ -12,23 +12,24 @@
 /// - **Bounds.** At most `capacity` requests wait per client; while its queue is full the hub does
 ///   not read that client's socket (backpressure through poll), so a client that floods only
 ///   fills its own socket buffers.
-struct HubQueue {
+public struct HubQueue {
     /// What the daemon does with a request when its turn comes: send it to the radio, answer it
     /// itself, or refuse it (its class is not allowed; ERR).
-    enum Kind: Equatable { case radio, local, refused }
+    public enum Kind: Equatable { case radio, local, refused }
 
-    struct Request: Equatable {
-        var frame: [UInt8]
-        var kind: Kind
+    public struct Request: Equatable {
+        public var frame: [UInt8]
+        public var kind: Kind
+        public init(frame: [UInt8], kind: Kind) { self.frame = frame; self.kind = kind }
     }
 
     /// Requests that may wait per client (overflow policy: the hub stops reading that client).
-    static let capacity = 32
+    public static let capacity = 32
     /// Radio requests per second a client may send on average (`burst` at once).
-    var ratePerSecond: UInt64 = 20
-    var burst: UInt64 = 64
+    public var ratePerSecond: UInt64 = 20
+    public var burst: UInt64 = 64
 
-    final class Client {
+    public final class Client {
         var waiting: [Request] = []
         /// A request of this client's is at the radio.
         var inFlight = false
@@ -38,14 +39,14 @@ struct HubQueue {
         init(credit: UInt64, now: UInt64) { self.credit = credit; creditAt = now }
     }
 
-    private(set) var clients: [Int: Client] = [:]
+    public private(set) var clients: [Int: Client] = [:]
     /// Clients in the order their turns go round.
     private var order: [Int] = []
     private var nextTurn = 0
     /// A hub request is at the radio.
-    private(set) var radioBusy = false
+    public private(set) var radioBusy = false
 
-    init(ratePerSecond: UInt64 = 20, burst: UInt64 = 64) {
+    public init(ratePerSecond: UInt64 = 20, burst: UInt64 = 64) {
         self.ratePerSecond = max(1, ratePerSecond)
         self.burst = max(1, burst)
     }
@@ -53,14 +54,14 @@ struct HubQueue {
     private var cost: UInt64 { 1000 / ratePerSecond }
     private var creditCap: UInt64 { cost * burst }
 
-    mutating func add(_ id: Int, now: UInt64) {
+    public mutating func add(_ id: Int, now: UInt64) {
         guard clients[id] == nil else { return }
         clients[id] = Client(credit: creditCap, now: now)
         order.append(id)
     }
 
     /// Forgets a client; its request at the radio (if any) still finishes, unanswered.
-    mutating func remove(_ id: Int) {
+    public mutating func remove(_ id: Int) {
         guard clients.removeValue(forKey: id) != nil, let i = order.firstIndex(of: id) else { return }
         order.remove(at: i)
         if nextTurn > i { nextTurn -= 1 }
@@ -68,17 +69,17 @@ struct HubQueue {
     }
 
     /// Requests a client may still queue.
-    func room(_ id: Int) -> Int {
+    public func room(_ id: Int) -> Int {
         guard let c = clients[id] else { return 0 }
         return Self.capacity - c.waiting.count
     }
 
-    func waitingCount(_ id: Int) -> Int { clients[id]?.waiting.count ?? 0 }
-    func inFlight(_ id: Int) -> Bool { clients[id]?.inFlight ?? false }
+    public func waitingCount(_ id: Int) -> Int { clients[id]?.waiting.count ?? 0 }
+    public func inFlight(_ id: Int) -> Bool { clients[id]?.inFlight ?? false }
 
     /// Queues a request (the caller checked `room`); false when the queue is full.
     @discardableResult
-    mutating func push(_ id: Int, _ r: Request, now: UInt64) -> Bool {
+    public mutating func push(_ id: Int, _ r: Request, now: UInt64) -> Bool {
         if clients[id] == nil { add(id, now: now) }
         guard let c = clients[id], c.waiting.count < Self.capacity else { return false }
         c.waiting.append(r)
@@ -87,14 +88,14 @@ struct HubQueue {
 
     /// The client's next request if the daemon answers it itself and nothing of the client's is
     /// before it at the radio.
-    mutating func takeLocal(_ id: Int) -> Request? {
+    public mutating func takeLocal(_ id: Int) -> Request? {
         guard let c = clients[id], !c.inFlight, let first = c.waiting.first, first.kind != .radio else { return nil }
         return c.waiting.removeFirst()
     }
 
     /// Radio requests at the head of a client's queue, taken without a turn (the link is down: each
     /// gets its error at once, in order).
-    mutating func takeRadioHead(_ id: Int) -> Request? {
+    public mutating func takeRadioHead(_ id: Int) -> Request? {
         guard let c = clients[id], !c.inFlight, let first = c.waiting.first, first.kind == .radio else { return nil }
         return c.waiting.removeFirst()
     }
@@ -102,7 +103,7 @@ struct HubQueue {
     /// The next client whose turn it is at the radio and its request (marked in flight and
     /// charged to its rate), or nil: a hub request is at the radio already, or no client has one
     /// due.
-    mutating func nextRadio(now: UInt64) -> (client: Int, request: Request)? {
+    public mutating func nextRadio(now: UInt64) -> (client: Int, request: Request)? {
         guard !radioBusy, !order.isEmpty else { return nil }
         for step in 0..<order.count {
             let id = order[(nextTurn + step) % order.count]
@@ -120,16 +121,16 @@ struct HubQueue {
 
     /// The client's request at the radio is done (answered, timed out, cancelled, or refused by
     /// the session); the client may be gone.
-    mutating func answered(_ id: Int) {
+    public mutating func answered(_ id: Int) {
         radioBusy = false
         clients[id]?.inFlight = false
     }
 
     /// The request at the radio belongs to nobody any more (its client left): the turn is free.
-    mutating func releaseRadio() { radioBusy = false }
+    public mutating func releaseRadio() { radioBusy = false }
 
     /// When a client now held back by its rate gets its next token (nil: nobody waits for one).
-    func nextDeadline(now: UInt64) -> UInt64? {
+    public func nextDeadline(now: UInt64) -> UInt64? {
         guard !radioBusy else { return nil }
         var next: UInt64? = nil
         for c in clients.values where !c.inFlight && c.waiting.first?.kind == .radio {

@@ -2,7 +2,6 @@ import MeshLink
 import Glibc
 import MeshCompanion
 import MeshNet
-import MeshNet
 import MeshOps
 import MeshStore
 import MeshDaemonClient
@@ -31,59 +30,65 @@ import MeshDaemonClient
 /// - The connection starts once the radio's key is known (`radioKnown`): the client id is
 ///   `pocketmesh-bridge-{12 hex}` (`-N` after it with several bridges), unique per radio and role,
 ///   so two hosts with the same device path or `--name` do not throw each other off a broker.
-final class MQTTBridge {
+public final class MQTTBridge {
     /// API client ids for commands from MQTT (the daemon answers them like socket clients).
-    static let firstClientID = 1 << 29
-    static let lastClientID = (1 << 30) - 1
+    public static let firstClientID = 1 << 29
+    public static let lastClientID = (1 << 30) - 1
 
-    struct Settings {
-        var connection: BrokerConnection.Settings
-        var prefix = "meshcore"
-        var user: String? = nil
-        var password: [UInt8]? = nil
-        var clientId: String? = nil
+    public struct Settings {
+        public var connection: BrokerConnection.Settings
+        public var prefix = "meshcore"
+        public var user: String? = nil
+        public var password: [UInt8]? = nil
+        public var clientId: String? = nil
         /// The operation classes commands from this broker may use (never `secret`).
-        var allowed = AllowedClasses.mqttDefault
+        public var allowed = AllowedClasses.mqttDefault
+        public init(connection: BrokerConnection.Settings) { self.connection = connection }
     }
 
-    let settings: Settings
-    let connection: BrokerConnection
-    var log: (String) -> Void = { _ in } {
+    public let settings: Settings
+    public let connection: BrokerConnection
+    public var log: (String) -> Void = { _ in } {
         didSet { connection.log = log }
     }
     /// Runs an API request for a command; returns the answer now, or nil if it comes later through `answer`.
-    var execute: (DaemonRequest, Int) -> DaemonResponse? = { r, _ in DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+    /// The daemon, which runs the commands that come from the broker.
+    public weak var host: BridgeHost? = nil
+    func execute(_ r: DaemonRequest, _ client: Int) -> DaemonResponse? {
+        guard let host else { return DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
+        return host.bridgeExecute(r, client: client)
+    }
 
     private weak var store: RadioStore? = nil
     private var stateDir: String? = nil
-    private(set) var cursor: UInt64 = 0
+    public private(set) var cursor: UInt64 = 0
     private var savedCursor: UInt64 = 0
     /// The highest store id handed to the MQTT session.
     private var handedUpTo: UInt64 = 0
     /// Store ids handed and not yet known acknowledged, ascending, with their packet ids.
     private var handed: [(id: UInt64, packet: UInt16, acked: Bool)] = []
     private var handedHead = 0
-    private(set) var published = 0
+    public private(set) var published = 0
     /// Commands waiting for their answer: virtual client id -> (request topic, request id).
     private var pendingCommands: [Int: (topic: String, id: Int64)] = [:]
     /// The radio's key, 12 hex digits, once known: its command topic and the client id name it.
-    private(set) var radioKey: String? = nil
+    public private(set) var radioKey: String? = nil
     /// Appended to the default client id: "" with one bridge, "-N" with several.
-    let clientIdSuffix: String
+    public let clientIdSuffix: String
     /// Topics of retained commands already logged (at most `maxRetainedLogged`).
     private var retainedLogged: Set<String> = []
     private static let maxRetainedLogged = 32
-    private(set) var retainedIgnored = 0
+    public private(set) var retainedIgnored = 0
     private var nextClient = MQTTBridge.firstClientID
     /// Recently taken commands (topic + payload), to recognise a redelivery.
     private var recentCommands: [UInt64] = []
     /// When a message was stored (monotonic ms) for `stored_to_published_ms`.
     private var storedAt: [UInt64: UInt64] = [:]
     /// The last (up to 1,024) delays from "stored" to the broker's PUBACK, in ms; `status` shows their median.
-    private(set) var storedToPublished: [UInt32] = []
+    public private(set) var storedToPublished: [UInt32] = []
 
     /// `index`: the bridge's number when the daemon has several (1...), nil with one.
-    init(settings: Settings, index: Int? = nil) {
+    public init(settings: Settings, index: Int? = nil) {
         self.settings = settings
         clientIdSuffix = index.map { "-\($0)" } ?? ""
         var connect = MQTTConnect(clientId: settings.clientId ?? "pocketmesh-bridge", username: settings.user ?? settings.connection.url.user,
@@ -96,15 +101,15 @@ final class MQTTBridge {
         connection.onEvent = { [unowned self] e, now in self.event(e, now: now) }
     }
 
-    var prefix: String { settings.prefix }
-    var clientId: String { connection.client.options.connect.clientId }
+    public var prefix: String { settings.prefix }
+    public var clientId: String { connection.client.options.connect.clientId }
     /// This radio's own command topics: `PREFIX/radio/{12 hex}/command/`.
-    var radioCommandBase: String? { radioKey.map { "\(prefix)/radio/\($0)/command/" } }
+    public var radioCommandBase: String? { radioKey.map { "\(prefix)/radio/\($0)/command/" } }
 
     /// The radio's public key is known (remembered from an earlier run, or from the handshake): the
     /// client id and the radio's command topic follow from it. Connects the first time; connects
     /// again under the new id if another radio took this one's place.
-    func radioKnown(publicKey: [UInt8], now: UInt64) {
+    public func radioKnown(publicKey: [UInt8], now: UInt64) {
         let short = String(HexCodec.encode(Array(publicKey)).prefix(12))
         guard short != radioKey else { return }
         let before = radioKey
@@ -124,7 +129,7 @@ final class MQTTBridge {
     // MARK: store
 
     /// The radio's store is open (or another radio's store replaced it): the cursor is that store's.
-    func attach(store s: RadioStore) {
+    public func attach(store s: RadioStore) {
         if s === store { return }
         store = s
         let dir = s.directory + "/mqtt/" + Self.slug(settings.connection.url, prefix: settings.prefix)
@@ -140,19 +145,19 @@ final class MQTTBridge {
     }
 
     /// A file-name-safe key for one broker and prefix.
-    static func slug(_ url: BrokerURL, prefix: String) -> String {
+    public static func slug(_ url: BrokerURL, prefix: String) -> String {
         let raw = "\(url.host)-\(url.port)-\(prefix)"
         return String(raw.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" })
     }
 
     /// A message was stored: publish it (and anything before it not yet handed) if the session can take it.
-    func messageStored(_ id: UInt64, now: UInt64) {
+    public func messageStored(_ id: UInt64, now: UInt64) {
         if storedAt.count < 4096 { storedAt[id] = now }
         pump(now: now)
     }
 
     /// Hands messages after `handedUpTo` to the MQTT session while its window has room.
-    func pump(now: UInt64) {
+    public func pump(now: UInt64) {
         guard let store, connection.isUp else { return }
         let client = connection.client
         var handedAny = false
@@ -171,7 +176,7 @@ final class MQTTBridge {
         if handedAny { connection.flush(now: now) }
     }
 
-    func topic(for m: StoredMessage) -> String {
+    public func topic(for m: StoredMessage) -> String {
         switch m.kind {
         case .channel: return "\(prefix)/message/channel/\(m.channelIndex)"
         case .direct: return "\(prefix)/message/direct/\(m.peer.description)"
@@ -179,7 +184,7 @@ final class MQTTBridge {
         }
     }
 
-    func payload(for m: StoredMessage, store: RadioStore) -> [UInt8] {
+    public func payload(for m: StoredMessage, store: RadioStore) -> [UInt8] {
         var pairs: [(String, JSON)] = [("event", .string("message"))]
         if case .object(let fields) = MessageJSON.message(m, store: store) { pairs += fields }
         var out: [UInt8] = []
@@ -203,7 +208,7 @@ final class MQTTBridge {
     }
 
     /// Writes the cursor if it moved.
-    func saveCursor() {
+    public func saveCursor() {
         guard cursor != savedCursor, let dir = stateDir else { return }
         do throws(SystemError) {
             if let slash = dir.lastIndex(of: "/") { try UnixSocket.makeDirectory(String(dir[..<slash])) }
@@ -218,7 +223,7 @@ final class MQTTBridge {
     // MARK: events
 
     /// An API event (advert, delivery) to forward.
-    func apiEvent(_ event: JSON, now: UInt64) {
+    public func apiEvent(_ event: JSON, now: UInt64) {
         guard let kind = event["event"]?.string else { return }
         let topic: String
         switch kind {
@@ -232,7 +237,7 @@ final class MQTTBridge {
         connection.flush(now: now)
     }
 
-    func event(_ e: MQTTClient.Event, now: UInt64) {
+    public func event(_ e: MQTTClient.Event, now: UInt64) {
         switch e {
         case .connected:
             connection.client.publish(topic: prefix + "/status", payload: Array("online".utf8), qos: .atLeastOnce, retain: true, now: now)
@@ -252,7 +257,7 @@ final class MQTTBridge {
 
     // MARK: commands
 
-    func command(_ m: MQTTPublish, now: UInt64) {
+    public func command(_ m: MQTTPublish, now: UInt64) {
         let shared = prefix + "/command/"
         let base: String
         if m.topic.hasPrefix(shared) {
@@ -332,10 +337,10 @@ final class MQTTBridge {
     }
 
     /// Whether an API client id is one of this bridge's commands.
-    func owns(client: Int) -> Bool { pendingCommands[client] != nil }
+    public func owns(client: Int) -> Bool { pendingCommands[client] != nil }
 
     /// The answer to a command (now or later).
-    func answer(_ r: DaemonResponse, client: Int, now: UInt64) {
+    public func answer(_ r: DaemonResponse, client: Int, now: UInt64) {
         guard let p = pendingCommands.removeValue(forKey: client) else { return }
         result(p.topic, id: p.id, r.result, now: now)
     }
@@ -362,10 +367,10 @@ final class MQTTBridge {
 
     /// Fields never published over MQTT, at any depth: channel secrets (`channel_list`,
     /// `channel_set`, `channel_add`), the BLE PIN (`get`), private keys and passwords.
-    static let withheldKeys: Set<String> = ["secret", "pin", "private_key", "password", "ble_pin"]
+    public static let withheldKeys: Set<String> = ["secret", "pin", "private_key", "password", "ble_pin"]
 
     /// `json` without the `withheldKeys` fields (an object nested deeper than 32 levels is cut off).
-    static func withholdingSecrets(_ json: JSON, depth: Int = 0) -> JSON {
+    public static func withholdingSecrets(_ json: JSON, depth: Int = 0) -> JSON {
         switch json {
         case .object(let pairs):
             guard depth < 32 else { return .null }
@@ -380,7 +385,7 @@ final class MQTTBridge {
 
     // MARK: status and shutdown
 
-    var statusFields: JSON {
+    public var statusFields: JSON {
         .obj(("broker", .string(settings.connection.url.description)), ("connected", .bool(connection.isUp)),
              ("cursor", .int(Int64(cursor))), ("published", .int(Int64(published))),
              ("in_flight", .int(Int64(connection.client.inflightCount))), ("queued", .int(Int64(connection.client.queuedCount))),
@@ -390,7 +395,7 @@ final class MQTTBridge {
     }
 
     /// A clean stop: `offline` (retained), then DISCONNECT.
-    func stop(now: UInt64) {
+    public func stop(now: UInt64) {
         saveCursor()
         if connection.isUp {
             connection.client.publish(topic: prefix + "/status", payload: Array("offline".utf8), qos: .atMostOnce, retain: true, now: now)
@@ -401,7 +406,15 @@ final class MQTTBridge {
 
 /// A chat bridge is a part of the daemon's poll loop: its broker connection.
 extension MQTTBridge: PollPart {
-    func pollDescriptors(into fds: inout [pollfd]) { connection.pollDescriptors(into: &fds) }
-    func handle(_ p: pollfd, now: UInt64) -> Bool { connection.handle(p, now: now) }
-    func tick(now: UInt64) -> UInt64? { connection.tick(now: now) }
+    public func pollDescriptors(into fds: inout [pollfd]) { connection.pollDescriptors(into: &fds) }
+    public func handle(_ p: pollfd, now: UInt64) -> Bool { connection.handle(p, now: now) }
+    public func tick(now: UInt64) -> UInt64? { connection.tick(now: now) }
+}
+
+extension MQTTBridge {
+    /// A bridge's publish cursor (`mqtt/<broker>/cursor`: the id up to which the broker has
+    /// everything, in decimal), or nil if there is none or it does not parse.
+    public static func readCursor(_ path: String) -> UInt64? {
+        StateFile.readString(path).flatMap { UInt64($0.filter { !$0.isWhitespace }) }
+    }
 }

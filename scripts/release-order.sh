@@ -8,7 +8,8 @@
 # The list has two parts, split by where each symbol comes from (the release link's map):
 # scripts/release-order-base.txt, the Swift runtime and standard library, the C library, libsodium
 # and mbedTLS, whose names do not change with the package's code (committed; regenerate after a
-# toolchain or library update), and scripts/release-order-project.txt, the package's own functions,
+# toolchain or library update, then scripts/release-order-aarch64.sh --base for the aarch64 build's
+# copy of it), and scripts/release-order-project.txt, the package's own functions,
 # specialisations and data, whose names change with its code. `--project` redoes only the second
 # (callgrind's and lackey's runs of the commands, about 2 minutes; CI runs it before its release
 # link); scripts/release.sh fails when more than 5% of the list names nothing in the binary.
@@ -176,7 +177,8 @@ for f in sorted(glob.glob(work + "/cg.*")):
     for line in open(f, errors="replace"):
         m = re.match(r"c?fn=\(\d+\) (.+)$", line.rstrip("\n"))
         if m and not m.group(1).startswith("0x"):
-            add(m.group(1))
+            # callgrind marks a recursive call's level ('2, '3): the symbol is the name before it
+            add(re.sub(r"'\d+$", "", m.group(1)))
 addrs, names = [], []          # code
 data = []                      # (address, size, name) of static data
 for line in open(work + "/nm.txt", errors="replace"):

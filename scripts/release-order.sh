@@ -11,7 +11,7 @@
 # toolchain or library update, then scripts/release-order-aarch64.sh --base for the aarch64 build's
 # copy of it), and scripts/release-order-project.txt, the package's own functions,
 # specialisations and data, whose names change with its code. `--project` redoes only the second
-# (callgrind's and lackey's runs of the commands, about 2 minutes; CI runs it before its release
+# (callgrind's and lackey's runs of the commands and the daemon, about 2.5 minutes; CI runs it before its release
 # link); scripts/release.sh fails when more than 5% of the list names nothing in the binary.
 #
 # Needs valgrind and a release build from scripts/release.sh (the binary and its link map). Uses

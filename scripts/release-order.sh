@@ -106,12 +106,23 @@ daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
     if [ $((i % 5)) = 0 ]; then "$PM" --tcp "127.0.0.1:$HUB_PORT" sync >/dev/null 2>&1 || true; fi
   done
   kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true
+  # The daemon's socket API as a program uses it (status and sync, as bench/daemon/storm.py asks
+  # after its storm): the operations the daemon runs for it are placed with the rest.
+  local sock
+  sock=$(ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock 2>/dev/null | head -1)
+  for op in status sync status sync; do
+    python3 -c 'import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
+s.sendall((json.dumps({"id": 1, "op": sys.argv[2]}) + "\n").encode()); s.recv(65536)' "$sock" "$op" \
+      >>"$WORK/api.log" 2>&1 || echo "release-order: the daemon's $op failed" >>"$WORK/api.log"
+  done
   "$PM" --tcp "$B" info >/dev/null 2>&1 || true
   "$PM" --tcp "$B" sync >/dev/null 2>&1 || true
   "$PM" --tcp "$B" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
   "$PM" chats >/dev/null 2>&1 || true
   sleep 3
   kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
+  grep -h "failed" "$WORK/api.log" 2>/dev/null | head -2 || true
 }
 daemon_run 20 valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon"
 echo "release-order: the daemon under callgrind done (${SECONDS} s)"

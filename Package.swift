@@ -12,8 +12,11 @@ import PackageDescription
 // No module imports _StringProcessing (Regex, and `contains`/`replacing` of strings; MeshCompanion's
 // TextSearch.swift has what the package needs): with it, it and its regular-expression parser were
 // 1.1 MB of the release binary. In every configuration, so that a debug build catches a new use.
+// Release builds carry no reflection metadata (field and case names for Mirror): nothing here reads
+// it, and the types whose values are printed have descriptions of their own (each module's
+// Descriptions.swift; DescriptionTests holds them to what reflection printed).
 let releaseSettings: [SwiftSetting] = [
-    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+    .unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-disable-reflection-metadata"], .when(configuration: .release)),
     .unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import"]),
 ]
 

@@ -99,6 +99,8 @@ def main():
     ap.add_argument("--latency", type=int, default=0, help="round trips timed through the hub and direct")
     ap.add_argument("--mqtt", action="store_true", help="bridge and observer to a Mosquitto broker on loopback")
     ap.add_argument("--qemu", default="", help="run the daemon under this qemu-user (an aarch64 binary on x86_64)")
+    ap.add_argument("--smaps", action="store_true",
+                    help="also report the daemon's RSS per mapping at the end (/proc/PID/smaps: code, read-only data, data, heap, stacks)")
     ap.add_argument("--cold", action="store_true",
                     help="run the daemon from a copy of --bin dropped from the page cache, as after a reboot")
     ap.add_argument("--peer", choices=["openhop", "sim"], default="openhop",
@@ -214,6 +216,7 @@ def run(a, d, sock, base, tmp):
     st = call(sock, {"id": 3, "op": "status"})
     stop.set()
     hwm = status_kb(d.pid, "VmHWM")
+    mappings = smaps(d.pid) if a.smaps else None
     vsz = status_kb(d.pid, "VmPeak")
     alive = d.poll() is None
     result = {
@@ -226,11 +229,30 @@ def run(a, d, sock, base, tmp):
         "hub_clients_got": [len(h.texts) for h in hub], "hub_clients_unique": [len(set(h.texts)) for h in hub],
         **latency,
     }
+    if mappings is not None:
+        result["rss_by_mapping_kb"] = mappings
     if sub:
         bridge = (st.get("mqtt") or [{}])[0]
         result.update({"mqtt_messages": sub.messages, "mqtt_unique_ids": len(sub.ids), "mqtt_packets": sub.packets,
                        "mqtt_cursor": bridge.get("cursor"), "stored_to_published_median_ms": bridge.get("stored_to_published_ms")})
     print(json.dumps(result))
+
+
+def smaps(pid):
+    """RSS (kB) of each mapping of the process, named by path and permissions (the binary's code is
+    its r-xp mapping, constant data r--p, .data/.bss rw-p), and of the anonymous ones by kind."""
+    out, key = {}, None
+    try:
+        for line in open(f"/proc/{pid}/smaps"):
+            first = line.split()
+            if "-" in first[0] and len(first) >= 5 and ":" not in first[0]:
+                name = first[5] if len(first) > 5 else "[anon]"
+                key = f"{os.path.basename(name)} {first[1]}"
+            elif first[0] == "Rss:" and key:
+                out[key] = out.get(key, 0) + int(first[1])
+    except OSError:
+        return {}
+    return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
 
 
 class MQTTCounter:

@@ -199,6 +199,9 @@ struct DaemonCommand: ParsableCommand {
         // output): shown harmlessly, a newline as `\n`.
         let write = daemon.log
         daemon.log = { write(terminalSafeLine($0)) }  // one call, one line: nothing from outside forges a line
+        // What start-up alone ran (the command line's table, option parsing, the settings) leaves
+        // the resident set; what the daemon runs from here on faults back in (as in `pocketmesh node`).
+        releaseStartupPages()
         let code = daemon.run()
         if code != 0 { throw ExitCode(code) }
     }

@@ -168,7 +168,7 @@ public final class SimHost {
         for r in world.repeaters { lines.append("repeater \(r.name) pubkey=\(r.publicKey.hex)") }
         for r in world.rooms { lines.append("room \(r.name) pubkey=\(r.publicKey.hex)") }
         if let a = air { for e in world.externals { lines.append("external \(e.name) air=127.0.0.1:\(a.port)") } }
-        for k in kissPorts { lines.append("kiss \(k.node.name) pty=\(k.link ?? k.path)") }
+        for k in kissPorts { lines.append("kiss \(k.node.name) pubkey=\(k.node.identity.publicKey.hex) pty=\(k.link ?? k.path)") }
         return lines
     }
 

@@ -3,7 +3,7 @@ import MeshLink
 import MeshNode
 
 /// A simulated KISS modem's pseudo-terminal: the host opens the slave (announced as
-/// `kiss NAME pty=PATH`) as it would the modem's USB serial port. The slave stays open here too,
+/// `kiss NAME pubkey=HEX pty=PATH`) as it would the modem's USB serial port. The slave stays open here too,
 /// so the master never reports a hangup between hosts (no polling while nobody is attached).
 final class KISSPort {
     let node: KISSModemNode

@@ -164,7 +164,7 @@ def test_a_repeater_on_the_simulators_kiss_modem(tmp_path):
     node = None
     try:
         line = sim.proc.stdout.readline()
-        assert line.startswith("kiss modem pty=/dev/"), line
+        assert line.startswith("kiss modem pubkey=") and " pty=/dev/" in line, line
         pty = line.split("pty=")[1].strip()
         proc = subprocess.Popen([str(BIN), "node", "--radio", f"kiss:{pty}", "--state-dir", str(tmp_path / "st"),
                                  "--name", "KissRpt", "--for", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -1,5 +1,6 @@
 import Glibc
 import MeshAir
+import struct MeshCompanion.PublicKey
 import MeshDaemonClient
 import MeshLink
 import MeshNode
@@ -133,6 +134,40 @@ final class KISSRadio: LinkRadio {
     func start(params: RadioParams) throws { host.start(params: params) }
     func received(_ bytes: UnsafeRawBufferPointer) throws { host.receive(bytes) }
     func send(_ packet: [UInt8]) { host.send(packet) }
+
+    /// The modem's identity (GetIdentity), asked for at start-up before the loop runs: waits up to
+    /// `timeoutMs` for the answer.
+    func modemIdentity(timeoutMs: UInt64 = 5000) throws -> KISSModemIdentity {
+        var answer: PublicKey?? = nil
+        host.identity { answer = .some($0) }
+        let end = monotonicMilliseconds() &+ timeoutMs
+        var buf = [UInt8](repeating: 0, count: 512)
+        while answer == nil {
+            let now = monotonicMilliseconds()
+            guard now < end else { throw ClientError.link("the KISS modem at \(link) did not answer GetIdentity; check that it runs MeshCore's KISS modem firmware.") }
+            var p = pollfd(fd: link.fd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&p, 1, Int32(end - now))
+            if r < 0 && errno == EINTR { continue }
+            guard r > 0 else { continue }
+            let n: Int
+            do { n = try buf.withUnsafeMutableBytes { try link.read(into: $0) } } catch {
+                throw ClientError.link("cannot read the KISS modem at \(link): \(error)")
+            }
+            if n > 0 { host.receive(buf[0..<n]) }
+        }
+        guard let key = answer! else {
+            throw ClientError.link("the KISS modem at \(link) has no identity to give (GetIdentity refused); run it with --identity host.")
+        }
+        return KISSModemIdentity(publicKey: key, host: host)
+    }
+}
+
+/// `--identity`: whose key the node is.
+enum NodeIdentitySource: String {
+    /// A key kept in the state folder (made on the first run).
+    case host
+    /// The KISS modem's own key: it signs and makes the shared secrets; no key in the state folder.
+    case modem
 }
 
 /// One node on one radio, from one `poll()` loop: the radio's link, the local admin CLI socket,
@@ -155,16 +190,34 @@ final class NodeHost {
     private var savedPrefs = ""
 
     init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil,
-         pins: SX1262Pins? = nil) throws {
+         pins: SX1262Pins? = nil, identitySource: NodeIdentitySource = .host) throws {
         self.state = state
-        let identity = try state.identity()
         var seed: UInt64 = 0
         withUnsafeMutableBytes(of: &seed) { raw in
             var rng = SecureRandom()
             for i in raw.indices { raw[i] = UInt8.random(in: 0...255, using: &rng) }
         }
         air = RadioAir(seed: seed, start: monotonicMilliseconds(), epochNow: UInt32(truncatingIfNeeded: time(nil)))
-        let defaultName = "pm-" + AirHex.encode(identity.publicKey.bytes.prefix(4))
+        switch spec {
+        case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
+        case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
+        case let .sx1262(spidev): radio = try SX1262Radio(spidev: spidev, pins: pins!)
+        }
+        // The roles are made with a key; with the modem's identity it is a stand-in, dropped at
+        // `adopt` before anything is signed and never stored.
+        let remote: KISSModemIdentity?
+        let identity: LocalIdentity
+        switch identitySource {
+        case .host:
+            remote = nil
+            identity = try state.identity()
+        case .modem:
+            guard let kiss = radio as? KISSRadio else { throw ClientError.usage("--identity modem needs a KISS modem radio (--radio kiss:PATH).") }
+            remote = try kiss.modemIdentity()
+            identity = LocalIdentity.generate()
+        }
+        let publicKey = remote?.publicKey ?? identity.publicKey
+        let defaultName = "pm-" + AirHex.encode(publicKey.bytes.prefix(4))
         switch role {
         case .room: server = RoomNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "hello")
         case .companion: server = nil
@@ -181,11 +234,7 @@ final class NodeHost {
             node = server!
             server!.board = "Linux (pocketmesh)"
         }
-        switch spec {
-        case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
-        case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
-        case let .sx1262(spidev): radio = try SX1262Radio(spidev: spidev, pins: pins!)
-        }
+        if let remote { (node as! MeshNode).adopt(remote) }
         if let text = try state.prefs() {
             for bad in loadPrefs(text) { writeError("pocketmesh node: \(state.prefsPath): skipped `\(bad)`.") }
         } else {

@@ -17,18 +17,13 @@ import Testing
     }
 
     func world() throws -> World {
-        let json = #"{"nodes":[{"name":"sim0","role":"companion"},{"name":"modem","role":"kiss"},{"name":"sim1","role":"companion"}],"#
-            + #""links":[{"a":"sim0","b":"modem","snr":8},{"a":"modem","b":"sim1","snr":5}]}"#
-        var o = SimWorld.Options()
-        o.seed = 31
-        let w = try SimWorld(topology: try Topology.decode(json: Array(json.utf8)), options: o)
-        let modem = w.modems[0]
-        let air = RadioAir(seed: 6, scheduler: w.mesh.scheduler, epochBase: w.mesh.epochBase)
-        let host = KISSHost(air: air)
+        let m = try BridgedMesh(role: "kiss", snr: (8, 5), seed: 31, airSeed: 6)
+        let w = m.w, modem = w.modems[0]
+        let host = KISSHost(air: m.air)
         host.write = { modem.receive($0) }
         modem.onWrite = { bytes in w.mesh.scheduler.after(3) { host.receive(bytes) } }
-        air.send = { host.send($0) }
-        return World(w: w, modem: modem, host: host, air: air, a: FrameApp(w.companions[0]), b: FrameApp(w.companions[1]))
+        m.air.send = { host.send($0) }
+        return World(w: w, modem: modem, host: host, air: m.air, a: m.a, b: m.b)
     }
 
     /// GetIdentity, answered after the link's delay.

@@ -119,6 +119,9 @@ struct NodeCommand: ParsableCommand {
                 pins = SX1262Pins(chip: gpiochip ?? "/dev/gpiochip0", irq: UInt32(irq), reset: UInt32(reset), busy: UInt32(busy),
                                   rxen: rxen.map(UInt32.init), txen: txen.map(UInt32.init), tcxoVolts: tcxo, dio2RfSwitch: dio2RfSwitch)
             }
+            // The command line's code is done with: its pages leave before the node's come in, so
+            // the peak resident set is the larger of the two, not both.
+            releaseStartupPages()
             let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines(), companionListen: companionListen,
                                     pins: pins, identitySource: NodeIdentitySource(rawValue: identity ?? "host")!)
             for line in host.announcement { print(line) }

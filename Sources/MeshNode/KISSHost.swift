@@ -5,8 +5,9 @@ import MeshCompanion
 /// Data frames carry raw packets, one pending for transmit at a time (the rest wait here for
 /// TxDone, at most `maxQueued`, the oldest dropped); each received packet is followed by RxMeta
 /// with its SNR × 4 and RSSI (turned on at `start` with SetSignalReport), and goes to the air then.
-/// The modem answers SetHardware requests one by one, in order: each answer (or Error) goes to
-/// the oldest request still waiting.
+/// The modem answers SetHardware requests one by one, in order: OK and Error go to the oldest
+/// request still waiting, any other answer to the oldest that expects its code (the ones before it
+/// got none and are told so with Error, NoCallback).
 public final class KISSHost {
     public let air: RadioAir
     /// Bytes to the modem.
@@ -23,7 +24,7 @@ public final class KISSHost {
     public var onReply: ((UInt8, [UInt8]) -> Void)?
     /// Requests waiting for their answer, oldest first, each with what takes the answer (its
     /// response code, or Error, and the data).
-    private var awaiting: [((UInt8, [UInt8]) -> Void)?] = []
+    private var awaiting: [(expect: UInt8, done: ((UInt8, [UInt8]) -> Void)?)] = []
     /// At most this many requests wait; past it a request is refused at once (Error, InvalidParam).
     public static let maxAwaiting = 32
 
@@ -42,8 +43,29 @@ public final class KISSHost {
         guard awaiting.count < Self.maxAwaiting, data.count < KISS.maxFrame - 1 else {
             done?(KISSModem.error, [KISSModem.ErrorCode.invalidParam.rawValue]); return
         }
-        awaiting.append(done)
+        awaiting.append((Self.answer(to: r), done))
         write?(KISSModem.frame(r.rawValue, data))
+    }
+
+    /// The response code a request is answered with when it succeeds.
+    static func answer(to r: KISSModem.Request) -> UInt8 {
+        switch r {
+        case .setRadio, .setTxPower: return KISSModem.ok
+        case .setSignalReport: return KISSModem.response(.getSignalReport)
+        default: return KISSModem.response(r)
+        }
+    }
+
+    /// Hands an answer to the request it belongs to (none: unsolicited, or nobody waits for it).
+    private func answer(_ code: UInt8, _ data: [UInt8]) {
+        let at = code == KISSModem.ok || code == KISSModem.error ? (awaiting.isEmpty ? nil : 0)
+            : awaiting.firstIndex { $0.expect == code }
+        guard let at else { return }
+        let skipped = awaiting[..<at].map(\.done)
+        let done = awaiting[at].done
+        awaiting.removeFirst(at + 1)
+        for d in skipped { d?(KISSModem.error, [KISSModem.ErrorCode.noCallback.rawValue]) }
+        done?(code, data)
     }
 
     /// Asks the modem for its public key (GetIdentity).
@@ -80,7 +102,7 @@ public final class KISSHost {
                     if let p = inFlight { queue.insert(p, at: 0); inFlight = nil }
                 default:
                     let reply = Array(data.dropFirst())
-                    if !awaiting.isEmpty, let done = awaiting.removeFirst() { done(sub, reply) }
+                    answer(sub, reply)
                     onReply?(sub, reply)
                 }
             default:

@@ -99,6 +99,15 @@ import Testing
         #expect(sig == nil)
         host.receive([0xC0, 0x06, 0xF1, 0x01, 0xC0])
         #expect(sig == .some(nil))
+        // An answer skips a request the modem did not answer: that one is told NoCallback.
+        var pong: UInt8? = nil
+        sig = nil
+        host.request(.ping) { code, _ in pong = code }
+        id.sign([0x0A]) { sig = .some($0) }
+        host.receive([0xC0, 0x06, 0x84] + s64 + [0xC0])
+        #expect(pong == 0xF1 && sig == .some(s64))
+        // An answer nobody asked for goes nowhere.
+        host.receive([0xC0, 0x06, 0x87] + [UInt8](repeating: 0x33, count: 32) + [0xC0])
         // A short signature is no signature.
         sig = nil
         id.sign([0x09]) { sig = .some($0) }

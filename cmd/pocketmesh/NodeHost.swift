@@ -339,30 +339,60 @@ final class NodeHost {
     }
 }
 
-/// After start-up, drops this process's mapping of the binary's code pages (clean file pages, kept
-/// in the page cache): code that start-up alone ran (the command line's table, option parsing,
-/// the first-run settings) leaves the node's resident set, and what the node runs from then on
-/// faults back in as it is used. Only the executable mapping: read-only data may hold relocated
-/// (written) pages, and writable ones are the process's own.
+/// After start-up, drops this process's mapping of the binary's pages that are still the file's
+/// (clean, kept in the page cache): code and read-only data that start-up alone used (the command
+/// line's table, option parsing, the first-run settings) leave the node's resident set, and what
+/// the node uses from then on faults back in as it is used. In the writable segments (where the
+/// release link keeps .rodata next to .data) only pages never written are dropped: /proc/self/pagemap
+/// tells them apart (a written private page is anonymous), and signals are held meanwhile so that
+/// no handler writes one between the look and the drop. The kernel drops such clean pages itself
+/// under memory pressure; this does it at once.
 func releaseStartupPages() {
     guard let f = fopen("/proc/self/maps", "r") else { return }
-    defer { fclose(f) }
     var exe = [CChar](repeating: 0, count: 4096)
     let n = readlink("/proc/self/exe", &exe, exe.count - 1)
-    guard n > 0 else { return }
+    guard n > 0 else { fclose(f); return }
     let path = String(decoding: exe[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     var line = [CChar](repeating: 0, count: 4096)
-    var ranges: [(UInt, UInt)] = []
+    var ranges: [(lo: UInt, hi: UInt, mayBeWritten: Bool)] = []
     while fgets(&line, Int32(line.count), f) != nil {
         let text = String(cString: line)
         let fields = text.split(separator: " ", omittingEmptySubsequences: true)
-        guard fields.count >= 6, fields[1] == "r-xp",
-              fields[5].hasPrefix(path) || fields[5].dropLast() == path else { continue }
+        guard fields.count >= 6, fields[5].hasPrefix(path) || fields[5].dropLast() == path else { continue }
         let bounds = fields[0].split(separator: "-")
         guard bounds.count == 2, let lo = UInt(bounds[0], radix: 16), let hi = UInt(bounds[1], radix: 16) else { continue }
-        ranges.append((lo, hi))
+        // Only code (r-xp) is never written; read-only data may have been, before it was made
+        // read-only (relocations).
+        ranges.append((lo, hi, !fields[1].hasPrefix("r-x")))
     }
-    for (lo, hi) in ranges {
-        _ = madvise(UnsafeMutableRawPointer(bitPattern: lo), Int(hi - lo), MADV_DONTNEED)
+    fclose(f)
+    let page = UInt(sysconf(Int32(_SC_PAGESIZE)))
+    var all = sigset_t(), old = sigset_t()
+    sigfillset(&all)
+    sigprocmask(SIG_BLOCK, &all, &old)
+    defer { sigprocmask(SIG_SETMASK, &old, nil) }
+    let pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)
+    defer { if pagemap >= 0 { close(pagemap) } }
+    for r in ranges {
+        guard r.mayBeWritten else {
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: r.lo), Int(r.hi - r.lo), MADV_DONTNEED)
+            continue
+        }
+        guard pagemap >= 0 else { continue }
+        let count = Int((r.hi - r.lo) / page)
+        var entries = [UInt64](repeating: 0, count: count)
+        let want = count * 8
+        let got = entries.withUnsafeMutableBytes { pread(pagemap, $0.baseAddress, want, off_t(r.lo / page * 8)) }
+        guard got == want else { continue }
+        // Runs of present pages that are still the file's (bit 63 present, bit 61 file page).
+        let clean: (UInt64) -> Bool = { $0 & (1 << 63) != 0 && $0 & (1 << 61) != 0 }
+        var i = 0
+        while i < count {
+            guard clean(entries[i]) else { i += 1; continue }
+            var j = i
+            while j < count && clean(entries[j]) { j += 1 }
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: r.lo + UInt(i) * page), (j - i) * Int(page), MADV_DONTNEED)
+            i = j
+        }
     }
 }

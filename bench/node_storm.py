@@ -78,7 +78,10 @@ def run(binary, which, companions, messages, idle, workdir):
         "nodes": [{"name": n, "role": "companion"} for n in names] + [{"name": "relay", "role": "external"}],
         "links": [{"a": n, "b": "relay", "snr": 8} for n in names],
     }))
-    air, base = free_port(), free_port()
+    base = free_port()
+    air = free_port()
+    while base <= air < base + companions:  # the companions listen on base, base + 1, ...
+        air = free_port()
     capture = workdir / f"{which}.hex"
     sim = subprocess.Popen([str(binary), "sim", "--topology", str(topo), "--air-port", str(air), "--tcp-base", str(base),
                             "--capture", str(capture), "--for", "3600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -35,8 +35,10 @@ command -v valgrind >/dev/null || { echo "release-order: valgrind is needed (apt
 [ -x "$BIN" ] || { echo "release-order: $BIN missing: run scripts/release.sh first." >&2; exit 1; }
 
 WORK=$(mktemp -d)
-SIM=""; DAEMON=""; MEMREADER=""; BROKER=""
+SIM=""; DAEMON=""; MEMREADER=""; BROKER=""; NODE=""; NODESIM=""
 cleanup() {
+  [ -n "$NODE" ] && kill "$NODE" 2>/dev/null || true
+  [ -n "$NODESIM" ] && kill "$NODESIM" 2>/dev/null || true
   [ -n "$BROKER" ] && kill "$BROKER" 2>/dev/null || true
   [ -n "$MEMREADER" ] && kill "$MEMREADER" 2>/dev/null || true
   [ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null || true
@@ -126,6 +128,34 @@ s.sendall((json.dumps({"id": 1, "op": sys.argv[2]}) + "\n").encode()); s.recv(65
 }
 daemon_run 20 valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon"
 echo "release-order: the daemon under callgrind done (${SECONDS} s)"
+
+# The node (`pocketmesh node --role repeater`) on a second simulator's air socket, relaying channel
+# messages between two companions and answering its local CLI, so that the node's code is placed
+# with the rest: a node then touches a few contiguous pages of it instead of pages all over the
+# binary (bench/node_storm.py's peak RSS).
+node_run() {  # RUNNER... (valgrind and its options)
+  local air nbase
+  air=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  nbase=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  printf '%s' '{"nodes":[{"name":"c0","role":"companion"},{"name":"c1","role":"companion"},{"name":"relay","role":"external"}],' \
+    '"links":[{"a":"c0","b":"relay","snr":8},{"a":"c1","b":"relay","snr":8}]}' >"$WORK/node.json"
+  "$PM" sim --topology "$WORK/node.json" --air-port "$air" --tcp-base "$nbase" >"$WORK/nodesim.log" 2>&1 &
+  NODESIM=$!
+  for _ in $(seq 100); do grep -q "^node c1" "$WORK/nodesim.log" && break; sleep 0.1; done
+  "$@" "$PM" node --role repeater --radio "air:127.0.0.1:$air/relay" --state-dir "$WORK/node" --name relay >"$WORK/node.log" 2>&1 &
+  NODE=$!
+  for _ in $(seq 600); do grep -q "^repeater " "$WORK/node.log" && break; sleep 0.1; done
+  "$PM" --tcp "127.0.0.1:$nbase" advert --flood >/dev/null 2>&1 || true
+  for i in 1 2 3 4 5; do
+    "$PM" --tcp "127.0.0.1:$nbase" channel send 0 "relay $i" >/dev/null 2>&1 || true
+  done
+  "$PM" node cli --state-dir "$WORK/node" get name >/dev/null 2>&1 || true
+  sleep 3
+  kill -TERM "$NODE"; wait "$NODE" 2>/dev/null || true; NODE=""
+  kill -TERM "$NODESIM"; wait "$NODESIM" 2>/dev/null || true; NODESIM=""
+}
+node_run valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.node"
+echo "release-order: the node under callgrind done (${SECONDS} s)"
 
 # Static data the same work touches (valgrind's lackey sees every load and store): the linker
 # then also puts the metadata caches and globals in use side by side, so a command dirties a few

@@ -360,7 +360,8 @@ public struct Advert: Hashable, Sendable {
     /// Appdata as the receiver uses it (capped at 32 bytes).
     public var cappedAppData: [UInt8] { Array(appData.prefix(AirLimits.maxAdvertDataSize)) }
 
-    static func signedMessage(_ key: PublicKey, _ ts: UInt32, _ appData: [UInt8]) -> [UInt8] {
+    /// What an advert's signature covers: `pubkey || timestamp || appdata`.
+    public static func signedMessage(_ key: PublicKey, _ ts: UInt32, _ appData: [UInt8]) -> [UInt8] {
         key.bytes + le32(ts) + appData
     }
 

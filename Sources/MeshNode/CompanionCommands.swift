@@ -15,6 +15,29 @@ extension CompanionNode {
     /// bytes and still handled, as the firmware does.
     public func receive(frame: [UInt8]) {
         guard powered, !frame.isEmpty else { return }
+        guard remote != nil else { return decodeAndHandle(frame) }
+        if !heldFrames.isEmpty {
+            // Commands are answered in order: this one waits behind a held one.
+            guard heldFrames.count < Self.maxHeldFrames else { return err(.tableFull) }
+            heldFrames.append(frame); return
+        }
+        handleOrHold(frame)
+    }
+
+    /// With a remote identity: a command that needs a shared secret the modem has not given yet
+    /// is held, its replies unsent (the secret is asked for before a command changes anything),
+    /// and handled again when the secret comes.
+    func handleOrHold(_ frame: [UInt8]) {
+        collected = []
+        secretPending = false
+        decodeAndHandle(frame)
+        let out = collected ?? []
+        collected = nil
+        if secretPending && !secretsAsked.isEmpty { heldFrames.insert(frame, at: 0); return }
+        for f in out { onFrame?(f) }
+    }
+
+    private func decodeAndHandle(_ frame: [UInt8]) {
         Array(frame.prefix(CompanionLimits.maxFrameSize)).withUnsafeBytes { raw in
             switch Result(catching: { () throws(CompanionDecodeError) -> CompanionCommand in try CompanionCommand.decode(raw) }) {
             case let .success(command): handle(command)
@@ -85,10 +108,13 @@ extension CompanionNode {
             if let k {
                 guard let raw = advertPackets[k], let f = try? ResponseFrame.exportContact(advertPacket: raw) else { return err(.notFound) }
                 emit(f)
-            } else if let p = try? Packet(routeType: .flood, payloadType: .advert, payload: advertPayload(appdata: selfAppData())),
-                      let f = try? ResponseFrame.exportContact(advertPacket: p.bytes) {
-                emit(f)
-            } else { err(.tableFull) }
+            } else {
+                let made = withAdvertPayload(appdata: selfAppData()) { [unowned self] payload in
+                    if let p = try? Packet(routeType: .flood, payloadType: .advert, payload: payload),
+                       let f = try? ResponseFrame.exportContact(advertPacket: p.bytes) { self.emit(f) } else { self.err(.tableFull) }
+                }
+                if !made { err(.tableFull) }
+            }
         case let .importContact(raw):
             guard let pkt = try? Packet(bytes: Array(raw)), pkt.payloadType == .advert,
                   let adv = try? Advert(payload: pkt.payload), adv.isValid, let data = try? adv.data() else { return err(.illegalArgument) }
@@ -103,8 +129,11 @@ extension CompanionNode {
         case .getTuningParams:
             emit(ResponseFrame.tuningParams(TuningParams(rxDelayBaseMilli: UInt32(radio.rxDelayBase * 1000), airtimeFactorMilli: UInt32(radio.airtimeFactor * 1000))))
         case .exportPrivateKey:
+            // The firmware answers DISABLED where the key cannot leave the device.
+            guard let identity else { return emit(ResponseFrame.disabled()) }
             if let f = try? ResponseFrame.privateKey(identity.privateKey) { emit(f) }
         case let .importPrivateKey(raw):
+            guard remote == nil else { return err(.illegalArgument) }
             guard let id = try? LocalIdentity(privateKey: Array(raw)), !id.publicKey.hasReservedPrefix else { return err(.illegalArgument) }
             identity = id; forgetSecrets(); ok()
         case let .sendRawData(r):
@@ -151,7 +180,9 @@ extension CompanionNode {
         case .signFinish:
             guard let b = signBuffer else { return err(.badState) }
             signBuffer = nil
-            if let f = try? ResponseFrame.signature(identity.sign(b)) { emit(f) }
+            sign(b) { [unowned self] sig in
+                if let sig, let f = try? ResponseFrame.signature(sig) { self.emit(f) } else { self.err(.badState) }
+            }
         case let .sendTracePath(t):
             guard t.isValid else { return err(.illegalArgument) }
             trace(tag: t.tag, auth: t.authCode, flags: t.flags, hashes: Array(t.hashes))

@@ -29,6 +29,11 @@ public final class CompanionNode: MeshNode {
     public let config: Config
     /// Everything the radio writes to the app.
     public var onFrame: ((EncodedFrame) -> Void)?
+    /// Commands waiting for a shared secret from a remote identity, in order.
+    var heldFrames: [[UInt8]] = []
+    static let maxHeldFrames = 8
+    /// A command's replies while it runs, with a remote identity (dropped if it is held).
+    var collected: [EncodedFrame]? = nil
     /// An app is attached (pushes and LOG_RX_DATA are written only then).
     public var connected = false
     /// The model DEVICE_INFO and `board` name.
@@ -93,7 +98,7 @@ public final class CompanionNode: MeshNode {
 
     // MARK: output
 
-    func emit(_ f: EncodedFrame) { onFrame?(f) }
+    func emit(_ f: EncodedFrame) { if collected != nil { collected!.append(f) } else { onFrame?(f) } }
     func push(_ f: EncodedFrame) { if connected { onFrame?(f) } }
 
     /// Unique, increasing epoch seconds (`getCurrentTimeUnique`).
@@ -479,8 +484,10 @@ public final class CompanionNode: MeshNode {
     /// Sends our advert: zero-hop, or flood.
     @discardableResult
     public func advertise(flood: Bool) -> Bool {
-        let payload = advertPayload(appdata: selfAppData())
-        return flood ? sendFlood(.advert, payload: payload, scope: effectiveScope()) : sendZeroHop(.advert, payload: payload)
+        let scope = effectiveScope()
+        return withAdvertPayload(appdata: selfAppData()) { [unowned self] payload in
+            if flood { self.sendFlood(.advert, payload: payload, scope: scope) } else { self.sendZeroHop(.advert, payload: payload) }
+        }
     }
 
     /// Replies (ACKs, PATH returns, responses) flood in the send scope too, as the firmware's do.
@@ -494,8 +501,21 @@ public final class CompanionNode: MeshNode {
 
     // MARK: boot
 
+    /// Held commands run again once no shared secret is being asked for.
+    override public func secretArrived(_ peer: PublicKey, _ known: Bool) {
+        super.secretArrived(peer, known)
+        guard secretsAsked.isEmpty, !heldFrames.isEmpty else { return }
+        var frames = heldFrames[...]
+        heldFrames.removeAll()
+        while let f = frames.popFirst(), powered {
+            handleOrHold(f)
+            if !heldFrames.isEmpty { heldFrames += frames; return }
+        }
+    }
+
     override public func boot() {
         super.boot()
+        heldFrames.removeAll()
         if let r = savedRadio { radio.params = r; savedRadio = nil }
         queue.removeAll()
         appTargetVersion = 0
@@ -510,7 +530,8 @@ public final class CompanionNode: MeshNode {
 
     /// Factory reset: a new identity, no contacts, default channels and settings.
     func factoryReset() {
-        identity = LocalIdentity.generate(using: &rng)
+        // A modem's key stays the modem's.
+        if remote == nil { identity = LocalIdentity.generate(using: &rng) }
         forgetSecrets()
         contacts.removeAll(); advertPackets.removeAll(); advertPaths.removeAll()
         channels = [ChannelSlot](repeating: .empty, count: config.maxChannels)
@@ -518,7 +539,7 @@ public final class CompanionNode: MeshNode {
         advertLatitude = 0; advertLongitude = 0; manualAddContacts = 0; telemetryModes = 0; advertLocationPolicy = 0
         multiAcks = 0; autoAddFlags = 0; autoAddMaxHops = 0; blePin = 0; clientRepeat = false; tzOffset = 0; savedRadio = nil
         defaultScopeName = nil; defaultScopeKey = []
-        name = String(identity.publicKey.hex.prefix(8)).uppercased()
+        name = String(publicKey.hex.prefix(8)).uppercased()
         radio.params = RadioParams()
         pathHashSize = 1
     }

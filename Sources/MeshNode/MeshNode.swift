@@ -24,13 +24,36 @@ public struct Arrival {
     public var isFlood: Bool { packet.routeType.isFlood }
 }
 
+/// A node identity whose private key is elsewhere (the identity of a radio running MeshCore's KISS
+/// modem firmware): signatures and shared secrets are asked for and come back later, on the node's
+/// loop, through `done` (nil: the holder refused or went away).
+public protocol RemoteIdentity: AnyObject {
+    var publicKey: PublicKey { get }
+    func sign(_ message: [UInt8], _ done: @escaping ([UInt8]?) -> Void)
+    func keyExchange(with peer: PublicKey, _ done: @escaping (SharedSecret?) -> Void)
+}
+
 /// The mesh layer of a node (`Mesh` / `Dispatcher` in the firmware): receive processing, dedup,
 /// flood and direct forwarding, datagram crypto, path return. Roles override the `on…` hooks.
 open class MeshNode: Node {
-    public internal(set) var identity: LocalIdentity
-    public var publicKey: PublicKey { identity.publicKey }
+    /// The node's key, when this host holds it; nil when the key is a modem's (`remote`).
+    public internal(set) var identity: LocalIdentity? {
+        didSet { if let identity { publicKey = identity.publicKey } }
+    }
+    /// Where signatures and shared secrets come from when the host holds no key.
+    public private(set) var remote: RemoteIdentity?
+    public private(set) var publicKey: PublicKey
     var seen = SeenTable()
     private var secrets: [PublicKey: SharedSecret] = [:]
+    /// Peers whose shared secret the remote identity has not answered yet.
+    private(set) var secretsAsked: Set<PublicKey> = []
+    /// Peers the remote identity refused a shared secret with (not asked again).
+    private var secretsRefused: Set<PublicKey> = []
+    /// Datagrams that wait for a shared secret being asked for (the oldest dropped past `maxHeld`).
+    private var held: [(packet: Packet, snr: Double, rssi: Int)] = []
+    static let maxHeld = 8
+    /// Set when `secret(for:)` found none yet because one is being asked for.
+    var secretPending = false
 
     /// Path hash size (1…3) this node uses for floods it originates.
     public var pathHashSize = 1
@@ -42,19 +65,59 @@ open class MeshNode: Node {
 
     init(mesh: Air, name: String, role: NodeRole, poolSize: Int, identity: LocalIdentity) {
         self.identity = identity
+        self.publicKey = identity.publicKey
         super.init(mesh: mesh, name: name, role: role, poolSize: poolSize)
+    }
+
+    /// Takes `remote` as the node's identity: the host's key is dropped, and every signature and
+    /// shared secret is asked of `remote` from now on. Called before the node first advertises.
+    public func adopt(_ remote: RemoteIdentity) {
+        self.remote = remote
+        identity = nil
+        publicKey = remote.publicKey
+        forgetSecrets()
     }
 
     // MARK: secrets
 
+    /// The shared secret with `peer`, computed once and kept. With a remote identity, a secret
+    /// not known yet is asked for and nil comes back (`secretPending` set); what needed it runs
+    /// again when the answer comes (`secretArrived`).
     func secret(for peer: PublicKey) -> SharedSecret? {
         if let s = secrets[peer] { return s }
-        guard let s = try? identity.sharedSecret(with: peer) else { return nil }
-        secrets[peer] = s
-        return s
+        if let identity {
+            guard let s = try? identity.sharedSecret(with: peer) else { return nil }
+            secrets[peer] = s
+            return s
+        }
+        guard let remote, !secretsRefused.contains(peer) else { return nil }
+        if secretsAsked.insert(peer).inserted {
+            remote.keyExchange(with: peer) { [weak self] s in
+                guard let self, self.secretsAsked.remove(peer) != nil else { return }
+                if let s { self.secrets[peer] = s } else { self.secretsRefused.insert(peer) }
+                self.secretArrived(peer, s != nil)
+            }
+        }
+        if let s = secrets[peer] { return s }  // answered at once
+        if secretsAsked.contains(peer) { secretPending = true }
+        return nil
     }
 
-    func forgetSecrets() { secrets.removeAll() }
+    func forgetSecrets() { secrets.removeAll(); secretsAsked.removeAll(); secretsRefused.removeAll(); held.removeAll() }
+
+    /// A shared secret came (or was refused): held datagrams are received again once nothing they
+    /// may need is still being asked for.
+    open func secretArrived(_ peer: PublicKey, _ known: Bool) {
+        guard secretsAsked.isEmpty, !held.isEmpty else { return }
+        let again = held
+        held.removeAll()
+        for h in again where powered { receiveHeld(h.packet, snr: h.snr, rssi: h.rssi) }
+    }
+
+    private func hold(_ packet: Packet, snr: Double, rssi: Int) {
+        if held.count >= Self.maxHeld { held.removeFirst() }
+        held.append((packet, snr, rssi))
+    }
 
     // MARK: hooks for roles
 
@@ -144,14 +207,12 @@ open class MeshNode: Node {
             if payload.count >= 5 && payload[0] & 0x0F == PayloadType.ack.rawValue {
                 consumed = onAck(Array(payload[1..<5]), arrival: arrival())
             }
-        case .txtMsg, .req, .response, .path:
-            consumed = receiveDatagram(type, payload: payload, arrival: arrival())
-        case .anonReq:
-            // dest_hash, sender pubkey[32], MAC, ciphertext
-            if payload.count > 35 && payload[0] == publicKey.hashByte, let from = try? PublicKey(payload[1..<33]),
-               from != publicKey, let s = secret(for: from), let pt = try? s.decrypt(payload[33...]) {
-                onAnonRequest(from: from, secret: s, plaintext: pt, arrival: arrival())
-                consumed = true
+        case .txtMsg, .req, .response, .path, .anonReq:
+            secretPending = false
+            consumed = receiveSecret(type, payload: payload, arrival: arrival())
+            if !consumed && secretPending {
+                // A secret is on its way from the remote identity: received again when it comes.
+                hold(packet, snr: snr, rssi: rssi); return
             }
         case .grpTxt, .grpData:
             if payload.count > 3 {
@@ -174,9 +235,33 @@ open class MeshNode: Node {
             return // reserved types: dropped, never forwarded
         }
         if consumed || !packet.routeType.isFlood { return }
+        relayFlood(packet)
+    }
+
+    private func relayFlood(_ packet: Packet) {
+        var packet = packet
         guard allowForward(packet), (try? packet.appendHop(publicKey.bytes.prefix(packet.pathLength.hashSize))) != nil else { return }
         let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * floodDelayFactor)
         enqueue(packet.bytes, priority: UInt8(min(255, packet.pathLength.hopCount)), delay: rng.between(0, 5 * t))
+    }
+
+    /// A held datagram, now that its secret is known (or refused): the rest of its reception.
+    private func receiveHeld(_ packet: Packet, snr: Double, rssi: Int) {
+        secretPending = false
+        let consumed = receiveSecret(packet.payloadType, payload: packet.payload, arrival: Arrival(packet: packet, snr: snr, rssi: rssi))
+        if !consumed && secretPending { hold(packet, snr: snr, rssi: rssi); return }
+        if consumed || !packet.routeType.isFlood { return }
+        relayFlood(packet)
+    }
+
+    /// TXT_MSG, REQ, RESPONSE, PATH and ANON_REQ: whatever needs a shared secret to open.
+    private func receiveSecret(_ type: PayloadType, payload: [UInt8], arrival: Arrival) -> Bool {
+        guard type == .anonReq else { return receiveDatagram(type, payload: payload, arrival: arrival) }
+        // dest_hash, sender pubkey[32], MAC, ciphertext
+        guard payload.count > 35 && payload[0] == publicKey.hashByte, let from = try? PublicKey(payload[1..<33]),
+              from != publicKey, let s = secret(for: from), let pt = try? s.decrypt(payload[33...]) else { return false }
+        onAnonRequest(from: from, secret: s, plaintext: pt, arrival: arrival)
+        return true
     }
 
     private func receiveDatagram(_ type: PayloadType, payload: [UInt8], arrival: Arrival) -> Bool {
@@ -286,15 +371,42 @@ open class MeshNode: Node {
         }
     }
 
-    /// A signed advert payload with the node's appdata.
-    public func advertPayload(appdata: [UInt8]) -> [UInt8] {
-        guard let payload = (try? Advert(identity: identity, timestamp: epochNow, appData: appdata))?.encoded else { return [] }
-        // Signed here, so valid: receivers need not check it again (the air's memo knows it).
+    /// A signed advert payload with the node's appdata, to `send`: at once with the host's key;
+    /// with a remote identity when its signature comes (not at all if it is refused). False if
+    /// the appdata is too long.
+    @discardableResult
+    public func withAdvertPayload(appdata: [UInt8], _ send: @escaping ([UInt8]) -> Void) -> Bool {
+        guard appdata.count <= AirLimits.maxAdvertDataSize else { return false }
+        let ts = epochNow
+        if let identity {
+            guard let payload = (try? Advert(identity: identity, timestamp: ts, appData: appdata))?.encoded else { return false }
+            send(signedAdvert(payload))
+            return true
+        }
+        guard let remote else { return false }
+        let key = publicKey
+        remote.sign(Advert.signedMessage(key, ts, appdata)) { [weak self] sig in
+            guard let self, let sig, sig.count == AirLimits.signatureSize, self.publicKey == key, self.powered else { return }
+            send(self.signedAdvert(Advert(publicKey: key, timestamp: ts, signature: sig, appData: appdata).encoded))
+        }
+        return true
+    }
+
+    /// Signed here, so valid: receivers need not check it again (the air's memo knows it).
+    private func signedAdvert(_ payload: [UInt8]) -> [UInt8] {
         mesh.markAdvertValid(hash: PacketHash.compute(payloadType: .advert, pathLength: .zeroHop, payload: payload).value)
         return payload
     }
 
+    /// A signature by the node's key, to `done` (nil if the remote identity refused).
+    public func sign(_ message: [UInt8], _ done: @escaping ([UInt8]?) -> Void) {
+        if let identity { done(identity.sign(message)); return }
+        guard let remote else { done(nil); return }
+        remote.sign(message, done)
+    }
+
     override open func boot() {
         seen.removeAll()
+        held.removeAll()
     }
 }

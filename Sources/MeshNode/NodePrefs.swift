@@ -1,3 +1,15 @@
+/// The `KEY VALUE` lines of a prefs file, each handed to `load` (false: refused); returns the
+/// refused lines. Lines without a value are skipped.
+func loadPrefsLines(_ text: String, _ load: (Substring, Substring) -> Bool) -> [String] {
+    var refused: [String] = []
+    for raw in text.split(separator: "\n") {
+        let line = raw.drop { $0 == " " }
+        guard let sp = line.firstIndex(of: " ") else { continue }
+        if !load(line[..<sp], line[line.index(after: sp)...]) { refused.append(String(line)) }
+    }
+    return refused
+}
+
 /// A server's settings as a host keeps them across restarts (the firmware keeps them in its prefs
 /// file): one `KEY VALUE` line per setting, in the admin CLI's words, so that the file reads like
 /// the `get` replies and loads through the same `set` commands.
@@ -28,16 +40,12 @@ extension ServerNode {
         let hook = onSavePrefs
         onSavePrefs = nil
         defer { onSavePrefs = hook }
-        var refused: [String] = []
-        for raw in text.split(separator: "\n") {
-            let line = raw.drop { $0 == " " }
-            guard let sp = line.firstIndex(of: " ") else { continue }
-            let key = line[..<sp], value = line[line.index(after: sp)...]
+        let refused = loadPrefsLines(text) { key, value in
             switch key {
             case "password":
                 adminPassword = String(decoding: utf8Cut(Array(value.utf8), max: 15), as: UTF8.self)
             case "radio":
-                guard let r = parseRadioParams(value, into: radio.params) else { refused.append(String(line)); continue }
+                guard let r = parseRadioParams(value, into: radio.params) else { return false }
                 radio.params = r
                 savedRadio = nil
             case "advert.interval":
@@ -45,10 +53,10 @@ extension ServerNode {
             case "flood.advert.interval":
                 floodAdvertInterval = UInt64(UInt8(truncatingIfNeeded: cDigits(value))) * 3_600_000
             default:
-                guard Self.keptSettings.contains(String(key)) else { refused.append(String(line)); continue }
-                let reply = setSetting(Substring(key + " " + value), senderTimestamp: 0)
-                if !reply.hasPrefix("OK") { refused.append(String(line)) }
+                guard Self.keptSettings.contains(String(key)) else { return false }
+                return setSetting(Substring(key + " " + value), senderTimestamp: 0).hasPrefix("OK")
             }
+            return true
         }
         scheduleAdverts(first: true)
         return refused
@@ -66,23 +74,19 @@ extension CompanionNode {
 
     @discardableResult
     public func loadPrefs(_ text: String) -> [String] {
-        var refused: [String] = []
-        for raw in text.split(separator: "\n") {
-            let line = raw.drop { $0 == " " }
-            guard let sp = line.firstIndex(of: " ") else { continue }
-            let key = line[..<sp], value = line[line.index(after: sp)...]
+        loadPrefsLines(text) { key, value in
             switch key {
             case "name": name = truncatedName(String(value))
             case "radio":
-                guard let r = parseRadioParams(value, into: radio.params) else { refused.append(String(line)); continue }
+                guard let r = parseRadioParams(value, into: radio.params) else { return false }
                 radio.params = r
                 savedRadio = nil
             case "tx": radio.params.txPowerDbm = Int8(truncatingIfNeeded: cInt(value))
             case "lat": advertLatitude = Int32(cDouble(value) * 1_000_000)
             case "lon": advertLongitude = Int32(cDouble(value) * 1_000_000)
-            default: refused.append(String(line))
+            default: return false
             }
+            return true
         }
-        return refused
     }
 }

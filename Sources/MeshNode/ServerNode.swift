@@ -95,8 +95,10 @@ open class ServerNode: MeshNode {
     }
 
     public func advertise(flood: Bool, delay: UInt64 = 0) {
-        let p = advertPayload(appdata: appData())
-        if flood { sendFlood(.advert, payload: p, delay: delay, scope: .some(defaultScope)) } else { sendZeroHop(.advert, payload: p, delay: delay) }
+        let scope = defaultScope
+        withAdvertPayload(appdata: appData()) { [unowned self] p in
+            if flood { self.sendFlood(.advert, payload: p, delay: delay, scope: .some(scope)) } else { self.sendZeroHop(.advert, payload: p, delay: delay) }
+        }
     }
 
     func scheduleAdverts(first: Bool) {

@@ -20,7 +20,10 @@ extension ServerNode {
         if has("flood.advert.interval") { return "> \(floodAdvertInterval / 3_600_000)" }
         if has("advert.interval") { return "> \(advertInterval / 120_000 * 2)" }
         if has("guest.password") { return "> " + guestPassword }
-        if ts == 0 && has("prv.key") { return "> " + AirHex.encode(identity.privateKey).uppercased() }
+        if ts == 0 && has("prv.key") {
+            guard let identity else { return "Error: the key is the modem's" }
+            return "> " + AirHex.encode(identity.privateKey).uppercased()
+        }
         if has("name") { return "> " + name }
         if has("repeat") { return onOff(!disableForward) }
         if has("lat") { return "> " + firmwareFtoa(prefs.latitude) }
@@ -96,6 +99,7 @@ extension ServerNode {
             return ok()
         }
         if let v = value("prv.key ") {
+            guard remote == nil else { return "Error: the key is the modem's" }
             guard let bytes = hexBytes(v, max: 64), bytes.count == 64, let id = try? LocalIdentity(privateKey: bytes) else { return "Error, bad key" }
             pendingIdentity = id
             return "OK, reboot to apply! New pubkey: " + AirHex.encode(id.publicKey.bytes).uppercased()

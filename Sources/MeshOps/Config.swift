@@ -61,7 +61,7 @@ public struct Config: Sendable {
     /// `[node.NAME]` tables, in file order: `pocketmesh node NAME`'s options (name, value, line).
     public var nodes: [(name: String, options: [(String, TOMLValue, Int)])] = []
     /// The options a `[node.NAME]` table may set.
-    public static let nodeSettings = ["role", "radio", "state-dir", "name", "password", "guest-password", "lat", "lon",
+    public static let nodeSettings = ["role", "radio", "identity", "state-dir", "name", "password", "guest-password", "lat", "lon",
                                       "freq", "bw", "sf", "cr", "tx-power", "companion-listen",
                                       "gpiochip", "irq", "reset", "busy", "rxen", "txen", "tcxo", "dio2-rf-switch"]
 

@@ -62,22 +62,9 @@ final class NodePort {
     }
 
     func openPty(linkPath: String) throws {
-        var m: Int32 = -1, s: Int32 = -1
-        guard openpty(&m, &s, nil, nil, nil) == 0 else { throw SimHostError.pty(errno: errno) }
-        var t = termios()
-        tcgetattr(s, &t)
-        cfmakeraw(&t)
-        tcsetattr(s, TCSANOW, &t)
-        guard let name = ttyname(s) else { let e = errno; close(m); close(s); throw SimHostError.pty(errno: e) }
-        let slavePath = String(cString: name)
-        unlink(linkPath)
-        guard symlink(slavePath, linkPath) == 0 else { let e = errno; close(m); close(s); throw SimHostError.symlink(path: linkPath, errno: e) }
-        close(s) // the master reports hangup until a client opens the slave
-        let fl = fcntl(m, F_GETFL)
-        _ = fcntl(m, F_SETFL, fl | O_NONBLOCK)
-        _ = fcntl(m, F_SETFD, FD_CLOEXEC)
-        ptyMaster = m
-        ptyLink = linkPath
+        let p = try SimPty(linkPath: linkPath, keepSlave: false)
+        ptyMaster = p.master
+        ptyLink = p.link
     }
 
     /// Writes a frame to every attached transport (like `MultiSerialInterface::writeFrame`).
@@ -168,7 +155,7 @@ public final class SimHost {
         for r in world.repeaters { lines.append("repeater \(r.name) pubkey=\(r.publicKey.hex)") }
         for r in world.rooms { lines.append("room \(r.name) pubkey=\(r.publicKey.hex)") }
         if let a = air { for e in world.externals { lines.append("external \(e.name) air=127.0.0.1:\(a.port)") } }
-        for k in kissPorts { lines.append("kiss \(k.node.name) pty=\(k.link ?? k.path)") }
+        for k in kissPorts { lines.append("kiss \(k.node.name) pubkey=\(k.node.identity.publicKey.hex) pty=\(k.link ?? k.path)") }
         return lines
     }
 

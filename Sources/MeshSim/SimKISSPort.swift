@@ -3,43 +3,23 @@ import MeshLink
 import MeshNode
 
 /// A simulated KISS modem's pseudo-terminal: the host opens the slave (announced as
-/// `kiss NAME pty=PATH`) as it would the modem's USB serial port. The slave stays open here too,
+/// `kiss NAME pubkey=HEX pty=PATH`) as it would the modem's USB serial port. The slave stays open here too,
 /// so the master never reports a hangup between hosts (no polling while nobody is attached).
 final class KISSPort {
     let node: KISSModemNode
-    let master: Int32
-    let slave: Int32
-    let path: String
-    var link: String?
+    let pty: SimPty
+    var master: Int32 { pty.master }
+    var path: String { pty.path }
+    var link: String? { pty.link }
     var out: [UInt8] = []
     static let maxPending = 64 * 1024
 
     init(node: KISSModemNode, linkDir: String?) throws {
         self.node = node
-        var m: Int32 = -1, s: Int32 = -1
-        guard openpty(&m, &s, nil, nil, nil) == 0 else { throw SimHostError.pty(errno: errno) }
-        var t = termios()
-        tcgetattr(s, &t)
-        cfmakeraw(&t)
-        tcsetattr(s, TCSANOW, &t)
-        guard let name = ttyname(s) else { let e = errno; close(m); close(s); throw SimHostError.pty(errno: e) }
-        path = String(cString: name)
-        _ = fcntl(m, F_SETFL, fcntl(m, F_GETFL) | O_NONBLOCK)
-        _ = fcntl(m, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(s, F_SETFD, FD_CLOEXEC)
-        master = m; slave = s
-        if let dir = linkDir {
-            let l = dir + "/" + node.name
-            unlink(l)
-            guard symlink(path, l) == 0 else { let e = errno; close(m); close(s); throw SimHostError.symlink(path: l, errno: e) }
-            link = l
-        }
+        pty = try SimPty(linkPath: linkDir.map { $0 + "/" + node.name }, keepSlave: true)
     }
 
-    func closeAll() {
-        close(master); close(slave)
-        if let l = link { unlink(l) }
-    }
+    func closeAll() { pty.close() }
 }
 
 extension SimHost {

@@ -1,4 +1,5 @@
 import MeshAir
+import MeshCompanion
 import Testing
 @testable import MeshNode
 
@@ -60,6 +61,58 @@ import Testing
         host.receive([0xC0, 0x06, 0xF1, 0x07, 0xC0])
         host.receive([0xC0, 0x06, 0xF8, 0x01, 0xC0])
         #expect(out.last == [0xC0, 0x00, 0x11, 0x00, 0x02, 0xC0] && out.count == 3)
+    }
+
+    /// `--identity modem`: GetIdentity, SignData and KeyExchange on the wire, and their answers
+    /// going to the request that asked.
+    @Test func modemIdentityRequestsAndAnswers() throws {
+        let air = RadioAir(seed: 1, start: 0, epochNow: 0)
+        let host = KISSHost(air: air)
+        var wire: [UInt8] = []
+        host.write = { wire += $0 }
+        var key: PublicKey?? = nil
+        host.identity { key = .some($0) }
+        #expect(wire == [0xC0, 0x06, 0x01, 0xC0])
+        let pub = AirHex.decode("4f6a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8")!
+        host.receive([0xC0, 0x06, 0x81] + pub + [0xC0])
+        let id = KISSModemIdentity(publicKey: try #require(key ?? nil), host: host)
+        #expect(id.publicKey.bytes == pub)
+        // SignData: the message as is, escaped; Signature (0x84): 64 bytes.
+        wire.removeAll()
+        var sig: [UInt8]?? = nil
+        id.sign([0x01, 0xC0, 0x02]) { sig = .some($0) }
+        #expect(wire == [0xC0, 0x06, 0x04, 0x01, 0xDB, 0xDC, 0x02, 0xC0])
+        let s64 = [UInt8](repeating: 0x5A, count: 64)
+        host.receive([0xC0, 0x06, 0x84] + s64 + [0xC0])
+        #expect(sig == .some(s64))
+        // KeyExchange: the peer's key; SharedSecret (0x87): 32 bytes.
+        wire.removeAll()
+        var secret: SharedSecret?? = nil
+        id.keyExchange(with: id.publicKey) { secret = .some($0) }
+        #expect(wire == [0xC0, 0x06, 0x07] + pub + [0xC0])
+        host.receive([0xC0, 0x06, 0x87] + [UInt8](repeating: 0x33, count: 32) + [0xC0])
+        #expect(secret??.bytes == [UInt8](repeating: 0x33, count: 32))
+        // An Error answers the oldest request: refused, nil; RxMeta and TxDone answer none.
+        sig = nil
+        id.sign([0x09]) { sig = .some($0) }
+        host.receive([0xC0, 0x06, 0xF8, 0x01, 0xC0])
+        #expect(sig == nil)
+        host.receive([0xC0, 0x06, 0xF1, 0x01, 0xC0])
+        #expect(sig == .some(nil))
+        // An answer skips a request the modem did not answer: that one is told NoCallback.
+        var pong: UInt8? = nil
+        sig = nil
+        host.request(.ping) { code, _ in pong = code }
+        id.sign([0x0A]) { sig = .some($0) }
+        host.receive([0xC0, 0x06, 0x84] + s64 + [0xC0])
+        #expect(pong == 0xF1 && sig == .some(s64))
+        // An answer nobody asked for goes nowhere.
+        host.receive([0xC0, 0x06, 0x87] + [UInt8](repeating: 0x33, count: 32) + [0xC0])
+        // A short signature is no signature.
+        sig = nil
+        id.sign([0x09]) { sig = .some($0) }
+        host.receive([0xC0, 0x06, 0x84, 0x01, 0x02, 0xC0])
+        #expect(sig == .some(nil))
     }
 }
 

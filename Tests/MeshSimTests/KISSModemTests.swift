@@ -8,21 +8,15 @@ import Testing
 /// one virtual time: what `pocketmesh node --radio kiss:PTY` runs against `pocketmesh sim`.
 @Suite struct KISSModemTests {
     func world() throws -> (SimWorld, KISSModemNode, KISSHost, RepeaterNode, FrameApp, FrameApp) {
-        let json = #"{"nodes":[{"name":"sim0","role":"companion"},{"name":"modem","role":"kiss"},{"name":"sim1","role":"companion"}],"#
-            + #""links":[{"a":"sim0","b":"modem","snr":8},{"a":"modem","b":"sim1","snr":-3.5}]}"#
-        var o = SimWorld.Options()
-        o.seed = 21
-        let w = try SimWorld(topology: try Topology.decode(json: Array(json.utf8)), options: o)
-        let modem = w.modems[0]
-        let air = RadioAir(seed: 4, scheduler: w.mesh.scheduler, epochBase: w.mesh.epochBase)
-        var rng = SimRandom(seed: 77)
-        let r = RepeaterNode(mesh: air, name: "linux", identity: LocalIdentity.generate(using: &rng), adminPassword: "secret")
+        let m = try BridgedMesh(role: "kiss", snr: (8, -3.5), seed: 21, airSeed: 4)
+        let modem = m.w.modems[0], air = m.air
+        let r = m.repeater(name: "linux", seed: 77, password: "secret")
         let host = KISSHost(air: air)
         host.write = { modem.receive($0) }
         modem.onWrite = { host.receive($0) }
         air.send = { host.send($0) }
         host.start(params: r.radio.params)
-        return (w, modem, host, r, FrameApp(w.companions[0]), FrameApp(w.companions[1]))
+        return (m.w, modem, host, r, m.a, m.b)
     }
 
     @Test func companionsTalkThroughARepeaterOnTheModem() throws {

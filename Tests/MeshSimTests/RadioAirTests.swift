@@ -9,18 +9,12 @@ import Testing
 /// each other only through it.
 @Suite struct RadioAirTests {
     func world() throws -> (SimWorld, RepeaterNode, FrameApp, FrameApp) {
-        let json = #"{"nodes":[{"name":"sim0","role":"companion"},{"name":"lin","role":"external"},{"name":"sim1","role":"companion"}],"#
-            + #""links":[{"a":"sim0","b":"lin","snr":8},{"a":"lin","b":"sim1","snr":7}]}"#
-        var o = SimWorld.Options()
-        o.seed = 11
-        let w = try SimWorld(topology: try Topology.decode(json: Array(json.utf8)), options: o)
-        let ext = w.externals[0]
-        let air = RadioAir(seed: 3, scheduler: w.mesh.scheduler, epochBase: w.mesh.epochBase)
-        var rng = SimRandom(seed: 99)
-        let r = RepeaterNode(mesh: air, name: "linux", identity: LocalIdentity.generate(using: &rng), adminPassword: "secret")
+        let m = try BridgedMesh(role: "external", snr: (8, 7), seed: 11, airSeed: 3)
+        let ext = m.middle as! ExternalNode, air = m.air
+        let r = m.repeater(name: "linux", seed: 99, password: "secret")
         air.send = { ext.transmit($0) }
         ext.onHeard = { air.heard($0, snr: $1, rssi: $2) }
-        return (w, r, FrameApp(w.companions[0]), FrameApp(w.companions[1]))
+        return (m.w, r, m.a, m.b)
     }
 
     @Test func companionsExchangeAcknowledgedMessagesThroughIt() throws {

@@ -8,22 +8,15 @@ import Testing
 /// repeater on it, in virtual time: what `pocketmesh node --radio sx1262:SPIDEV` runs on a HAT.
 @Suite struct SX1262Tests {
     func world(tcxo: Double? = nil) throws -> (SimWorld, SX1262Model, SX1262, RepeaterNode, FrameApp, FrameApp) {
-        var o = SimWorld.Options()
-        o.seed = 31
-        let w = try SimWorld(topology: .builtIn(.line, companions: 2, repeaters: 0, rooms: 0), options: o)
-        w.mesh.unlink(w.companions[0], w.companions[1])
-        let hat = SX1262Model(mesh: w.mesh, name: "hat")
-        w.mesh.link(w.companions[0], hat, snr: 9)
-        w.mesh.link(hat, w.companions[1], snr: -2.25)
-        let air = RadioAir(seed: 6, scheduler: w.mesh.scheduler, epochBase: w.mesh.epochBase)
-        var rng = SimRandom(seed: 8)
-        let r = RepeaterNode(mesh: air, name: "pi", identity: LocalIdentity.generate(using: &rng), adminPassword: "x")
+        let m = try BridgedMesh(role: nil, snr: (9, -2.25), seed: 31, airSeed: 6) { SX1262Model(mesh: $0, name: "hat") }
+        let hat = m.middle as! SX1262Model, air = m.air
+        let r = m.repeater(name: "pi", seed: 8, password: "x")
         let chip = SX1262(board: hat, params: r.radio.params, tcxoVolts: tcxo, dio2RfSwitch: tcxo != nil)
         hat.onDIO1 = { try? chip.irq() }
         chip.onReceive = { air.heard($0, snr: $1, rssi: $2) }
         air.send = { try? chip.send($0) }
         try chip.begin()
-        return (w, hat, chip, r, FrameApp(w.companions[0]), FrameApp(w.companions[1]))
+        return (m.w, hat, chip, r, m.a, m.b)
     }
 
     @Test func bringUpCommandsAndTheirArguments() throws {

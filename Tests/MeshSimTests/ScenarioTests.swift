@@ -237,7 +237,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
     @Test func privateKeyExportImportAndSigning() throws {
         let (w, a, _) = try pair()
         let exp = a.call(CommandFrame.exportPrivateKey())!
-        #expect(exp.count == 65 && Array(exp[1...]) == w.companions[0].identity.privateKey)
+        #expect(exp.count == 65 && Array(exp[1...]) == w.companions[0].identity!.privateKey)
         var r = SimRandom(seed: 99)
         let other = LocalIdentity.generate(using: &r)
         #expect(a.call(try CommandFrame.importPrivateKey(other.privateKey)) == [0x00])

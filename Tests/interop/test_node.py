@@ -164,7 +164,7 @@ def test_a_repeater_on_the_simulators_kiss_modem(tmp_path):
     node = None
     try:
         line = sim.proc.stdout.readline()
-        assert line.startswith("kiss modem pty=/dev/"), line
+        assert line.startswith("kiss modem pubkey=") and " pty=/dev/" in line, line
         pty = line.split("pty=")[1].strip()
         proc = subprocess.Popen([str(BIN), "node", "--radio", f"kiss:{pty}", "--state-dir", str(tmp_path / "st"),
                                  "--name", "KissRpt", "--for", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -190,6 +190,64 @@ def test_a_repeater_on_the_simulators_kiss_modem(tmp_path):
             node.terminate()
             node.wait(timeout=10)
         sim.stop()
+
+
+def test_a_repeater_with_the_kiss_modems_identity(tmp_path):
+    """`--identity modem`: the node's key is the modem's (the simulator's `"role": "kiss"` signs and
+    makes the shared secrets with its own key); the advert on the air carries it, an admin logs
+    in, and the state folder keeps no key."""
+    topo = tmp_path / "t.json"
+    topo.write_text(json.dumps({
+        "nodes": [{"name": "sim0", "role": "companion"}, {"name": "modem", "role": "kiss"},
+                  {"name": "sim1", "role": "companion"}],
+        "links": [{"a": "sim0", "b": "modem", "snr": 8}, {"a": "modem", "b": "sim1", "snr": 6}],
+    }))
+    sim = Sim("--topology", str(topo), nodes=2)
+    node = None
+    st = tmp_path / "st"
+    try:
+        line = sim.proc.stdout.readline()
+        assert line.startswith("kiss modem pubkey="), line
+        modem_key = line.split("pubkey=")[1].split()[0]
+        pty = line.split("pty=")[1].strip()
+        node = subprocess.Popen([str(BIN), "node", "--radio", f"kiss:{pty}", "--identity", "modem", "--state-dir", str(st),
+                                 "--name", "ModemKey", "--password", "s3cret", "--for", "120"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = node.stdout.readline()
+        assert first.startswith("repeater ModemKey pubkey="), first + node.stderr.read()
+        assert first.split("pubkey=")[1].split()[0] == modem_key
+        a, b = sim.port("sim0"), sim.port("sim1")
+        assert pm(a, "advert", "--flood").returncode == 0
+        assert pm(b, "advert", "--flood").returncode == 0
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            ca = {c["name"]: c for c in js(a, "contacts")}
+            if "ModemKey" in ca and "sim1" in ca:
+                break
+            time.sleep(0.5)
+        # The repeater's advert, verified by the companion, carries the modem's key.
+        assert ca["ModemKey"]["public_key"] == modem_key, ca
+        cp = pm(a, "--json", "login", "ModemKey", "-p", "s3cret")
+        assert cp.returncode == 0 and json.loads(cp.stdout)["admin"] is True, cp.stdout + cp.stderr
+        cp = pm(a, "cmd", "ModemKey", "get", "name")
+        assert cp.stdout.strip() == "> ModemKey", cp.stdout + cp.stderr
+        r = js(a, "send", "sim1", "past the modem's key")
+        assert r["status"] == "acked", r
+        assert not (st / "identity").exists() and sorted(p.name for p in st.iterdir() if p.name != "node.sock") == ["prefs"]
+        cp = run("node", "cli", "--state-dir", str(st), "get", "prv.key")
+        assert "the key is the modem's" in cp.stdout, cp.stdout
+    finally:
+        if node is not None:
+            node.terminate()
+            node.wait(timeout=10)
+        sim.stop()
+
+
+def test_identity_modem_needs_a_kiss_radio(tmp_path):
+    cp = run("node", "--radio", "air:127.0.0.1:1/x", "--identity", "modem", "--state-dir", str(tmp_path / "s"))
+    assert cp.returncode == 2 and "--identity modem needs --radio kiss:PATH" in cp.stderr and cp.stderr.count("\n") == 1, cp.stderr
+    cp = run("node", "--radio", "kiss:/dev/null", "--identity", "disk", "--state-dir", str(tmp_path / "s"))
+    assert cp.returncode == 2 and "host" in cp.stderr and "modem" in cp.stderr, cp.stderr
 
 
 def test_options_from_a_node_table_of_the_config_file(tmp_path):

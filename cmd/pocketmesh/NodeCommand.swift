@@ -15,6 +15,7 @@ struct NodeCommand: ParsableCommand {
         @Argument var node: String?
         @Option var role: String?
         @Option var radio: String?
+        @Option var identity: String?
         @Option var stateDir: String?
         @Option var name: String?
         @Option var password: String?
@@ -75,6 +76,10 @@ struct NodeCommand: ParsableCommand {
             }
             guard radio != nil else { throw ValidationError("--radio is required (or radio in [node.NAME]): kiss:PATH[@BAUD], sx1262:SPIDEV or air:HOST:PORT/NAME") }
             guard stateDir != nil else { throw ValidationError("--state-dir is required (or state-dir in [node.NAME]): the folder that keeps the node's key and settings") }
+            if let identity {
+                guard let source = NodeIdentitySource(rawValue: identity) else { throw ValidationError("--identity must be host or modem") }
+                if source == .modem && !(radio!.hasPrefix("kiss:")) { throw ValidationError("--identity modem needs --radio kiss:PATH (the KISS modem holds the key)") }
+            }
             if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
             if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
             if let lat, !(-90...90).contains(lat) { throw ValidationError("--lat must be -90 to 90") }
@@ -95,8 +100,11 @@ struct NodeCommand: ParsableCommand {
                 pins = SX1262Pins(chip: gpiochip ?? "/dev/gpiochip0", irq: UInt32(irq), reset: UInt32(reset), busy: UInt32(busy),
                                   rxen: rxen.map(UInt32.init), txen: txen.map(UInt32.init), tcxoVolts: tcxo, dio2RfSwitch: dio2RfSwitch)
             }
+            // The command line's code is done with: its pages leave before the node's come in, so
+            // the peak resident set is the larger of the two, not both.
+            releaseStartupPages()
             let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines(), companionListen: companionListen,
-                                    pins: pins)
+                                    pins: pins, identitySource: NodeIdentitySource(rawValue: identity ?? "host")!)
             for line in host.announcement { print(line) }
             fflush(stdout)
             try host.run(seconds: seconds)

@@ -1,5 +1,6 @@
 import Glibc
 import MeshAir
+import struct MeshCompanion.PublicKey
 import MeshDaemonClient
 import MeshLink
 import MeshNode
@@ -133,6 +134,40 @@ final class KISSRadio: LinkRadio {
     func start(params: RadioParams) throws { host.start(params: params) }
     func received(_ bytes: UnsafeRawBufferPointer) throws { host.receive(bytes) }
     func send(_ packet: [UInt8]) { host.send(packet) }
+
+    /// The modem's identity (GetIdentity), asked for at start-up before the loop runs: waits up to
+    /// `timeoutMs` for the answer.
+    func modemIdentity(timeoutMs: UInt64 = 5000) throws -> KISSModemIdentity {
+        var answer: PublicKey?? = nil
+        host.identity { answer = .some($0) }
+        let end = monotonicMilliseconds() &+ timeoutMs
+        var buf = [UInt8](repeating: 0, count: 512)
+        while answer == nil {
+            let now = monotonicMilliseconds()
+            guard now < end else { throw ClientError.link("the KISS modem at \(link) did not answer GetIdentity; check that it runs MeshCore's KISS modem firmware.") }
+            var p = pollfd(fd: link.fd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&p, 1, Int32(end - now))
+            if r < 0 && errno == EINTR { continue }
+            guard r > 0 else { continue }
+            let n: Int
+            do { n = try buf.withUnsafeMutableBytes { try link.read(into: $0) } } catch {
+                throw ClientError.link("cannot read the KISS modem at \(link): \(error)")
+            }
+            if n > 0 { host.receive(buf[0..<n]) }
+        }
+        guard let key = answer! else {
+            throw ClientError.link("the KISS modem at \(link) has no identity to give (GetIdentity refused); run it with --identity host.")
+        }
+        return KISSModemIdentity(publicKey: key, host: host)
+    }
+}
+
+/// `--identity`: whose key the node is.
+enum NodeIdentitySource: String {
+    /// A key kept in the state folder (made on the first run).
+    case host
+    /// The KISS modem's own key: it signs and makes the shared secrets; no key in the state folder.
+    case modem
 }
 
 /// One node on one radio, from one `poll()` loop: the radio's link, the local admin CLI socket,
@@ -155,16 +190,34 @@ final class NodeHost {
     private var savedPrefs = ""
 
     init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil,
-         pins: SX1262Pins? = nil) throws {
+         pins: SX1262Pins? = nil, identitySource: NodeIdentitySource = .host) throws {
         self.state = state
-        let identity = try state.identity()
         var seed: UInt64 = 0
         withUnsafeMutableBytes(of: &seed) { raw in
             var rng = SecureRandom()
             for i in raw.indices { raw[i] = UInt8.random(in: 0...255, using: &rng) }
         }
         air = RadioAir(seed: seed, start: monotonicMilliseconds(), epochNow: UInt32(truncatingIfNeeded: time(nil)))
-        let defaultName = "pm-" + AirHex.encode(identity.publicKey.bytes.prefix(4))
+        switch spec {
+        case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
+        case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
+        case let .sx1262(spidev): radio = try SX1262Radio(spidev: spidev, pins: pins!)
+        }
+        // The roles are made with a key; with the modem's identity it is a stand-in, dropped at
+        // `adopt` before anything is signed and never stored.
+        let remote: KISSModemIdentity?
+        let identity: LocalIdentity
+        switch identitySource {
+        case .host:
+            remote = nil
+            identity = try state.identity()
+        case .modem:
+            guard let kiss = radio as? KISSRadio else { throw ClientError.usage("--identity modem needs a KISS modem radio (--radio kiss:PATH).") }
+            remote = try kiss.modemIdentity()
+            identity = LocalIdentity.generate()
+        }
+        let publicKey = remote?.publicKey ?? identity.publicKey
+        let defaultName = "pm-" + AirHex.encode(publicKey.bytes.prefix(4))
         switch role {
         case .room: server = RoomNode(mesh: air, name: defaultName, identity: identity, adminPassword: "password", guestPassword: "hello")
         case .companion: server = nil
@@ -181,11 +234,7 @@ final class NodeHost {
             node = server!
             server!.board = "Linux (pocketmesh)"
         }
-        switch spec {
-        case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
-        case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
-        case let .sx1262(spidev): radio = try SX1262Radio(spidev: spidev, pins: pins!)
-        }
+        if let remote { (node as! MeshNode).adopt(remote) }
         if let text = try state.prefs() {
             for bad in loadPrefs(text) { writeError("pocketmesh node: \(state.prefsPath): skipped `\(bad)`.") }
         } else {
@@ -290,30 +339,57 @@ final class NodeHost {
     }
 }
 
-/// After start-up, drops this process's mapping of the binary's code pages (clean file pages, kept
-/// in the page cache): code that start-up alone ran (the command line's table, option parsing,
-/// the first-run settings) leaves the node's resident set, and what the node runs from then on
-/// faults back in as it is used. Only the executable mapping: read-only data may hold relocated
-/// (written) pages, and writable ones are the process's own.
+/// After start-up, drops this process's mapping of the binary's pages that are still the file's
+/// (clean, kept in the page cache): code and read-only data that start-up alone used (the command
+/// line's table, option parsing, the first-run settings) leave the resident set, and what runs
+/// from then on faults back in as it is used. Code (r-x) is dropped whole; read-only data only
+/// where /proc/self/pagemap says a page is still the file's (relocated pages were written before
+/// they were made read-only, and are the process's own). Writable segments are never touched: a
+/// write between the look and the drop would be lost. The kernel drops such clean pages itself
+/// under memory pressure; this does it at once.
 func releaseStartupPages() {
     guard let f = fopen("/proc/self/maps", "r") else { return }
-    defer { fclose(f) }
     var exe = [CChar](repeating: 0, count: 4096)
     let n = readlink("/proc/self/exe", &exe, exe.count - 1)
-    guard n > 0 else { return }
+    guard n > 0 else { fclose(f); return }
     let path = String(decoding: exe[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     var line = [CChar](repeating: 0, count: 4096)
-    var ranges: [(UInt, UInt)] = []
+    var ranges: [(lo: UInt, hi: UInt, relocatable: Bool)] = []
     while fgets(&line, Int32(line.count), f) != nil {
         let text = String(cString: line)
         let fields = text.split(separator: " ", omittingEmptySubsequences: true)
-        guard fields.count >= 6, fields[1] == "r-xp",
-              fields[5].hasPrefix(path) || fields[5].dropLast() == path else { continue }
+        guard fields.count >= 6, fields[5].hasPrefix(path) || fields[5].dropLast() == path else { continue }
         let bounds = fields[0].split(separator: "-")
         guard bounds.count == 2, let lo = UInt(bounds[0], radix: 16), let hi = UInt(bounds[1], radix: 16) else { continue }
-        ranges.append((lo, hi))
+        // Only code (r-xp) is never written; read-only data may have been, before it was made
+        // read-only (relocations). Nothing writable.
+        guard !fields[1].contains("w") else { continue }
+        ranges.append((lo, hi, !fields[1].hasPrefix("r-x")))
     }
-    for (lo, hi) in ranges {
-        _ = madvise(UnsafeMutableRawPointer(bitPattern: lo), Int(hi - lo), MADV_DONTNEED)
+    fclose(f)
+    let page = UInt(sysconf(Int32(_SC_PAGESIZE)))
+    let pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)
+    defer { if pagemap >= 0 { close(pagemap) } }
+    for r in ranges {
+        guard r.relocatable else {
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: r.lo), Int(r.hi - r.lo), MADV_DONTNEED)
+            continue
+        }
+        guard pagemap >= 0 else { continue }
+        let count = Int((r.hi - r.lo) / page)
+        var entries = [UInt64](repeating: 0, count: count)
+        let want = count * 8
+        let got = entries.withUnsafeMutableBytes { pread(pagemap, $0.baseAddress, want, off_t(r.lo / page * 8)) }
+        guard got == want else { continue }
+        // Runs of present pages that are still the file's (bit 63 present, bit 61 file page).
+        let clean: (UInt64) -> Bool = { $0 & (1 << 63) != 0 && $0 & (1 << 61) != 0 }
+        var i = 0
+        while i < count {
+            guard clean(entries[i]) else { i += 1; continue }
+            var j = i
+            while j < count && clean(entries[j]) { j += 1 }
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: r.lo + UInt(i) * page), (j - i) * Int(page), MADV_DONTNEED)
+            i = j
+        }
     }
 }

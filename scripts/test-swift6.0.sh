@@ -57,6 +57,7 @@ bind() {  # bind SOURCE TARGET-IN-CHROOT
 }
 bind /proc /proc
 bind /dev /dev
+bind /dev/pts /dev/pts  # the serial link tests open pseudo-terminals
 key=$(printf %s "$SRC" | md5sum | cut -c1-8)
 mkdir -p "$CACHE/build-tests-$key"
 S="/src-$key" B="/tests-$key"

@@ -57,6 +57,7 @@ bind() {  # bind SOURCE TARGET-IN-CHROOT
 }
 bind /proc /proc
 bind /dev /dev
+bind /dev/pts /dev/pts  # the serial link tests open pseudo-terminals
 key=$(printf %s "$SRC" | md5sum | cut -c1-8)
 mkdir -p "$CACHE/build-tests-$key"
 S="/src-$key" B="/tests-$key"
@@ -64,7 +65,7 @@ bind "$SRC" "$S"
 bind "$CACHE/build-tests-$key" "$B"
 if [ -n "${POCKETMESH_SWIFT60_TARGETS:-}" ]; then  # one target after the other, each reported
   $SUDO chroot "$ROOT" bash -c "cd $S && for t in $POCKETMESH_SWIFT60_TARGETS; do
-    if swift build --target \$t --scratch-path $B >/tmp/swift60-\$t.log 2>&1; then echo \"\$t: builds\"; else echo \"\$t: FAILS\"; grep -m3 -E 'error:|While evaluating request TypeCheckFunctionBody' /tmp/swift60-\$t.log | cut -c1-300; fi
+    if swift build --target \$t --scratch-path $B >$B/swift60-\$t.log 2>&1; then echo \"\$t: builds\"; else echo \"\$t: FAILS (log: the cache's build-tests-$key/swift60-\$t.log)\"; grep -m3 -E 'error:|While evaluating request TypeCheckFunctionBody' $B/swift60-\$t.log | cut -c1-300; fi
   done"
   exit 0
 fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what it needs, builds, runs the Swift tests, the interop tests
-# against third-party MeshCore software, the udev discovery tests and a short fuzz run.
+# against third-party MeshCore software, the udev discovery tests and a short fuzz run; builds the
+# package and its tests with Swift 6.0.3 and runs those tests too (POCKETMESH_SKIP_SWIFT60=1 leaves
+# that out: it needs root or sudo for its chroot); then the release binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -17,6 +19,18 @@ if [ -x Tests/umockdev/run.sh ]; then
   bash Tests/umockdev/run.sh
 fi
 
+# Swift 6.0.3 (Debian trixie's, the aarch64 release's compiler): the package and its tests are
+# built in the aarch64 build's chroot (scripts/test-swift6.0.sh) in the background at the lowest
+# CPU priority while the interop tests and the fuzz run (which leave most of a core idle) go on;
+# after the fuzz run the build is waited for and its tests run in the foreground.
+SWIFT60_PID=""
+if [ "${POCKETMESH_SKIP_SWIFT60:-0}" != 1 ]; then
+  SWIFT60_LOG="$(mktemp)"
+  setsid nice -n 19 bash scripts/test-swift6.0.sh > "$SWIFT60_LOG" 2>&1 &
+  SWIFT60_PID=$!
+  trap '[ -z "$SWIFT60_PID" ] || kill -- -"$SWIFT60_PID" 2>/dev/null || true' EXIT
+fi
+
 if [ -d Tests/interop ]; then
   echo "== interop tests (third-party peers and clients)"
   "$POCKETMESH_VENV/bin/python" -m pytest -q -p no:cacheprovider Tests/interop
@@ -25,6 +39,21 @@ fi
 if [ -x fuzz/run.sh ]; then
   echo "== fuzz (short run: each target for this many seconds)"
   bash fuzz/run.sh "${POCKETMESH_FUZZ_SECONDS:-10}"
+fi
+if [ -n "$SWIFT60_PID" ]; then
+  echo "== Swift 6.0.3: the package and its tests built in the background (scripts/test-swift6.0.sh), then the Swift tests"
+  status=0
+  wait "$SWIFT60_PID" || status=$?
+  SWIFT60_PID=""
+  if [ $status -ne 0 ]; then
+    tail -60 "$SWIFT60_LOG"
+    echo "the Swift 6.0.3 build failed (exit $status)" >&2
+    exit 1
+  fi
+  grep -E '^Swift version|^Build complete' "$SWIFT60_LOG" || true
+  bash scripts/test-swift6.0.sh --run > "$SWIFT60_LOG" 2>&1 || { tail -80 "$SWIFT60_LOG"; echo "the Swift tests failed with Swift 6.0.3" >&2; exit 1; }
+  grep -E '✘|Test run with' "$SWIFT60_LOG" | grep -v ' skipped' || true
+  rm -f "$SWIFT60_LOG"
 fi
 if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
   echo "== release binary (scripts/release.sh): fully static, at most 10,000,000 bytes stripped, the ordering list's package part redone, runs the demo and the CLI/daemon interop tests"

@@ -27,7 +27,7 @@ import MeshAir
         #expect(String(decoding: answer, as: UTF8.self).contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="))
         #expect(events.dropFirst().first == .message(Array("Hello".utf8)))
         // A fragmented message, split across reads at every byte.
-        let part1: [UInt8] = [0x02, 0x83, 1, 2, 3, 4] + [0x48 ^ 1, 0x65 ^ 2, 0x6c ^ 3]
+        let part1: [UInt8] = [0x02, 0x83, 1, 2, 3, 4, 0x48 ^ 1, 0x65 ^ 2, 0x6c ^ 3]  // header, mask, masked "Hel"
         let part2: [UInt8] = [0x80, 0x82, 0, 0, 0, 0, 0x6c, 0x6f]
         var got: [WebSocketServer.Event] = []
         for b in part1 + part2 { got += feed(&ws, [b]) }

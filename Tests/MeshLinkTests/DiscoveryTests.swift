@@ -110,7 +110,7 @@ final class FakeSysfs {
         #expect {
             _ = try RadioCandidate.choose(from: [cp, ch, gps])
         } throws: { error in
-            guard case LinkError.severalRadios = error else { return false }
+            guard case .severalRadios? = error as? LinkError else { return false }
             let text = "\(error)"
             return text.contains("/dev/ttyUSB0 (CP210x, 10c4:ea60)") && text.contains("/dev/ttyUSB1 (CH9102, 1a86:55d4)")
                 && text.contains("--serial PATH") && (error as! LinkError).isUsageError
@@ -118,7 +118,7 @@ final class FakeSysfs {
         #expect {
             _ = try RadioCandidate.choose(from: [])
         } throws: { error in
-            guard case LinkError.noRadio = error else { return false }
+            guard case .noRadio? = error as? LinkError else { return false }
             return !(error as! LinkError).isUsageError
         }
     }
@@ -177,7 +177,7 @@ final class FakeSysfs {
         #expect {
             _ = try BLEScanner.scan(milliseconds: 100)
         } throws: { error in
-            guard case LinkError.unsupported = error else { return false }
+            guard case .unsupported? = error as? LinkError else { return false }
             return "\(error)".hasSuffix(".")
         }
     }

@@ -21,17 +21,19 @@ extension MQTTPacket: Equatable {
 
 @Suite struct MQTTPacketTests {
     func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
+    /// The parts one after the other (a long `+` chain of literals is too slow for Swift 6.0's type checker).
+    func joined(_ parts: [UInt8]...) -> [UInt8] { parts.flatMap { $0 } }
 
     @Test func connectMinimal() {
         let p = MQTTPacket.connect(MQTTConnect(clientId: "pm", keepAliveS: 60))
-        #expect(p.bytes == [0x10, 0x0E, 0x00, 0x04] + bytes("MQTT") + [0x04, 0x02, 0x00, 0x3C, 0x00, 0x02] + bytes("pm"))
+        #expect(p.bytes == joined([0x10, 0x0E, 0x00, 0x04], bytes("MQTT"), [0x04, 0x02, 0x00, 0x3C, 0x00, 0x02], bytes("pm")))
     }
 
     @Test func connectWithWillUserAndPassword() throws {
         let c = MQTTConnect(clientId: "pm", username: "u", password: bytes("p"), keepAliveS: 60,
                             will: MQTTWill(topic: "s", payload: bytes("off"), qos: .atLeastOnce, retain: true))
-        let expected: [UInt8] = [0x10, 0x1C, 0x00, 0x04] + bytes("MQTT") + [0x04, 0xEE, 0x00, 0x3C, 0x00, 0x02] + bytes("pm")
-            + [0x00, 0x01] + bytes("s") + [0x00, 0x03] + bytes("off") + [0x00, 0x01] + bytes("u") + [0x00, 0x01] + bytes("p")
+        let expected = joined([0x10, 0x1C, 0x00, 0x04], bytes("MQTT"), [0x04, 0xEE, 0x00, 0x3C, 0x00, 0x02], bytes("pm"),
+                              [0x00, 0x01], bytes("s"), [0x00, 0x03], bytes("off"), [0x00, 0x01], bytes("u"), [0x00, 0x01], bytes("p"))
         #expect(MQTTPacket.connect(c).bytes == expected)
         // A client never receives a CONNECT: decoding one is an error.
         var d = MQTTDecoder()
@@ -41,7 +43,7 @@ extension MQTTPacket: Equatable {
 
     @Test func publishQoS1Retained() throws {
         let p = MQTTPublish(topic: "a/b", payload: bytes("hi"), qos: .atLeastOnce, retain: true, packetId: 10)
-        let expected: [UInt8] = [0x33, 0x09, 0x00, 0x03] + bytes("a/b") + [0x00, 0x0A] + bytes("hi")
+        let expected = joined([0x33, 0x09, 0x00, 0x03], bytes("a/b"), [0x00, 0x0A], bytes("hi"))
         #expect(MQTTPacket.publish(p).bytes == expected)
         var d = MQTTDecoder()
         d.append(expected)
@@ -70,7 +72,7 @@ extension MQTTPacket: Equatable {
 
     @Test func subscribeAndAcks() throws {
         let sub = MQTTPacket.subscribe(packetId: 2, filters: [("x/#", .atLeastOnce)])
-        #expect(sub.bytes == [0x82, 0x08, 0x00, 0x02, 0x00, 0x03] + bytes("x/#") + [0x01])
+        #expect(sub.bytes == joined([0x82, 0x08, 0x00, 0x02, 0x00, 0x03], bytes("x/#"), [0x01]))
         var d = MQTTDecoder()
         d.append([0x20, 0x02, 0x00, 0x00, 0x40, 0x02, 0x12, 0x34, 0x90, 0x03, 0x00, 0x02, 0x01, 0xD0, 0x00])
         #expect(try d.next() == .connack(sessionPresent: false, returnCode: 0))

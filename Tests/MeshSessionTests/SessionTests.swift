@@ -5,6 +5,8 @@ import Testing
 // Hand-made frames, byte-exact, driven in virtual time.
 
 func le32(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
+/// The parts one after the other (a long `+` chain of literals is too slow for Swift 6.0's type checker).
+func joined(_ parts: [UInt8]...) -> [UInt8] { parts.flatMap { $0 } }
 
 let keyA: [UInt8] = (0..<32).map { UInt8($0 + 0xA0 & 0xFF) }
 let keyB: [UInt8] = (0..<32).map { UInt8($0 + 0x10) }
@@ -237,7 +239,7 @@ final class Harness {
         h.feed(v3Chan)
         let data: [UInt8] = [0x1B, 0x10, 0, 0, 0x01, 0xFF, 0x00, 0xFF, 0x03, 0xDE, 0xAD, 0xBE]
         h.feed(data)
-        let room: [UInt8] = [0x10, 0x08, 0, 0] + Array(keyB[0..<6]) + [0x01, 0x02] + le32(9) + [1, 2, 3, 4] + Array("post".utf8)
+        let room = joined([0x10, 0x08, 0, 0], Array(keyB[0..<6]), [0x01, 0x02], le32(9), [1, 2, 3, 4], Array("post".utf8))
         h.feed(room)
         #expect(h.takeSent().count == 5)
         h.feed([0x0A])
@@ -381,7 +383,7 @@ final class Harness {
         }
         #expect(h.takeSent().isEmpty)             // the ninth waits for a free slot
         h.feed([0x82] + le32(100) + le32(50))
-        #expect(h.takeSent() == [[0x02, 0x00, 0x00] + le32(ts) + Array(keyB[0..<6]) + [0x38]])
+        #expect(h.takeSent() == [joined([0x02, 0x00, 0x00], le32(ts), Array(keyB[0..<6]), [0x38])])
     }
 
     @Test func textLimits() {
@@ -462,7 +464,7 @@ final class Harness {
     @Test func repeaterCommandReplyArrivesAsCLIMessage() throws {
         let h = Harness.ready()
         let t = try h.s.request(.command(publicKey: keyB, text: "ver", timestamp: 1_700_000_000), now: h.now)
-        #expect(h.takeSent() == [[0x02, 0x01, 0x00] + le32(1_700_000_000) + Array(keyB[0..<6]) + Array("ver".utf8)])
+        #expect(h.takeSent() == [joined([0x02, 0x01, 0x00], le32(1_700_000_000), Array(keyB[0..<6]), Array("ver".utf8))])
         h.feed(sentFrame(flood: false, tag: 0, est: 2_000))
         h.feed([0x83])
         #expect(h.takeSent() == [[0x0A]])

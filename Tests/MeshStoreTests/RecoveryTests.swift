@@ -200,7 +200,7 @@ import Testing
         #expect {
             try s.append(incoming("two", ts: 2))
         } throws: { e in
-            guard case let StoreError.io(_, path, errno) = e else { return false }
+            guard case let .io(_, path, errno)? = e as? StoreError else { return false }
             return errno == .noSpace && path.hasSuffix("messages.log")
                 && "\(e)".contains("No space left on device (ENOSPC); free some disk space")
         }
@@ -292,7 +292,7 @@ import Testing
         #expect {
             _ = try RadioStore(directory: dir.radio)
         } throws: { e in
-            guard case StoreError.corrupt = e else { return false }
+            guard case .corrupt? = e as? StoreError else { return false }
             return "\(e)".contains("move it aside")
         }
         #expect(readBytes(dir.radio + "/messages.log") == b)

@@ -53,8 +53,7 @@ public final class APIServer {
         let fd: Int32
         var input: [UInt8] = []
         var discarding = false
-        var output: [UInt8] = []
-        var outputStart = 0
+        var output = SocketOutput()
         var subscribed = false
         /// Asked for LOG_RX_DATA events too (`subscribe` with `"log_rx": true`).
         var logRx = false
@@ -66,7 +65,7 @@ public final class APIServer {
         init(fd: Int32, now: UInt64) { self.fd = fd; lastHeard = now }
         /// Long-lived by design: idle input is normal for them.
         var streaming: Bool { subscribed || tunnel != nil }
-        var unsent: Int { output.count - outputStart }
+        var unsent: Int { output.unsent }
     }
 
     private var clients: [ClientID: Client] = [:]
@@ -317,8 +316,8 @@ public final class APIServer {
     }
 
     private func enqueue(_ value: JSON, to id: ClientID, _ c: Client) {
-        value.write(into: &c.output)
-        c.output.append(0x0A)
+        value.write(into: &c.output.bytes)
+        c.output.bytes.append(0x0A)
         if c.unsent > limits.maxOutput {
             drop(id, reason: "client has \(c.unsent) unread reply bytes (limit \(limits.maxOutput)); disconnected")
             return
@@ -327,23 +326,9 @@ public final class APIServer {
     }
 
     private func flush(_ id: ClientID, _ c: Client) {
-        while c.unsent > 0 {
-            let r = c.output.withUnsafeBytes { raw in
-                retryingOnInterrupt { send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal) }
-            }
-            guard case .success(let n) = r else {
-                if case .failure(.wouldBlock) = r { break }
-                drop(id, reason: nil)
-                return
-            }
-            c.outputStart += n
-        }
-        if c.unsent == 0 {
-            c.output.removeAll(keepingCapacity: c.output.capacity <= 4096)
-            c.outputStart = 0
-        } else if c.outputStart > 16 * 1024 {
-            c.output.removeFirst(c.outputStart)
-            c.outputStart = 0
+        guard c.output.flush(to: c.fd) else {
+            drop(id, reason: nil)
+            return
         }
         closeIfDone(id, c)
     }

@@ -146,8 +146,7 @@ public final class HubServer {
         var deframer = StreamDeframer(marker: UInt8(ascii: "<"))
         /// WebSocket listeners: the connection's WebSocket state.
         var ws: WebSocketServer? = nil
-        var output: [UInt8] = []
-        var outputStart = 0
+        var output = SocketOutput()
         var lastHeard: UInt64
         /// Frames read but not yet taken by the daemon (at most one chunk's worth).
         var inbox: [[UInt8]] = []
@@ -159,7 +158,7 @@ public final class HubServer {
         init(fd: Int32, listener: Int, peer: String, now: UInt64) {
             self.fd = fd; self.listener = listener; self.peer = peer; connectedAt = now; lastHeard = now
         }
-        var unsent: Int { output.count - outputStart }
+        var unsent: Int { output.unsent }
         var inboxEmpty: Bool { inboxHead >= inbox.count }
     }
 
@@ -482,23 +481,9 @@ public final class HubServer {
     }
 
     private func flush(_ id: ClientID, _ c: Client) {
-        while c.unsent > 0 {
-            let r = c.output.withUnsafeBytes { raw in
-                retryingOnInterrupt { Glibc.send(c.fd, raw.baseAddress! + c.outputStart, c.unsent, SocketFlags.noSignal) }
-            }
-            guard case .success(let n) = r else {
-                if case .failure(.wouldBlock) = r { break }
-                drop(id, reason: nil)
-                return
-            }
-            c.outputStart += n
-        }
-        if c.unsent == 0 {
-            c.output.removeAll(keepingCapacity: c.output.capacity <= 4096)
-            c.outputStart = 0
-        } else if c.outputStart > 16 * 1024 {
-            c.output.removeFirst(c.outputStart)
-            c.outputStart = 0
+        guard c.output.flush(to: c.fd) else {
+            drop(id, reason: nil)
+            return
         }
     }
 

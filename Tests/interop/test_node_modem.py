@@ -117,7 +117,7 @@ def stop(node):
 
 
 def test_a_companion_with_the_modems_key_serves_meshcore_py_and_pocketmesh(tmp_path):
-    nacl = pytest.importorskip("nacl.signing")
+    import nacl.signing as nacl  # PyNaCl, pinned by scripts/setup.sh
     sim, modem_key, pty = modem_sim(tmp_path, 1)
     port = free_port()
     node = client = None

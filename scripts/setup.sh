@@ -22,5 +22,5 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/pip" install -q --disable-pip-version-check \
   pytest==9.0.3 openhop-core==1.1.3 meshcore==2.3.17 meshcore-cli==1.6.6 meshcoredecoder==0.3.2 \
-  paho-mqtt==2.1.0 amqtt==0.12.1 jsonschema==4.26.0
+  paho-mqtt==2.1.0 amqtt==0.12.1 jsonschema==4.26.0 PyNaCl==1.6.2
 echo "setup: system packages and $VENV ready."

@@ -13,7 +13,7 @@ import Testing
         DaemonRequest(id: 9, op: op, args: .object(fields.sorted { $0.key < $1.key }.map { ($0.key, JSON($0.value)) }))
     }
 
-    static func error(_ op: DaemonOp, _ fields: [String: Value]) -> String {
+    static func failure(_ op: DaemonOp, _ fields: [String: Value]) -> String {
         do throws(DaemonError) {
             _ = try request(op, fields).values()
             return ""
@@ -81,26 +81,26 @@ import Testing
     }
 
     @Test func badFieldsAreUsageErrorsNamingTheOpAndTheField() {
-        #expect(Self.error(.send, ["to": .string("a"), "text": .string("b"), "wiat": .bool(true)])
+        #expect(Self.failure(.send, ["to": .string("a"), "text": .string("b"), "wiat": .bool(true)])
                 == "send: unknown field \"wiat\"; it takes \"to\", \"text\" and \"wait\".")
-        #expect(Self.error(.send, ["to": .string("a"), "text": .string("b"), "no_wait": .bool(true)]).hasPrefix("send: unknown field \"no_wait\""))
-        #expect(Self.error(.send, ["text": .string("b")]) == "send: missing \"to\".")
-        #expect(Self.error(.send, ["to": .string("a")]) == "send: missing \"text\".")
-        #expect(Self.error(.send, ["to": .string("a"), "text": .string("b"), "wait": .string("maybe")])
+        #expect(Self.failure(.send, ["to": .string("a"), "text": .string("b"), "no_wait": .bool(true)]).hasPrefix("send: unknown field \"no_wait\""))
+        #expect(Self.failure(.send, ["text": .string("b")]) == "send: missing \"to\".")
+        #expect(Self.failure(.send, ["to": .string("a")]) == "send: missing \"text\".")
+        #expect(Self.failure(.send, ["to": .string("a"), "text": .string("b"), "wait": .string("maybe")])
                 == "send: \"wait\" must be true or false, not \"maybe\".")
-        #expect(Self.error(.history, [:]) == "history: missing \"thread\".")
-        #expect(Self.error(.history, ["thread": .string("x"), "limit": .string("ten")])
+        #expect(Self.failure(.history, [:]) == "history: missing \"thread\".")
+        #expect(Self.failure(.history, ["thread": .string("x"), "limit": .string("ten")])
                 == "history: \"limit\" must be a whole number, not \"ten\".")
-        #expect(Self.error(.history, ["thread": .string("x"), "state_dir": .string("/tmp")]).hasPrefix("history: unknown field \"state_dir\""))
-        #expect(Self.error(.hooksRetry, [:]) == "hooks_retry: missing \"message\".")
-        #expect(Self.error(.hooksDrop, ["message": .string("three")]) == "hooks_drop: \"message\" must be a whole number, not \"three\".")
-        #expect(Self.error(.ping, ["now": .bool(true)]) == "ping: unknown field \"now\"; it takes none.")
-        #expect(Self.error(.status, ["verbose": .bool(true)]) == "status: unknown field \"verbose\"; it takes none.")
-        #expect(Self.error(.contacts, ["geojson": .bool(true)]) == "contacts: unknown field \"geojson\"; it takes none.")
-        #expect(Self.error(.contactsPending, ["clear": .bool(true)]) == "contacts_pending: unknown field \"clear\"; it takes none.")
-        #expect(Self.error(.contactsAddPending, [:]) == "contacts_add_pending: missing \"prefix\".")
-        #expect(Self.error(.subscribe, ["log_rx": .string("maybe")]) == "subscribe: \"log_rx\" must be true or false, not \"maybe\".")
-        #expect(Self.error(.tunnel, ["frames": .integer(1)]) == "tunnel: unknown field \"frames\"; it takes none.")
+        #expect(Self.failure(.history, ["thread": .string("x"), "state_dir": .string("/tmp")]).hasPrefix("history: unknown field \"state_dir\""))
+        #expect(Self.failure(.hooksRetry, [:]) == "hooks_retry: missing \"message\".")
+        #expect(Self.failure(.hooksDrop, ["message": .string("three")]) == "hooks_drop: \"message\" must be a whole number, not \"three\".")
+        #expect(Self.failure(.ping, ["now": .bool(true)]) == "ping: unknown field \"now\"; it takes none.")
+        #expect(Self.failure(.status, ["verbose": .bool(true)]) == "status: unknown field \"verbose\"; it takes none.")
+        #expect(Self.failure(.contacts, ["geojson": .bool(true)]) == "contacts: unknown field \"geojson\"; it takes none.")
+        #expect(Self.failure(.contactsPending, ["clear": .bool(true)]) == "contacts_pending: unknown field \"clear\"; it takes none.")
+        #expect(Self.failure(.contactsAddPending, [:]) == "contacts_add_pending: missing \"prefix\".")
+        #expect(Self.failure(.subscribe, ["log_rx": .string("maybe")]) == "subscribe: \"log_rx\" must be true or false, not \"maybe\".")
+        #expect(Self.failure(.tunnel, ["frames": .integer(1)]) == "tunnel: unknown field \"frames\"; it takes none.")
         // They stay out of the command-line ops' requests.
         #expect(OperationValuesTests.apiError("history", ["thread": .string("x")]) == "unknown operation \"history\".")
     }

@@ -3,6 +3,7 @@ import MeshLink
 import Glibc
 import MeshNet
 import MeshDaemonClient
+import MeshOps
 
 /// The local API: a Unix stream socket speaking newline-delimited JSON (see APIMessages.swift).
 ///
@@ -292,6 +293,16 @@ public final class APIServer {
         case .failure(let f):
             enqueue(DaemonResponse(id: f.id, error: f.error).json, to: id, c)
         case .success(let req):
+            let streamValues: OperationValues?
+            if req.op == .tunnel || req.op == .subscribe {
+                // Their fields, by their rows of the operation table, as for every op.
+                do throws(DaemonError) { streamValues = try req.values() } catch {
+                    enqueue(DaemonResponse(id: req.id, error: error).json, to: id, c)
+                    return
+                }
+            } else {
+                streamValues = nil
+            }
             if req.op == .tunnel {
                 switch onTunnelOpen(req, id) {
                 case .success(let fields):
@@ -304,7 +315,7 @@ public final class APIServer {
             }
             if req.op == .subscribe {
                 c.subscribed = true
-                c.logRx = req.args["log_rx"]?.bool == true
+                c.logRx = streamValues?.flag("log-rx") == true
                 enqueue(DaemonResponse(id: req.id, ok: [("subscribed", .bool(true))]).json, to: id, c)
                 return
             }

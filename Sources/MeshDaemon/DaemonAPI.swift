@@ -42,6 +42,12 @@ extension Daemon {
 
     func answer(_ req: DaemonRequest, _ client: APIServer.ClientID) throws(DaemonError) -> DaemonResponse? {
         let now = monotonicMilliseconds()
+        if req.op == .operation {
+            try startOperation(req, client, now: now)
+            return nil  // answered when the worker is done
+        }
+        // The op's fields, by its row of the operation table (unknown, mistyped and missing ones refused).
+        let v = try req.values()
         switch req.op {
         case .ping:
             return DaemonResponse(id: req.id, ok: [("pid", .int(Int64(getpid()))), ("version", .string(PocketMeshVersion.string)),
@@ -94,7 +100,7 @@ extension Daemon {
         case .contactsAddPending:
             let store = try requireStore()
             let s = try requireSession("add a contact")
-            let want = try req.string("prefix")
+            let want = try v.required("prefix")
             let c = try pendingMatch(want, in: pendingList(store))
             // ADD_UPDATE_CONTACT with the advert's own data: type, name, location, advert time, path.
             guard let contact = CompanionFrame.owned(c.frame(), { if case .contact(let r) = $0 { return r.contact }; return nil }),
@@ -121,9 +127,9 @@ extension Daemon {
 
         case .send:
             let store = try requireStore()
-            let to = try req.string("to")
-            let text = try req.string("text")
-            let wait = try req.flag("wait")
+            let to = try v.required("to")
+            let text = v.words("text") ?? ""
+            let wait = v.flag("wait")
             let bytes = Array(text.utf8)
             guard !bytes.isEmpty else { throw DaemonError(.usage, "send: the text is empty.") }
             guard bytes.count <= 160 else { throw DaemonError(.usage, "send: the text is \(bytes.count) bytes; the radio takes at most 160.") }
@@ -164,9 +170,9 @@ extension Daemon {
 
         case .history:
             let store = try requireStore()
-            let q = try req.string("thread")
-            let limit = Int(try req.optionalInt("limit") ?? 50)
-            let before = try req.optionalInt("before").map { UInt64(max(0, $0)) }
+            let q = try v.required("thread")
+            let limit = Int(clamping: v["limit"]?.intValue ?? 50)
+            let before = v["before"]?.intValue.map { UInt64(max(0, $0)) }
             do {
                 let t = try store.resolveThread(q)
                 let ms = try store.history(t, limit: max(1, min(limit, 10_000)), before: before)
@@ -184,19 +190,18 @@ extension Daemon {
             return DaemonResponse(id: req.id, ok: [("outbox", .array(list))])
 
         case .hooksFailed, .hooksRetry, .hooksDrop:
-            return try answerHooks(req)
+            return try answerHooks(req, v)
 
         case .subscribe, .tunnel:
             return DaemonResponse(id: req.id, ok: [])  // handled by the server
 
         case .operation:
-            try startOperation(req, client, now: now)
-            return nil  // answered when the worker is done
+            return nil  // started above
         }
     }
 
     /// `hooks_failed`, `hooks_retry ID`, `hooks_drop ID`: messages whose hook was given up.
-    func answerHooks(_ req: DaemonRequest) throws(DaemonError) -> DaemonResponse {
+    func answerHooks(_ req: DaemonRequest, _ v: OperationValues) throws(DaemonError) -> DaemonResponse {
         guard let h = hooks else { throw DaemonError(.usage, "this daemon runs no hook (start it with --on-message CMD).") }
         if req.op == .hooksFailed {
             let list = h.failed.sorted { $0.key < $1.key }.map { id, f -> JSON in
@@ -206,11 +211,11 @@ extension Daemon {
             }
             return DaemonResponse(id: req.id, ok: [("failed", .array(list))])
         }
-        // The message is `message`: `id` is the request's own (echoed in the answer).
-        guard let raw = try req.optionalInt("message"), raw > 0 else {
-            throw DaemonError(.usage, "\(req.op.rawValue): give the message's id as \"message\" (a positive integer; \"id\" is the request's).")
+        // The message is `message` (the row's <id>): `id` is the request's own (echoed in the answer).
+        guard let id = try v.integer("id", UInt64.self, 1...Int64.max, "a message's id (a positive whole number)") else {
+            throw v.usage("id", "is missing.")
         }
-        let id = UInt64(raw)
+        let raw = Int64(id)
         let ok = req.op == .hooksRetry ? h.retry(id) : h.drop(id)
         guard ok else {
             throw DaemonError(.notFound, h.failed[id] != nil ? "message \(id)'s hook is running now; try again when it ends."

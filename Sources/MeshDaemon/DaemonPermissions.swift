@@ -9,22 +9,12 @@ import MeshHub
 /// and one log line; every `config`, `admin` and `secret` operation that runs is logged with its
 /// front end and client (never with its arguments, which may hold secrets).
 extension DaemonOp {
-    /// The class of a daemon-answered op; nil for `.operation`, whose class is its request's.
+    /// The class of a daemon-answered op, its row's (`OperationTable.daemonRow(api:)`); nil for
+    /// `.operation`, whose class is its request's. (The tunnel is the API socket's own, mode 0600,
+    /// every class; each frame it carries would be classed like a hub client's,
+    /// `OperationClass(frame:)`: its row says read.)
     var operationClass: OperationClass? {
-        switch self {
-        case .ping, .status, .info, .contacts, .channels, .contactsPending, .hooksFailed:
-            return .read
-        case .tunnel:
-            // The tunnel is the API socket's own (mode 0600, every class); each frame it carries
-            // would be classed like a hub client's (`OperationClass(frame:)`).
-            return .read
-        case .send, .sync, .chats, .history, .outbox, .subscribe:
-            return .message
-        case .contactsAddPending, .contactsFlushPending, .hooksRetry, .hooksDrop:
-            return .config
-        case .operation:
-            return nil
-        }
+        self == .operation ? nil : OperationTable.daemonRow(api: rawValue)?.opClass
     }
 }
 
@@ -40,9 +30,7 @@ extension DaemonRequest {
     var nameClass: OperationClass? { op.operationClass ?? Request.operationClass(apiOp: name) }
 
     func requestClass() throws(DaemonError) -> OperationClass {
-        var fields: [String: Value] = [:]
-        if case .object(let pairs) = args { for (k, v) in pairs { fields[k] = v.value } }
-        return try Request(apiOp: name, fields: fields).operationClass
+        try Request(apiOp: name, fields: fields).operationClass
     }
 }
 

@@ -27,14 +27,16 @@ extension ClientError {
     }
 }
 
-/// The operations the daemon answers. Arguments are named fields of the request object.
+/// The operations the daemon answers. Arguments are named fields of the request object; each op's
+/// fields and class are its row of the operation table (`OperationTable.daemonRow(api:)`: a command's
+/// row marked `daemon`, or one of `OperationTable.apiOnly`), read with `DaemonRequest.values()`.
 public enum DaemonOp: String, Sendable, CaseIterable {
     case ping          // -> {"pid":N,"version":"..."}
     case status        // -> link state, radio, outbox size, hook cursor
     case info          // -> the radio's self info
     case contacts      // -> {"contacts":[...]}
     case channels      // -> {"channels":[...]}
-    case send          // to, text, [wait: bool] -> {"message":{...}} (queued in the outbox; with wait, after ACK)
+    case send          // to, text, [wait] -> {"message":{...}} (queued in the outbox; with wait, after ACK)
     case sync          // drain the radio's message queue now
     case chats         // -> {"chats":[...]}
     case history       // thread, [limit], [before] -> {"messages":[...]}
@@ -45,7 +47,7 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case contactsPending = "contacts_pending"         // -> {"result":[...]}: adverts of nodes that are not contacts
     case contactsAddPending = "contacts_add_pending"  // prefix: add one as a contact with its advert's data
     case contactsFlushPending = "contacts_flush_pending"  // forget every pending advert -> {"dropped": N}
-    case subscribe     // -> {"subscribed":true}, then event lines
+    case subscribe     // [log_rx] -> {"subscribed":true}, then event lines
     case tunnel        // -> {"tunnel":true,...}; then the connection carries companion frames (see APIServer)
     /// Any operation of the command line (`Request.apiOps`, e.g. `contacts_remove`, `set`, `login`):
     /// run by a worker through the daemon's own tunnel; the result has the fields of `--json`.
@@ -112,22 +114,18 @@ public struct DaemonRequest: Sendable {
         return .success(DaemonRequest(id: id, op: op, args: value))
     }
 
-    public func string(_ key: String) throws(DaemonError) -> String {
-        guard let v = args[key] else { throw DaemonError(.usage, "\(op.rawValue): missing \"\(key)\"") }
-        guard let s = v.string else { throw DaemonError(.usage, "\(op.rawValue): \"\(key)\" must be a string") }
-        return s
+    /// The fields of an op the daemon answers itself, typed and checked by its row of the
+    /// operation table (`OperationValues(daemonAPI:fields:)`): an unknown field, a value of the
+    /// wrong type and a missing one are usage errors naming the op and the field, as for every op.
+    public func values() throws(DaemonError) -> OperationValues {
+        try OperationValues(daemonAPI: op.rawValue, fields: fields)
     }
 
-    public func optionalInt(_ key: String) throws(DaemonError) -> Int64? {
-        guard let v = args[key], v != .null else { return nil }
-        guard let i = v.int else { throw DaemonError(.usage, "\(op.rawValue): \"\(key)\" must be an integer") }
-        return i
-    }
-
-    public func flag(_ key: String) throws(DaemonError) -> Bool {
-        guard let v = args[key], v != .null else { return false }
-        guard let b = v.bool else { throw DaemonError(.usage, "\(op.rawValue): \"\(key)\" must be true or false") }
-        return b
+    /// The request's fields as values (`id` and `op` too).
+    public var fields: [String: Value] {
+        var out: [String: Value] = [:]
+        if case .object(let pairs) = args { for (k, v) in pairs { out[k] = v.value } }
+        return out
     }
 
     public var line: String { args.text }

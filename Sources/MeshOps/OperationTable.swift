@@ -84,10 +84,10 @@ public struct OperationArgument: Sendable, Equatable {
     public static func option(_ name: String, short: Character? = nil, value valueName: String, type: ValueType = .string,
                               required: Bool = false, choices: [String] = [], default value: String? = nil,
                               repeatable: Bool = false, hidden: Bool = false, api: [String] = [], apiDefault: String? = nil,
-                              help: String) -> OperationArgument {
+                              commandLineOnly: Bool = false, help: String) -> OperationArgument {
         OperationArgument(kind: .option, name: name, short: short, valueName: valueName, type: type, required: required,
                           defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: false, help: help,
-                          apiNames: api, apiDefault: apiDefault)
+                          apiNames: api, apiDefault: apiDefault, commandLineOnly: commandLineOnly)
     }
 
     @inline(never)
@@ -120,19 +120,28 @@ public struct Operation: Sendable {
     /// More, after the line (exit codes, formats).
     public var discussion: String
     public var args: [OperationArgument]
+    /// Fields only the API takes, not arguments of the command (`send`'s `wait`: the daemon
+    /// answers once the message is acknowledged).
+    public var apiOnly: [OperationArgument]
     /// What it prints with `--json` (`ResultShape.swift`; the shapes are in OperationResults.swift).
     public var result: OperationResult
 
     public var cli: String { path.joined(separator: " ") }
 
     /// The arguments an API request gives as fields: all but how the command line reaches the
-    /// radio (`OperationArgument.link`), which the daemon holds, and what only the command line does.
-    public var apiArguments: [OperationArgument] { args.filter { !$0.commandLineOnly && !OperationArgument.link.contains($0) } }
+    /// radio or its store (`OperationArgument.link`, `.store`, `.storeFolder`), which the daemon
+    /// holds, and what only the command line does; then the fields only the API takes.
+    public var apiArguments: [OperationArgument] {
+        args.filter {
+            !$0.commandLineOnly && !OperationArgument.link.contains($0) && !OperationArgument.store.contains($0)
+                && !OperationArgument.storeFolder.contains($0)
+        } + apiOnly
+    }
 
     @inline(never)
     public init(_ path: String, _ opClass: OperationClass?, api: String? = nil, daemon: Bool = false, aliases: [String] = [],
                 hidden: Bool = false, result: OperationResult = .none, help: String, discussion: String = "",
-                args: [OperationArgument] = []) {
+                args: [OperationArgument] = [], apiOnly: [OperationArgument] = []) {
         self.path = path.split(separator: " ").map(String.init)
         self.opClass = opClass
         self.api = api
@@ -142,6 +151,7 @@ public struct Operation: Sendable {
         self.help = help
         self.discussion = discussion
         self.args = args
+        self.apiOnly = apiOnly
         self.result = result
     }
 
@@ -181,6 +191,27 @@ public enum OperationTable {
 
     /// The row of an API op name.
     public static func row(api: String) -> Operation? { byAPI[api] }
+
+    /// The row of an op the daemon answers itself: an op of the API alone (`apiOnly`; the
+    /// daemon's `status` rather than a node's), else a row marked `daemon`.
+    public static func daemonRow(api: String) -> Operation? {
+        apiOnly.first { $0.api == api } ?? byAPI[api].flatMap { $0.daemon ? $0 : nil }
+    }
+
+    /// The ops of the daemon's local API that no command runs, each with its class and fields
+    /// (no command path). The daemon answers them itself.
+    public static let apiOnly: [Operation] = [
+        Operation("", .read, api: "ping", daemon: true, help: "The daemon's process id, version and state."),
+        Operation("", .read, api: "status", daemon: true,
+                  help: "The daemon's state: link, radio, store, outbox, hooks, MQTT and hub (`status` with a \"name\" is a node's)."),
+        Operation("", .read, api: "channels", daemon: true, help: "The channels in the daemon's store."),
+        Operation("", .message, api: "outbox", daemon: true, help: "The messages waiting in the outbox."),
+        Operation("", .config, api: "contacts_flush_pending", daemon: true,
+                  help: "Forget every pending advert (`contacts pending --clear`)."),
+        Operation("", .message, api: "subscribe", daemon: true, help: "Stream events (messages, deliveries, pushes) to this connection.",
+                  apiOnly: [.flag("log-rx", help: "Also every received packet (LOG_RX_DATA).")]),
+        Operation("", .read, api: "tunnel", daemon: true, help: "Carry companion frames over this connection (the API socket only)."),
+    ]
 
     private static let byPath: [[String]: Operation] = Dictionary(uniqueKeysWithValues: rows.map { ($0.path, $0) })
     private static let byAPI: [String: Operation] = {
@@ -228,7 +259,16 @@ extension OperationArgument {
         .flag("json", short: "j", help: "Stable machine-readable output (JSON; JSON Lines for listen)."),
     ]
 
-    /// How a command that reads the daemon's store finds it.
+    /// How a command that reads a radio's store (with or without its daemon) finds it.
+    public static let storeFolder: [OperationArgument] = [
+        .option("state-dir", value: "dir", help: "State folder (default $XDG_STATE_HOME/pocketmesh)."),
+        .option("radio", value: "key", help: "The radio: a public key prefix (hex) of a stored radio."),
+        .option("serial", short: "s", value: "path", help: "The radio last seen on this serial device."),
+        .option("tcp", short: "t", value: "host[:port]", help: "The radio last seen at this TCP address."),
+        .flag("json", short: "j", help: "Stable machine-readable output (JSON)."),
+    ]
+
+    /// How a command that asks the daemon finds it.
     public static let store: [OperationArgument] = [
         .option("serial", short: "s", value: "path", help: "The daemon that owns this serial device."),
         .option("tcp", short: "t", value: "host[:port]", help: "The daemon that owns this TCP radio."),

@@ -21,6 +21,17 @@ public struct OperationValues: Sendable {
     /// the op and the field.
     public init(api op: String, fields: [String: Value]) throws(ClientError) {
         guard let row = OperationTable.row(api: op), !row.daemon else { throw .usage("unknown operation \"\(op)\".") }
+        try self.init(row, op, fields: fields)
+    }
+
+    /// The values of a request for an op the daemon answers itself (`OperationTable.daemonRow(api:)`:
+    /// `send`, `history`, `hooks_retry`, the daemon's `status` ...), checked the same way.
+    public init(daemonAPI op: String, fields: [String: Value]) throws(ClientError) {
+        guard let row = OperationTable.daemonRow(api: op) else { throw .usage("unknown operation \"\(op)\".") }
+        try self.init(row, op, fields: fields)
+    }
+
+    private init(_ row: Operation, _ op: String, fields: [String: Value]) throws(ClientError) {
         operation = row
         door = .api
         values = [:]
@@ -72,7 +83,7 @@ public struct OperationValues: Sendable {
 
     /// An argument as messages name it: `"public_key"` (API), `<public-key>` or `--repeats-wait`.
     public func label(_ name: String) -> String {
-        guard let a = operation.args.first(where: { $0.name == name }) else { return name }
+        guard let a = operation.args.first(where: { $0.name == name }) ?? operation.apiOnly.first(where: { $0.name == name }) else { return name }
         if door == .api { return "\"\(a.apiField)\"" }
         return a.kind == .positional ? "<\(a.name)>" : "--\(a.name)"
     }

@@ -13,7 +13,7 @@ import MeshDaemonClient
             case .ping: return DaemonResponse(id: req.id, ok: [("pong", true)])
             case .send:
                 do throws(DaemonError) {
-                    let to = try req.string("to")
+                    let to = try req.values().required("to")
                     return DaemonResponse(id: req.id, ok: [("to", .string(to))])
                 } catch { return DaemonResponse(id: req.id, error: error) }
             default: return DaemonResponse(id: req.id, error: DaemonError(.unsupported, "nope"))

@@ -62,7 +62,7 @@ import MeshDaemonClient
         }
         if case .success(let r) = parse(#"{"id":3,"op":"send","to":"bob","text":"x"}"#) {
             #expect(r.id == 3 && r.op == .send)
-            #expect((try? r.string("to")) == "bob")
+            #expect((try? r.values())?.string("to") == "bob")
         } else { Issue.record("should parse") }
         if case .failure(let f) = parse(#"{"id":4,"op":"fly"}"#) {
             #expect(f.id == 4 && f.error.code == .unsupported)

@@ -75,7 +75,8 @@ import Testing
         #expect(wire == [0xC0, 0x06, 0x01, 0xC0])
         let pub = AirHex.decode("4f6a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8")!
         host.receive([0xC0, 0x06, 0x81] + pub + [0xC0])
-        let id = KISSModemIdentity(publicKey: try #require(key ?? nil), host: host)
+        let answered: PublicKey? = key ?? nil
+        let id = KISSModemIdentity(publicKey: try #require(answered), host: host)
         #expect(id.publicKey.bytes == pub)
         // SignData: the message as is, escaped; Signature (0x84): 64 bytes.
         wire.removeAll()

@@ -3,6 +3,7 @@ import MeshSession
 import Testing
 @testable import pocketmesh
 
+extension CommandLineParsing {
 /// The config file's settings reach the parser as typed values by argument name, merged with the
 /// command line's (which win); an error about one names its line.
 @Suite struct ConfiguredArgumentsTests {
@@ -47,4 +48,5 @@ import Testing
             Issue.record("\(error)")
         }
     }
+}
 }

@@ -31,7 +31,7 @@ import Testing
             #expect(row.daemon, "\(op.rawValue)")
             #expect(row.opClass != nil && row.opClass == op.operationClass, "\(op.rawValue)")
             var fields: [String: Value] = ["id": .integer(9), "op": .string(op.rawValue)]
-            for a in row.apiArguments { fields[a.apiField] = OperationValuesTests.sample(a).field }
+            for a in row.apiArguments { fields[a.apiField] = CommandLineParsing.OperationValuesTests.sample(a).field }
             let v = try Self.request(op, fields).values()
             #expect(v.operation.api == op.rawValue)
             for a in row.apiArguments {
@@ -39,7 +39,7 @@ import Testing
             }
             // And with only what is required.
             var least: [String: Value] = [:]
-            for a in row.apiArguments where a.required { least[a.apiField] = OperationValuesTests.sample(a).field }
+            for a in row.apiArguments where a.required { least[a.apiField] = CommandLineParsing.OperationValuesTests.sample(a).field }
             _ = try Self.request(op, least).values()
             checked += 1
         }
@@ -102,7 +102,7 @@ import Testing
         #expect(Self.failure(.subscribe, ["log_rx": .string("maybe")]) == "subscribe: \"log_rx\" must be true or false, not \"maybe\".")
         #expect(Self.failure(.tunnel, ["frames": .integer(1)]) == "tunnel: unknown field \"frames\"; it takes none.")
         // They stay out of the command-line ops' requests.
-        #expect(OperationValuesTests.apiError("history", ["thread": .string("x")]) == "unknown operation \"history\".")
+        #expect(CommandLineParsing.OperationValuesTests.apiError("history", ["thread": .string("x")]) == "unknown operation \"history\".")
     }
 
     /// A hook's message id must be positive (the daemon checks the range with the row's label).

@@ -5,6 +5,7 @@ import Testing
 import MeshDaemonClient
 @testable import pocketmesh
 
+extension CommandLineParsing {
 /// The command line against the operation table: every command type has a row (or is a group of
 /// the table) with the same path and aliases, and declares exactly the row's arguments, in its
 /// order, of the same kinds (the parser fills the declarations from the row by position); every
@@ -109,4 +110,5 @@ import MeshDaemonClient
         #expect(message(["info", "-t", "h", "--timeout"]) == "Missing value for '--timeout <seconds>'")
         #expect(message(["send", "alice", "-t", "h"]) == "Missing expected argument '<text> ...'")
     }
+}
 }

@@ -3,6 +3,7 @@ import MeshSession
 import Testing
 @testable import pocketmesh
 
+extension CommandLineParsing {
 /// Both doors of an operation, the command line and the local API, go through the table's
 /// argument definitions (`OperationValues`) and one function to the request (`Request(_:)`).
 @Suite struct OperationValuesTests {
@@ -121,4 +122,5 @@ import Testing
         #expect(Self.cliError(["contacts", "favourite", "a", "maybe"]) == "<state> must be on or off (true or false), not \"maybe\".")
         #expect(Self.cliError(["channel", "add", "plain"]) == "give --secret (32 hex digits), or a #name for a hashtag channel.")
     }
+}
 }

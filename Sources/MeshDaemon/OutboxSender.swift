@@ -14,6 +14,12 @@ import MeshDaemonClient
 /// SEND_CONFIRMED carrying its saved code marks it acknowledged with the radio's round trip.
 /// The saved code also stays through the backoff after a round without an ACK, so a late
 /// SEND_CONFIRMED for the last attempt still counts.
+///
+/// A round itself (the attempts, flood on the last, RESET_PATH, ACK matching, the ACK timeouts)
+/// is `Session.sendText`'s, the same round the command line's `send` waits on through
+/// `OperationPort.sendText`; what is here is only what the daemon adds around rounds: the
+/// contact from the store, the item's own timestamp on every round, the saved state, backoff,
+/// late SEND_CONFIRMED, ERR 2 as final, and the cap on items in flight.
 final class OutboxSender {
     struct Policy {
         /// Total attempts (each round is the session's `sendAttempts`) before giving up.

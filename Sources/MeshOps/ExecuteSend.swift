@@ -2,8 +2,9 @@ import MeshCompanion
 import MeshSession
 
 // Direct messages: send, wait for the ACK, count the repeats of a flooded attempt. The round is
-// `Session.sendText`'s (the daemon's outbox runs the same one, `OutboxSender`); what is here is
-// the command's: the contact from the radio's list, the time now, heard repeats, the result.
+// `OperationPort.sendText` over `Session.sendText`; the daemon's outbox runs the same round as an
+// operation (`OutboxSender`). What is here is the command's: the contact from the radio's list, the
+// time now, heard repeats, the result.
 
 extension Executor {
     func send(to: String, text: String, wait: Bool) async throws(ClientError) -> Outcome {

@@ -51,10 +51,13 @@ final class OutboxSender {
     let wallClock: () -> UInt32
     /// Where the sender's events go as they happen (the daemon logs and publishes them).
     var emit: ([Event]) -> Void = { _ in }
-    /// Items with a round running, and that round's generation: the progress or end of a round
-    /// that no longer counts (the link was lost, or a late SEND_CONFIRMED settled the item) is
-    /// ignored.
-    private(set) var inFlight: [UInt64: UInt64] = [:]
+    /// Items with a round running on the current session (at most `maxInFlight`).
+    private(set) var inFlight: Set<UInt64> = []
+    /// Each item's latest round (its generation). A round's progress and end are the item's until
+    /// the item is settled by something else (a late SEND_CONFIRMED) or a newer round starts; a
+    /// lost link does not void them: what the radio said before the link went (a SENT, an ACK
+    /// read in the same burst) is still saved when the round's step runs.
+    private(set) var latest: [UInt64: UInt64] = [:]
     private var generation: UInt64 = 0
 
     init(policy: Policy, sessionConfig: SessionConfig, wallClock: @escaping () -> UInt32) {
@@ -77,7 +80,7 @@ final class OutboxSender {
     func send(port: any OperationPort, jobs: OperationJobs, store: RadioStore) {
         let wall = wallClock()
         var events: [Event] = []
-        for item in store.outbox where inFlight[item.messageId] == nil && item.nextAttemptAt <= wall {
+        for item in store.outbox where !inFlight.contains(item.messageId) && item.nextAttemptAt <= wall {
             guard inFlight.count < policy.maxInFlight else { break }
             let peer = item.thread.peer
             guard let contact = store.contact(prefix: peer) else {
@@ -87,16 +90,18 @@ final class OutboxSender {
             }
             generation &+= 1
             let id = item.messageId, g = generation
-            inFlight[id] = g
+            inFlight.insert(id)
+            latest[id] = g
             let key = contact.publicKey, text = String(decoding: item.text, as: UTF8.self), ts = item.senderTimestamp
             jobs.start({ [unowned self] () async throws(ClientError) -> Delivery in
                 try await port.sendText(to: key, text: text, timestamp: ts, wait: true) { d in
                     // Saved first: from here on a restart waits for this ACK instead of sending again.
-                    if case .sent = d, self.inFlight[id] == g { self.emit(self.sent(id, d, store: store)) }
+                    if case .sent = d, self.latest[id] == g { self.emit(self.sent(id, d, store: store)) }
                 }
             }) { [unowned self] result in
-                guard self.inFlight[id] == g else { return }
-                self.inFlight[id] = nil
+                guard self.latest[id] == g else { return }
+                self.latest[id] = nil
+                self.inFlight.remove(id)
                 switch result {
                 case .success(let d):
                     self.emit(self.ended(id, d, store: store))
@@ -170,11 +175,13 @@ final class OutboxSender {
         guard let item = store.outboxItem(ackTag: ack) else { return nil }
         let id = item.messageId
         // The session may hold a newer round of it; its later events no longer touch the item.
-        inFlight[id] = nil
+        latest[id] = nil
+        inFlight.remove(id)
         return acked(id, roundTripMs: roundTripMs, store: store, wall: wall)
     }
 
-    /// The session is gone: its rounds no longer count; every item stays in the store.
+    /// The session is gone: its items may start new rounds on the next one (every item stays in
+    /// the store); what its rounds read before it went is still saved when their steps run.
     func sessionClosed() {
         inFlight.removeAll()
     }

@@ -26,6 +26,10 @@ final class OutboxLife {
     /// Wall-clock seconds at which each SEND_TXT_MSG was written to the radio.
     var sends: [UInt32] = []
     var alive = true
+    /// While true, the rounds' steps wait (as they do between a read burst and the daemon's pump).
+    var holdSteps = false
+    /// Sets `holdSteps` as the next SEND_TXT_MSG is written (before the radio answers it).
+    var holdStepsAfterNextSend = false
 
     init(_ world: SimWorld, stateDir: String, policy: OutboxSender.Policy = OutboxSender.Policy()) throws {
         self.world = world
@@ -61,9 +65,12 @@ final class OutboxLife {
     func pump() {
         guard alive else { return }
         processEvents()
-        while jobs.runReady() { processEvents() }
+        while !holdSteps, jobs.runReady() { processEvents() }
         while let f = session.nextFrame() {
-            if f.first == 0x02 { sends.append(wall) }
+            if f.first == 0x02 {
+                sends.append(wall)
+                if holdStepsAfterNextSend { holdSteps = true; holdStepsAfterNextSend = false }
+            }
             node.receive(frame: f)
         }
         if let d = session.nextDeadline {
@@ -160,6 +167,30 @@ func received(_ bob: CompanionNode, _ text: String) -> Int {
         // The round trip is the radio's, counted from the transmission before the restart.
         #expect(m.roundTripMs == acked.first && m.roundTripMs > 200)
         second.kill()
+    }
+
+    @Test func aSentReadJustBeforeTheLinkIsLostIsStillSaved() throws {
+        let dir = temporaryDirectory("pm-ackl")
+        defer { removeTree(dir) }
+        let w = try outboxWorld()
+        let bob = w.companions[1]
+        let life = try OutboxLife(w, stateDir: dir)
+        w.mesh.run(for: 1_000)
+        // The radio's SENT arrives in the same read as the hangup: the link is gone (the daemon's
+        // linkLost) before the round's step that saves it runs.
+        life.holdStepsAfterNextSend = true
+        let id = try life.enqueue("saved anyway", to: bob)
+        #expect(w.mesh.run(until: { !life.sends.isEmpty }, limit: 2_000))
+        w.mesh.run(for: 500)
+        #expect(life.store.outboxItem(id: id)?.ackTag == 0)
+        life.sender.sessionClosed()
+        life.port.close(DaemonError(.link, "the link was lost"))
+        life.holdSteps = false
+        life.jobs.runReady()
+        let item = try #require(life.store.outboxItem(id: id))
+        #expect(item.ackTag != 0 && item.attempts == 1 && item.nextAttemptAt > life.wall)
+        #expect(life.events.contains { if case .sent(id, 1, item.ackTag, item.nextAttemptAt) = $0 { return true }; return false })
+        life.kill()
     }
 
     @Test func withoutAnAckTheRetryWaitsForTheSavedDeadline() throws {

@@ -203,7 +203,7 @@ public final class Daemon {
         var policy = OutboxSender.Policy()
         policy.maxAttempts = config.outboxMaxAttempts
         policy.retryBaseS = config.outboxRetryBaseS
-        outbox = OutboxSender(policy: policy, sessionConfig: Self.sessionConfig(config))
+        outbox = OutboxSender(policy: policy, sessionConfig: Self.sessionConfig(config), wallClock: { UInt32(truncatingIfNeeded: time(nil)) })
         if let name = config.name, !RuntimeDirectory.isValidName(name) { throw DaemonError(.usage, RuntimeDirectory.nameRule) }
         if let program = config.hook?.first,
            let problem = Spawn.problem(running: program, path: config.environment["PATH"] ?? getenv("PATH").map { String(cString: $0) }) {
@@ -249,6 +249,7 @@ public final class Daemon {
         log("api: \(socket) (mode 0600) allows \(AllowedClasses.everything)")
         for l in config.companionListeners { log("hub: \(l.summary)") }
         loop.onSignal = { [unowned self] s in self.signalled(s) }
+        outbox.emit = { [unowned self] in self.outboxEvents($0) }
         // The parts, in the order the loop runs them; the hooks join when a store opens.
         for part in [radioPart, outboxPart, storePart, hotplugPart] as [PollPart] { loop.add(part) }
         loop.add(api)

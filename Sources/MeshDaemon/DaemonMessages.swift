@@ -277,14 +277,9 @@ extension Daemon {
     // MARK: - outbox
 
     func sendOutbox(now: UInt64) {
-        guard phase == .ready, let s = session, let store else { return }
-        outboxEvents(outbox.send(session: s, store: store, now: now, wall: UInt32(truncatingIfNeeded: time(nil))))
+        guard phase == .ready, session != nil, let port = operationPort, let store else { return }
+        outbox.send(port: port, jobs: operationJobs, store: store)
         pump(now: now)
-    }
-
-    func handleDelivery(_ t: Ticket, _ d: Delivery, now: UInt64) {
-        guard let store, let events = outbox.delivery(t, d, store: store, wall: UInt32(truncatingIfNeeded: time(nil))) else { return }
-        outboxEvents(events)
     }
 
     /// Logs, publishes and answers waiting `send --wait` clients.

@@ -56,8 +56,9 @@ extension Daemon {
                 handlePush(p, now: now)
             case .reply(let t, let r):
                 handleReply(t, r, now: now)
-            case .delivery(let t, let d):
-                handleDelivery(t, d, now: now)
+            case .delivery:
+                // Direct messages are sent by operations (the outbox's rounds too): the port took them.
+                break
             case .request, .unexpected:
                 break
             }

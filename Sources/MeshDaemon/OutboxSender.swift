@@ -1,9 +1,11 @@
 import MeshSession
+import MeshOps
 import MeshStore
 import MeshDaemonClient
 
-/// Sends the store's outbox through a session, with retries and backoff; sans-I/O (the caller
-/// passes monotonic `now` and wall-clock `wall` epoch seconds, and owns the session and store).
+/// Sends the store's outbox through the daemon's session, with retries and backoff: each round is
+/// an operation on the daemon's `OperationJobs` over its `SessionPort` (the caller owns both, and
+/// the store); its events go to `emit` as they happen.
 ///
 /// Every attempt the radio takes (SENT) is saved with its outbox item before anything else is
 /// done: the ACK code the radio expects (`ackTag`) and, in `nextAttemptAt`, the wall-clock second
@@ -14,6 +16,12 @@ import MeshDaemonClient
 /// SEND_CONFIRMED carrying its saved code marks it acknowledged with the radio's round trip.
 /// The saved code also stays through the backoff after a round without an ACK, so a late
 /// SEND_CONFIRMED for the last attempt still counts.
+///
+/// A round itself (the attempts, flood on the last, RESET_PATH, ACK matching, the ACK timeouts)
+/// is the command line's `send`'s: `OperationPort.sendText` over `Session.sendText`; what is
+/// here is only what the daemon adds around rounds: the
+/// contact from the store, the item's own timestamp on every round, the saved state, backoff,
+/// late SEND_CONFIRMED, ERR 2 as final, and the cap on items in flight.
 final class OutboxSender {
     struct Policy {
         /// Total attempts (each round is the session's `sendAttempts`) before giving up.
@@ -39,12 +47,23 @@ final class OutboxSender {
     let policy: Policy
     /// The session's ACK timing (for the saved deadline).
     let sessionConfig: SessionConfig
-    private(set) var tickets: [Ticket: UInt64] = [:]
+    /// Wall-clock epoch seconds (the saved deadlines and backoff are in them).
+    let wallClock: () -> UInt32
+    /// Where the sender's events go as they happen (the daemon logs and publishes them).
+    var emit: ([Event]) -> Void = { _ in }
+    /// Items with a round running on the current session (at most `maxInFlight`).
     private(set) var inFlight: Set<UInt64> = []
+    /// Each item's latest round (its generation). A round's progress and end are the item's until
+    /// the item is settled by something else (a late SEND_CONFIRMED) or a newer round starts; a
+    /// lost link does not void them: what the radio said before the link went (a SENT, an ACK
+    /// read in the same burst) is still saved when the round's step runs.
+    private(set) var latest: [UInt64: UInt64] = [:]
+    private var generation: UInt64 = 0
 
-    init(policy: Policy, sessionConfig: SessionConfig) {
+    init(policy: Policy, sessionConfig: SessionConfig, wallClock: @escaping () -> UInt32) {
         self.policy = policy
         self.sessionConfig = sessionConfig
+        self.wallClock = wallClock
     }
 
     /// The wall-clock second until which the ACK of an attempt sent at `wall` is awaited.
@@ -54,9 +73,12 @@ final class OutboxSender {
         return wall &+ s &+ 1
     }
 
-    /// Hands due items to the session: those never sent, and those whose saved ACK deadline or
-    /// backoff (`nextAttemptAt`) has passed. Call `session`'s pump afterwards.
-    func send(session s: Session, store: RadioStore, now: UInt64, wall: UInt32) -> [Event] {
+    /// Starts a round for each due item: those never sent, and those whose saved ACK deadline or
+    /// backoff (`nextAttemptAt`) has passed. Each round is the command line's own
+    /// (`OperationPort.sendText`), run as an operation on `jobs` through `port`; its first step
+    /// runs at the shell's next `jobs.runReady()`.
+    func send(port: any OperationPort, jobs: OperationJobs, store: RadioStore) {
+        let wall = wallClock()
         var events: [Event] = []
         for item in store.outbox where !inFlight.contains(item.messageId) && item.nextAttemptAt <= wall {
             guard inFlight.count < policy.maxInFlight else { break }
@@ -66,38 +88,57 @@ final class OutboxSender {
                                  DaemonError(.notFound, "no contact with key \(peer) on the radio"))
                 continue
             }
-            do {
-                let t = try s.sendText(to: contact.publicKey, text: String(decoding: item.text, as: UTF8.self),
-                                       timestamp: item.senderTimestamp, now: now)
-                tickets[t] = item.messageId
-                inFlight.insert(item.messageId)
-            } catch {
-                events += finish(item.messageId, store: store, wall: wall, DaemonError(.usage, "cannot send: \(error)"))
+            generation &+= 1
+            let id = item.messageId, g = generation
+            inFlight.insert(id)
+            latest[id] = g
+            let key = contact.publicKey, text = String(decoding: item.text, as: UTF8.self), ts = item.senderTimestamp
+            jobs.start({ [unowned self] () async throws(ClientError) -> Delivery in
+                try await port.sendText(to: key, text: text, timestamp: ts, wait: true) { d in
+                    // Saved first: from here on a restart waits for this ACK instead of sending again.
+                    if case .sent = d, self.latest[id] == g { self.emit(self.sent(id, d, store: store)) }
+                }
+            }) { [unowned self] result in
+                guard self.latest[id] == g else { return }
+                self.latest[id] = nil
+                self.inFlight.remove(id)
+                switch result {
+                case .success(let d):
+                    self.emit(self.ended(id, d, store: store))
+                case .failure(let e) where e.kind == .link:
+                    // The link went away: the item stays, with the ACK code and deadline of its
+                    // last attempt, for the next connection.
+                    break
+                case .failure(let e):
+                    self.emit(self.finish(id, store: store, wall: self.wallClock(), DaemonError(.usage, "cannot send: \(e.message)")))
+                }
             }
         }
-        return events
+        emit(events)
     }
 
-    /// A delivery event of the session; nil when the ticket is not an outbox item's.
-    func delivery(_ t: Ticket, _ d: Delivery, store: RadioStore, wall: UInt32) -> [Event]? {
-        guard let id = tickets[t] else { return nil }
+    /// The radio took an attempt: saved with the item before anything else.
+    func sent(_ id: UInt64, _ d: Delivery, store: RadioStore) -> [Event] {
+        guard case .sent(_, _, let est, let tag) = d else { return [] }
+        let wall = wallClock()
+        let attempts = (store.outboxItem(id: id)?.attempts ?? 0) &+ 1
+        let deadline = ackDeadline(wall: wall, estimatedTimeout: est)
+        let sent = Event.sent(id: id, attempts: attempts, ackTag: tag, ackDeadline: deadline)
+        do { try store.recordSent(id: id, attempts: attempts, ackTag: tag, nextAttemptAt: deadline, now: wall) } catch {
+            return [.storeFailed(id: id, "\(error)"), sent]
+        }
+        return [sent]
+    }
+
+    /// The end of a round.
+    func ended(_ id: UInt64, _ d: Delivery, store: RadioStore) -> [Event] {
+        let wall = wallClock()
         switch d {
-        case .sent(_, _, let est, let tag):
-            // Saved first: from here on a restart waits for this ACK instead of sending again.
-            let attempts = (store.outboxItem(id: id)?.attempts ?? 0) &+ 1
-            let deadline = ackDeadline(wall: wall, estimatedTimeout: est)
-            let sent = Event.sent(id: id, attempts: attempts, ackTag: tag, ackDeadline: deadline)
-            do { try store.recordSent(id: id, attempts: attempts, ackTag: tag, nextAttemptAt: deadline, now: wall) } catch {
-                return [.storeFailed(id: id, "\(error)"), sent]
-            }
-            return [sent]
-        case .retrying:
+        case .sent, .retrying:
             return []
         case .acked(_, let rtt):
-            forget(t, id)
             return acked(id, roundTripMs: rtt, store: store, wall: wall)
         case .failed:
-            forget(t, id)
             guard var item = store.outboxItem(id: id) else { return [] }
             if Int(item.attempts) >= policy.maxAttempts {
                 return finish(id, store: store, wall: wall, DaemonError(.timeout, "no ACK after \(item.attempts) attempts"))
@@ -109,7 +150,6 @@ final class OutboxSender {
             do { try store.updateOutbox(item) } catch { events.append(.storeFailed(id: id, "\(error)")) }
             return events + [.retrying(id: id, attempts: item.attempts, delayS: delay)]
         case .refused(let code):
-            forget(t, id)
             if code == 2 {
                 return finish(id, store: store, wall: wall, DaemonError(.notFound, "the radio does not know the contact (ERR 2)"))
             }
@@ -125,7 +165,6 @@ final class OutboxSender {
         case .timeout, .cancelled:
             // The link went away or the radio did not answer: the item stays, with the ACK code
             // and deadline of its last attempt, for the next connection.
-            forget(t, id)
             return []
         }
     }
@@ -136,19 +175,15 @@ final class OutboxSender {
         guard let item = store.outboxItem(ackTag: ack) else { return nil }
         let id = item.messageId
         // The session may hold a newer round of it; its later events no longer touch the item.
-        for (t, i) in tickets where i == id { forget(t, id) }
+        latest[id] = nil
+        inFlight.remove(id)
         return acked(id, roundTripMs: roundTripMs, store: store, wall: wall)
     }
 
-    /// The session is gone: its tickets are void; every item stays in the store.
+    /// The session is gone: its items may start new rounds on the next one (every item stays in
+    /// the store); what its rounds read before it went is still saved when their steps run.
     func sessionClosed() {
-        tickets.removeAll()
         inFlight.removeAll()
-    }
-
-    private func forget(_ t: Ticket, _ id: UInt64) {
-        tickets[t] = nil
-        inFlight.remove(id)
     }
 
     private func acked(_ id: UInt64, roundTripMs: UInt32, store: RadioStore, wall: UInt32) -> [Event] {

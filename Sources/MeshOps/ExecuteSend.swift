@@ -1,7 +1,10 @@
 import MeshCompanion
 import MeshSession
 
-// Direct messages: send, wait for the ACK, count the repeats of a flooded attempt.
+// Direct messages: send, wait for the ACK, count the repeats of a flooded attempt. The round is
+// `OperationPort.sendText` over `Session.sendText`; the daemon's outbox runs the same round as an
+// operation (`OutboxSender`). What is here is the command's: the contact from the radio's list, the
+// time now, heard repeats, the result.
 
 extension Executor {
     func send(to: String, text: String, wait: Bool) async throws(ClientError) -> Outcome {

@@ -289,67 +289,6 @@ public final class Radio {
         try call(frame.bytes, expecting: .codes(CodeSet(code.rawValue)), timeout: timeout)
     }
 
-    public func listContacts(since: UInt32? = nil) throws(ClientError) -> Reply {
-        let t: Ticket
-        do { t = try session.listContacts(since: since, now: loop.now) } catch { throw Radio.submitError(error) }
-        pump()
-        try run { replies[t] != nil }
-        let r = replies.removeValue(forKey: t)!
-        if r == .cancelled { throw lost() }
-        return r
-    }
-
-    /// Sends a direct message and waits until it is acknowledged or given up
-    /// (`wait == false`: until the radio took the first attempt).
-    public func sendText(to key: [UInt8], text: String, timestamp: UInt32, wait: Bool,
-                         progress: (Delivery) -> Void = { _ in }) throws(ClientError) -> Delivery {
-        let t: Ticket
-        do { t = try session.sendText(to: key, text: text, timestamp: timestamp, now: loop.now) } catch {
-            throw Radio.submitError(error)
-        }
-        pump()
-        while true {
-            try run { deliveries[t] != nil }
-            let d = deliveries.removeValue(forKey: t)!
-            switch d {
-            case .sent, .retrying:
-                progress(d)
-                if !wait, case .sent = d { return d }
-            case .cancelled:
-                throw lost()
-            default:
-                return d
-            }
-        }
-    }
-
-    /// Sends a remote request and waits for its reply (or its end).
-    public func request(_ r: RemoteRequest, progress: (RequestOutcome) -> Void = { _ in }) throws(ClientError) -> RequestOutcome {
-        let t: Ticket
-        do { t = try session.request(r, now: loop.now) } catch { throw Radio.submitError(error) }
-        pump()
-        while true {
-            try run { requests[t] != nil }
-            let o = requests.removeValue(forKey: t)!
-            if case .sent = o { progress(o); continue }
-            if o == .cancelled { throw lost() }
-            return o
-        }
-    }
-
-    /// Drains the radio's message queue and waits until it is empty.
-    public func drain() throws(ClientError) {
-        session.drain(now: loop.now)
-        pump()
-        try run { !session.draining }
-    }
-
-    /// Waits until a drain under way (if any) has emptied the radio's queue.
-    public func finishDrain() throws(ClientError) {
-        pump()
-        try run { !session.draining }
-    }
-
     public static func submitError(_ e: Session.SubmitError) -> ClientError {
         switch e {
         case .queueFull: return .usage("too many commands are waiting: send fewer at once.")

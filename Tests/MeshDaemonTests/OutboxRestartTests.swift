@@ -2,6 +2,7 @@ import MeshAir
 import MeshCompanion
 import MeshSession
 import MeshNode
+import MeshOps
 import MeshSim
 import MeshStore
 import Testing
@@ -9,24 +10,34 @@ import MeshDaemonClient
 @testable import MeshDaemon
 
 /// One life of the daemon's outbox in virtual time: a session on alice's simulated radio, the store
-/// and the outbox sender, wired the way `Daemon` wires them (the sender runs every second, SENT and
-/// SEND_CONFIRMED go through it). `kill()` ends the life as SIGKILL would: no goodbye to the radio.
+/// and the outbox sender, wired the way `Daemon` wires them (the sender runs every second; its
+/// rounds are operations on `OperationJobs` over a `SessionPort`, whose steps run after the
+/// session's events are handled and before its frames are written; SEND_CONFIRMED the session did
+/// not match goes to the sender). `kill()` ends the life as SIGKILL would: no goodbye to the radio.
 final class OutboxLife {
     let world: SimWorld
     let node: CompanionNode
     let session = Session()
+    let jobs = OperationJobs()
+    let port: SessionPort
     let store: RadioStore
     let sender: OutboxSender
     var events: [OutboxSender.Event] = []
     /// Wall-clock seconds at which each SEND_TXT_MSG was written to the radio.
     var sends: [UInt32] = []
     var alive = true
+    /// While true, the rounds' steps wait (as they do between a read burst and the daemon's pump).
+    var holdSteps = false
+    /// Sets `holdSteps` as the next SEND_TXT_MSG is written (before the radio answers it).
+    var holdStepsAfterNextSend = false
 
     init(_ world: SimWorld, stateDir: String, policy: OutboxSender.Policy = OutboxSender.Policy()) throws {
         self.world = world
         node = world.companions[0]
         store = try RadioStore(publicKey: node.publicKey.bytes, stateDir: stateDir)
-        sender = OutboxSender(policy: policy, sessionConfig: session.config)
+        port = SessionPort(session: session, jobs: jobs, clock: { [unowned world] in world.mesh.now })
+        sender = OutboxSender(policy: policy, sessionConfig: session.config, wallClock: { [unowned world] in world.mesh.epochNow })
+        sender.emit = { [unowned self] in self.events += $0 }
         node.connected = true
         node.onFrame = { [weak self] f in self?.received(f.bytes) }
         session.start(now: world.mesh.now)
@@ -44,15 +55,9 @@ final class OutboxLife {
 
     func processEvents() {
         while let e = session.nextEvent() {
-            switch e {
-            case .delivery(let t, let d):
-                events += sender.delivery(t, d, store: store, wall: wall) ?? []
-            case .push(let p):
-                if case .sendConfirmed(let c) = p.kind {
-                    events += sender.confirmed(ack: c.ack, roundTripMs: c.roundTripMs, store: store, wall: wall) ?? []
-                }
-            default:
-                break
+            if port.handle(e) { continue }
+            if case .push(let p) = e, case .sendConfirmed(let c) = p.kind {
+                events += sender.confirmed(ack: c.ack, roundTripMs: c.roundTripMs, store: store, wall: wall) ?? []
             }
         }
     }
@@ -60,8 +65,12 @@ final class OutboxLife {
     func pump() {
         guard alive else { return }
         processEvents()
+        while !holdSteps, jobs.runReady() { processEvents() }
         while let f = session.nextFrame() {
-            if f.first == 0x02 { sends.append(wall) }
+            if f.first == 0x02 {
+                sends.append(wall)
+                if holdStepsAfterNextSend { holdSteps = true; holdStepsAfterNextSend = false }
+            }
             node.receive(frame: f)
         }
         if let d = session.nextDeadline {
@@ -77,7 +86,7 @@ final class OutboxLife {
     func tick() {
         guard alive else { return }
         if session.state == .ready {
-            events += sender.send(session: session, store: store, now: world.mesh.now, wall: wall)
+            sender.send(port: port, jobs: jobs, store: store)
             pump()
         }
         world.mesh.scheduler.after(1_000) { [weak self] in self?.tick() }
@@ -86,6 +95,9 @@ final class OutboxLife {
     /// SIGKILL: the radio keeps whatever it was doing; its pushes go nowhere until the next life.
     func kill() {
         alive = false
+        // The process is gone: its waiting rounds end without touching anything.
+        port.close(DaemonError(.link, "killed"))
+        jobs.runReady()
         node.onFrame = nil
         node.connected = false
         store.close()
@@ -157,6 +169,30 @@ func received(_ bob: CompanionNode, _ text: String) -> Int {
         second.kill()
     }
 
+    @Test func aSentReadJustBeforeTheLinkIsLostIsStillSaved() throws {
+        let dir = temporaryDirectory("pm-ackl")
+        defer { removeTree(dir) }
+        let w = try outboxWorld()
+        let bob = w.companions[1]
+        let life = try OutboxLife(w, stateDir: dir)
+        w.mesh.run(for: 1_000)
+        // The radio's SENT arrives in the same read as the hangup: the link is gone (the daemon's
+        // linkLost) before the round's step that saves it runs.
+        life.holdStepsAfterNextSend = true
+        let id = try life.enqueue("saved anyway", to: bob)
+        #expect(w.mesh.run(until: { !life.sends.isEmpty }, limit: 2_000))
+        w.mesh.run(for: 500)
+        #expect(life.store.outboxItem(id: id)?.ackTag == 0)
+        life.sender.sessionClosed()
+        life.port.close(DaemonError(.link, "the link was lost"))
+        life.holdSteps = false
+        life.jobs.runReady()
+        let item = try #require(life.store.outboxItem(id: id))
+        #expect(item.ackTag != 0 && item.attempts == 1 && item.nextAttemptAt > life.wall)
+        #expect(life.events.contains { if case .sent(id, 1, item.ackTag, item.nextAttemptAt) = $0 { return true }; return false })
+        life.kill()
+    }
+
     @Test func withoutAnAckTheRetryWaitsForTheSavedDeadline() throws {
         let dir = temporaryDirectory("pm-ackd")
         defer { removeTree(dir) }
@@ -190,11 +226,11 @@ func received(_ bob: CompanionNode, _ text: String) -> Int {
 
     @Test func theDeadlineIsTheSessionsAckWaitRoundedUpInWallClockSeconds() {
         var sc = SessionConfig()
-        let s = OutboxSender(policy: .init(), sessionConfig: sc)
+        let s = OutboxSender(policy: .init(), sessionConfig: sc, wallClock: { 0 })
         #expect(sc.ackWait(estimatedTimeout: 5_000) == 6_000)  // × 1.2
         #expect(s.ackDeadline(wall: 1_000, estimatedTimeout: 5_000) == 1_007)
         #expect(s.ackDeadline(wall: 1_000, estimatedTimeout: 5_001) == 1_008)
         sc.ackTimeout = 500
-        #expect(OutboxSender(policy: .init(), sessionConfig: sc).ackDeadline(wall: 1_000, estimatedTimeout: 60_000) == 1_002)
+        #expect(OutboxSender(policy: .init(), sessionConfig: sc, wallClock: { 0 }).ackDeadline(wall: 1_000, estimatedTimeout: 60_000) == 1_002)
     }
 }

@@ -238,8 +238,11 @@ extension ResultShape {
             // The radio's daemon settings as the file gives them (passwords and secrets as "(hidden)").
             opt("daemon", .map(.any))))))
 
-    public static let ops: ResultShape = .object(f("operations", .array(.object(
-        f("cli", .string), f("api", .nullable(.string)),
+    public static let ops: ResultShape = .object(f("operations", .array(opsEntry)),
+                                                 f("api_ops", .array(opsEntry), "The ops of the local API that no command runs (cli null)."))
+
+    static let opsEntry: ResultShape = .object(
+        f("cli", .nullable(.string)), f("api", .nullable(.string)),
         f("class", .nullable(.oneOf(OperationClass.allCases.map(\.rawValue)))), f("daemon", .bool),
         opt("aliases", .array(.string)), opt("hidden", .bool), f("help", .string), opt("discussion", .string),
         f("args", .array(.object(
@@ -247,6 +250,7 @@ extension ResultShape {
             f("type", .oneOf(["string", "integer", "number", "bool"])), f("required", .bool), opt("short", .string),
             opt("value_name", .string), f("default", .nullable(.string)), opt("choices", .array(.string)),
             f("repeatable", .bool), opt("hidden", .bool), opt("api", .string), opt("api_aliases", .array(.string)),
-            opt("command_line_only", .bool), opt("api_default", .string), f("help", .string)))),
-        f("result", .object(f("format", .oneOf(["json", "json-lines", "none"])), opt("schema", .string)))))))
+            opt("command_line_only", .bool), opt("api_default", .string), opt("api_required", .bool), opt("api_only", .bool),
+            f("help", .string)))),
+        f("result", .object(f("format", .oneOf(["json", "json-lines", "none"])), opt("schema", .string))))
 }

@@ -234,7 +234,8 @@ extension OperationTable {
                   discussion: "A password that worked is saved (0600, by the node's key, never printed) and used when -p is not given; --no-save keeps it out, --forget removes it.",
                   args: OperationArgument.link + [
                       .positional("node", api: ["name"], help: "Node name or hex key prefix."),
-                      .option("password", short: "p", value: "password", help: "Password (empty: guest or known member; not given: the saved one, else empty)."),
+                      .option("password", short: "p", value: "password", apiRequired: true,
+                              help: "Password (empty: guest or known member; not given: the saved one, else empty)."),
                       .flag("no-save", commandLineOnly: true, help: "Do not save the password."),
                       .flag("forget", commandLineOnly: true, help: "Remove the saved password of this node (and do not log in)."),
                   ]),
@@ -447,7 +448,7 @@ extension OperationTable {
                   help: "Check the config file; errors name the line."),
         Operation("ops", nil, result: .json(.ops),
                   help: "Print the operation table: every command with its API op name, permission class and arguments.",
-                  discussion: "With --json, one object per operation: cli (the command path), api (the local API's op name, null when the API does not serve it), class (read, message, config, admin or secret; null for commands that only run on this host), daemon (answered by the daemon itself), help, args (name, kind positional/option/flag, type, required, default, choices, repeatable, help; api: its field name in the local API where that is not its name with dashes as \"_\", api_aliases: other field names taken, api_default: the API's default where it differs, command_line_only: no API field), and result (format json, json-lines or none, and schema: the name of its schema under $defs of `ops --schema`). With --schema, the JSON Schema (draft 2020-12) of every command's --json output, as docs/json-schema.json ships it.",
+                  discussion: "With --json, one object per operation: cli (the command path), api (the local API's op name, null when the API does not serve it), class (read, message, config, admin or secret; null for commands that only run on this host), daemon (answered by the daemon itself), help, args (name, kind positional/option/flag, type, required, default, choices, repeatable, help; api: its field name in the local API where that is not its name with dashes as \"_\", api_aliases: other field names taken, api_default: the API's default where it differs, api_required: the API requires it though the command line does not, command_line_only: no API field, api_only: a field of the API alone, such as send's wait), and result (format json, json-lines or none, and schema: the name of its schema under $defs of `ops --schema`). Then api_ops: the ops of the local API that no command runs (ping, the daemon's status, channels, outbox, contacts_flush_pending, subscribe, tunnel), in the same form with cli null. With --schema, the JSON Schema (draft 2020-12) of every command's --json output, as docs/json-schema.json ships it.",
                   args: [
                       .flag("json", short: "j", help: "Stable machine-readable output (JSON)."),
                       .flag("schema", help: "Print the JSON Schema of every command's --json output instead."),

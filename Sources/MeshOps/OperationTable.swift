@@ -39,10 +39,13 @@ public struct OperationArgument: Sendable, Equatable {
     public var apiDefault: String?
     /// Only the command line has it (what the command does around its request: `login --no-save`).
     public var commandLineOnly: Bool
+    /// The API requires it though the command line does not: the command line has a fallback the
+    /// API has not (`login`'s `password`: the command line's saved one).
+    public var apiRequired: Bool
 
     public init(kind: Kind, name: String, short: Character?, valueName: String?, type: ValueType, required: Bool,
                 defaultValue: String?, choices: [String], repeatable: Bool, hidden: Bool, remaining: Bool, help: String,
-                apiNames: [String] = [], apiDefault: String? = nil, commandLineOnly: Bool = false) {
+                apiNames: [String] = [], apiDefault: String? = nil, commandLineOnly: Bool = false, apiRequired: Bool = false) {
         self.kind = kind
         self.name = name
         self.short = short
@@ -58,6 +61,7 @@ public struct OperationArgument: Sendable, Equatable {
         self.apiNames = apiNames
         self.apiDefault = apiDefault
         self.commandLineOnly = commandLineOnly
+        self.apiRequired = apiRequired
     }
 
     /// Its field name in the local API: `public_key` for `<public-key>`, unless the row names another.
@@ -84,10 +88,10 @@ public struct OperationArgument: Sendable, Equatable {
     public static func option(_ name: String, short: Character? = nil, value valueName: String, type: ValueType = .string,
                               required: Bool = false, choices: [String] = [], default value: String? = nil,
                               repeatable: Bool = false, hidden: Bool = false, api: [String] = [], apiDefault: String? = nil,
-                              commandLineOnly: Bool = false, help: String) -> OperationArgument {
+                              commandLineOnly: Bool = false, apiRequired: Bool = false, help: String) -> OperationArgument {
         OperationArgument(kind: .option, name: name, short: short, valueName: valueName, type: type, required: required,
                           defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: false, help: help,
-                          apiNames: api, apiDefault: apiDefault, commandLineOnly: commandLineOnly)
+                          apiNames: api, apiDefault: apiDefault, commandLineOnly: commandLineOnly, apiRequired: apiRequired)
     }
 
     @inline(never)

@@ -22,7 +22,19 @@ extension OperationArgument {
         }
         if commandLineOnly { fields.append(.init("command_line_only", .bool(true))) }
         if let apiDefault { fields.append(.init("api_default", .string(apiDefault))) }
+        if apiRequired { fields.append(.init("api_required", .bool(true))) }
         fields.append(.init("help", .string(help)))
+        return .object(fields)
+    }
+
+    /// A field only the API takes (`send`'s `wait`), as `ops --json` prints it: marked `api_only`,
+    /// with its API name.
+    var apiOnlyValue: Value {
+        guard case .object(var fields) = value else { return value }
+        let at = fields.firstIndex { $0.key == "help" } ?? fields.endIndex
+        var added: [Value.Field] = [.init("api_only", .bool(true))]
+        if apiNames.isEmpty { added.insert(.init("api", .string(apiField)), at: 0) }
+        fields.insert(contentsOf: added, at: at)
         return .object(fields)
     }
 }
@@ -31,7 +43,7 @@ extension Operation {
     /// The row as `ops --json` prints it.
     public var value: Value {
         var fields: [Value.Field] = [
-            .init("cli", .string(cli)),
+            .init("cli", path.isEmpty ? .null : .string(cli)),
             .init("api", api.map { .string($0) } ?? .null),
             .init("class", opClass.map { .string($0.rawValue) } ?? .null),
             .init("daemon", .bool(daemon)),
@@ -40,7 +52,7 @@ extension Operation {
         if hidden { fields.append(.init("hidden", .bool(true))) }
         fields.append(.init("help", .string(help)))
         if !discussion.isEmpty { fields.append(.init("discussion", .string(discussion))) }
-        fields.append(.init("args", .array(args.map(\.value))))
+        fields.append(.init("args", .array(args.map(\.value) + apiOnly.map(\.apiOnlyValue))))
         var r: [Value.Field] = [.init("format", .string(result.format))]
         if result.shape != nil { r.append(.init("schema", .string(OperationTable.schemaName(self)))) }
         fields.append(.init("result", .object(r)))
@@ -49,10 +61,14 @@ extension Operation {
 }
 
 extension OperationTable {
-    /// `ops --json`: `{"operations":[...]}`, one entry per operation (hidden internal ones left out).
+    /// `ops --json`: `{"operations":[...],"api_ops":[...]}`: one entry per operation of the command
+    /// line (hidden internal ones left out), then one per op of the local API that no command runs
+    /// (`ping`, the daemon's `status`, `subscribe`...: `cli` null). An argument only one door takes
+    /// says so (`command_line_only`, `api_only`).
     public static var value: Value {
         .object([
             .init("operations", .array(rows.filter { !$0.hidden }.map(\.value))),
+            .init("api_ops", .array(apiOnly.map(\.value))),
         ])
     }
 
@@ -60,11 +76,12 @@ extension OperationTable {
     public static var text: String {
         let shown = rows.filter { !$0.hidden }
         let width = shown.map(\.cli.count).max() ?? 0
-        let apiWidth = shown.map { ($0.api ?? "-").count }.max() ?? 0
+        let apiWidth = (shown + apiOnly).map { ($0.api ?? "-").count }.max() ?? 0
         var out = ""
-        for r in shown {
+        for r in shown + apiOnly {
             let api = r.api ?? "-"
-            out += r.cli + String(repeating: " ", count: width - r.cli.count + 2)
+            let cli = r.path.isEmpty ? "-" : r.cli
+            out += cli + String(repeating: " ", count: width - cli.count + 2)
             out += api + String(repeating: " ", count: apiWidth - api.count + 2)
             out += (r.opClass?.rawValue ?? "local") + "\n"
         }

@@ -70,7 +70,7 @@ public struct OperationValues: Sendable {
         for a in args where values[a.name] == nil {
             if let d = defaults(a) {
                 values[a.name] = try typed(.string(d), a, field: a.name)
-            } else if a.required {
+            } else if a.required || (door == .api && a.apiRequired) {
                 throw .usage(door == .api ? "\(subject): missing \"\(a.apiField)\"." : "missing \(label(a.name)).")
             }
         }

@@ -110,6 +110,27 @@ import Testing
         #expect(scan?["api"] == .null)
         #expect(scan?["class"] == .null)
         #expect(!ops.contains { $0["cli"] == .string("daemon op-exec") })
+        // A field only the API takes is among the row's args, marked.
+        let send = ops.first { $0["cli"] == .string("send") }
+        guard case .array(let sendArgs)? = send?["args"] else { Issue.record("no send args"); return }
+        let wait = sendArgs.first { $0["name"] == .string("wait") }
+        #expect(wait?["api_only"] == .bool(true))
+        #expect(wait?["api"] == .string("wait"))
+        #expect(sendArgs.filter { $0["api_only"] == .bool(true) }.count == 1)
+        let login = ops.first { $0["cli"] == .string("login") }
+        guard case .array(let loginArgs)? = login?["args"] else { Issue.record("no login args"); return }
+        #expect(loginArgs.first { $0["name"] == .string("password") }?["api_required"] == .bool(true))
+        // The API's own ops: no command path, their class and fields.
+        guard case .array(let apiOps)? = v["api_ops"] else { Issue.record("no api_ops"); return }
+        #expect(apiOps.count == OperationTable.apiOnly.count)
+        let names = apiOps.compactMap { $0["api"]?.stringValue }
+        #expect(names == ["ping", "status", "channels", "outbox", "contacts_flush_pending", "subscribe", "tunnel"])
+        for o in apiOps { #expect(o["cli"] == .null) }
+        let subscribe = apiOps.first { $0["api"] == .string("subscribe") }
+        #expect(subscribe?["class"] == .string("message"))
+        guard case .array(let subArgs)? = subscribe?["args"] else { Issue.record("no subscribe args"); return }
+        #expect(subArgs.first?["api"] == .string("log_rx"))
+        #expect(subArgs.first?["api_only"] == .bool(true))
     }
 
     @Test func completionScriptsNameEveryCommand() {

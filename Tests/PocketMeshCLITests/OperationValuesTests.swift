@@ -100,6 +100,10 @@ extension CommandLineParsing {
         #expect(Self.apiError("channel_data", ["channel": .string("0"), "data_type": .integer(70000), "data": .string("ab")])
                 == "channel_data: \"data_type\" must be 1 to 65535, not 70000.")
         #expect(Self.apiError("contacts_add", ["name": .string("x")]) == "contacts_add: missing \"public_key\".")
+        // The API has no saved password to fall back on: it asks for one ("" for a guest login).
+        #expect(Self.apiError("login", ["name": .string("r")]) == "login: missing \"password\".")
+        let guest = try? Self.api("login", ["name": .string("r"), "password": .string("")])
+        #expect(guest == .login("r", password: ""))
         #expect(Self.apiError("contacts_add", ["public_key": .string("ab"), "name": .string("n"), "type": .string("boat")])
                 == "contacts_add: \"type\" takes chat, repeater, room or sensor, not \"boat\".")
         #expect(Self.apiError("time_set", ["epoch": .double(1.5)]) == "time_set: \"epoch\" must be a whole number, not 1.5.")

@@ -50,6 +50,29 @@ def test_ops_json_has_an_entry_per_operation(ops):
     assert "daemon op-exec" not in by_cli
 
 
+def test_ops_json_lists_what_only_one_door_takes():
+    """The API's own ops (no command runs them) and the fields only the API takes, from the table."""
+    cp = run("ops", "--json")
+    assert cp.returncode == 0, cp.stderr
+    table = json.loads(cp.stdout)
+    api_ops = {o["api"]: o for o in table["api_ops"]}
+    assert set(api_ops) == {"ping", "status", "channels", "outbox", "contacts_flush_pending", "subscribe", "tunnel"}
+    assert all(o["cli"] is None and o["daemon"] is True for o in api_ops.values())
+    assert api_ops["ping"]["class"] == "read" and api_ops["outbox"]["class"] == "message"
+    assert [(a["api"], a["type"], a["api_only"]) for a in api_ops["subscribe"]["args"]] == [("log_rx", "bool", True)]
+    send = next(o for o in table["operations"] if o["cli"] == "send")
+    wait = [a for a in send["args"] if a.get("api_only")]
+    assert [(a["name"], a["api"], a["type"]) for a in wait] == [("wait", "wait", "bool")]
+    login = next(o for o in table["operations"] if o["cli"] == "login")
+    password = next(a for a in login["args"] if a["name"] == "password")
+    assert password["required"] is False and password["api_required"] is True
+    # An API op name is in one of the two lists, once; `status` in both: a node's (with "name") and the daemon's.
+    names = [o["api"] for o in table["operations"] if o["api"]] + [o["api"] for o in table["api_ops"]]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == ["status"]
+    text = run("ops").stdout.splitlines()
+    assert next(l for l in text if l.split()[1:] == ["ping", "read"]).split()[0] == "-"
+
+
 def test_api_names_are_the_command_paths_joined(ops):
     for o in ops:
         if o["api"] and o["cli"] != "contacts list":  # the daemon's `contacts`, as it always was

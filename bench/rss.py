@@ -11,7 +11,10 @@ pages of .data/.bss) apart from file-backed (RssFile: the binary's pages, shared
 meshcore-cli's `infos` (x86_64 only), 5 times each; a command's figures are read from
 /proc/PID/status at its exit (ptrace's exit stop), medians printed. The daemon runs
 bench/daemon/storm.py: 1,000 messages/minute for --storm-seconds with the MQTT bridge and observer
-(Mosquitto) and 8 companion hub clients. aarch64 runs under qemu-user: those figures are qemu's
+(Mosquitto) and 8 companion hub clients; the openhop-core peer pushes LOG_RX_DATA for every packet
+it hears (as the firmware does; its frame server sends none by itself), so the observer uploads
+each message's packet: "observer packets" is what reached the broker, next to the observer's own
+count. aarch64 runs under qemu-user: those figures are qemu's
 process (qemu itself, its translated code, the guest), not what a board would show.
 Prints a Markdown table per architecture and the JSON of every run (to --json, if given).
 """
@@ -156,7 +159,8 @@ def table(arch, size, c, d):
     print(f"| daemon through the storm (MB; anon / file: the largest samples) | {mb(dw['vm_hwm_kb'])} | {mb(dw['rss_anon_max_sampled_kb'])} / {mb(dw['rss_file_max_sampled_kb'])} | {mb(dc['vm_hwm_kb'])} | {mb(dc['rss_anon_max_sampled_kb'])} / {mb(dc['rss_file_max_sampled_kb'])} |")
     for name, r in (("warm", dw), ("cold", dc)):
         print(f"\nstorm, {name}: stored {r['stored']} of {r['sent']}, hub clients got {r['hub_clients_got']}, "
-              f"on the broker {r.get('mqtt_unique_ids')} unique, observer packets {r.get('mqtt_packets')}", end="")
+              f"on the broker {r.get('mqtt_unique_ids')} unique, observer packets {r.get('mqtt_packets')} "
+              f"(the observer's own count: {r.get('observer_published')} published, {r.get('observer_dropped')} dropped)", end="")
     print()
     if "meshcore-cli" in c:
         m = c["meshcore-cli"]["VmHWM"]

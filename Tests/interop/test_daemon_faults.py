@@ -55,13 +55,15 @@ def free_ports(n):
 
 
 class Mesh:
-    """Two openhop-core companion nodes sharing an in-memory air, on 127.0.0.1:base and base+1."""
+    """Two openhop-core companion nodes sharing an in-memory air, on 127.0.0.1:base and base+1.
+    `log_rx`: each node pushes LOG_RX_DATA for every packet it hears (companion_peer.py --log-rx)."""
 
-    def __init__(self):
+    def __init__(self, log_rx=False):
         if not PEER_SCRIPT.exists():
             pytest.fail(f"{PEER_SCRIPT} not found")
         self.base = free_ports(2)
-        self.proc = subprocess.Popen([venv_python(), str(PEER_SCRIPT), "--nodes", "2", "--base-port", str(self.base)],
+        self.proc = subprocess.Popen([venv_python(), str(PEER_SCRIPT), "--nodes", "2", "--base-port", str(self.base)]
+                                     + (["--log-rx"] if log_rx else []),
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.nodes = []
         deadline = time.time() + 30

@@ -1,5 +1,5 @@
 """The daemon's MQTT bridge against a real broker on loopback: Mosquitto (Debian's package),
-started by these tests; the radio is `pocketmesh sim`.
+started by these tests; the radio is `pocketmesh sim` (the observer also on an openhop-core node).
 
 Checked: every received message reaches the broker (each with its store id) across broker restarts
 and a SIGKILLed daemon; commands on PREFIX/command/{op} are executed and answered; status is
@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from test_daemon_faults import Daemon
+from test_daemon_faults import Daemon, Mesh, start_sender
 from test_sim_clients import Sim
 
 paho = pytest.importorskip("paho.mqtt.client")
@@ -393,6 +393,46 @@ def test_observer_uploads_packets_in_the_analyzer_format_with_a_retained_status_
         d.stop()
         watch.close()
         broker.stop()
+
+
+def test_observer_uploads_what_a_node_nobody_here_wrote_hears(tmp_path):
+    """The daemon on an openhop-core companion node (companion_peer.py --log-rx: the node's LOG_RX_DATA
+    pushes, as the firmware sends them, which bench/daemon/storm.py relies on): the other node's
+    advert and channel messages reach the broker in the analyzers' format, with the SNR and RSSI
+    the node reported."""
+    from meshcoredecoder import MeshCoreDecoder
+    mesh = Mesh(log_rx=True)
+    broker = Mosquitto(tmp_path)
+    watch = Listener(broker.port, topic="meshcore/#")
+    name0, key0, port0 = mesh.nodes[0]
+    root = f"meshcore/SEA/{key0.upper()}"
+    d = Daemon(str(tmp_path), port0, hook=False,
+               extra=["--mqtt-observer", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-iata", "sea"])
+    try:
+        d.wait_ready()
+        watch.wait(lambda g: any(t == root + "/status" for t, _, _ in g), what="the observer's status")
+        sender = start_sender(tmp_path, mesh.nodes[1][2], 3, 0.3, "observed", advert=True)
+        assert sender.wait(60) == 0, sender.stderr.read()
+        got = watch.wait(lambda g: sum(1 for t, _, _ in g if t == root + "/packets") >= 4, what="four packets")
+        packets = [json.loads(p) for t, p, _ in got if t == root + "/packets"]
+        types = []
+        for p in packets:
+            assert p["type"] == "PACKET" and p["direction"] == "rx" and p["origin"] == name0 and p["origin_id"] == key0.upper()
+            raw = bytes.fromhex(p["raw"])
+            dec = MeshCoreDecoder.decode(p["raw"])
+            assert dec.is_valid and int(p["len"]) == len(raw), p
+            assert int(p["packet_type"]) == int(dec.payload_type.value) and p["route"] == "F", (p, dec.to_dict())
+            assert p["hash"] == firmware_hash(raw), p
+            assert (p["SNR"], p["RSSI"]) == ("9.5", "-60"), p  # the peer's air: SNR 9.5 dB, RSSI -60
+            types.append(int(p["packet_type"]))
+        assert types.count(4) >= 1 and types.count(5) >= 3, types  # the advert, three group texts
+        status = d.call({"id": 9, "op": "status"})["mqtt_observer"][0]
+        assert status["connected"] and status["published"] >= len(packets) and status["dropped"] == 0, status
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+        mesh.close()
 
 
 class CaptureBroker:

@@ -12,8 +12,11 @@ messages per minute from node 1 for SECONDS, and samples the daemon's RSS from /
     bench/daemon/storm.py --bin dist/pocketmesh-aarch64 --qemu qemu-aarch64-static ...
 
 With --mqtt a Mosquitto broker is started on loopback and the daemon runs the MQTT bridge and the
-observer uploader against it; a subscriber counts what arrives (each message once, by store id),
-and the result carries the daemon's median delay from "stored" to "published" (PUBACK).
+observer uploader against it; a subscriber counts what arrives (each message once, by store id;
+the observer's packets on meshcore/BCH/KEY/packets), and the result carries the daemon's median
+delay from "stored" to "published" (PUBACK) and the observer's own count of packets published.
+The openhop-core peer then pushes LOG_RX_DATA for every packet node 0 hears (companion_peer.py
+--log-rx; its frame server sends none by itself), as the firmware does.
 
 With --hub-clients N the daemon also serves the companion hub and N raw companion clients drain
 every message through it (each must get every message once); --latency K then times K
@@ -104,8 +107,9 @@ def main():
     ap.add_argument("--cold", action="store_true",
                     help="run the daemon from a copy of --bin dropped from the page cache, as after a reboot")
     ap.add_argument("--peer", choices=["openhop", "sim"], default="openhop",
-                    help="the radios: openhop-core's companion (default) or pocketmesh's simulator (which also sends "
-                         "LOG_RX_DATA, so the observer uploads every packet)")
+                    help="the radios: openhop-core's companion (default; with --mqtt it pushes LOG_RX_DATA, as the "
+                         "firmware does, so the observer uploads every packet) or pocketmesh's simulator (which carries "
+                         "only what its air time allows)")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="pmbench-")
@@ -115,6 +119,10 @@ def main():
     else:
         peer_cmd = [sys.executable, str(REPO / "Tests" / "interop" / "harness" / "companion_peer.py"), "--nodes", "2",
                     "--base-port", str(base)]
+        if a.mqtt:
+            # openhop-core's frame server sends no LOG_RX_DATA of its own: without it the observer
+            # would have nothing to upload (the firmware pushes one for every packet it hears).
+            peer_cmd += ["--log-rx"]
     peer = subprocess.Popen(peer_cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     seen = 0
     while seen < 2:
@@ -233,8 +241,13 @@ def run(a, d, sock, base, tmp):
         result["rss_by_mapping_kb"] = mappings
     if sub:
         bridge = (st.get("mqtt") or [{}])[0]
+        observer = (st.get("mqtt_observer") or [{}])[0]
         result.update({"mqtt_messages": sub.messages, "mqtt_unique_ids": len(sub.ids), "mqtt_packets": sub.packets,
-                       "mqtt_cursor": bridge.get("cursor"), "stored_to_published_median_ms": bridge.get("stored_to_published_ms")})
+                       "mqtt_cursor": bridge.get("cursor"), "stored_to_published_median_ms": bridge.get("stored_to_published_ms"),
+                       # The observer's own count (packets it was handed and published, QoS 0) and
+                       # what it dropped: tells "none heard" from "lost on the way".
+                       "observer_published": observer.get("published"), "observer_dropped": observer.get("dropped"),
+                       "observer_connected": observer.get("connected")})
     print(json.dumps(result))
 
 

@@ -14,6 +14,11 @@ The air: every packet a node transmits reaches every other node after its LoRa t
 (SF10, 250 kHz) times `--airtime-scale` (default 0.1, so tests run ten times faster than the
 air would carry them), with a fixed SNR and RSSI. Listens on 127.0.0.1
 only; stops on SIGTERM or SIGINT.
+
+openhop-core's frame server sends no LOG_RX_DATA (0x88) push, which the firmware writes for every
+packet the radio receives; with `--log-rx` each node's heard packets (openhop-core's own
+`rx_log_data` event) go to its client as LOG_RX_DATA, through the frame server's own `push_rx_raw`,
+as the firmware does (what an observer uploader needs).
 """
 import argparse
 import asyncio
@@ -99,7 +104,7 @@ class AirRadio(QuietRadio):
         return {"airtime_ms": round(lora_airtime_s(len(data)) * 1000)}
 
 
-async def serve(node_count, base_port, airtime_scale):
+async def serve(node_count, base_port, airtime_scale, log_rx=False):
     air = SharedAir(airtime_scale)
     running = []
     for i in range(node_count):
@@ -111,6 +116,8 @@ async def serve(node_count, base_port, airtime_scale):
         server = CompanionFrameServer(bridge=node, companion_hash=f"{key[0]:02x}", port=base_port + i,
                                       bind_address="127.0.0.1", device_model="openhop-peer",
                                       client_idle_timeout_sec=None)
+        if log_rx:
+            node.on_rx_log_data(server.push_rx_raw)
         await server.start()
         running.append((node, server))
         print(f"node sim{i} pubkey={key.hex()} tcp=127.0.0.1:{base_port + i}", flush=True)
@@ -130,11 +137,12 @@ def main():
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--base-port", type=int, default=5001)
     ap.add_argument("--airtime-scale", type=float, default=0.1, help="time on air multiplier (1 = real LoRa timing)")
+    ap.add_argument("--log-rx", action="store_true", help="push LOG_RX_DATA for every packet a node hears, as the firmware does")
     ap.add_argument("--debug", action="store_true", help="openhop-core's debug log on stderr")
     args = ap.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    asyncio.run(serve(args.nodes, args.base_port, args.airtime_scale))
+    asyncio.run(serve(args.nodes, args.base_port, args.airtime_scale, args.log_rx))
 
 
 if __name__ == "__main__":

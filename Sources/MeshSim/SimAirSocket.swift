@@ -30,8 +30,7 @@ final class AirSocket {
 extension SimHost {
     func attachAir(_ a: AirSocket) {
         loop.register(fd: a.listenFD, events: .readable) { [unowned self, unowned a] _ in
-            let fd = accept(a.listenFD, nil, nil)
-            guard fd >= 0 else { return }
+            guard case .success(let fd) = retryingOnInterrupt({ accept(a.listenFD, nil, nil) }) else { return }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var one: Int32 = 1

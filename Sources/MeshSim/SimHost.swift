@@ -194,8 +194,7 @@ public final class SimHost {
         p.node.onPowerDown = { [unowned self, unowned p] in self.dropClient(p) }
         if p.ptyMaster >= 0 { p.node.connected = true }
         loop.register(fd: p.listenFD, events: .readable) { [unowned self, unowned p] _ in
-            let fd = accept(p.listenFD, nil, nil)
-            guard fd >= 0 else { return }
+            guard case .success(let fd) = retryingOnInterrupt({ accept(p.listenFD, nil, nil) }) else { return }
             // While the radio is down (rebooting, or off) nobody answers: the connection is closed.
             self.pump()
             guard p.node.powered else { close(fd); return }

@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "MeshAirTests", dependencies: ["MeshAir", "CSodium"]),  // libsodium's own signing checks ours
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
         .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshNode", "MeshSim"]),  // the session and the operations over it
-        .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
+        .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore", "MeshLink"]),  // MeshLink: the EINTR layer the store uses
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshNetTests", dependencies: ["MeshNet"]),
         .testTarget(name: "MeshNodeTests", dependencies: ["MeshNode", "MeshAir"]),

@@ -44,9 +44,9 @@ extension SimHost {
     private func airReady(_ a: AirSocket, _ c: AirSocket.Client, _ ev: PollEvents) {
         if ev.contains(.writable) { airFlush(c) }
         var buf = [UInt8](repeating: 0, count: 4096)
-        let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(c.fd, raw.baseAddress!, raw.count) } }
-        guard case .success(let n) = r, n > 0 else {
-            if r != .failure(.wouldBlock) { airDrop(a, c) }  // end of stream, or a failed socket
+        let input = SocketInput.read(c.fd, into: &buf)
+        guard case .bytes(let n) = input else {
+            if input != .wouldBlock { airDrop(a, c) }  // end of stream, or a failed socket
             return
         }
         c.inBuffer += buf[0..<n]

@@ -231,10 +231,10 @@ public final class SimHost {
                 if p.clientOut.isEmpty { self.loop.setEvents(fd: fd, .readable) }
             }
             var buf = [UInt8](repeating: 0, count: 4096)
-            let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
-            if case .success(let n) = r, n > 0 {
+            let input = SocketInput.read(fd, into: &buf)
+            if case .bytes(let n) = input {
                 self.feed(p, decoder: p.clientDecoder, bytes: Array(buf[0 ..< n]))
-            } else if r != .failure(.wouldBlock) {  // end of stream, or a failed socket
+            } else if input != .wouldBlock {  // end of stream, or a failed socket
                 self.loop.unregister(fd: fd); close(fd); p.clientFD = -1
                 p.node.connected = p.ptyMaster >= 0
                 return
@@ -251,14 +251,14 @@ public final class SimHost {
                 if p.ptyOut.isEmpty { self.loop.setEvents(fd: fd, .readable) }
             }
             var buf = [UInt8](repeating: 0, count: 4096)
-            let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
-            if case .success(let n) = r, n > 0 {
+            let input = SocketInput.read(fd, into: &buf)
+            if case .bytes(let n) = input {
                 p.ptyOpen = true
                 self.feed(p, decoder: p.ptyDecoder, bytes: Array(buf[0 ..< n]))
                 if !p.ptyOut.isEmpty { self.loop.setEvents(fd: fd, [.readable, .writable]) }
                 return
             }
-            if r == .failure(.wouldBlock) { return }
+            if input == .wouldBlock { return }
             // Nobody has the terminal open: stop writing, look again shortly.
             p.ptyOpen = false
             p.ptyOut.removeAll()

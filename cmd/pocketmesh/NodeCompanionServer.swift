@@ -73,9 +73,9 @@ final class NodeCompanionServer {
                 guard self.clientFD == fd else { return }
                 if ev.contains(.writable) { self.flush(loop) }
                 var buf = [UInt8](repeating: 0, count: 4096)
-                let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
-                guard case .success(let n) = r, n > 0 else {
-                    if r != .failure(.wouldBlock) { self.drop(loop) }  // end of stream, or a failed socket
+                let input = SocketInput.read(fd, into: &buf)
+                guard case .bytes(let n) = input else {
+                    if input != .wouldBlock { self.drop(loop) }  // end of stream, or a failed socket
                     return
                 }
                 pump()

@@ -536,23 +536,20 @@ public struct BrokerAddress: CustomStringConvertible {
         return found.filter { $0.family == AF_INET } + found.filter { $0.family == AF_INET6 }
     }
 
+    /// The socket address of this address and `port`, written to `storage`; returns its length.
+    /// `sockaddr_in` and `sockaddr_in6` differ only in their size and where the address goes (the
+    /// family and the port lead both).
     public func socketAddress(port: UInt16, into storage: inout sockaddr_storage) -> socklen_t {
+        let (length, addressOffset) = family == AF_INET
+            ? (MemoryLayout<sockaddr_in>.size, MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!)
+            : (MemoryLayout<sockaddr_in6>.size, MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!)
+        storage = sockaddr_storage()
+        storage.ss_family = sa_family_t(family)
         withUnsafeMutableBytes(of: &storage) { raw in
-            if family == AF_INET {
-                var sa = sockaddr_in()
-                sa.sin_family = sa_family_t(AF_INET)
-                sa.sin_port = port.bigEndian
-                withUnsafeMutableBytes(of: &sa.sin_addr) { $0.copyBytes(from: bytes) }
-                withUnsafeBytes(of: &sa) { raw.copyMemory(from: $0) }
-                return socklen_t(MemoryLayout<sockaddr_in>.size)
-            }
-            var sa = sockaddr_in6()
-            sa.sin6_family = sa_family_t(AF_INET6)
-            sa.sin6_port = port.bigEndian
-            withUnsafeMutableBytes(of: &sa.sin6_addr) { $0.copyBytes(from: bytes) }
-            withUnsafeBytes(of: &sa) { raw.copyMemory(from: $0) }
-            return socklen_t(MemoryLayout<sockaddr_in6>.size)
+            raw.storeBytes(of: port.bigEndian, toByteOffset: MemoryLayout<sockaddr_in>.offset(of: \.sin_port)!, as: UInt16.self)
+            UnsafeMutableRawBufferPointer(rebasing: raw[addressOffset...]).copyBytes(from: bytes)
         }
+        return socklen_t(length)
     }
 
     public var description: String {

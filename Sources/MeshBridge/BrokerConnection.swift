@@ -315,15 +315,16 @@ public final class BrokerConnection {
 
             let f = socket(Int32(storage.ss_family), Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             if f < 0 { last = "socket: \(String(cString: strerror(errno)))"; continue }
-            let r = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(f, $0, length) } }
-            if r == 0 || errno == EINPROGRESS {
+            do throws(Errno) {
+                let connected = try FileDescriptor(rawValue: f).connect(to: storage, length: length)
                 fd = f
                 phase = .connecting(fd: f, addresses: addresses, next: i, deadline: now + settings.connectTimeoutMS)
-                if r == 0 { transportConnected(now: now) }
+                if connected { transportConnected(now: now) }
                 return
+            } catch {
+                last = "\(a): \(error.message)"
+                Glibc.close(f)
             }
-            last = "\(a): \(String(cString: strerror(errno)))"
-            Glibc.close(f)
         }
         fail("cannot connect to \(settings.url): \(last ?? "no address")", now: now)
     }

@@ -165,7 +165,7 @@ public final class BLELink: ByteLink {
         remote.l2_bdaddr_type = UInt8(address.type == .randomAddress ? BDADDR_LE_RANDOM : BDADDR_LE_PUBLIC)
         var failure: Errno?
         var connecting = false
-        do { connecting = try !descriptor.connect(to: remote, length: socklen_t(MemoryLayout<sockaddr_l2>.size)) } catch { failure = error }
+        do throws(Errno) { connecting = try !descriptor.connect(to: remote, length: socklen_t(MemoryLayout<sockaddr_l2>.size)) } catch { failure = error }
         if connecting {
             while true {
                 let now = monotonicMilliseconds()

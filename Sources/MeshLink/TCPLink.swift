@@ -175,7 +175,7 @@ public final class TCPLink: ByteLink {
     /// Non-blocking connect and a poll for completion.
     static func connect(_ candidate: Candidate, remainingMilliseconds: Int) throws(Errno) -> FileDescriptor {
         let descriptor = try FileDescriptor.socket(candidate.family, candidate.socketType, candidate.proto)
-        do {
+        do throws(Errno) {
             if try descriptor.connect(to: candidate.storage, length: candidate.length) { return descriptor }
         } catch {
             descriptor.close()
@@ -185,7 +185,7 @@ public final class TCPLink: ByteLink {
         while true {
             let now = monotonicMilliseconds()
             if now >= deadline { descriptor.close(); throw .timedOut }
-            do {
+            do throws(Errno) {
                 if try descriptor.poll(Int16(POLLOUT), timeout: Int32(clamping: deadline - now)) { break }
             } catch {
                 descriptor.close()

@@ -116,7 +116,7 @@ public final class SystemFileOps: FileOps {
     /// MeshLink's `sys` (EINTR retried there, the one place it is), failing with the store's `FileErrno`.
     @inline(__always)
     private func system<T: FixedWidthInteger>(_ body: () -> T) throws(FileErrno) -> T {
-        do { return try sys(body) } catch { throw FileErrno(error.rawValue) }
+        do throws(Errno) { return try sys(body) } catch { throw FileErrno(error.rawValue) }
     }
 }
 

@@ -5,7 +5,7 @@ import PackageDescription
 //   pocketmesh (cmd) -> MeshDaemon -> MeshHub, MeshBridge -> MeshDaemonClient -> MeshOps -> MeshSession; MeshDaemonClient -> MeshStore;
 //   MeshSession, MeshSim -> MeshLink, MeshAir; MeshSim -> MeshNode -> MeshAir;
 //   MeshDaemon, MeshDaemonClient, MeshSim -> MeshNet (JSON, MQTT, DNS, WebSocket: codecs without I/O, standard library only);
-//   MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
+//   MeshStore -> MeshLink (its Errno layer); MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
 //   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshBridge -> CMeshTLS (mbedTLS)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
 // simulator's inner loop they were an eighth of the time, and the binary is smaller without them.
@@ -68,8 +68,8 @@ let package = Package(
         // nodes) over a session, with one result model (`Value`, JSON) and one error type: the
         // command line and the daemon's socket API are two front ends of it.
         .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshLink"], swiftSettings: releaseSettings),
-        // Flat-file persistence.
-        .target(name: "MeshStore", dependencies: ["MeshCompanion"], swiftSettings: releaseSettings),
+        // Flat-file persistence; its system calls go through MeshLink's Errno layer (one EINTR policy).
+        .target(name: "MeshStore", dependencies: ["MeshCompanion", "MeshLink"], swiftSettings: releaseSettings),
         // Network codecs with no I/O (bytes in, bytes and events out): JSON, the MQTT 3.1.1 client
         // session, broker URLs and reconnect backoff, DNS, WebSocket client and server. Standard
         // library only.
@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "MeshAirTests", dependencies: ["MeshAir", "CSodium"]),  // libsodium's own signing checks ours
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
         .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshNode", "MeshSim"]),  // the session and the operations over it
-        .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore"]),
+        .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore", "MeshLink"]),  // MeshLink: the EINTR layer the store uses
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshNetTests", dependencies: ["MeshNet"]),
         .testTarget(name: "MeshNodeTests", dependencies: ["MeshNode", "MeshAir"]),

@@ -315,15 +315,16 @@ public final class BrokerConnection {
 
             let f = socket(Int32(storage.ss_family), Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             if f < 0 { last = "socket: \(String(cString: strerror(errno)))"; continue }
-            let r = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(f, $0, length) } }
-            if r == 0 || errno == EINPROGRESS {
+            do throws(Errno) {
+                let connected = try FileDescriptor(rawValue: f).connect(to: storage, length: length)
                 fd = f
                 phase = .connecting(fd: f, addresses: addresses, next: i, deadline: now + settings.connectTimeoutMS)
-                if r == 0 { transportConnected(now: now) }
+                if connected { transportConnected(now: now) }
                 return
+            } catch {
+                last = "\(a): \(error.message)"
+                Glibc.close(f)
             }
-            last = "\(a): \(String(cString: strerror(errno)))"
-            Glibc.close(f)
         }
         fail("cannot connect to \(settings.url): \(last ?? "no address")", now: now)
     }
@@ -536,23 +537,20 @@ public struct BrokerAddress: CustomStringConvertible {
         return found.filter { $0.family == AF_INET } + found.filter { $0.family == AF_INET6 }
     }
 
+    /// The socket address of this address and `port`, written to `storage`; returns its length.
+    /// `sockaddr_in` and `sockaddr_in6` differ only in their size and where the address goes (the
+    /// family and the port lead both).
     public func socketAddress(port: UInt16, into storage: inout sockaddr_storage) -> socklen_t {
+        let (length, addressOffset) = family == AF_INET
+            ? (MemoryLayout<sockaddr_in>.size, MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!)
+            : (MemoryLayout<sockaddr_in6>.size, MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!)
+        storage = sockaddr_storage()
+        storage.ss_family = sa_family_t(family)
         withUnsafeMutableBytes(of: &storage) { raw in
-            if family == AF_INET {
-                var sa = sockaddr_in()
-                sa.sin_family = sa_family_t(AF_INET)
-                sa.sin_port = port.bigEndian
-                withUnsafeMutableBytes(of: &sa.sin_addr) { $0.copyBytes(from: bytes) }
-                withUnsafeBytes(of: &sa) { raw.copyMemory(from: $0) }
-                return socklen_t(MemoryLayout<sockaddr_in>.size)
-            }
-            var sa = sockaddr_in6()
-            sa.sin6_family = sa_family_t(AF_INET6)
-            sa.sin6_port = port.bigEndian
-            withUnsafeMutableBytes(of: &sa.sin6_addr) { $0.copyBytes(from: bytes) }
-            withUnsafeBytes(of: &sa) { raw.copyMemory(from: $0) }
-            return socklen_t(MemoryLayout<sockaddr_in6>.size)
+            raw.storeBytes(of: port.bigEndian, toByteOffset: MemoryLayout<sockaddr_in>.offset(of: \.sin_port)!, as: UInt16.self)
+            UnsafeMutableRawBufferPointer(rebasing: raw[addressOffset...]).copyBytes(from: bytes)
         }
+        return socklen_t(length)
     }
 
     public var description: String {

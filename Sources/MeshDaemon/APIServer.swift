@@ -215,15 +215,16 @@ public final class APIServer {
     private func readFrom(_ id: ClientID, _ c: Client) {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while clients[id] != nil {
-            let r = chunk.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(c.fd, raw.baseAddress, raw.count) } }
-            guard case .success(let n) = r else {
-                if case .failure(.wouldBlock) = r { return }
-                drop(id, reason: nil)
-                return
-            }
-            if n == 0 {
+            let n: Int
+            switch SocketInput.read(c.fd, into: &chunk) {
+            case .bytes(let count): n = count
+            case .wouldBlock: return
+            case .endOfStream:
                 c.readClosed = true
                 closeIfDone(id, c)
+                return
+            case .failed:
+                drop(id, reason: nil)
                 return
             }
             c.lastHeard = clock()

@@ -275,11 +275,8 @@ public final class DaemonClient {
                 if now >= deadline { return nil }
                 timeout = Int32(clamping: deadline - now)
             }
-            // A signal ends the wait early (EINTR): the deadline is looked at again.
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, timeout)
-            if ready == 0 { return nil }
-            if ready < 0 { continue }
+            // Not ready (the time passed, or a signal ended the wait early): the deadline is looked at again.
+            guard (try? FileDescriptor(rawValue: fd).poll(Int16(POLLIN), timeout: timeout)) == true else { continue }
             var chunk = [UInt8](repeating: 0, count: 8192)
             let r = chunk.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress, raw.count) } }
             guard case .success(let n) = r, n > 0 else { throw DaemonError(.link, "the daemon at \(socketPath) closed the connection.") }

@@ -395,14 +395,9 @@ public final class HubServer {
     private func readFrom(_ id: ClientID, _ c: Client, now: UInt64) {
         guard c.inboxEmpty, room(id) > 0 else { return }
         var chunk = [UInt8](repeating: 0, count: Self.readChunk)
-        let r = chunk.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(c.fd, raw.baseAddress, raw.count) } }
-        guard case .success(let n) = r else {
-            if case .failure(.wouldBlock) = r { return }
-            drop(id, reason: nil)
-            return
-        }
-        if n == 0 {
-            drop(id, reason: nil)
+        let input = SocketInput.read(c.fd, into: &chunk)
+        guard case .bytes(let n) = input else {
+            if input != .wouldBlock { drop(id, reason: nil) }  // end of stream, or a failed socket
             return
         }
         c.lastHeard = now

@@ -144,7 +144,7 @@ public final class BLELink: ByteLink {
         local.l2_family = sa_family_t(AF_BLUETOOTH)
         local.l2_cid = 4  // ATT fixed channel (htobs is the identity on little-endian hosts)
         local.l2_bdaddr_type = UInt8(BDADDR_LE_PUBLIC)
-        var status = withUnsafePointer(to: &local) {
+        let status = withUnsafePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
         }
         if status != 0 {
@@ -163,25 +163,22 @@ public final class BLELink: ByteLink {
         remote.l2_cid = 4
         remote.l2_bdaddr = address.bdaddr
         remote.l2_bdaddr_type = UInt8(address.type == .randomAddress ? BDADDR_LE_RANDOM : BDADDR_LE_PUBLIC)
-        status = withUnsafePointer(to: &remote) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
-        }
-        if status != 0 {
-            var error = Errno.current
-            if error == .inProgress || error == .interrupted {
-                var p = pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0)
-                while true {
-                    let now = monotonicMilliseconds()
-                    if now >= deadline {
-                        descriptor.close()
-                        throw .timeout("\(what) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds)
-                    }
-                    let ready = poll(&p, 1, Int32(clamping: deadline - now))
-                    if ready < 0 && Errno.current == .interrupted { continue }
-                    break
+        var failure: Errno?
+        var connecting = false
+        do throws(Errno) { connecting = try !descriptor.connect(to: remote, length: socklen_t(MemoryLayout<sockaddr_l2>.size)) } catch { failure = error }
+        if connecting {
+            while true {
+                let now = monotonicMilliseconds()
+                if now >= deadline {
+                    descriptor.close()
+                    throw .timeout("\(what) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds)
                 }
-                if let failure = descriptor.pendingSocketError() { error = failure } else { return descriptor }
+                // A failed poll ends the wait too: the socket's pending error says what happened.
+                if (try? descriptor.poll(Int16(POLLOUT), timeout: Int32(clamping: deadline - now))) != false { break }
             }
+            failure = descriptor.pendingSocketError()
+        }
+        if let error = failure {
             descriptor.close()
             switch error {
             case .timedOut, .hostDown:
@@ -249,11 +246,12 @@ public final class BLELink: ByteLink {
     /// Receives one ATT PDU. Returns the length of the frame it carried (copied to `buffer`), or 0.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(LinkError) -> Int {
         guard !closed else { throw .lost(name, reason: "the link is closed") }
-        let n = recv(descriptor.rawValue, pdu.baseAddress, pdu.count, SocketFlags.dontWait)
-        if n < 0 {
-            let error = Errno.current
-            if error == .wouldBlock || error == .interrupted { return 0 }
-            throw lostError(error.message.lowercased())
+        let received = retryingOnInterrupt { recv(descriptor.rawValue, pdu.baseAddress, pdu.count, SocketFlags.dontWait) }
+        let n: Int
+        switch received {
+        case .success(let count): n = count
+        case .failure(.wouldBlock): return 0
+        case .failure(let error): throw lostError(error.message.lowercased())
         }
         if n == 0 { throw lostError("the radio disconnected") }
         lastReceiveMs = monotonicMilliseconds()
@@ -304,10 +302,11 @@ public final class BLELink: ByteLink {
     private func pump() throws(LinkError) {
         while let next = client.takeOutgoing() { pendingPDUs.append(next) }
         while let next = pendingPDUs.first {
-            let sent = next.withUnsafeBytes { Glibc.send(descriptor.rawValue, $0.baseAddress, $0.count, (SocketFlags.noSignal | SocketFlags.dontWait)) }
-            if sent < 0 {
-                let error = Errno.current
-                if error == .wouldBlock || error == .interrupted { return }
+            let sent = next.withUnsafeBytes { raw in
+                retryingOnInterrupt { Glibc.send(descriptor.rawValue, raw.baseAddress, raw.count, (SocketFlags.noSignal | SocketFlags.dontWait)) }
+            }
+            if case .failure(let error) = sent {
+                if error == .wouldBlock { return }
                 throw lostError(error.message.lowercased())
             }
             pendingPDUs.removeFirst()

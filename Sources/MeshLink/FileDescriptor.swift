@@ -48,6 +48,34 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         return try sys { Glibc.send(rawValue, base, bytes.count, SocketFlags.noSignal) }
     }
 
+    /// `connect(2)` of a non-blocking socket to `address` (a `sockaddr_in`, `sockaddr_in6`,
+    /// `sockaddr_storage`...). True when connected at once; false when the connection goes on in
+    /// the background: `EINPROGRESS`, or `EINTR` (Linux goes on connecting after a signal, and a
+    /// second `connect` would only fail with `EALREADY`). Other failures throw.
+    public func connect<Address>(to address: Address, length: socklen_t) throws(Errno) -> Bool {
+        let status = withUnsafePointer(to: address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(rawValue, $0, length) }
+        }
+        if status == 0 { return true }
+        let error = Errno.current
+        if error == .inProgress || error == .interrupted { return false }
+        throw error
+    }
+
+    /// `poll(2)` of this descriptor alone for `events`, waiting at most `timeout` milliseconds (-1:
+    /// no limit). True when it is ready (or has an error or a hangup to report); false when the time
+    /// passed or a signal ended the wait early (`EINTR`: the caller looks at its deadline again, as
+    /// `PollLoop` does). Other failures throw.
+    public func poll(_ events: Int16, timeout: Int32) throws(Errno) -> Bool {
+        var entry = pollfd(fd: rawValue, events: events, revents: 0)
+        let ready = Glibc.poll(&entry, 1, timeout)
+        if ready > 0 { return true }
+        if ready == 0 { return false }
+        let error = Errno.current
+        if error == .interrupted { return false }
+        throw error
+    }
+
     /// `close(2)`. EINTR is not retried (Linux always releases the descriptor).
     public func close() {
         _ = Glibc.close(rawValue)

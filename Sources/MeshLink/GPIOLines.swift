@@ -98,8 +98,7 @@ public final class GPIOLines {
         var out: [GPIOv2.LineEvent] = []
         var buf = [UInt8](repeating: 0, count: GPIOv2.LineEvent.size * 8)
         while true {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(fd.rawValue, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = buf.withUnsafeMutableBytes { raw in (try? fd.read(into: raw)) ?? -1 }
             guard n >= GPIOv2.LineEvent.size else { break }
             var i = 0
             while i + GPIOv2.LineEvent.size <= n {

@@ -175,30 +175,22 @@ public final class TCPLink: ByteLink {
     /// Non-blocking connect and a poll for completion.
     static func connect(_ candidate: Candidate, remainingMilliseconds: Int) throws(Errno) -> FileDescriptor {
         let descriptor = try FileDescriptor.socket(candidate.family, candidate.socketType, candidate.proto)
-        var storage = candidate.storage
-        let status = withUnsafePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor.rawValue, $0, candidate.length) }
-        }
-        if status == 0 { return descriptor }
-        let error = Errno.current
-        guard error == .inProgress || error == .interrupted else {
+        do throws(Errno) {
+            if try descriptor.connect(to: candidate.storage, length: candidate.length) { return descriptor }
+        } catch {
             descriptor.close()
             throw error
         }
         let deadline = monotonicMilliseconds() + UInt64(remainingMilliseconds)
-        var fds = pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0)
         while true {
             let now = monotonicMilliseconds()
             if now >= deadline { descriptor.close(); throw .timedOut }
-            let ready = poll(&fds, 1, Int32(clamping: deadline - now))
-            if ready < 0 {
-                if Errno.current == .interrupted { continue }
-                let failure = Errno.current
+            do throws(Errno) {
+                if try descriptor.poll(Int16(POLLOUT), timeout: Int32(clamping: deadline - now)) { break }
+            } catch {
                 descriptor.close()
-                throw failure
+                throw error
             }
-            if ready == 0 { continue }
-            break
         }
         if let failure = descriptor.pendingSocketError() {
             descriptor.close()

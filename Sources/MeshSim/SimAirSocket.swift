@@ -30,8 +30,7 @@ final class AirSocket {
 extension SimHost {
     func attachAir(_ a: AirSocket) {
         loop.register(fd: a.listenFD, events: .readable) { [unowned self, unowned a] _ in
-            let fd = accept(a.listenFD, nil, nil)
-            guard fd >= 0 else { return }
+            guard case .success(let fd) = retryingOnInterrupt({ accept(a.listenFD, nil, nil) }) else { return }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var one: Int32 = 1
@@ -45,9 +44,11 @@ extension SimHost {
     private func airReady(_ a: AirSocket, _ c: AirSocket.Client, _ ev: PollEvents) {
         if ev.contains(.writable) { airFlush(c) }
         var buf = [UInt8](repeating: 0, count: 4096)
-        let n = buf.withUnsafeMutableBytes { read(c.fd, $0.baseAddress!, $0.count) }
-        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { airDrop(a, c); return }
-        guard n > 0 else { return }
+        let input = SocketInput.read(c.fd, into: &buf)
+        guard case .bytes(let n) = input else {
+            if input != .wouldBlock { airDrop(a, c) }  // end of stream, or a failed socket
+            return
+        }
         c.inBuffer += buf[0..<n]
         guard let frames = AirFrame.take(&c.inBuffer) else { airRefuse(a, c, "malformed frame"); return }
         pump()
@@ -83,10 +84,9 @@ extension SimHost {
 
     private func airFlush(_ c: AirSocket.Client) {
         while !c.out.isEmpty {
-            let n = c.out.withUnsafeBytes { Glibc.write(c.fd, $0.baseAddress!, $0.count) }
-            if n > 0 { c.out.removeFirst(n); continue }
-            if n < 0 && errno == EINTR { continue }
-            break
+            let n = c.out.withUnsafeBytes { raw in (try? FileDescriptor(rawValue: c.fd).write(raw)) ?? 0 }
+            guard n > 0 else { break }
+            c.out.removeFirst(n)
         }
         if c.out.isEmpty { loop.setEvents(fd: c.fd, .readable) }
     }

@@ -83,20 +83,18 @@ final class NodePort {
         }
         var off = 0
         while off < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + off, bytes.count - off)
-            if n > 0 { off += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            break
+            let n = (try? FileDescriptor(rawValue: fd).write(UnsafeRawBufferPointer(rebasing: bytes[off...]))) ?? 0
+            guard n > 0 else { break }
+            off += n
         }
         if off < bytes.count { pending += bytes[off...] }
     }
 
     func flush(fd: Int32, pending: inout [UInt8]) {
         while !pending.isEmpty {
-            let n = pending.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
-            if n > 0 { pending.removeFirst(n); continue }
-            if n < 0 && errno == EINTR { continue }
-            break
+            let n = pending.withUnsafeBytes { raw in (try? FileDescriptor(rawValue: fd).write(raw)) ?? 0 }
+            guard n > 0 else { break }
+            pending.removeFirst(n)
         }
     }
 
@@ -196,8 +194,7 @@ public final class SimHost {
         p.node.onPowerDown = { [unowned self, unowned p] in self.dropClient(p) }
         if p.ptyMaster >= 0 { p.node.connected = true }
         loop.register(fd: p.listenFD, events: .readable) { [unowned self, unowned p] _ in
-            let fd = accept(p.listenFD, nil, nil)
-            guard fd >= 0 else { return }
+            guard case .success(let fd) = retryingOnInterrupt({ accept(p.listenFD, nil, nil) }) else { return }
             // While the radio is down (rebooting, or off) nobody answers: the connection is closed.
             self.pump()
             guard p.node.powered else { close(fd); return }
@@ -234,13 +231,14 @@ public final class SimHost {
                 if p.clientOut.isEmpty { self.loop.setEvents(fd: fd, .readable) }
             }
             var buf = [UInt8](repeating: 0, count: 4096)
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+            let input = SocketInput.read(fd, into: &buf)
+            if case .bytes(let n) = input {
+                self.feed(p, decoder: p.clientDecoder, bytes: Array(buf[0 ..< n]))
+            } else if input != .wouldBlock {  // end of stream, or a failed socket
                 self.loop.unregister(fd: fd); close(fd); p.clientFD = -1
                 p.node.connected = p.ptyMaster >= 0
                 return
             }
-            if n > 0 { self.feed(p, decoder: p.clientDecoder, bytes: Array(buf[0 ..< n])) }
             if !p.clientOut.isEmpty { self.loop.setEvents(fd: fd, [.readable, .writable]) }
         }
     }
@@ -253,14 +251,14 @@ public final class SimHost {
                 if p.ptyOut.isEmpty { self.loop.setEvents(fd: fd, .readable) }
             }
             var buf = [UInt8](repeating: 0, count: 4096)
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n > 0 {
+            let input = SocketInput.read(fd, into: &buf)
+            if case .bytes(let n) = input {
                 p.ptyOpen = true
                 self.feed(p, decoder: p.ptyDecoder, bytes: Array(buf[0 ..< n]))
                 if !p.ptyOut.isEmpty { self.loop.setEvents(fd: fd, [.readable, .writable]) }
                 return
             }
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            if input == .wouldBlock { return }
             // Nobody has the terminal open: stop writing, look again shortly.
             p.ptyOpen = false
             p.ptyOut.removeAll()

@@ -32,7 +32,7 @@ extension SimHost {
         loop.register(fd: p.master, events: .readable) { [unowned self, unowned p] ev in
             if ev.contains(.writable) { self.kissFlush(p) }
             var buf = [UInt8](repeating: 0, count: 1024)
-            let n = buf.withUnsafeMutableBytes { read(p.master, $0.baseAddress!, $0.count) }
+            let n = buf.withUnsafeMutableBytes { raw in (try? FileDescriptor(rawValue: p.master).read(into: raw)) ?? 0 }
             guard n > 0 else { return }
             self.pump()
             p.node.receive(buf[0..<n])
@@ -42,10 +42,9 @@ extension SimHost {
 
     private func kissFlush(_ p: KISSPort) {
         while !p.out.isEmpty {
-            let n = p.out.withUnsafeBytes { Glibc.write(p.master, $0.baseAddress!, $0.count) }
-            if n > 0 { p.out.removeFirst(n); continue }
-            if n < 0 && errno == EINTR { continue }
-            break
+            let n = p.out.withUnsafeBytes { raw in (try? FileDescriptor(rawValue: p.master).write(raw)) ?? 0 }
+            guard n > 0 else { break }
+            p.out.removeFirst(n)
         }
         loop.setEvents(fd: p.master, p.out.isEmpty ? .readable : [.readable, .writable])
     }

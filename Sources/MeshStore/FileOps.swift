@@ -1,4 +1,5 @@
 import Glibc
+import MeshLink
 
 /// The file system calls the store makes. `SystemFileOps` calls Glibc; tests inject failures
 /// (ENOSPC, EIO, short writes) by wrapping it.
@@ -40,14 +41,10 @@ public final class SystemFileOps: FileOps {
     public init() {}
 
     public func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32 {
-        while true {
-            // Directories are only opened to fsync them; the state folder itself is checked by
-            // `StoreTrust` (a link above it, e.g. a linked home folder, is the user's choice).
-            let nofollow = flags & O_DIRECTORY == 0 ? O_NOFOLLOW : 0
-            let fd = Glibc.open(path, flags | O_CLOEXEC | nofollow, mode_t(mode))
-            if fd >= 0 { return fd }
-            if errno != EINTR { throw FileErrno(errno) }
-        }
+        // Directories are only opened to fsync them; the state folder itself is checked by
+        // `StoreTrust` (a link above it, e.g. a linked home folder, is the user's choice).
+        let nofollow = flags & O_DIRECTORY == 0 ? O_NOFOLLOW : 0
+        return try system { Glibc.open(path, flags | O_CLOEXEC | nofollow, mode_t(mode)) }
     }
 
     public func close(_ fd: Int32) { _ = Glibc.close(fd) }
@@ -55,8 +52,7 @@ public final class SystemFileOps: FileOps {
     public func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(FileErrno) -> Int {
         var done = 0
         while done < buffer.count {
-            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-            if n < 0 { if errno == EINTR { continue }; throw FileErrno(errno) }
+            let n = try system { pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done)) }
             if n == 0 { break }
             done += n
         }
@@ -66,23 +62,18 @@ public final class SystemFileOps: FileOps {
     public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(FileErrno) {
         var done = 0
         while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if n < 0 { if errno == EINTR { continue }; throw FileErrno(errno) }
+            let n = try system { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
             if n == 0 { throw FileErrno(EIO) }
             done += n
         }
     }
 
     public func sync(_ fd: Int32, dataOnly: Bool) throws(FileErrno) {
-        while (dataOnly ? fdatasync(fd) : fsync(fd)) != 0 {
-            if errno != EINTR { throw FileErrno(errno) }
-        }
+        _ = try system { dataOnly ? fdatasync(fd) : fsync(fd) }
     }
 
     public func truncate(_ fd: Int32, to length: UInt64) throws(FileErrno) {
-        while ftruncate(fd, off_t(length)) != 0 {
-            if errno != EINTR { throw FileErrno(errno) }
-        }
+        _ = try system { ftruncate(fd, off_t(length)) }
     }
 
     public func size(_ fd: Int32) throws(FileErrno) -> UInt64 {
@@ -113,15 +104,20 @@ public final class SystemFileOps: FileOps {
         l.l_whence = Int16(SEEK_SET)
         l.l_start = 0
         l.l_len = 0
-        while fcntl(fd, F_SETLK, &l) != 0 {
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EACCES { return false }
-            throw FileErrno(errno)
+        switch retryingOnInterrupt({ fcntl(fd, F_SETLK, &l) }) {
+        case .success: return true
+        case .failure(.wouldBlock), .failure(.permissionDenied): return false
+        case .failure(let error): throw FileErrno(error.rawValue)
         }
-        return true
     }
 
     public func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// MeshLink's `sys` (EINTR retried there, the one place it is), failing with the store's `FileErrno`.
+    @inline(__always)
+    private func system<T: FixedWidthInteger>(_ body: () -> T) throws(FileErrno) -> T {
+        do throws(Errno) { return try sys(body) } catch { throw FileErrno(error.rawValue) }
+    }
 }
 
 /// File helpers that attach the path and operation to errors.

@@ -1,6 +1,7 @@
 import Glibc
 import MeshAir
 import MeshDaemonClient
+import MeshLink
 import MeshNode
 import MeshOps
 import MeshSession
@@ -146,9 +147,8 @@ struct NodeCommand: ParsableCommand {
             var reply: [UInt8] = []
             var buf = [UInt8](repeating: 0, count: 4096)
             while true {
-                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
+                let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress, raw.count) } }
+                guard case .success(let n) = r, n > 0 else { break }
                 reply += buf[0..<n]
             }
             emitLine(String(decoding: reply, as: UTF8.self))

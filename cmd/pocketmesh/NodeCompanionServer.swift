@@ -58,8 +58,7 @@ final class NodeCompanionServer {
         }
         node.onPowerDown = { [unowned self, unowned loop] in self.drop(loop) }
         loop.register(fd: listenFD, events: .readable) { [unowned self, unowned loop] _ in
-            let fd = accept(self.listenFD, nil, nil)
-            guard fd >= 0 else { return }
+            guard case .success(let fd) = retryingOnInterrupt({ accept(self.listenFD, nil, nil) }) else { return }
             pump()
             guard self.node.powered else { close(fd); return }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -74,9 +73,11 @@ final class NodeCompanionServer {
                 guard self.clientFD == fd else { return }
                 if ev.contains(.writable) { self.flush(loop) }
                 var buf = [UInt8](repeating: 0, count: 4096)
-                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-                if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { self.drop(loop); return }
-                guard n > 0 else { return }
+                let input = SocketInput.read(fd, into: &buf)
+                guard case .bytes(let n) = input else {
+                    if input != .wouldBlock { self.drop(loop) }  // end of stream, or a failed socket
+                    return
+                }
                 pump()
                 var frames: [[UInt8]] = []
                 self.decoder.receive(Array(buf[0..<n])) { frames.append(Array($0)) }
@@ -88,10 +89,9 @@ final class NodeCompanionServer {
 
     private func flush(_ loop: PollLoop) {
         while !out.isEmpty {
-            let n = out.withUnsafeBytes { Glibc.write(clientFD, $0.baseAddress!, $0.count) }
-            if n > 0 { out.removeFirst(n); continue }
-            if n < 0 && errno == EINTR { continue }
-            break
+            let n = out.withUnsafeBytes { raw in (try? FileDescriptor(rawValue: clientFD).write(raw)) ?? 0 }
+            guard n > 0 else { break }
+            out.removeFirst(n)
         }
         loop.setEvents(fd: clientFD, out.isEmpty ? .readable : [.readable, .writable])
     }

@@ -145,10 +145,8 @@ final class KISSRadio: LinkRadio {
         while answer == nil {
             let now = monotonicMilliseconds()
             guard now < end else { throw ClientError.link("the KISS modem at \(link) did not answer GetIdentity; check that it runs MeshCore's KISS modem firmware.") }
-            var p = pollfd(fd: link.fd, events: Int16(POLLIN), revents: 0)
-            let r = poll(&p, 1, Int32(end - now))
-            if r < 0 && errno == EINTR { continue }
-            guard r > 0 else { continue }
+            // Not ready (the time passed, or a signal ended the wait early): the deadline is looked at again.
+            guard (try? FileDescriptor(rawValue: link.fd).poll(Int16(POLLIN), timeout: Int32(end - now))) == true else { continue }
             let n: Int
             do { n = try buf.withUnsafeMutableBytes { try link.read(into: $0) } } catch {
                 throw ClientError.link("cannot read the KISS modem at \(link): \(error)")
@@ -314,14 +312,14 @@ final class NodeHost {
 
     /// One connection of `pocketmesh node cli`: a line in, the reply out, then closed.
     private func acceptCLI() {
-        let fd = accept(cliFD, nil, nil)
-        guard fd >= 0 else { return }
+        guard case .success(let fd) = retryingOnInterrupt({ accept(cliFD, nil, nil) }) else { return }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var line: [UInt8] = []
         loop.register(fd: fd, events: .readable) { [unowned self] _ in
             var buf = [UInt8](repeating: 0, count: 512)
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress, raw.count) } }
+            if r == .failure(.wouldBlock) { return }
+            let n = (try? r.get()) ?? -1
             if n > 0 { line += buf[0..<n] }
             guard n <= 0 || line.contains(0x0A) || line.count > 1024 else { return }
             self.loop.unregister(fd: fd)

@@ -1,5 +1,6 @@
 import Glibc
 import MeshAir
+import MeshLink
 import MeshSession
 
 /// A node's state folder (mode 0700): `identity` (the 64-byte private key in hex, 0600), `prefs`
@@ -53,9 +54,12 @@ struct NodeState {
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw ClientError.storage("cannot read \(path): \(String(cString: strerror(errno))).") }
+            let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { Glibc.read(fd, raw.baseAddress, raw.count) } }
+            let n: Int
+            switch r {
+            case .success(let count): n = count
+            case .failure(let e): throw ClientError.storage("cannot read \(path): \(e.message).")
+            }
             if n == 0 { break }
             out += buf[0..<n]
         }
@@ -70,9 +74,12 @@ struct NodeState {
         guard fd >= 0 else { throw ClientError.storage("cannot write \(tmp): \(String(cString: strerror(errno))).") }
         var off = 0
         while off < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { let e = errno; close(fd); throw ClientError.storage("cannot write \(tmp): \(String(cString: strerror(e))).") }
+            let r = bytes.withUnsafeBytes { raw in retryingOnInterrupt { Glibc.write(fd, raw.baseAddress! + off, raw.count - off) } }
+            guard case .success(let n) = r, n > 0 else {
+                let e: Errno
+                if case .failure(let failure) = r { e = failure } else { e = .current }  // a write of nothing: the last errno, as before
+                close(fd); throw ClientError.storage("cannot write \(tmp): \(e.message).")
+            }
             off += n
         }
         fsync(fd)

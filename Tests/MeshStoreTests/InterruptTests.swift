@@ -41,7 +41,7 @@ private let thirdTickOpensTheFIFO: @convention(c) (Int32) -> Void = { _ in
         return pid_t(text.split(separator: "/").last.flatMap { Int32($0) } ?? 0)
     }
 
-    /// Runs `call` while SIGALRM goes to `handler` every 20 ms, aimed at this thread. Tried until
+    /// Runs `call` while SIGALRM goes to `handler` (after 200 ms, then every 20 ms), aimed at this thread. Tried until
     /// the third tick was still to come when `call` began (five times at most: a thread held up
     /// for all three ticks first was never interrupted); `release` undoes what a try left behind.
     func interrupted<R>(by handler: @convention(c) (Int32) -> Void, setUp: () -> Void = {}, release: (R) -> Void = { _ in },
@@ -68,8 +68,11 @@ private let thirdTickOpensTheFIFO: @convention(c) (Int32) -> Void = { _ in
             event._sigev_un._tid = threadID()
             var timer: timer_t? = nil
             #expect(timer_create(CLOCK_MONOTONIC, &event, &timer) == 0)
+            // The first tick comes 200 ms after the check below, the next two 20 ms apart: for the
+            // call to begin after the third, this thread would have to wait 240 ms for a core
+            // between the check and the call (a busy machine's scheduler delays it a few ms).
             let tick = timespec(tv_sec: 0, tv_nsec: 20_000_000)
-            var period = itimerspec(it_interval: tick, it_value: tick)
+            var period = itimerspec(it_interval: tick, it_value: timespec(tv_sec: 0, tv_nsec: 200_000_000))
             #expect(timer_settime(timer, 0, &period, nil) == 0)
 
             let blocked = ticks < 3

@@ -107,9 +107,9 @@ daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
     "$PM" --tcp "$A" send sim1 "direct $i" --no-wait >/dev/null 2>&1 || true
     if [ $((i % 5)) = 0 ]; then "$PM" --tcp "127.0.0.1:$HUB_PORT" sync >/dev/null 2>&1 || true; fi
   done
-  kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true
   # The daemon's socket API as a program uses it (status and sync, as bench/daemon/storm.py asks
-  # after its storm): the operations the daemon runs for it are placed with the rest.
+  # after its storm): the operations the daemon runs for it are placed with the rest; the hub's
+  # client is still there, so that status lists it (as it does a hub's clients under the storm).
   local sock
   sock=$(ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock 2>/dev/null | head -1)
   for op in status sync status sync; do
@@ -118,6 +118,7 @@ s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
 s.sendall((json.dumps({"id": 1, "op": sys.argv[2]}) + "\n").encode()); s.recv(65536)' "$sock" "$op" \
       >>"$WORK/api.log" 2>&1 || echo "release-order: the daemon's $op failed" >>"$WORK/api.log"
   done
+  kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true
   "$PM" --tcp "$B" info >/dev/null 2>&1 || true
   "$PM" --tcp "$B" sync >/dev/null 2>&1 || true
   "$PM" --tcp "$B" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true

@@ -6,7 +6,8 @@
 #   frame     companion frames and the serial/TCP framing (MeshCompanion)
 #   air       on-air packets, payloads, adverts, plaintexts (MeshAir)
 #   att       ATT PDUs into the GATT client and the simulated GATT server (MeshLink)
-#   store     store records, the index file, contacts/channels/outbox/state files (MeshStore)
+#   store     store records, the index file, contacts/channels/outbox/state files (MeshStore; its file
+#             calls go through MeshLink's errno layer)
 #   json      API request lines: JSONParser (MeshNet) and DaemonRequest.parse (MeshDaemonClient), the
 #             companion-stream deframer (MeshCompanion), the WebSocket client with SHA-1 from MeshAir (built
 #             with the MeshDaemon sources, which link MeshHub and MeshBridge)
@@ -106,7 +107,7 @@ for t in "${targets[@]}"; do
         frame) build frame FrameFuzz MeshCompanion "$root/Sources/MeshCompanion/*.swift" ;;
         air) build air AirFuzz MeshAir "$root/Sources/MeshAir/*.swift" MeshCompanion "${crypto[@]}" ;;
         att) build att ATTFuzz MeshLink "$root/Sources/MeshLink/ATT.swift $root/Sources/MeshLink/ATTClient.swift $root/Sources/MeshLink/SimulatedGATTServer.swift" ;;
-        store) build store StoreFuzz MeshStore "$root/Sources/MeshStore/*.swift" MeshCompanion ;;
+        store) build store StoreFuzz MeshStore "$root/Sources/MeshStore/*.swift" MeshCompanion "${link[@]}" ;;
         json) build json JSONFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
                   MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \

@@ -28,6 +28,9 @@ public enum StateFile {
         let tmp = path + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         if fd < 0 { throw SystemError("open", tmp) }
+        // Exactly `mode`, whatever the umask is at this moment: the umask is the process's, and
+        // another thread may have narrowed it for a while (a socket bound 0600 takes umask 0177).
+        if fchmod(fd, mode) != 0 { let e = errno; close(fd); unlink(tmp); throw SystemError("fchmod", tmp, errno: e) }
         var off = 0
         while off < bytes.count {
             switch bytes.withUnsafeBytes({ raw in retryingOnInterrupt { Glibc.write(fd, raw.baseAddress! + off, bytes.count - off) } }) {

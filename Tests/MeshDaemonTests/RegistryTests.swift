@@ -103,6 +103,24 @@ import MeshDaemonClient
         #expect(DaemonRegistry.find(link: "tcp:127.0.0.1:5000", environment: ["XDG_RUNTIME_DIR": xdg], warn: { _ in }) == nil)
     }
 
+    /// A state file has the mode it was written with, not that mode less the process's umask
+    /// (which another thread may have narrowed for a while: a socket is bound under umask 0177, and
+    /// a hook script written then lost its execute bits). The usual umask, 022, takes group and
+    /// other write from 0666; so does any umask but 0.
+    @Test func aStateFileHasExactlyItsMode() throws {
+        let dir = temporaryDirectory("pm-mode")
+        defer { removeTree(dir) }
+        let current = umask(0o022)
+        umask(current)  // read, and put back at once
+        for mode: mode_t in [0o666, 0o700, 0o600, 0o644] {
+            let path = dir + "/f\(mode)"
+            try StateFile.write(path, "x\n", mode: mode)
+            var st = stat()
+            #expect(stat(path, &st) == 0)
+            #expect(st.st_mode & 0o7777 == mode, "mode \(String(mode, radix: 8)) under umask \(String(current, radix: 8))")
+        }
+    }
+
     @Test func daemonNamesCannotLeaveTheRuntimeDirectory() throws {
         for bad in ["../../x", "a/b", "..", ".hidden", "", String(repeating: "n", count: 65), "x\0y"] {
             #expect(!RuntimeDirectory.isValidName(bad), "\(bad)")

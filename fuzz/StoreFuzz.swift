@@ -211,7 +211,11 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         before.append(m)
     }
     store.close()
-    guard let again = try? RadioStore(directory: fuzzDir, options: options) else {
+    let again: RadioStore
+    do {
+        again = try RadioStore(directory: fuzzDir, options: options)
+    } catch {
+        if getenv("FUZZ_EXPLAIN") != nil { fputs("reopen: \(error)\n", stderr) }
         fuzzCheck(false, "a store closed cleanly reopens")
         return 0
     }

@@ -14,6 +14,7 @@
 #   topology  simulator topology files (MeshSim)
 #   config    the config file: the TOML reader and the config model (MeshOps)
 #   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshNet)
+# Inputs that once made a target fail are kept in fuzz/regressions/TARGET/ and run on every run.
 # The module under test is built with -sanitize=fuzzer,address; the modules it imports come from
 # the package's debug build (.build/debug, built here if missing) and are linked uninstrumented.
 set -uo pipefail
@@ -126,9 +127,12 @@ for t in "${targets[@]}"; do
     extra=()
     asan="${ASAN_OPTIONS:-}"
     if [ "$t" = json ]; then extra=(-detect_leaks=0); asan="detect_leaks=0${asan:+:$asan}"; fi
+    # Inputs that once failed (fuzz/regressions/TARGET/) are run first, every time.
+    regressions=()
+    [ -d "$root/fuzz/regressions/$t" ] && regressions=("$root/fuzz/regressions/$t")
     if [ "$t" = frame ]; then seed_frame; else FUZZ_WRITE_SEEDS="$corpus" ASAN_OPTIONS="$asan" "$bin" >/dev/null 2>&1; fi
     (cd "$out" && ASAN_OPTIONS="$asan" "$bin" "${extra[@]}" -max_total_time="$seconds" -max_len=4096 -timeout=10 -print_final_stats=1 \
-        -artifact_prefix="$out/artifacts/$t-" "$corpus" > "$out/last-run-$t.log" 2>&1)
+        -artifact_prefix="$out/artifacts/$t-" "$corpus" "${regressions[@]}" > "$out/last-run-$t.log" 2>&1)
     rc=$?
     grep -E '^#|stat::|ERROR|SUMMARY|Done|invariant' "$out/last-run-$t.log" | tail -n 8
     if [ $rc -ne 0 ]; then

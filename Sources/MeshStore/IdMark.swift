@@ -26,11 +26,12 @@ extension RadioStore {
         var fromFile: UInt64? = nil
         if let p = try readState("ids"), p.count == 8 {
             let v = p.withUnsafeBytes { $0.u64(0) }
-            guard v <= Self.maxId else { throw StoreError.outOfRange(path: directory + "/ids", value: v, limit: Self.maxId + 1) }
+            // The ceiling is one past the ids issued: after the last id it is `maxId + 1`.
+            guard v <= Self.maxId + 1 else { throw StoreError.outOfRange(path: directory + "/ids", value: v, limit: Self.maxId + 2) }
             floor = v
             fromFile = v
         }
-        idLimit = fromFile.map { min(max($0, log.nextId) + Self.ceilingSlack, Self.maxId) } ?? Self.maxId
+        idLimit = fromFile.map { min(max($0, log.nextId) + Self.ceilingSlack, Self.maxId + 1) } ?? Self.maxId + 1
         if let d = opendir(directory) {
             defer { closedir(d) }
             while let e = readdir(d) {
@@ -58,7 +59,7 @@ extension RadioStore {
     /// fatal (the log itself is still in order); the next append tries again.
     func reserveIds(_ count: Int) {
         guard !readOnly, log.nextId &+ UInt64(count) > idCeiling else { return }
-        let ceiling = log.nextId &+ UInt64(count) &+ Self.idBlock
+        let ceiling = min(log.nextId &+ UInt64(count) &+ Self.idBlock, Self.maxId + 1)
         if (try? writeIdMark(ceiling)) != nil { idCeiling = ceiling }
     }
 
@@ -70,7 +71,7 @@ extension RadioStore {
 
     /// Makes the next id at least `minimum` (the daemon passes one past its hook cursor and markers).
     public func ensureNextId(atLeast minimum: UInt64) {
-        guard !readOnly, minimum > log.nextId, minimum <= Self.maxId else { return }
+        guard !readOnly, minimum > log.nextId, minimum <= Self.maxId + 1 else { return }
         log.report.idsRaised += minimum - log.nextId
         log.nextId = minimum
         reserveIds(0)

@@ -139,6 +139,9 @@ extension MessageLog {
         for m in batch where m.text.count > Payload.maxText {
             throw StoreError.invalidArgument("message text of \(m.text.count) bytes (at most \(Payload.maxText))")
         }
+        guard nextId <= RadioStore.maxId, UInt64(batch.count) <= RadioStore.maxId + 1 - nextId else {
+            throw StoreError.invalidArgument("no message ids left: the store has issued every id up to \(RadioStore.maxId)")
+        }
         if batch.contains(where: { $0.direction == .incoming }) { try buildDedup() }
         var results: [AppendResult] = []
         results.reserveCapacity(batch.count)

@@ -40,6 +40,13 @@ extension MessageLog {
                                                   detail: "malformed message record"))
                 return
             }
+            // An id past the largest the store issues was never written by it: taking it would
+            // make every later id (and the `ids` ceiling written on close) unreadable.
+            guard id <= RadioStore.maxId else {
+                report.damage.append(DamageReport(file: file, offset: offset, length: UInt64(p.count + Frame.headerSize),
+                                                  detail: "message id \(id) past the largest id \(RadioStore.maxId)"))
+                return
+            }
             guard id >= nextId else {
                 report.damage.append(DamageReport(file: file, offset: offset, length: UInt64(p.count + Frame.headerSize),
                                                   detail: "message id \(id) out of order"))
@@ -50,8 +57,13 @@ extension MessageLog {
             // A status record follows its message: its id is taken even when the message record
             // was lost, so a new message never gets it (and this stale status).
             if let (id, u) = Payload.decodeStatus(p) {
+                guard id <= RadioStore.maxId else {
+                    report.damage.append(DamageReport(file: file, offset: offset, length: UInt64(p.count + Frame.headerSize),
+                                                      detail: "status of message id \(id) past the largest id \(RadioStore.maxId)"))
+                    return
+                }
                 statuses[id] = u
-                if id >= nextId && id < UInt64.max { nextId = id + 1 }
+                if id >= nextId { nextId = id + 1 }
             }
         default:
             break // a record kind from a newer version: keep it, skip it
@@ -181,6 +193,8 @@ extension MessageLog {
         }
         guard runsOK else { return false }
         let lastId = table.lastId ?? 0
+        // Ids past the largest the store issues mean the index is not the store's: scan the log.
+        guard next <= RadioStore.maxId + 1, lastId <= RadioStore.maxId else { return false }
 
         // Check the entries and sort them into per-thread lists (counting sort, no per-entry allocation).
         var keys: [ThreadKey] = []
@@ -240,7 +254,7 @@ extension MessageLog {
         statusBytes.withUnsafeBytes { p in
             for i in 0..<nStatus {
                 let o = i * 24
-                if let st = DeliveryStatus(rawValue: p[o + 16]) {
+                if let st = DeliveryStatus(rawValue: p[o + 16]), p.u64(o) <= RadioStore.maxId {
                     sts[p.u64(o)] = DeliveryUpdate(status: st, attempts: p[o + 17], roundTripMs: p.u32(o + 8), ackTag: p.u32(o + 12))
                 }
             }

@@ -85,7 +85,7 @@ public final class RadioStore {
     /// Every message id issued so far is below this (IdMark.swift).
     var idCeiling: UInt64 = 0
     /// Every id a cursor or marker of this store can hold is below this (IdMark.swift).
-    public internal(set) var idLimit: UInt64 = RadioStore.maxId
+    public internal(set) var idLimit: UInt64 = RadioStore.maxId + 1
 
     /// Opens (creating if needed) the store in `directory`, takes the radio's lock, and recovers:
     /// a torn log tail is cut off, damaged records are skipped and reported in `recovery`.

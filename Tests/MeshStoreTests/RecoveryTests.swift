@@ -326,3 +326,78 @@ import Testing
         #expect(m.status == .received && m.ackTag == 0)
     }
 }
+
+@Suite struct IdsPastTheLargestTests {
+    /// A record whose id is past the largest id the store issues (2^53 - 1) was not written by it.
+    /// Taking it raised the next id past that largest id; the clean close then wrote an `ids`
+    /// ceiling the next open refused as damage, so a store that opened and closed cleanly could not
+    /// be opened again (found by fuzzing the store). Such a record is damage, skipped and reported.
+    @Test(arguments: ["message", "status"])
+    func aRecordPastTheLargestIdIsDamageAndTheStoreReopens(kind: String) throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        try s.append(incoming("one", ts: 1))
+        let salt = s.log.salt
+        s.close()
+        let big = RadioStore.maxId + 0x1234
+        var f: [UInt8] = []
+        let start = Frame.begin(&f)
+        if kind == "message" {
+            var m = incoming("forged", ts: 2)
+            m.id = big
+            Payload.encode(m, into: &f)
+        } else {
+            Payload.encodeStatus(id: big, DeliveryUpdate(status: .acked, attempts: 1, roundTripMs: 5, ackTag: 9), at: 3, into: &f)
+        }
+        Frame.seal(&f, at: start, salt: salt)
+        writeBytes(dir.radio + "/messages.log", readBytes(dir.radio + "/messages.log") + f)
+        for name in ["index", "ids"] { unlink(dir.radio + "/" + name) }
+
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.recovery.damage.count == 1)
+        #expect(s.nextMessageId <= RadioStore.maxId)
+        guard case .stored(let id) = try s.append(incoming("two", ts: 4)) else { Issue.record("not stored"); return }
+        #expect(id == 2)
+        s.close()
+        s = try RadioStore(directory: dir.radio)
+        defer { s.close() }
+        #expect(try s.messages(after: 0, limit: 10).map(\.id) == [1, 2])
+    }
+
+    /// An index whose next id is past the largest id is not the store's: the log is scanned instead.
+    @Test func anIndexWithANextIdPastTheLargestIsNotUsed() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        for i in 0..<3 { try s.append(incoming("m\(i)", ts: UInt32(i))) }
+        s.close()
+        var b = readBytes(dir.radio + "/index")
+        for k in 0..<8 { b[40 + k] = UInt8(truncatingIfNeeded: (RadioStore.maxId + 7) >> (8 * UInt64(k))) }
+        var h = IndexHash()
+        b.withUnsafeBytes { h.add(UnsafeRawBufferPointer(rebasing: $0[0 ..< b.count - 8])) }
+        for k in 0..<8 { b[b.count - 8 + k] = UInt8(truncatingIfNeeded: h.h >> (8 * UInt64(k))) }
+        writeBytes(dir.radio + "/index", b)
+        unlink(dir.radio + "/ids")
+        s = try RadioStore(directory: dir.radio)
+        #expect(s.recovery.fullScan)
+        #expect(s.nextMessageId == 4)
+        s.close()
+        s = try RadioStore(directory: dir.radio)
+        defer { s.close() }
+        #expect(try s.messages(after: 0, limit: 10).map(\.id) == [1, 2, 3])
+    }
+
+    /// The last id is never issued twice and never passed: an append once every id is issued is an
+    /// error, and nothing is written.
+    @Test func anAppendPastTheLargestIdIsRefused() throws {
+        let dir = TempDir()
+        var s = try RadioStore(directory: dir.radio)
+        s.ensureNextId(atLeast: RadioStore.maxId)
+        guard case .stored(let id) = try s.append(incoming("the last id", ts: 1)) else { Issue.record("not stored"); return }
+        #expect(id == RadioStore.maxId)
+        #expect(throws: StoreError.self) { try s.append(incoming("one too many", ts: 2)) }
+        s.close()
+        s = try RadioStore(directory: dir.radio)
+        defer { s.close() }
+        #expect(try s.messages(after: 0, limit: 10).map(\.id) == [RadioStore.maxId])
+    }
+}

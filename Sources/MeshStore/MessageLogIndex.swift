@@ -33,23 +33,23 @@ extension MessageLog {
 
     /// Applies one record found by a scan.
     func apply(offset: UInt64, payload p: UnsafeRawBufferPointer, file: String) throws {
+        func damage(_ detail: String) {
+            report.damage.append(DamageReport(file: file, offset: offset, length: UInt64(p.count + Frame.headerSize), detail: detail))
+        }
         switch p.first {
         case Payload.message:
             guard let (id, thread, outgoing) = Payload.peekMessage(p) else {
-                report.damage.append(DamageReport(file: file, offset: offset, length: UInt64(p.count + Frame.headerSize),
-                                                  detail: "malformed message record"))
+                damage("malformed message record")
                 return
             }
             // An id past the largest the store issues was never written by it: taking it would
             // make every later id (and the `ids` ceiling written on close) unreadable.
             guard id <= RadioStore.maxId else {
-                report.damage.append(DamageReport(file: file, offset: offset, length: UInt64(p.count + Frame.headerSize),
-                                                  detail: "message id \(id) past the largest id \(RadioStore.maxId)"))
+                damage("message id \(id) past the largest id \(RadioStore.maxId)")
                 return
             }
             guard id >= nextId else {
-                report.damage.append(DamageReport(file: file, offset: offset, length: UInt64(p.count + Frame.headerSize),
-                                                  detail: "message id \(id) out of order"))
+                damage("message id \(id) out of order")
                 return
             }
             addEntry(id: id, offset: offset, thread: try threadNumber(thread), outgoing: outgoing)
@@ -58,8 +58,7 @@ extension MessageLog {
             // was lost, so a new message never gets it (and this stale status).
             if let (id, u) = Payload.decodeStatus(p) {
                 guard id <= RadioStore.maxId else {
-                    report.damage.append(DamageReport(file: file, offset: offset, length: UInt64(p.count + Frame.headerSize),
-                                                      detail: "status of message id \(id) past the largest id \(RadioStore.maxId)"))
+                    damage("status of message id \(id) past the largest id \(RadioStore.maxId)")
                     return
                 }
                 statuses[id] = u

@@ -152,7 +152,11 @@ release_x86_64() {
   [ "$size" -le 10000000 ] || { echo "release binary is $size bytes, over the 10,000,000-byte budget" >&2; return 1; }
   if ldd dist/pocketmesh >/dev/null 2>&1; then echo "release binary is not static" >&2; return 1; fi
   dist/pocketmesh demo >/dev/null || { echo "the release binary's demo failed" >&2; return 1; }
-  POCKETMESH_BIN="$PWD/dist/pocketmesh" "${PYTEST[@]}" Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py
+  bash scripts/release-checks.sh dist/pocketmesh .build/release/pocketmesh \
+    "$(dirname "$(readlink -f "$(command -v swift)")")/../lib/swift_static/linux/libswiftCore.a" || return 1
+  # and every command's --json output against its schema (test_json_schema.py), on this one.
+  POCKETMESH_BIN="$PWD/dist/pocketmesh" "${PYTEST[@]}" Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py \
+    Tests/interop/test_json_schema.py
 }
 release_aarch64() {
   bash scripts/release.sh --arch aarch64 || return 1
@@ -162,6 +166,9 @@ release_aarch64() {
   file dist/pocketmesh-aarch64 | grep -q "ARM aarch64.*statically linked" || { echo "dist/pocketmesh-aarch64 is not a static aarch64 executable" >&2; return 1; }
   qemu-aarch64-static dist/pocketmesh-aarch64 --version || return 1
   qemu-aarch64-static dist/pocketmesh-aarch64 demo >/dev/null || { echo "the aarch64 binary's demo failed under qemu" >&2; return 1; }
+  local cache="${POCKETMESH_AARCH64_CACHE:-$PWD/.build-aarch64}"
+  bash scripts/release-checks.sh dist/pocketmesh-aarch64 "$cache/build/aarch64-unknown-linux-gnu/release/pocketmesh" \
+    "$cache/swiftarm/usr/libexec/swift/lib/swift_static/linux/libswiftCore.a" qemu-aarch64-static || return 1
   qemu="$(mktemp -d)"
   printf '#!/bin/sh\nexec qemu-aarch64-static "%s" "$@"\n' "$PWD/dist/pocketmesh-aarch64" > "$qemu/pocketmesh"
   chmod +x "$qemu/pocketmesh"

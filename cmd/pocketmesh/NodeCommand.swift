@@ -143,7 +143,7 @@ struct NodeCommand: ParsableCommand {
             }
             defer { close(fd) }
             let line = Array((command.joined(separator: " ") + "\n").utf8)
-            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            _ = line.withUnsafeBytes { raw in retryingOnInterrupt { send(fd, raw.baseAddress, raw.count, SocketFlags.noSignal) } }
             var reply: [UInt8] = []
             var buf = [UInt8](repeating: 0, count: 4096)
             while true {

@@ -187,9 +187,18 @@ final class NodeHost {
     private var cliClients: [Int32: CLIClient] = [:]
     private var failure: Error? = nil
     private var savedPrefs = ""
+    /// The regions and ACL files as last written (or read): written again only when changed.
+    private var savedRegions = ""
+    private var savedACL = ""
+    /// `clientsChanged` of the server when its ACL was last looked at, and the pending write.
+    private var aclSeen: UInt64 = 0
+    private var aclTimer: PollLoop.TimerID? = nil
+    /// A changed ACL is written this long after the change (the firmware's lazy contacts write),
+    /// so a burst of logins or path updates is one write; and at exit.
+    static let aclWriteDelayMs: UInt64 = 5000
 
     init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil,
-         pins: SX1262Pins? = nil, identitySource: NodeIdentitySource = .host) throws {
+         pins: SX1262Pins? = nil, identitySource: NodeIdentitySource = .host, sensors: HostSensors? = nil) throws {
         self.state = state
         var seed: UInt64 = 0
         withUnsafeMutableBytes(of: &seed) { raw in
@@ -240,6 +249,22 @@ final class NodeHost {
             let refused = loadPrefs(firstRun.joined(separator: "\n"))
             if let bad = refused.first { throw ClientError.usage("the first-run setting `\(bad)` was refused; check its value.") }
         }
+        if let server {
+            // What `region save` and the ACL left, as the firmware reloads its region map and ClientACL.
+            if let text = try state.regions() {
+                for bad in server.loadRegions(text) { writeError("pocketmesh node: \(state.regionsPath): skipped `\(bad)`.") }
+            }
+            if let text = try state.acl() {
+                for bad in server.loadACL(text) { writeError("pocketmesh node: \(state.aclPath): skipped `\(bad)`.") }
+            }
+            savedRegions = server.regionsText()
+            savedACL = server.aclText()
+            aclSeen = server.clientsChanged
+        }
+        // Telemetry and status report what this host measures, or nothing: never invented values.
+        let measured = sensors ?? HostSensors()
+        server?.sensorSource = { measured.read() }
+        companion?.sensorSource = { measured.read() }
         try keepPrefs()
         server?.onSavePrefs = { [unowned self] in self.keepPrefsLater() }
         air.send = { [unowned self] packet in self.radio.send(packet) }
@@ -259,11 +284,30 @@ final class NodeHost {
 
     private var prefsText: String { server?.prefsText() ?? companion!.prefsText() }
 
+    /// Writes what changed of the prefs, the saved regions and the ACL.
     private func keepPrefs() throws {
         let text = prefsText
-        guard text != savedPrefs else { return }
-        try state.savePrefs(text)
-        savedPrefs = text
+        if text != savedPrefs {
+            try state.savePrefs(text)
+            savedPrefs = text
+        }
+        if let server {
+            let regions = server.regionsText()
+            if regions != savedRegions {
+                try state.saveRegions(regions)
+                savedRegions = regions
+            }
+            try keepACL()
+        }
+    }
+
+    private func keepACL() throws {
+        guard let server else { return }
+        aclSeen = server.clientsChanged
+        let text = server.aclText()
+        guard text != savedACL else { return }
+        try state.saveACL(text)
+        savedACL = text
     }
 
     /// After a CLI command: `savePrefs` runs in the middle of a `set`, before its value is in place.
@@ -276,6 +320,12 @@ final class NodeHost {
     func pump() {
         air.run(until: monotonicMilliseconds())
         if companion != nil { do { try keepPrefs() } catch { writeError("pocketmesh node: \(error)") } }
+        if let server, server.clientsChanged != aclSeen, aclTimer == nil {
+            aclTimer = loop.addTimer(after: Self.aclWriteDelayMs) { [unowned self] in
+                self.aclTimer = nil
+                do { try self.keepACL() } catch { writeError("pocketmesh node: \(error)") }
+            }
+        }
         guard let d = air.nextDeadline else { return }
         if d == timerAt { return }
         if let t = timer { loop.cancelTimer(t) }

@@ -99,6 +99,17 @@ public final class SerialLink: ByteLink {
     /// `_IOR('T', 0x40, int)`, which Glibc's module does not export.
     static let tiocgexcl: UInt = 0x8004_5440
 
+    /// The descriptors of open links that set exclusive mode. A command that ends with `exit()`
+    /// runs no deinit and the kernel's close does not clear the flag of a pty, whose tty outlives
+    /// the descriptor: they are cleared at exit too (`atexit`).
+    nonisolated(unsafe) private static var exclusiveFDs: Set<Int32> = []
+    private static let clearAtExit: Void = {
+        atexit {
+            for fd in SerialLink.exclusiveFDs { _ = Glibc.ioctl(fd, UInt(TIOCNXCL)) }
+            SerialLink.exclusiveFDs.removeAll()
+        }
+    }()
+
     private func configure(modemLines: ModemLinePolicy) throws(LinkError) {
         // Advisory lock first: it fails even for root, which TIOCEXCL does not stop.
         if flock(descriptor.rawValue, LOCK_EX | LOCK_NB) != 0 {
@@ -110,6 +121,10 @@ public final class SerialLink: ByteLink {
         do {
             try descriptor.ioctl(UInt(TIOCEXCL))
             exclusiveHere = !wasExclusive
+            if exclusiveHere {
+                Self.clearAtExit
+                Self.exclusiveFDs.insert(descriptor.rawValue)
+            }
         } catch {
             // Other failures (ENOTTY from emulated ports) leave only the flock: not fatal.
             if error == .busy { throw .busy(path) }
@@ -216,7 +231,10 @@ public final class SerialLink: ByteLink {
     public func close() {
         guard !closed else { return }
         closed = true
-        if exclusiveHere { try? descriptor.ioctl(UInt(TIOCNXCL)) }
+        if exclusiveHere {
+            try? descriptor.ioctl(UInt(TIOCNXCL))
+            Self.exclusiveFDs.remove(descriptor.rawValue)
+        }
         exclusiveHere = false
         descriptor.close()
     }

@@ -79,6 +79,9 @@ public final class PollLoop {
     private var polledParts: [PollPart] = []
     private var partOf: [Int] = []
     private var partsStart = 0
+    /// For each ready part entry (by index from `partsStart`): the file its descriptor named when
+    /// `poll` returned (`FileIdentity`), checked again just before the part is told.
+    private var readyFiles: [FileIdentity?] = []
     /// Token of a `pollfds` entry that belongs to a part.
     private static let partToken = UInt64.max
     /// Called with each forwarded signal instead of stopping `run` (nil: a signal stops it).
@@ -309,6 +312,14 @@ public final class PollLoop {
         let ready = pollfds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), timeout) }
         now = monotonicMilliseconds()
         if ready <= 0 { return }  // timeout, or EINTR (a signal: the pipe says which)
+        // A part looks its descriptors up by number. A handler earlier in this turn may close one
+        // (a client that hung up) and accept a new client that gets the same number: the report
+        // (a hangup, an error) was the old file's, and told to the part it would drop the new
+        // client. So what each ready number names is noted now and compared before it is told.
+        readyFiles.removeAll(keepingCapacity: true)
+        for index in partsStart..<pollfds.count {
+            readyFiles.append(pollfds[index].revents == 0 ? nil : FileIdentity(pollfds[index].fd))
+        }
         for index in pollfds.indices {
             if stopRequested != nil { return }
             let entry = pollfds[index]
@@ -318,6 +329,7 @@ public final class PollLoop {
                 continue
             }
             if tokens[index] == Self.partToken {
+                guard FileIdentity(entry.fd) == readyFiles[index - partsStart] else { continue }  // closed, its number reused
                 let part = polledParts[partOf[index - partsStart]]
                 // Still on the loop (a handler before it may have removed it).
                 if parts.contains(where: { $0 === part }) { _ = part.handle(entry, now: monotonicMilliseconds()) }
@@ -378,5 +390,19 @@ public final class PollLoop {
     private func takeToken() -> UInt64 {
         defer { nextToken += 1 }
         return nextToken
+    }
+}
+
+/// The file a descriptor names (device and inode, from `fstat`): a socket accepted into the
+/// number of one just closed is another file. Nil when the descriptor is not open.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(_ fd: Int32) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
     }
 }

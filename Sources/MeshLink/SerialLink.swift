@@ -57,10 +57,14 @@ public final class SerialLink: ByteLink {
     private let descriptor: FileDescriptor
     private var writer: StreamWriter
     private var closed = false
+    /// This link put the port in exclusive mode (TIOCEXCL), so it takes it out again on close.
+    private var exclusiveHere = false
 
     /// Opens `path` with `O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC`, takes it exclusively
     /// (TIOCEXCL and a `flock`, which also holds against root), sets raw 8N1 at `speed`, applies
-    /// `modemLines`, and discards stale input.
+    /// `modemLines`, and discards stale input. `close` gives exclusive mode up (TIOCNXCL): the
+    /// flag belongs to the tty, not to this descriptor, and a pty (`sim --pty`) outlives its
+    /// users, so a flag left set would make every later open by a non-root user EBUSY.
     public init(path: String, speed: SerialSpeed = .default, modemLines: ModemLinePolicy = .deassert,
                 outBufferCapacity: Int = 4096) throws(LinkError) {
         self.path = path
@@ -78,13 +82,33 @@ public final class SerialLink: ByteLink {
         do {
             try configure(modemLines: modemLines)
         } catch {
-            descriptor.close()
-            closed = true
+            close()
             throw error
         }
     }
 
     deinit { close() }
+
+    /// `TIOCGEXCL`: whether the tty is in exclusive mode (nil: the kernel cannot say).
+    public static func isExclusive(_ fd: Int32) -> Bool? {
+        var value: Int32 = 0
+        do { try FileDescriptor(rawValue: fd).ioctl(tiocgexcl, &value) } catch { return nil }
+        return value != 0
+    }
+
+    /// `_IOR('T', 0x40, int)`, which Glibc's module does not export.
+    static let tiocgexcl: UInt = 0x8004_5440
+
+    /// The descriptors of open links that set exclusive mode. A command that ends with `exit()`
+    /// runs no deinit and the kernel's close does not clear the flag of a pty, whose tty outlives
+    /// the descriptor: they are cleared at exit too (`atexit`).
+    nonisolated(unsafe) private static var exclusiveFDs: Set<Int32> = []
+    private static let clearAtExit: Void = {
+        atexit {
+            for fd in SerialLink.exclusiveFDs { _ = Glibc.ioctl(fd, UInt(TIOCNXCL)) }
+            SerialLink.exclusiveFDs.removeAll()
+        }
+    }()
 
     private func configure(modemLines: ModemLinePolicy) throws(LinkError) {
         // Advisory lock first: it fails even for root, which TIOCEXCL does not stop.
@@ -92,8 +116,15 @@ public final class SerialLink: ByteLink {
             let error = Errno.current
             if error == .wouldBlock { throw .busy(path) }
         }
+        // Already exclusive (another holder that root got past): left as it is on close.
+        let wasExclusive = Self.isExclusive(descriptor.rawValue) ?? false
         do {
             try descriptor.ioctl(UInt(TIOCEXCL))
+            exclusiveHere = !wasExclusive
+            if exclusiveHere {
+                Self.clearAtExit
+                Self.exclusiveFDs.insert(descriptor.rawValue)
+            }
         } catch {
             // Other failures (ENOTTY from emulated ports) leave only the flock: not fatal.
             if error == .busy { throw .busy(path) }
@@ -200,6 +231,11 @@ public final class SerialLink: ByteLink {
     public func close() {
         guard !closed else { return }
         closed = true
+        if exclusiveHere {
+            try? descriptor.ioctl(UInt(TIOCNXCL))
+            Self.exclusiveFDs.remove(descriptor.rawValue)
+        }
+        exclusiveHere = false
         descriptor.close()
     }
 

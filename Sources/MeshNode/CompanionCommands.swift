@@ -123,7 +123,7 @@ extension CompanionNode {
         case .reboot:
             reboot()
         case .getBatteryAndStorage:
-            emit(ResponseFrame.batteryAndStorage(BatteryAndStorage(millivolts: sensors.millivolts, usedKB: UInt32(contacts.count * 152 / 1024 + 4), totalKB: 1024)))
+            emit(ResponseFrame.batteryAndStorage(BatteryAndStorage(millivolts: readings.millivolts, usedKB: UInt32(contacts.count * 152 / 1024 + 4), totalKB: 1024)))
         case let .setTuningParams(t):
             radio.rxDelayBase = Double(t.rxDelayBaseMilli) / 1000; radio.airtimeFactor = Double(t.airtimeFactorMilli) / 1000; ok()
         case .getTuningParams:
@@ -197,7 +197,7 @@ extension CompanionNode {
             ok()
         case let .sendTelemetryRequest(k):
             guard let k else {
-                let lpp = sensors.lpp(permissions: 0xFF)
+                let lpp = readings.lpp(permissions: 0xFF)
                 if let f = try? PushFrame.telemetryResponse(publicKey.prefix(6), lpp: lpp) { emit(f) }
                 return
             }
@@ -248,7 +248,7 @@ extension CompanionNode {
             sendZeroHop(.control, payload: Array(payload)) ? ok() : err(.tableFull)
         case let .getStats(type):
             switch type {
-            case 0: emit(ResponseFrame.stats(.core(CoreStats(batteryMillivolts: sensors.millivolts, uptimeSeconds: uptimeSeconds, errorFlags: radio.errEvents > 0 ? 1 : 0,
+            case 0: emit(ResponseFrame.stats(.core(CoreStats(batteryMillivolts: readings.millivolts, uptimeSeconds: uptimeSeconds, errorFlags: radio.errEvents > 0 ? 1 : 0,
                                                               queueLength: UInt8(clamping: radio.queueLength)))))
             case 1: emit(ResponseFrame.stats(.radio(RadioStats(noiseFloor: -120, lastRSSI: Int8(clamping: radio.lastRSSI), lastSNRQuarterDb: snrQ(radio.lastSNR),
                                                                 txAirSeconds: UInt32(radio.txAirMs / 1000), rxAirSeconds: UInt32(radio.rxAirMs / 1000)))))

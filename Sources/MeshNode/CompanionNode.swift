@@ -44,8 +44,13 @@ public final class CompanionNode: MeshNode {
     public var advertLongitude: Int32 = 0
     public var manualAddContacts: UInt8 = 0
     public var telemetryModes: UInt8 = 0
-    /// The battery and sensors telemetry reports.
+    /// The simulated battery and sensors telemetry and status report.
     public var sensors = Sensors()
+    /// Where a real host's measurements come from, read when a status or telemetry is answered
+    /// (`pocketmesh node`); when set, `sensors` is not used.
+    public var sensorSource: (() -> Sensors)?
+    /// What status and telemetry report now.
+    var readings: Sensors { sensorSource?() ?? sensors }
     public var advertLocationPolicy: UInt8 = 0
     public var multiAcks: UInt8 = 0
     public var autoAddFlags: UInt8 = 0
@@ -433,7 +438,7 @@ public final class CompanionNode: MeshNode {
         let allowBase = permissions & 1 != 0
         var body: [UInt8] = []
         put32(tag, &body)
-        if allowBase && mask & 1 != 0 { body += sensors.lpp(permissions: permissions & mask) }
+        if allowBase && mask & 1 != 0 { body += readings.lpp(permissions: permissions & mask) }
         if !arrival.isFlood && !allowBase && mask & 1 != 0 { return }
         let out = contact.outPathLength.isUnknown ? nil : (path: contact.outPath, hashSize: contact.outPathLength.hashSize)
         reply(to: from, secret: secret, arrival: arrival, type: .response, body: body, outPath: out, delay: 300)

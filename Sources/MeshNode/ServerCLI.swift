@@ -112,7 +112,7 @@ extension ServerNode {
                 + "\"tx_air_secs\":\(radio.txAirMs / 1000),\"rx_air_secs\":\(radio.rxAirMs / 1000)}"
         }
         if ts == 0 && word("stats-core") {
-            return "{\"battery_mv\":\(sensors.millivolts),\"uptime_secs\":\(uptimeSeconds),\"errors\":\(radio.errEvents),\"queue_len\":\(radio.queueLength)}"
+            return "{\"battery_mv\":\(readings.millivolts),\"uptime_secs\":\(uptimeSeconds),\"errors\":\(radio.errEvents),\"queue_len\":\(radio.queueLength)}"
         }
         return "Unknown command"
     }

@@ -25,7 +25,10 @@ open class ServerNode: MeshNode {
     public var adminPassword: String
     public var guestPassword: String
     public var ownerInfo = ""
-    public internal(set) var clients: [ServerClient] = []
+    public internal(set) var clients: [ServerClient] = [] { didSet { clientsChanged &+= 1 } }
+    /// Counts changes to `clients` (any field): a host that keeps the ACL (`aclText`) looks
+    /// again only when it moved.
+    public private(set) var clientsChanged: UInt64 = 0
     public static let maxClients = 32
     /// Zero-hop advert interval in ms (0 = off); flood advert interval in ms.
     public var advertInterval: UInt64 = 120_000
@@ -46,8 +49,13 @@ open class ServerNode: MeshNode {
     public var regions = RegionMap()
     /// The regions as last saved (`region save`, `region default`), what a boot starts from.
     public var savedRegions = RegionMap()
-    /// The battery and sensors telemetry reports (an MCU temperature by default).
+    /// The simulated battery and sensors telemetry and status report (an MCU temperature by default).
     public var sensors = Sensors(temperature: 21.5)
+    /// Where a real host's measurements come from, read when a status or telemetry is answered
+    /// (`pocketmesh node`); when set, `sensors` is not used.
+    public var sensorSource: (() -> Sensors)?
+    /// What status and telemetry report now.
+    var readings: Sensors { sensorSource?() ?? sensors }
     /// Room servers: log in users with a wrong password as read-only guests.
     public var allowReadOnly = false
     /// Radio settings saved by `set radio` / `set freq`, applied at the next boot.
@@ -350,7 +358,7 @@ open class ServerNode: MeshNode {
     // MARK: requests
 
     var stats: ServerStats {
-        ServerStats(batteryMillivolts: sensors.millivolts, txQueueLength: UInt16(clamping: radio.queueLength), noiseFloor: -120,
+        ServerStats(batteryMillivolts: readings.millivolts, txQueueLength: UInt16(clamping: radio.queueLength), noiseFloor: -120,
                     lastRSSI: Int16(clamping: radio.lastRSSI), packetsReceived: radio.nRecv, packetsSent: radio.nSent,
                     airTimeSeconds: UInt32(radio.txAirMs / 1000), uptimeSeconds: uptimeSeconds, sentFlood: radio.sentFlood,
                     sentDirect: radio.sentDirect, receivedFlood: radio.recvFlood, receivedDirect: radio.recvDirect,
@@ -371,7 +379,7 @@ open class ServerNode: MeshNode {
             return stats.encoded
         case 0x03: // telemetry: the first byte masks permissions off; guests get the base only
             let mask: UInt8 = client.permissions & 3 == 0 ? 0 : ~(data.first ?? 0)
-            return sensors.lpp(permissions: Sensors.basePermission | mask)
+            return readings.lpp(permissions: Sensors.basePermission | mask)
         case 0x05: // ACL (admin only): `prefix[6], permissions` per client (rooms: admins only)
             guard client.isAdmin, data.count < 2 || (data[0] == 0 && data[1] == 0) else { return nil }
             var out: [UInt8] = []

@@ -240,12 +240,13 @@ extension ServerNode {
             return " home is now \(r.name)"
         case "default":
             if n == 2 { return " default scope is \(regions.defaultRegion?.name ?? "<null>")" }
-            if arg == "<null>" { regions.setDefault(0); savedRegions = regions; return " default scope is now <null>" }
+            if arg == "<null>" { regions.setDefault(0); savedRegions = regions; onSavePrefs?(); return " default scope is now <null>" }
             guard var r = regions.find(prefix: arg) ?? regions.put(name: arg, parent: 0) else { return "Err - region table full" }
             r.flags = 0
             regions.update(r)
             regions.setDefault(r.id)
             savedRegions = regions
+            onSavePrefs?()  // the region map is saved: a host keeps it (`regionsText`)
             return " default scope is now \(r.name)"
         case "put" where n >= 3:
             guard let parent = n >= 4 ? regions.find(prefix: String(parts[3])) : regions.wildcard else { return "Err - unknown parent" }

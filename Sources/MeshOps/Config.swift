@@ -61,8 +61,9 @@ public struct Config: Sendable {
     /// `[node.NAME]` tables, in file order: `pocketmesh node NAME`'s options (name, value, line).
     public var nodes: [(name: String, options: [(String, TOMLValue, Int)])] = []
     /// The options a `[node.NAME]` table may set.
-    public static let nodeSettings = ["role", "radio", "identity", "state-dir", "name", "password", "guest-password", "lat", "lon",
-                                      "freq", "bw", "sf", "cr", "tx-power", "companion-listen",
+    public static let nodeSettings = ["role", "radio", "identity", "state-dir", "name", "password", "guest-password",
+                                      "password-file", "guest-password-file", "lat", "lon",
+                                      "freq", "bw", "sf", "cr", "tx-power", "companion-listen", "battery-sensor", "temperature-sensor",
                                       "gpiochip", "irq", "reset", "busy", "rxen", "txen", "tcxo", "dio2-rf-switch"]
 
     public func node(_ name: String) -> [(String, TOMLValue, Int)]? { nodes.first { $0.name == name }?.options }

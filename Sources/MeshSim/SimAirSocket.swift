@@ -11,12 +11,17 @@ final class AirSocket {
     final class Client {
         let fd: Int32
         var inBuffer: [UInt8] = []
-        var out: [UInt8] = []
+        /// Sent with MSG_NOSIGNAL: a program that hangs up with packets pending is dropped.
+        var out = SocketOutput()
+        var polledForWrite = false
         var node: ExternalNode?
         init(fd: Int32) { self.fd = fd }
     }
     var clients: [Int32: Client] = [:]
+    /// Unread bytes a client may leave before it is disconnected (and logged).
     static let maxPending = 256 * 1024
+    /// Connections at once; one more is closed at once (and logged).
+    static let maxClients = 64
 
     init(port: UInt16) throws { self.port = port; listenFD = try listenLoopback(port: port) }
 
@@ -31,6 +36,11 @@ extension SimHost {
     func attachAir(_ a: AirSocket) {
         loop.register(fd: a.listenFD, events: .readable) { [unowned self, unowned a] _ in
             guard case .success(let fd) = retryingOnInterrupt({ accept(a.listenFD, nil, nil) }) else { return }
+            guard a.clients.count < AirSocket.maxClients else {
+                close(fd)
+                self.log("air socket: \(AirSocket.maxClients) programs are attached; a new connection was closed.")
+                return
+            }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var one: Int32 = 1
@@ -42,7 +52,11 @@ extension SimHost {
     }
 
     private func airReady(_ a: AirSocket, _ c: AirSocket.Client, _ ev: PollEvents) {
-        if ev.contains(.writable) { airFlush(c) }
+        guard a.clients[c.fd] === c else { return }
+        if ev.contains(.writable) {
+            airFlush(c)
+            guard a.clients[c.fd] === c else { return }
+        }
         var buf = [UInt8](repeating: 0, count: 4096)
         let input = SocketInput.read(c.fd, into: &buf)
         guard case .bytes(let n) = input else {
@@ -53,6 +67,7 @@ extension SimHost {
         guard let frames = AirFrame.take(&c.inBuffer) else { airRefuse(a, c, "malformed frame"); return }
         pump()
         for f in frames {
+            guard a.clients[c.fd] === c else { break }  // dropped meanwhile
             switch f {
             case .hello(let name):
                 guard c.node == nil else { airRefuse(a, c, "hello twice"); return }
@@ -76,28 +91,35 @@ extension SimHost {
     }
 
     private func airWrite(_ c: AirSocket.Client, _ bytes: [UInt8]) {
-        if c.out.count + bytes.count > AirSocket.maxPending { return }  // a stalled client misses packets, as a deaf radio would
-        c.out += bytes
+        guard let a = air, a.clients[c.fd] === c else { return }
+        c.out.append(contentsOf: bytes)
         airFlush(c)
-        if !c.out.isEmpty { loop.setEvents(fd: c.fd, [.readable, .writable]) }
     }
 
+    /// Sends what the program takes now; drops one that is gone or has too much unread.
     private func airFlush(_ c: AirSocket.Client) {
-        while !c.out.isEmpty {
-            let n = c.out.withUnsafeBytes { raw in (try? FileDescriptor(rawValue: c.fd).write(raw)) ?? 0 }
-            guard n > 0 else { break }
-            c.out.removeFirst(n)
+        guard let a = air, a.clients[c.fd] === c else { return }
+        guard c.out.flush(to: c.fd) else { airDrop(a, c); return }  // hung up with packets pending
+        if c.out.unsent > AirSocket.maxPending {
+            log("air socket: \(c.node?.name ?? "a program") left \(c.out.unsent) bytes unread (limit \(AirSocket.maxPending)); disconnected.")
+            airDrop(a, c)
+            return
         }
-        if c.out.isEmpty { loop.setEvents(fd: c.fd, .readable) }
+        let wantsWrite = c.out.unsent > 0
+        if wantsWrite != c.polledForWrite {
+            c.polledForWrite = wantsWrite
+            loop.setEvents(fd: c.fd, wantsWrite ? [.readable, .writable] : .readable)
+        }
     }
 
     private func airRefuse(_ a: AirSocket, _ c: AirSocket.Client, _ why: String) {
         let f = AirFrame.error(why).encoded
-        _ = f.withUnsafeBytes { Glibc.write(c.fd, $0.baseAddress!, $0.count) }
+        _ = f.withUnsafeBytes { raw in retryingOnInterrupt { send(c.fd, raw.baseAddress!, raw.count, SocketFlags.noSignal | SocketFlags.dontWait) } }
         airDrop(a, c)
     }
 
     private func airDrop(_ a: AirSocket, _ c: AirSocket.Client) {
+        guard a.clients[c.fd] === c else { return }
         loop.unregister(fd: c.fd)
         close(c.fd)
         a.clients[c.fd] = nil

@@ -41,12 +41,19 @@ func listenLoopback(port: UInt16) throws -> Int32 {
 /// One companion node's connections: a TCP listener on 127.0.0.1 with one client at a time (a new
 /// connection evicts the old one, as the firmware does) and, optionally, a pseudo-terminal.
 /// Frames go `'<' len16 payload` in and `'>' len16 payload` out on both.
+///
+/// The TCP client's output is a `SocketOutput` (sent with MSG_NOSIGNAL: a client that hangs up
+/// with replies pending is dropped, never a SIGPIPE), bounded: a client that leaves more than
+/// `maxPending` bytes unread is disconnected and the simulator logs it, so a client that stops
+/// reading neither grows the queue nor blocks the loop.
 final class NodePort {
     let node: CompanionNode
     let port: UInt16
     let listenFD: Int32
     var clientFD: Int32 = -1
-    var clientOut: [UInt8] = []
+    var clientOut = SocketOutput()
+    /// The client's descriptor is polled for writability (it has output waiting).
+    var clientPolledForWrite = false
     let clientDecoder = FrameDecoder(side: .device)
     var ptyMaster: Int32 = -1
     var ptyOpen = false
@@ -67,34 +74,27 @@ final class NodePort {
         ptyLink = p.link
     }
 
-    /// Writes a frame to every attached transport (like `MultiSerialInterface::writeFrame`).
-    func write(_ frame: EncodedFrame) {
-        guard clientFD >= 0 || ptyOpen else { return }
-        frame.withWireBytes(.fromRadio) { wire in
-            if clientFD >= 0 { send(wire, fd: clientFD, pending: &clientOut) }
-            if ptyOpen { send(wire, fd: ptyMaster, pending: &ptyOut) }
-        }
-    }
-
-    private func send(_ bytes: UnsafeRawBufferPointer, fd: Int32, pending: inout [UInt8]) {
-        if !pending.isEmpty {
-            if pending.count + bytes.count <= NodePort.maxPending { pending += bytes } // else dropped, like a full firmware queue
+    /// Queues bytes for the terminal and writes what it takes now (a pty gives EIO, never SIGPIPE,
+    /// when nobody holds it; a terminal nobody reads misses frames, like a full firmware queue).
+    func ptySend(_ bytes: UnsafeRawBufferPointer) {
+        if !ptyOut.isEmpty {
+            if ptyOut.count + bytes.count <= NodePort.maxPending { ptyOut += bytes }
             return
         }
         var off = 0
         while off < bytes.count {
-            let n = (try? FileDescriptor(rawValue: fd).write(UnsafeRawBufferPointer(rebasing: bytes[off...]))) ?? 0
+            let n = (try? FileDescriptor(rawValue: ptyMaster).write(UnsafeRawBufferPointer(rebasing: bytes[off...]))) ?? 0
             guard n > 0 else { break }
             off += n
         }
-        if off < bytes.count { pending += bytes[off...] }
+        if off < bytes.count { ptyOut += bytes[off...] }
     }
 
-    func flush(fd: Int32, pending: inout [UInt8]) {
-        while !pending.isEmpty {
-            let n = pending.withUnsafeBytes { raw in (try? FileDescriptor(rawValue: fd).write(raw)) ?? 0 }
+    func ptyFlush() {
+        while !ptyOut.isEmpty {
+            let n = ptyOut.withUnsafeBytes { raw in (try? FileDescriptor(rawValue: ptyMaster).write(raw)) ?? 0 }
             guard n > 0 else { break }
-            pending.removeFirst(n)
+            ptyOut.removeFirst(n)
         }
     }
 
@@ -118,6 +118,8 @@ public final class SimHost {
     var capture: UnsafeMutablePointer<FILE>? = nil
     var air: AirSocket? = nil
     var kissPorts: [KISSPort] = []
+    /// One line for each client the simulator disconnects on its own (one that stopped reading).
+    public var log: (String) -> Void = { _ in }
 
     public init(world: SimWorld, tcpBase: UInt16, ptyDir: String?, capturePath: String?, airPort: UInt16? = nil) throws {
         self.world = world
@@ -189,7 +191,7 @@ public final class SimHost {
     }
 
     private func attach(_ p: NodePort) {
-        p.node.onFrame = { [unowned p] f in p.write(f) }
+        p.node.onFrame = { [unowned self, unowned p] f in self.deliver(f, to: p) }
         // A rebooting radio's TCP connection dies with it.
         p.node.onPowerDown = { [unowned self, unowned p] in self.dropClient(p) }
         if p.ptyMaster >= 0 { p.node.connected = true }
@@ -204,12 +206,40 @@ public final class SimHost {
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             if p.clientFD >= 0 { self.loop.unregister(fd: p.clientFD); close(p.clientFD) } // new connection evicts the old
             p.clientFD = fd
-            p.clientOut.removeAll()
+            p.clientOut = SocketOutput()
+            p.clientPolledForWrite = false
             p.clientDecoder.reset()
             p.node.connected = true
             self.watchClient(p)
         }
         if p.ptyMaster >= 0 { watchPty(p) }
+    }
+
+    /// A frame from the node to every transport attached (like `MultiSerialInterface::writeFrame`).
+    private func deliver(_ frame: EncodedFrame, to p: NodePort) {
+        guard p.clientFD >= 0 || p.ptyOpen else { return }
+        frame.withWireBytes(.fromRadio) { wire in
+            if p.clientFD >= 0 { p.clientOut.append(contentsOf: wire) }
+            if p.ptyOpen { p.ptySend(wire) }
+        }
+        if p.clientFD >= 0 { flushClient(p) }
+    }
+
+    /// Sends what the client takes now; drops a client that is gone or has too much unread.
+    private func flushClient(_ p: NodePort) {
+        let fd = p.clientFD
+        guard fd >= 0 else { return }
+        guard p.clientOut.flush(to: fd) else { dropClient(p); return }  // hung up, replies pending
+        if p.clientOut.unsent > NodePort.maxPending {
+            log("node \(p.node.name): its TCP client left \(p.clientOut.unsent) bytes unread (limit \(NodePort.maxPending)); disconnected.")
+            dropClient(p)
+            return
+        }
+        let wantsWrite = p.clientOut.unsent > 0
+        if wantsWrite != p.clientPolledForWrite {
+            p.clientPolledForWrite = wantsWrite
+            loop.setEvents(fd: fd, wantsWrite ? [.readable, .writable] : .readable)
+        }
     }
 
     /// Closes the node's TCP client, if it has one.
@@ -218,7 +248,8 @@ public final class SimHost {
         loop.unregister(fd: p.clientFD)
         close(p.clientFD)
         p.clientFD = -1
-        p.clientOut.removeAll()
+        p.clientOut = SocketOutput()
+        p.clientPolledForWrite = false
         p.node.connected = p.ptyMaster >= 0
     }
 
@@ -227,19 +258,16 @@ public final class SimHost {
         loop.register(fd: fd, events: .readable) { [unowned self, unowned p] ev in
             guard p.clientFD == fd else { return }
             if ev.contains(.writable) {
-                p.flush(fd: fd, pending: &p.clientOut)
-                if p.clientOut.isEmpty { self.loop.setEvents(fd: fd, .readable) }
+                self.flushClient(p)
+                guard p.clientFD == fd else { return }
             }
             var buf = [UInt8](repeating: 0, count: 4096)
             let input = SocketInput.read(fd, into: &buf)
             if case .bytes(let n) = input {
                 self.feed(p, decoder: p.clientDecoder, bytes: Array(buf[0 ..< n]))
             } else if input != .wouldBlock {  // end of stream, or a failed socket
-                self.loop.unregister(fd: fd); close(fd); p.clientFD = -1
-                p.node.connected = p.ptyMaster >= 0
-                return
+                self.dropClient(p)
             }
-            if !p.clientOut.isEmpty { self.loop.setEvents(fd: fd, [.readable, .writable]) }
         }
     }
 
@@ -247,7 +275,7 @@ public final class SimHost {
         let fd = p.ptyMaster
         loop.register(fd: fd, events: .readable) { [unowned self, unowned p] ev in
             if ev.contains(.writable) {
-                p.flush(fd: fd, pending: &p.ptyOut)
+                p.ptyFlush()
                 if p.ptyOut.isEmpty { self.loop.setEvents(fd: fd, .readable) }
             }
             var buf = [UInt8](repeating: 0, count: 4096)

@@ -84,7 +84,7 @@ extension Sensors {
     }
 
     var json: JSON {
-        .obj(("voltage", .double(voltage)), ("temperature", temperature.map { .double($0) }),
+        .obj(("voltage", voltage.map { .double($0) }), ("temperature", temperature.map { .double($0) }),
              ("location", location.map { .array($0.map { .double($0) }) }),
              ("sensors", .array(sensors.map { .obj(("type", .string($0.type)), ("value", .double($0.value))) })))
     }

@@ -118,4 +118,53 @@ import Testing
         loop.remove(b)
         #expect(loop.allParts.isEmpty)
     }
+
+    /// A part that looks its clients up by descriptor number, as the hub and the API server do.
+    final class ClientsPart: PollPart {
+        var fd: Int32
+        var told: [Int16] = []
+        init(fd: Int32) { self.fd = fd }
+        func pollDescriptors(into fds: inout [pollfd]) { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+        func handle(_ p: pollfd, now: UInt64) -> Bool {
+            guard p.fd == fd else { return false }
+            told.append(p.revents)
+            return true
+        }
+        func tick(now: UInt64) -> UInt64? { nil }
+    }
+
+    /// A handler earlier in the turn closes a client that hung up and a new client takes its
+    /// descriptor number: the part is not told the old client's hangup (it would drop the new one).
+    @Test func aReportForAClosedDescriptorIsNotToldToItsNewFile() throws {
+        var old: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &old) == 0)
+        let part = ClientsPart(fd: old[0])
+        let loop = PollLoop()
+        loop.add(part)
+        close(old[1])  // the client hangs up: old[0] reports POLLHUP
+        // Something polled before the part (a registration) closes it and accepts anew.
+        var trigger: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &trigger) == 0)
+        defer { close(trigger[0]); close(trigger[1]) }
+        _ = write(trigger[1], "x", 1)
+        var fresh: [Int32] = [-1, -1]
+        loop.register(fd: trigger[0], events: .readable) { _ in
+            var b: UInt8 = 0
+            _ = read(trigger[0], &b, 1)
+            // Closed, and its number given to a new socket (dup2 does both at once, whatever
+            // else this process opens meanwhile).
+            _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fresh)
+            _ = dup2(fresh[0], old[0])
+            close(fresh[0])
+            fresh[0] = old[0]
+            loop.unregister(fd: trigger[0])
+        }
+        loop.pollOnce(timeout: 1000)
+        defer { close(fresh[0]); close(fresh[1]) }
+        #expect(part.told.isEmpty, "told \(part.told) about a file that was closed")
+        // The new file's own reports are told.
+        _ = write(fresh[1], "y", 1)
+        loop.pollOnce(timeout: 1000)
+        #expect(part.told.count == 1 && part.told[0] & Int16(POLLIN) != 0)
+    }
 }

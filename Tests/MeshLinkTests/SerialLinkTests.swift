@@ -95,6 +95,45 @@ import Testing
         again.close()
     }
 
+    /// Exclusive mode is the tty's, not the descriptor's: a link that set it clears it on close
+    /// (TIOCNXCL), or every later open of a pty by a non-root user is EBUSY. Root gets past
+    /// TIOCEXCL, so the flag itself is read (TIOCGEXCL) through a descriptor held meanwhile.
+    @Test func closeGivesUpExclusiveMode() throws {
+        let pty = try PseudoTerminal()
+        defer { pty.close() }
+        let watch = open(pty.path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+        try #require(watch >= 0)
+        defer { Glibc.close(watch) }
+        try #require(SerialLink.isExclusive(watch) == false, "this kernel has no TIOCGEXCL")
+        let link = try SerialLink(path: pty.path)
+        #expect(SerialLink.isExclusive(watch) == true)
+        link.close()
+        #expect(SerialLink.isExclusive(watch) == false)
+        // Opened again and dropped without `close` (deinit), the same.
+        do { _ = try SerialLink(path: pty.path) }
+        #expect(SerialLink.isExclusive(watch) == false)
+        // A plain open of the same port succeeds after it.
+        let plain = open(pty.path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+        #expect(plain >= 0)
+        if plain >= 0 { Glibc.close(plain) }
+    }
+
+    /// A port another program holds in exclusive mode (root got past it) stays exclusive when
+    /// this link closes: only what the link set is cleared.
+    @Test func exclusiveModeOfAnotherHolderIsLeftAlone() throws {
+        let pty = try PseudoTerminal()
+        defer { pty.close() }
+        let other = open(pty.path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+        try #require(other >= 0)
+        defer { Glibc.close(other) }
+        try #require(SerialLink.isExclusive(other) != nil, "this kernel has no TIOCGEXCL")
+        try #require(ioctl(other, UInt(TIOCEXCL)) == 0)
+        guard geteuid() == 0 else { return }  // only root opens an exclusive tty
+        let link = try SerialLink(path: pty.path)
+        link.close()
+        #expect(SerialLink.isExclusive(other) == true)
+    }
+
     @Test func missingDeviceIsNotFound() {
         #expect(throws: LinkError.notFound("/dev/pocketmesh-no-such-port")) {
             _ = try SerialLink(path: "/dev/pocketmesh-no-such-port")

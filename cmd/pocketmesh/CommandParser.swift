@@ -219,8 +219,9 @@ enum CommandParser {
                 given[k].append(inline)
             } else {
                 // A value that starts with "-" is read as an option here, as ArgumentParser read it
-                // (`--name=-x` gives one).
-                guard i < args.count, !(args[i].hasPrefix("-") && args[i].count > 1) else {
+                // (`--name=-x` gives one), unless it is a number: `--lon -0.12`, `--snr -7` (no
+                // option is named like a number).
+                guard i < args.count, !(args[i].hasPrefix("-") && args[i].count > 1 && !looksLikeNumber(args[i])) else {
                     throw UsageError("Missing value for '\(name) <\(a.valueName ?? "value")>'")
                 }
                 given[k].append(args[i])

@@ -1,5 +1,6 @@
 import Glibc
 import MeshAir
+import MeshBridge
 import MeshDaemonClient
 import MeshLink
 import MeshNode
@@ -21,6 +22,8 @@ struct NodeCommand: ParsableCommand {
         @Option var name: String?
         @Option var password: String?
         @Option var guestPassword: String?
+        @Option var passwordFile: String?
+        @Option var guestPasswordFile: String?
         @Option var lat: Double?
         @Option var lon: Double?
         @Option var freq: Double?
@@ -29,6 +32,8 @@ struct NodeCommand: ParsableCommand {
         @Option var cr: Int?
         @Option var txPower: Int?
         @Option var companionListen: String?
+        @Option var batterySensor: String?
+        @Option var temperatureSensor: String?
         @Option var gpiochip: String?
         @Option var irq: Int?
         @Option var reset: Int?
@@ -72,8 +77,13 @@ struct NodeCommand: ParsableCommand {
                 throw ValidationError("--role must be repeater, room or companion")
             }
             if companionListen != nil && role != "companion" { throw ValidationError("--companion-listen is for --role companion") }
-            if role == "companion" && (password != nil || guestPassword != nil) {
-                throw ValidationError("--password and --guest-password are for repeaters and room servers")
+            if role == "companion" && (password != nil || guestPassword != nil || passwordFile != nil || guestPasswordFile != nil) {
+                throw ValidationError("--password and --guest-password (and their -file options) are for repeaters and room servers")
+            }
+            if password != nil && passwordFile != nil { throw ValidationError("give --password or --password-file, not both") }
+            if guestPassword != nil && guestPasswordFile != nil { throw ValidationError("give --guest-password or --guest-password-file, not both") }
+            for (option, value) in [("--password", password), ("--guest-password", guestPassword)] {
+                if let value, value.contains(where: { $0 == "\n" || $0 == "\r" }) { throw ValidationError("\(option) must be one line") }
             }
             guard radio != nil else { throw ValidationError("--radio is required (or radio in [node.NAME]): kiss:PATH[@BAUD], sx1262:SPIDEV or air:HOST:PORT/NAME") }
             guard stateDir != nil else { throw ValidationError("--state-dir is required (or state-dir in [node.NAME]): the folder that keeps the node's key and settings") }
@@ -92,6 +102,9 @@ struct NodeCommand: ParsableCommand {
             let role = self.role ?? "repeater"
             let dir = stateDir!
             let state = try NodeState(dir: dir)
+            let adminPassword = try passwordFile.map { try readPasswordFile($0, option: "--password-file", allowEmpty: false) } ?? password
+            let guest = try guestPasswordFile.map { try readPasswordFile($0, option: "--guest-password-file", allowEmpty: true) } ?? guestPassword
+            let sensors = try HostSensors(battery: batterySensor, temperature: temperatureSensor)
             let spec = try NodeRadioSpec(parsing: radio!)
             var pins: SX1262Pins? = nil
             if case .sx1262 = spec {
@@ -104,15 +117,18 @@ struct NodeCommand: ParsableCommand {
             // The command line's code is done with: its pages leave before the node's come in, so
             // the peak resident set is the larger of the two, not both.
             releaseStartupPages()
-            let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec, firstRun: firstRunLines(), companionListen: companionListen,
-                                    pins: pins, identitySource: NodeIdentitySource(rawValue: identity ?? "host")!)
+            let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec,
+                                    firstRun: firstRunLines(password: adminPassword, guestPassword: guest), companionListen: companionListen,
+                                    pins: pins, identitySource: NodeIdentitySource(rawValue: identity ?? "host")!, sensors: sensors)
             for line in host.announcement { print(line) }
             fflush(stdout)
             try host.run(seconds: seconds)
         }
 
         /// The settings the options give, as `prefs` lines: used only when the state folder has none.
-        func firstRunLines() -> [String] {
+        /// The passwords: given, or read from their files.
+        func firstRunLines(password: String? = nil, guestPassword: String? = nil) -> [String] {
+            let password = password ?? self.password, guestPassword = guestPassword ?? self.guestPassword
             var lines: [String] = []
             if let name { lines.append("name " + name) }
             if let password { lines.append("password " + password) }
@@ -143,7 +159,7 @@ struct NodeCommand: ParsableCommand {
             }
             defer { close(fd) }
             let line = Array((command.joined(separator: " ") + "\n").utf8)
-            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            _ = line.withUnsafeBytes { raw in retryingOnInterrupt { send(fd, raw.baseAddress, raw.count, SocketFlags.noSignal) } }
             var reply: [UInt8] = []
             var buf = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -154,4 +170,24 @@ struct NodeCommand: ParsableCommand {
             emitLine(String(decoding: reply, as: UTF8.self))
         }
     }
+}
+
+/// `--password-file` and `--guest-password-file`: the password is the file's first line, without
+/// its line end, read as the daemon reads its secret files (`SecretFile`: a plain file no one
+/// else can read, 0600 or stricter); the file must also belong to this user or root. Anything
+/// else is refused with one sentence (exit 2): a password others can read or change is no secret.
+func readPasswordFile(_ path: String, option: String, allowEmpty: Bool) throws -> String {
+    var st = stat()
+    if stat(path, &st) == 0 && st.st_uid != geteuid() && st.st_uid != 0 {
+        throw ClientError.usage("\(option) \(path): it belongs to uid \(st.st_uid), not to you (uid \(geteuid())) or root; a password file must be yours.")
+    }
+    let bytes = try SecretFile.password(path, flag: option)
+    guard !bytes.contains(0) else { throw ClientError.usage("\(option) \(path): the password holds a NUL byte.") }
+    guard bytes.count <= 15 else {
+        throw ClientError.usage("\(option) \(path): the password is \(bytes.count) bytes; MeshCore's passwords are at most 15.")
+    }
+    guard allowEmpty || !bytes.isEmpty else {
+        throw ClientError.usage("\(option) \(path): its first line is empty; an empty admin password would let anyone in.")
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }

@@ -7,14 +7,23 @@ import MeshSession
 /// `--companion-listen HOST:PORT`: the companion node serves the companion protocol over TCP (the
 /// firmware's WiFi companion: `<` length frames in, `>` length frames out), one client at a time;
 /// a new connection evicts the old one, as the firmware does.
+///
+/// The client's output is sent with MSG_NOSIGNAL (`SocketOutput`): a client that hangs up at any
+/// point, replies pending or not, is dropped and the node goes on (its contacts and queued
+/// messages are the node's, not the connection's). It is bounded: a client that leaves more than
+/// `maxPending` bytes unread is disconnected and logged, so it neither grows the queue nor
+/// blocks the loop.
 final class NodeCompanionServer {
     let node: CompanionNode
     let listenFD: Int32
     let address: String
     private var clientFD: Int32 = -1
-    private var out: [UInt8] = []
+    private var output = SocketOutput()
+    private var polledForWrite = false
     private let decoder = FrameDecoder(side: .device)
     static let maxPending = 64 * 1024
+    /// Where a disconnected slow reader is reported.
+    var log: (String) -> Void = { writeError("pocketmesh node: \($0)") }
 
     init(node: CompanionNode, listen spec: String) throws {
         self.node = node
@@ -51,9 +60,7 @@ final class NodeCompanionServer {
     func attach(to loop: PollLoop, pump: @escaping () -> Void) {
         node.onFrame = { [unowned self, unowned loop] f in
             guard self.clientFD >= 0 else { return }
-            f.withWireBytes(.fromRadio) { wire in
-                if self.out.count + wire.count <= Self.maxPending { self.out += wire }  // else dropped, like a full firmware queue
-            }
+            f.withWireBytes(.fromRadio) { wire in self.output.append(contentsOf: wire) }
             self.flush(loop)
         }
         node.onPowerDown = { [unowned self, unowned loop] in self.drop(loop) }
@@ -67,11 +74,16 @@ final class NodeCompanionServer {
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             self.drop(loop)
             self.clientFD = fd
+            self.output = SocketOutput()
+            self.polledForWrite = false
             self.decoder.reset()
             self.node.connected = true
             loop.register(fd: fd, events: .readable) { [unowned self, unowned loop] ev in
                 guard self.clientFD == fd else { return }
-                if ev.contains(.writable) { self.flush(loop) }
+                if ev.contains(.writable) {
+                    self.flush(loop)
+                    guard self.clientFD == fd else { return }
+                }
                 var buf = [UInt8](repeating: 0, count: 4096)
                 let input = SocketInput.read(fd, into: &buf)
                 guard case .bytes(let n) = input else {
@@ -87,13 +99,20 @@ final class NodeCompanionServer {
         }
     }
 
+    /// Sends what the client takes now; drops a client that is gone or has too much unread.
     private func flush(_ loop: PollLoop) {
-        while !out.isEmpty {
-            let n = out.withUnsafeBytes { raw in (try? FileDescriptor(rawValue: clientFD).write(raw)) ?? 0 }
-            guard n > 0 else { break }
-            out.removeFirst(n)
+        guard clientFD >= 0 else { return }
+        guard output.flush(to: clientFD) else { drop(loop); return }  // hung up, replies pending
+        if output.unsent > Self.maxPending {
+            log("the companion client at \(address) left \(output.unsent) bytes unread (limit \(Self.maxPending)); disconnected.")
+            drop(loop)
+            return
         }
-        loop.setEvents(fd: clientFD, out.isEmpty ? .readable : [.readable, .writable])
+        let wantsWrite = output.unsent > 0
+        if wantsWrite != polledForWrite {
+            polledForWrite = wantsWrite
+            loop.setEvents(fd: clientFD, wantsWrite ? [.readable, .writable] : .readable)
+        }
     }
 
     private func drop(_ loop: PollLoop) {
@@ -101,7 +120,8 @@ final class NodeCompanionServer {
         loop.unregister(fd: clientFD)
         close(clientFD)
         clientFD = -1
-        out.removeAll()
+        output = SocketOutput()
+        polledForWrite = false
         node.connected = false
     }
 }

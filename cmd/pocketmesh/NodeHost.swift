@@ -184,11 +184,21 @@ final class NodeHost {
     private var timer: PollLoop.TimerID? = nil
     private var timerAt: UInt64 = .max
     private var cliFD: Int32 = -1
+    private var cliClients: [Int32: CLIClient] = [:]
     private var failure: Error? = nil
     private var savedPrefs = ""
+    /// The regions and ACL files as last written (or read): written again only when changed.
+    private var savedRegions = ""
+    private var savedACL = ""
+    /// `clientsChanged` of the server when its ACL was last looked at, and the pending write.
+    private var aclSeen: UInt64 = 0
+    private var aclTimer: PollLoop.TimerID? = nil
+    /// A changed ACL is written this long after the change (the firmware's lazy contacts write),
+    /// so a burst of logins or path updates is one write; and at exit.
+    static let aclWriteDelayMs: UInt64 = 5000
 
     init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil,
-         pins: SX1262Pins? = nil, identitySource: NodeIdentitySource = .host) throws {
+         pins: SX1262Pins? = nil, identitySource: NodeIdentitySource = .host, sensors: HostSensors? = nil) throws {
         self.state = state
         var seed: UInt64 = 0
         withUnsafeMutableBytes(of: &seed) { raw in
@@ -239,6 +249,22 @@ final class NodeHost {
             let refused = loadPrefs(firstRun.joined(separator: "\n"))
             if let bad = refused.first { throw ClientError.usage("the first-run setting `\(bad)` was refused; check its value.") }
         }
+        if let server {
+            // What `region save` and the ACL left, as the firmware reloads its region map and ClientACL.
+            if let text = try state.regions() {
+                for bad in server.loadRegions(text) { writeError("pocketmesh node: \(state.regionsPath): skipped `\(bad)`.") }
+            }
+            if let text = try state.acl() {
+                for bad in server.loadACL(text) { writeError("pocketmesh node: \(state.aclPath): skipped `\(bad)`.") }
+            }
+            savedRegions = server.regionsText()
+            savedACL = server.aclText()
+            aclSeen = server.clientsChanged
+        }
+        // Telemetry and status report what this host measures, or nothing: never invented values.
+        let measured = sensors ?? HostSensors()
+        server?.sensorSource = { measured.read() }
+        companion?.sensorSource = { measured.read() }
         try keepPrefs()
         server?.onSavePrefs = { [unowned self] in self.keepPrefsLater() }
         air.send = { [unowned self] packet in self.radio.send(packet) }
@@ -258,11 +284,30 @@ final class NodeHost {
 
     private var prefsText: String { server?.prefsText() ?? companion!.prefsText() }
 
+    /// Writes what changed of the prefs, the saved regions and the ACL.
     private func keepPrefs() throws {
         let text = prefsText
-        guard text != savedPrefs else { return }
-        try state.savePrefs(text)
-        savedPrefs = text
+        if text != savedPrefs {
+            try state.savePrefs(text)
+            savedPrefs = text
+        }
+        if let server {
+            let regions = server.regionsText()
+            if regions != savedRegions {
+                try state.saveRegions(regions)
+                savedRegions = regions
+            }
+            try keepACL()
+        }
+    }
+
+    private func keepACL() throws {
+        guard let server else { return }
+        aclSeen = server.clientsChanged
+        let text = server.aclText()
+        guard text != savedACL else { return }
+        try state.saveACL(text)
+        savedACL = text
     }
 
     /// After a CLI command: `savePrefs` runs in the middle of a `set`, before its value is in place.
@@ -275,6 +320,12 @@ final class NodeHost {
     func pump() {
         air.run(until: monotonicMilliseconds())
         if companion != nil { do { try keepPrefs() } catch { writeError("pocketmesh node: \(error)") } }
+        if let server, server.clientsChanged != aclSeen, aclTimer == nil {
+            aclTimer = loop.addTimer(after: Self.aclWriteDelayMs) { [unowned self] in
+                self.aclTimer = nil
+                do { try self.keepACL() } catch { writeError("pocketmesh node: \(error)") }
+            }
+        }
         guard let d = air.nextDeadline else { return }
         if d == timerAt { return }
         if let t = timer { loop.cancelTimer(t) }
@@ -294,7 +345,11 @@ final class NodeHost {
         do { cliFD = try UnixSocket.listen(path: state.socketPath) } catch {
             throw ClientError.storage("cannot serve the node's CLI at \(state.socketPath): \(error).")
         }
-        defer { close(cliFD); unlink(state.socketPath) }
+        defer {
+            for c in Array(cliClients.values) { closeCLI(c) }
+            close(cliFD)
+            unlink(state.socketPath)
+        }
         loop.register(fd: cliFD, events: .readable) { [unowned self] _ in self.acceptCLI() }
         companionServer?.attach(to: loop) { [unowned self] in self.pump() }
         try radio.attach(to: loop, air: air, params: node.radio.params, pump: { [unowned self] in self.pump() },
@@ -310,30 +365,74 @@ final class NodeHost {
         if let failure { throw failure }
     }
 
-    /// One connection of `pocketmesh node cli`: a line in, the reply out, then closed.
+    /// One connection of `pocketmesh node cli` (or any client of `node.sock`): a line in, the
+    /// reply out, then closed. Nothing a client does stops the node: the reply goes out without
+    /// blocking and with MSG_NOSIGNAL (a client that hangs up before it is dropped quietly), a
+    /// client that stays silent is closed after `cliTimeoutMs`, and at most `maxCLIClients` are
+    /// open at once (one more is closed at once, and logged).
+    final class CLIClient {
+        let fd: Int32
+        var line: [UInt8] = []
+        var output = SocketOutput()
+        var answered = false
+        var timer: PollLoop.TimerID? = nil
+        init(fd: Int32) { self.fd = fd }
+    }
+    static let maxCLIClients = 16
+    static let cliTimeoutMs: UInt64 = 10_000
+
     private func acceptCLI() {
         guard case .success(let fd) = retryingOnInterrupt({ accept(cliFD, nil, nil) }) else { return }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        var line: [UInt8] = []
-        loop.register(fd: fd, events: .readable) { [unowned self] _ in
-            var buf = [UInt8](repeating: 0, count: 512)
-            let r = buf.withUnsafeMutableBytes { raw in retryingOnInterrupt { read(fd, raw.baseAddress, raw.count) } }
-            if r == .failure(.wouldBlock) { return }
-            let n = (try? r.get()) ?? -1
-            if n > 0 { line += buf[0..<n] }
-            guard n <= 0 || line.contains(0x0A) || line.count > 1024 else { return }
-            self.loop.unregister(fd: fd)
-            let text = String(decoding: line.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
-            if !text.isEmpty {
-                self.air.run(until: monotonicMilliseconds())
-                let reply = self.server?.command(text, senderTimestamp: 0) ?? self.companion!.cliCommand(text)
-                let out = Array(reply.utf8)
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-                _ = out.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                self.pump()
-            }
+        guard cliClients.count < Self.maxCLIClients else {
             close(fd)
+            writeError("pocketmesh node: \(Self.maxCLIClients) CLI connections are open; a new one was closed.")
+            return
         }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let c = CLIClient(fd: fd)
+        cliClients[fd] = c
+        c.timer = loop.addTimer(after: Self.cliTimeoutMs) { [unowned self, unowned c] in
+            c.timer = nil
+            self.closeCLI(c)
+        }
+        loop.register(fd: fd, events: .readable) { [unowned self, unowned c] _ in self.cliReady(c) }
+    }
+
+    private func cliReady(_ c: CLIClient) {
+        guard cliClients[c.fd] === c else { return }
+        if c.answered {  // the rest of the reply, as the client takes it
+            if !c.output.flush(to: c.fd) || c.output.unsent == 0 { closeCLI(c) }
+            return
+        }
+        var buf = [UInt8](repeating: 0, count: 512)
+        let input = SocketInput.read(c.fd, into: &buf)
+        switch input {
+        case .wouldBlock: return
+        case .failed: closeCLI(c); return  // reset by the client: nobody to answer
+        case .bytes(let n):
+            c.line += buf[0..<n]
+            guard c.line.contains(0x0A) || c.line.count > 1024 else { return }
+        case .endOfStream: break
+        }
+        let text = String(decoding: c.line.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
+        guard !text.isEmpty else { closeCLI(c); return }
+        air.run(until: monotonicMilliseconds())
+        let reply = server?.command(text, senderTimestamp: 0) ?? companion!.cliCommand(text)
+        pump()
+        c.answered = true
+        c.output.append(contentsOf: reply.utf8)
+        if !c.output.flush(to: c.fd) || c.output.unsent == 0 { closeCLI(c); return }
+        loop.setEvents(fd: c.fd, .writable)
+    }
+
+    private func closeCLI(_ c: CLIClient) {
+        guard cliClients[c.fd] === c else { return }
+        cliClients[c.fd] = nil
+        if let t = c.timer { loop.cancelTimer(t) }
+        c.timer = nil
+        loop.unregister(fd: c.fd)
+        close(c.fd)
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import MeshLink
 import MeshSession
 
 /// The root command. Each subcommand lives in its own file.
@@ -47,6 +48,8 @@ struct PocketMesh: ParsableCommand {
 @main
 enum Main {
     static func main() {
+        // Every mode (the command line, daemon, node, sim): SIGPIPE ignored before anything runs.
+        ProcessStart.begin()
         do {
             switch try CommandParser.parse(Array(CommandLine.arguments.dropFirst())) {
             case .run(var command):
@@ -108,10 +111,19 @@ func writeError(_ s: String) {
     _ = line.withCString { fputs($0, stderr) }
 }
 
-/// Writes one line to stdout and flushes (so JSON Lines reach pipes at once).
+/// Writes one line to stdout and flushes (so JSON Lines reach pipes at once). When the reader
+/// of stdout has gone (`pocketmesh listen | head -1`; SIGPIPE is ignored, so the write fails with
+/// EPIPE), the command ends as it would have by the signal: nothing more is worth computing.
 func emitLine(_ s: String) {
     print(s)
-    fflush(stdout)
+    if fflush(stdout) != 0 && errno == EPIPE { stdoutClosed() }
+}
+
+/// The reader of stdout went away: ends the command silently, as SIGPIPE's default action would.
+func stdoutClosed() -> Never {
+    signal(SIGPIPE, SIG_DFL)
+    raise(SIGPIPE)
+    exit(141)
 }
 
 /// Writes human output: every name and text from the mesh reaches the terminal through here,

@@ -70,6 +70,7 @@ struct SimCommand: ParsableCommand {
             throw ExitCode(2)
         }
         let host = try SimHost(world: world, tcpBase: tcpBase, ptyDir: pty, capturePath: capture, airPort: airPort)
+        host.log = { writeError("pocketmesh sim: \($0)") }
         for line in host.announcement { print(line) }
         fflush(stdout)
         try host.run(seconds: seconds)

@@ -63,7 +63,7 @@ public struct Config: Sendable {
     /// The options a `[node.NAME]` table may set.
     public static let nodeSettings = ["role", "radio", "identity", "state-dir", "name", "password", "guest-password", "lat", "lon",
                                       "freq", "bw", "sf", "cr", "tx-power", "companion-listen",
-                                      "gpiochip", "irq", "reset", "busy", "rxen", "txen", "tcxo", "dio2-rf-switch"]
+                                      "gpiochip", "irq", "reset", "busy", "rxen", "txen", "tcxo", "dio2-rf-switch", "hat", "cs"]
 
     public func node(_ name: String) -> [(String, TOMLValue, Int)]? { nodes.first { $0.name == name }?.options }
 

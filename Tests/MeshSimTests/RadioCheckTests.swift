@@ -1,3 +1,4 @@
+import Glibc
 import MeshAir
 import MeshCompanion
 import Testing
@@ -150,3 +151,28 @@ import Testing
     }
 }
 
+/// docs/unattended.md's HAT table is `--hat`'s presets, row for row.
+@Suite struct HatTableTests {
+    @Test func theDocsTableIsThePresets() throws {
+        let path = "/" + #filePath.split(separator: "/").dropLast(3).joined(separator: "/") + "/docs/unattended.md"
+        let f = try #require(fopen(path, "r"))
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while case let n = fread(&buf, 1, buf.count, f), n > 0 { bytes += buf[0..<n] }
+        let rows = String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("| `") }
+            .map { $0.split(separator: "|").map { $0.trimmingSpaces } }
+        func line(_ v: UInt32?) -> String { v.map { String($0) } ?? "-" }
+        let expected: [[String]] = SX1262Hat.all.map { h in
+            let ce = h.spidev.hasSuffix(".1") ? "CE1" : "CE0"
+            return ["`\(h.name)`", h.title, String(h.spidev.dropFirst(5)), h.cs.map { String($0) } ?? ce, line(h.irq), line(h.busy), line(h.reset),
+                    line(h.rxen), line(h.txen), h.holdHigh.isEmpty ? "-" : h.holdHigh.map { String($0) }.joined(separator: ", "),
+                    h.dio2RfSwitch ? "yes" : "no", h.tcxoVolts.map { "\($0) V" } ?? "-"]
+        }
+        #expect(Array(rows.dropFirst()) == expected)  // under the header row
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: String { String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
+}

@@ -14,6 +14,8 @@
 #   topology  simulator topology files (MeshSim)
 #   config    the config file: the TOML reader and the config model (MeshOps)
 #   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshNet)
+#   websocket what a client sends to the hub's WebSocket door: the upgrade and the frames (MeshNet)
+#   kiss      what a KISS modem sends: the deframer and the modem's SetHardware answers (MeshNode)
 # Inputs that once made a target fail are kept in fuzz/regressions/TARGET/ and run on every run.
 # The module under test is built with -sanitize=fuzzer,address; the modules it imports come from
 # the package's debug build (.build/debug, built here if missing) and are linked uninstrumented.
@@ -21,7 +23,7 @@ set -uo pipefail
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt)
+[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt websocket kiss)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/fuzz/out"
 deps="$root/.build/debug"
@@ -58,6 +60,13 @@ build() {
     [ -f "$deps/CMeshLink.build/module.modulemap" ] && maps=(-Xcc "-fmodule-map-file=$deps/CMeshLink.build/module.modulemap")
     [ -f "$deps/CMeshTLS.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshTLS.build/module.modulemap")
     [ -f "$deps/CMeshCrypto.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshCrypto.build/module.modulemap")
+    # Built already, and nothing it is made of changed since (sources, the fuzz file, the objects of
+    # the modules it links): kept.
+    # shellcheck disable=SC2086
+    if [ -x "$out/$name-fuzz" ] && [ -z "$(find $sources "$root/fuzz/$file.swift" "$0" "${objs[@]}" -newer "$out/$name-fuzz" -print -quit 2>/dev/null)" ]; then
+        echo "fuzz target $name is up to date"
+        return 0
+    fi
     rm -f "$out/$name-fuzz"
     # (ld.gold warns about every ASan helper symbol; those lines are noise.)
     # shellcheck disable=SC2086
@@ -116,6 +125,8 @@ for t in "${targets[@]}"; do
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \
                   MeshSession MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         mqtt) build mqtt MQTTFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
+        websocket) build websocket WebSocketFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
+        kiss) build kiss KISSFuzz MeshNode "$root/Sources/MeshNode/*.swift" MeshAir MeshCompanion "${crypto[@]}" ;;
         *) echo "unknown fuzz target $t" >&2; failed+=("$t"); continue ;;
     esac || { failed+=("$t"); continue; }
     corpus="$out/corpus-$t"

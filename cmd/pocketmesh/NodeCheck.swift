@@ -65,19 +65,9 @@ extension NodeCommand {
             host.write = { try? link.write($0) }
             var buf = [UInt8](repeating: 0, count: 512)
             return RadioCheck.kiss(host, verdict: verdict, port: path, params: params, transmit: !noTransmit, now: monotonicMilliseconds) { ms, _, done in
-                let end = monotonicMilliseconds() &+ ms
-                while !done() {
-                    let now = monotonicMilliseconds()
-                    air.run(until: now)
-                    guard now < end else { return done() }
-                    let until = min(end, air.nextDeadline ?? end)
-                    if (try? FileDescriptor(rawValue: link.fd).poll(Int16(POLLIN), timeout: Int32(max(1, until &- now)))) == true,
-                       let n = try? buf.withUnsafeMutableBytes({ try link.read(into: $0) }), n > 0 {
-                        air.run(until: monotonicMilliseconds())
-                        host.receive(buf[0..<n])
-                    }
+                Self.wait(air: air, fd: FileDescriptor(rawValue: link.fd), ms: ms, done: done) {
+                    if let n = try? buf.withUnsafeMutableBytes({ try link.read(into: $0) }), n > 0 { host.receive(buf[0..<n]) }
                 }
-                return true
             }
         }
 
@@ -86,20 +76,28 @@ extension NodeCommand {
             let air = RadioAir(seed: 1, start: monotonicMilliseconds(), epochNow: UInt32(truncatingIfNeeded: time(nil)))
             let chip = SX1262(board: hat, params: params, tcxoVolts: pins.tcxoVolts, dio2RfSwitch: pins.dio2RfSwitch, scheduler: air.scheduler)
             return RadioCheck.sx1262(chip, board: hat, transmit: !noTransmit, now: monotonicMilliseconds) { ms, interrupts, done in
-                let end = monotonicMilliseconds() &+ ms
-                while !done() {
-                    let now = monotonicMilliseconds()
-                    air.run(until: now)
-                    guard now < end else { return done() }
-                    let until = min(end, air.nextDeadline ?? end)
-                    if (try? hat.irqLine.fd.poll(Int16(POLLIN), timeout: Int32(max(1, until &- now)))) == true {
-                        _ = hat.irqLine.events()
-                        air.run(until: monotonicMilliseconds())
-                        if interrupts { chip.irq() }
-                    }
+                Self.wait(air: air, fd: hat.irqLine.fd, ms: ms, done: done) {
+                    _ = hat.irqLine.events()
+                    if interrupts { chip.irq() }
                 }
-                return true
             }
+        }
+
+        /// The check's clock: until `done` holds or `ms` pass, sleeping in poll on `fd` until the
+        /// air's next deadline; `readable` takes what came (the air's clock run up to now first).
+        static func wait(air: RadioAir, fd: FileDescriptor, ms: UInt64, done: () -> Bool, readable: () -> Void) -> Bool {
+            let end = monotonicMilliseconds() &+ ms
+            while !done() {
+                let now = monotonicMilliseconds()
+                air.run(until: now)
+                guard now < end else { return done() }
+                let until = min(end, air.nextDeadline ?? end)
+                if (try? fd.poll(Int16(POLLIN), timeout: Int32(max(1, until &- now)))) == true {
+                    air.run(until: monotonicMilliseconds())
+                    readable()
+                }
+            }
+            return true
         }
     }
 }

@@ -148,6 +148,10 @@ import Testing
         #expect(r.command("stats-recovery", senderTimestamp: 0) == #"{"tx_timeouts":2,"tx_failures":0,"rx_recoveries":0,"modem_resets":1,"chip_resets":0,"lbt_deferrals":7}"#)
         #expect(r.command("stats-recovery", senderTimestamp: 1) == "Unknown command")  // the serial console's, as stats-*
         #expect(counts.troubles == 3 && counts.summary.hasPrefix("tx_timeouts=2 tx_failures=0"))
+        // A companion node's own CLI (`pocketmesh node cli` on --role companion) answers it too.
+        let c = w.companions[0]
+        c.radio.driverRecoveries = { counts }
+        #expect(c.cliCommand("stats-recovery") == r.command("stats-recovery", senderTimestamp: 0))
     }
 }
 

@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(name: "MeshSimTests", dependencies: ["MeshNode", "MeshSim", "MeshSession", "MeshNet"]),
         .testTarget(name: "MeshDaemonTests", dependencies: ["MeshDaemon", "MeshHub", "MeshBridge", "MeshDaemonClient", "MeshNode", "MeshSim", "MeshNet", "CSodium"]),
         // The command line against the operation table (MeshOps' OperationTable).
-        .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshDaemonClient", "MeshOps"]),
+        .testTarget(name: "PocketMeshCLITests", dependencies: ["pocketmesh", "MeshDaemon", "MeshDaemonClient", "MeshOps", "MeshNode"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -10,6 +10,8 @@ public enum SPIIoctl {
     public static let writeMode: UInt = 0x4001_6B01
     public static let writeBitsPerWord: UInt = 0x4001_6B03
     public static let writeMaxSpeedHz: UInt = 0x4004_6B04
+    /// `SPI_NO_CS` in the mode byte: no chip select driven by the controller.
+    public static let modeNoChipSelect: UInt8 = 0x40
 
     /// One `struct spi_ioc_transfer`.
     public static func transfer(tx: UInt64, rx: UInt64, length: UInt32, speedHz: UInt32, bitsPerWord: UInt8 = 8) -> [UInt8] {
@@ -24,19 +26,27 @@ public enum SPIIoctl {
 }
 
 /// A full-duplex SPI bus through `/dev/spidevB.C` (mode 0, 8 bits per word); chip select is the
-/// kernel's, held for each transfer.
+/// kernel's, held for each transfer, unless `ownChipSelect`: then the kernel is asked to leave
+/// its chip select alone (SPI_NO_CS) and the caller drives one of its own on a GPIO line (a
+/// controller that cannot do without still toggles its own, which the board does not use).
 public final class SPIDevice {
     public let path: String
     public let speedHz: UInt32
+    /// Whether the kernel drives no chip select (SPI_NO_CS was taken).
+    public private(set) var noKernelChipSelect = false
     let fd: FileDescriptor
 
-    public init(path: String, speedHz: UInt32 = 8_000_000, mode: UInt8 = 0) throws(Errno) {
+    public init(path: String, speedHz: UInt32 = 8_000_000, mode: UInt8 = 0, ownChipSelect: Bool = false) throws(Errno) {
         self.path = path
         self.speedHz = speedHz
         fd = try FileDescriptor.open(path, O_RDWR)
         var m = mode, bits: UInt8 = 8, speed = speedHz
         do throws(Errno) {
-            _ = try sys { Glibc.ioctl(fd.rawValue, SPIIoctl.writeMode, &m) }
+            if ownChipSelect {
+                var noCS = mode | SPIIoctl.modeNoChipSelect
+                noKernelChipSelect = (try? sys { Glibc.ioctl(fd.rawValue, SPIIoctl.writeMode, &noCS) }) != nil
+            }
+            if !noKernelChipSelect { _ = try sys { Glibc.ioctl(fd.rawValue, SPIIoctl.writeMode, &m) } }
             _ = try sys { Glibc.ioctl(fd.rawValue, SPIIoctl.writeBitsPerWord, &bits) }
             _ = try sys { Glibc.ioctl(fd.rawValue, SPIIoctl.writeMaxSpeedHz, &speed) }
         } catch { fd.close(); throw error }

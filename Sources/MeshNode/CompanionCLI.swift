@@ -44,6 +44,7 @@ extension CompanionNode {
             let r = configuredRadio
             return "> \(firmwareFtoa(Double(r.freqKHz) / 1000)),\(firmwareFtoa3(Double(r.bwHz) / 1000)),\(r.sf),\(r.cr)"
         case "get freq": return "> " + firmwareFtoa(Double(configuredRadio.freqKHz) / 1000)
+        case "stats-recovery" where ts == 0: return (radio.driverRecoveries?() ?? RadioRecoveries()).json  // a real radio's driver (`pocketmesh node cli`)
         default: break
         }
         if let v = value("set name ") {

@@ -19,6 +19,9 @@ open class Node {
     public var rng: SimRandom
     /// False while "switched off" (between a reboot's power-down and its boot).
     public var powered = true
+    /// Whether the queue waits while a reception is in progress (the firmware's Dispatcher does;
+    /// a bare chip told to transmit does not).
+    public var listensBeforeTalk = true
     /// Virtual time of the last boot.
     public internal(set) var bootedAt: UInt64 = 0
 
@@ -107,7 +110,7 @@ open class Node {
             wake(at: now &+ max(1, wait)); return
         }
         // Listen before talk: postpone while a reception is in progress, up to 4 s.
-        if radio.rxBusyUntil > now {
+        if listensBeforeTalk && radio.rxBusyUntil > now {
             if radio.lbtSince == nil { radio.lbtSince = now }
             if now &- radio.lbtSince! < 4000 {
                 wake(at: now &+ rng.between(1, 3) * 120); return

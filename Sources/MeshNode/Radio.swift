@@ -64,6 +64,8 @@ public final class Radio {
     public internal(set) var lastRSSI: Int = 0
     public internal(set) var directDups: UInt16 = 0
     public internal(set) var floodDups: UInt16 = 0
+    /// What the driver of a real radio recovered from (`stats-recovery`); nil on the simulated air.
+    public var driverRecoveries: (() -> RadioRecoveries)?
 
     static let windowMs: Double = 3_600_000
 

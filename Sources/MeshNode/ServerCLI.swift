@@ -111,6 +111,7 @@ extension ServerNode {
             return "{\"noise_floor\":-120,\"last_rssi\":\(radio.lastRSSI),\"last_snr\":\(radio.lastSNR < 0 && v > 0 ? "-" : "")\(v / 100).\(twoDigits(v % 100)),"
                 + "\"tx_air_secs\":\(radio.txAirMs / 1000),\"rx_air_secs\":\(radio.rxAirMs / 1000)}"
         }
+        if ts == 0 && word("stats-recovery") { return (radio.driverRecoveries?() ?? RadioRecoveries()).json }
         if ts == 0 && word("stats-core") {
             return "{\"battery_mv\":\(readings.millivolts),\"uptime_secs\":\(uptimeSeconds),\"errors\":\(radio.errEvents),\"queue_len\":\(radio.queueLength)}"
         }

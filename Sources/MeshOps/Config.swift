@@ -64,7 +64,7 @@ public struct Config: Sendable {
     public static let nodeSettings = ["role", "radio", "identity", "state-dir", "name", "password", "guest-password",
                                       "password-file", "guest-password-file", "lat", "lon",
                                       "freq", "bw", "sf", "cr", "tx-power", "companion-listen", "battery-sensor", "temperature-sensor",
-                                      "gpiochip", "irq", "reset", "busy", "rxen", "txen", "tcxo", "dio2-rf-switch"]
+                                      "gpiochip", "irq", "reset", "busy", "rxen", "txen", "tcxo", "dio2-rf-switch", "hat", "cs"]
 
     public func node(_ name: String) -> [(String, TOMLValue, Int)]? { nodes.first { $0.name == name }?.options }
 

@@ -2,6 +2,9 @@
 // order `pocketmesh --help` lists them. The types and the lookups are in OperationTable.swift.
 
 extension OperationTable {
+    /// `--hat`'s names: MeshNode's `SX1262Hat.all` (a test keeps the two the same).
+    public static let hatNames = ["waveshare", "meshadv", "meshadv-mini", "pimesh-1w-v1", "pimesh-1w-v2", "zebrahat", "nebrahat",
+                                  "rak6421-slot1", "rak6421-slot2"]
     /// Every operation, in the order `pocketmesh --help` lists them.
     public static let rows: [Operation] = [
         Operation("info", .read, api: "info", daemon: true, result: .json(.info),
@@ -502,7 +505,7 @@ extension OperationTable {
                   ]),
         Operation("node run", nil,
                   help: "Run this host as a MeshCore node (repeater, room server or companion) on a radio.",
-                  discussion: "RADIO is kiss:PATH[@BAUD], a radio running MeshCore's KISS modem firmware on a serial port (default 115200 baud); sx1262:SPIDEV, an SX1262 on this host's SPI bus (e.g. a Raspberry Pi HAT: /dev/spidev0.0 with --irq, --reset and --busy line offsets of --gpiochip; the kernel's spidev and GPIO character device, no libgpiod); or air:HOST:PORT/NAME, the simulator's air socket (`sim --air-port`) as the topology's external node NAME. The state folder keeps the node's key (identity, 0600; none with --identity modem) and its settings (prefs, 0600, the admin CLI's KEY VALUE lines): the name, password and radio options are first-run defaults, later changed with the admin CLI over the mesh or `pocketmesh node cli`. A [node.NODE] table of the config file may hold any of these options by name (role = \"repeater\", radio = \"kiss:/dev/ttyUSB0\", state-dir = ..., freq = 869.618); the command line wins. At start one line is printed:\n  ROLE NAME pubkey=HEX radio=RADIO cli=SOCKET [companion=HOST:PORT]",
+                  discussion: "RADIO is kiss:PATH[@BAUD], a radio running MeshCore's KISS modem firmware on a serial port (default 115200 baud; a port that is not one stops the node with exit 3); sx1262[:SPIDEV], an SX1262 on this host's SPI bus (a Raspberry Pi HAT: --hat NAME, or /dev/spidev0.0 with --irq, --reset and --busy line offsets of --gpiochip, a path or a label, default the Pi's header chip; the kernel's spidev and GPIO character device, no libgpiod); or air:HOST:PORT/NAME, the simulator's air socket (`sim --air-port`) as the topology's external node NAME. The state folder keeps the node's key (identity, 0600; none with --identity modem) and its settings (prefs, 0600, the admin CLI's KEY VALUE lines): the name, password and radio options are first-run defaults, later changed with the admin CLI over the mesh or `pocketmesh node cli`. A [node.NODE] table of the config file may hold any of these options by name (role = \"repeater\", radio = \"kiss:/dev/ttyUSB0\", state-dir = ..., freq = 869.618); the command line wins. At start one line is printed:\n  ROLE NAME pubkey=HEX radio=RADIO cli=SOCKET [companion=HOST:PORT]",
                   args: [
                       .positional("node", optional: true, help: "Take the options not given here from the config file's [node.NODE] table."),
                       .option("role", value: "role", choices: ["repeater", "room", "companion"], help: "repeater (the default), room (a room server) or companion."),
@@ -530,8 +533,11 @@ extension OperationTable {
                       .option("busy", value: "line", type: .integer, help: "SX1262: BUSY's GPIO line offset."),
                       .option("rxen", value: "line", type: .integer, help: "SX1262: the RF switch's receive-enable line, if the board has one."),
                       .option("txen", value: "line", type: .integer, help: "SX1262: the RF switch's transmit-enable line, if the board has one."),
-                      .option("tcxo", value: "volts", type: .number, help: "SX1262: the TCXO's supply on DIO3 (1.6 to 3.3 V), if the board has one."),
+                      .option("tcxo", value: "volts", type: .number, help: "SX1262: the TCXO's supply on DIO3 (1.6 to 3.3 V), or 0 for a crystal (default: the --hat's, else 1.8 V; if the oscillator does not start, the other way is tried, as the firmware does)."),
                       .flag("dio2-rf-switch", help: "SX1262: DIO2 drives the RF switch."),
+                      .option("hat", value: "name", choices: hatNames, help: "SX1262: a HAT's pins, SPI device, RF switch and TCXO (see docs/unattended.md); a pin option given as well wins."),
+                      .option("cs", value: "line", type: .integer, help: "SX1262: NSS on this GPIO line, driven by the node (boards that do not use the SPI device's CE0/CE1)."),
+                      .option("hold-high", value: "line", type: .integer, repeatable: true, help: "SX1262: a GPIO line held high while the node runs (an antenna switch, a module's power enable); repeatable."),
                       .option("for", value: "seconds", type: .number, help: "Stop after this many seconds (default: run until SIGINT or SIGTERM)."),
                   ]),
         Operation("node cli", nil,
@@ -539,6 +545,29 @@ extension OperationTable {
                   args: [
                       .option("state-dir", value: "dir", help: "The running node's state folder."),
                       .positional("command", repeatable: true, help: "The command, e.g. get name."),
+                  ]),
+        Operation("node check", nil,
+                  help: "Check a radio for `pocketmesh node`: it answers, its version, its radio parameters, its IRQ line, and one packet sent.",
+                  discussion: "Each check prints one line, ok or FAIL with what to check; exit 0 only when all pass, else 3. At most one packet goes on the air (a 23-byte raw packet that MeshCore nodes ignore), none with --no-transmit. An SX1262: GetStatus, the version register, the oscillator (TCXO or crystal), a register written and read back, the radio parameters, DIO1 rising on an interrupt (an RX timeout) and falling when it is cleared, TxDone within its deadline. A KISS modem: what answers on the port, its identity, the radio parameters set and read back, TxDone within its deadline.",
+                  args: [
+                      .option("radio", value: "radio", help: "The radio: kiss:PATH[@BAUD] or sx1262[:SPIDEV]."),
+                      .option("freq", value: "MHz", type: .number, help: "Frequency in MHz (default 869.618)."),
+                      .option("bw", value: "kHz", type: .number, help: "Bandwidth in kHz (default 62.5)."),
+                      .option("sf", value: "sf", type: .integer, help: "Spreading factor 5-12 (default 8)."),
+                      .option("cr", value: "cr", type: .integer, help: "Coding rate 5-8 (default 5)."),
+                      .option("tx-power", value: "dBm", type: .integer, help: "Transmit power in dBm (default 20)."),
+                      .option("gpiochip", value: "path", help: "SX1262: the GPIO chip of its pins, a path or a label (default the Raspberry Pi's header chip, else /dev/gpiochip0)."),
+                      .option("irq", value: "line", type: .integer, help: "SX1262: DIO1's GPIO line offset."),
+                      .option("reset", value: "line", type: .integer, help: "SX1262: NRESET's GPIO line offset."),
+                      .option("busy", value: "line", type: .integer, help: "SX1262: BUSY's GPIO line offset."),
+                      .option("rxen", value: "line", type: .integer, help: "SX1262: the RF switch's receive-enable line."),
+                      .option("txen", value: "line", type: .integer, help: "SX1262: the RF switch's transmit-enable line."),
+                      .option("tcxo", value: "volts", type: .number, help: "SX1262: the TCXO's supply on DIO3, or 0 for a crystal."),
+                      .flag("dio2-rf-switch", help: "SX1262: DIO2 drives the RF switch."),
+                      .option("hat", value: "name", choices: hatNames, help: "SX1262: a HAT's pins and settings."),
+                      .option("cs", value: "line", type: .integer, help: "SX1262: NSS on this GPIO line, driven here."),
+                      .option("hold-high", value: "line", type: .integer, repeatable: true, help: "SX1262: a GPIO line held high; repeatable."),
+                      .flag("no-transmit", help: "Send nothing on the air (the TX check is skipped)."),
                   ]),
         Operation("help", nil,
                   help: "Show subcommand help information.",

@@ -55,6 +55,10 @@ public final class SimWorld {
                 rooms.append(n); node = n
             }
             node.radio.params = options.radio
+            if let m = node as? KISSModemNode {
+                m.powerOnParams = options.radio
+                m.faults = spec.kissFaults ?? KISSModemFaults()
+            }
             if spec.volatileClock == true {
                 node.hasBatteryClock = false
                 node.setClock(SimNode.volatileClockStart)

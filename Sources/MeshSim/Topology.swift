@@ -16,6 +16,8 @@ public struct NodeSpec: Sendable, Equatable {
     public var volatileClock: Bool?
     /// Battery voltage and sensors for telemetry (see `Sensors`).
     public var telemetry: Sensors?
+    /// What a `kiss` node does wrong (see `KISSModemFaults`).
+    public var kissFaults: KISSModemFaults?
 
     public init(name: String, role: NodeRole, password: String? = nil, guestPassword: String? = nil, seed: UInt64? = nil,
                 regions: [String]? = nil, volatileClock: Bool? = nil) {
@@ -50,7 +52,8 @@ public struct LinkSpec: Sendable, Equatable {
 /// Links are two-way unless `"oneway": true`; `snr` defaults to 8 dB and `loss` to 0. A server's
 /// `regions` allow scoped floods for those regions (without any, it relays only unscoped floods);
 /// `volatile_clock` is a radio without a battery-backed clock; `telemetry` sets its battery and
-/// sensors (see `Sensors`). Read and written in TopologyJSON.swift.
+/// sensors (see `Sensors`); `faults` makes a `kiss` node misbehave (see `KISSModemFaults`). Read
+/// and written in TopologyJSON.swift.
 public struct Topology: Sendable, Equatable {
     public var nodes: [NodeSpec]
     public var links: [LinkSpec]

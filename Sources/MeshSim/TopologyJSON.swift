@@ -44,6 +44,10 @@ extension NodeSpec {
                   },
                   volatileClock: try o.optionalBool("volatile_clock"))
         if let t = o["telemetry"] { telemetry = try Sensors(json: t, "\(path).telemetry") }
+        if let f = o["faults"] {
+            guard role == .kiss else { throw .badJSON("\(path).faults is for a \"kiss\" node") }
+            kissFaults = try KISSModemFaults(json: f, "\(path).faults")
+        }
     }
 
     var json: JSON {
@@ -51,7 +55,34 @@ extension NodeSpec {
              ("guest_password", guestPassword.map { .string($0) }),
              ("seed", seed.map { $0 <= UInt64(Int64.max) ? JSON.int(Int64($0)) : .double(Double($0)) }),
              ("regions", regions.map { .array($0.map { .string($0) }) }), ("volatile_clock", volatileClock.map { .bool($0) }),
-             ("telemetry", telemetry?.json))
+             ("telemetry", telemetry?.json), ("faults", kissFaults?.json))
+    }
+}
+
+extension KISSModemFaults {
+    init(json: JSON, _ path: String) throws(Topology.TopologyError) {
+        let o = try Fields(json, path)
+        self.init()
+        func packets(_ key: String) throws(Topology.TopologyError) -> Set<Int> {
+            Set(try (o.optionalArray(key) ?? []).enumerated().map { i, v throws(Topology.TopologyError) in
+                guard case .int(let n) = v, n >= 1, n <= Int64(Int32.max) else { throw .badJSON("\(path).\(key)[\(i)] must be a packet number from 1") }
+                return Int(n)
+            })
+        }
+        dropTxDone = try packets("drop_tx_done")
+        resetInTx = try packets("reset_in_tx")
+        dropRxMeta = try packets("drop_rx_meta")
+        if let h = try o.optionalNumber("hang_after_tx") {
+            guard h >= 0, h.rounded() == h, h <= Double(Int32.max) else { throw .badJSON("\(path).hang_after_tx must be a whole number from 0") }
+            hangAfterTx = Int(h)
+        }
+        silent = try o.optionalBool("silent") ?? false
+    }
+
+    var json: JSON {
+        func list(_ s: Set<Int>) -> JSON? { s.isEmpty ? nil : .array(s.sorted().map { .int(Int64($0)) }) }
+        return .obj(("drop_tx_done", list(dropTxDone)), ("reset_in_tx", list(resetInTx)), ("drop_rx_meta", list(dropRxMeta)),
+                    ("hang_after_tx", hangAfterTx.map { .int(Int64($0)) }), ("silent", silent ? .bool(true) : nil))
     }
 }
 

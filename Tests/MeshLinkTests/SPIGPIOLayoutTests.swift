@@ -31,4 +31,30 @@ import Testing
         #expect(e.timestampNs == 0x0000_0100_0000_0010 && e.rising && e.offset == 22 && e.seqno == 7)
         #expect(GPIOv2.LineEvent(Array(ev.prefix(47))) == nil)
     }
+
+    /// Outputs taken with their first levels (a chip select and the held lines high from the
+    /// start): one GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES attribute in the request's config.
+    @Test func gpioOutputsWithTheirFirstLevels() {
+        let r = GPIOv2.lineRequest(offsets: [18, 21, 6], consumer: "pocketmesh", flags: GPIOv2.flagOutput, initialValues: 0b111)
+        #expect(Array(r[288..<300]) == [0x08, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0])  // flags: OUTPUT; num_attrs 1
+        #expect(Array(r[320..<344]) == [2, 0, 0, 0, 0, 0, 0, 0,                  // id OUTPUT_VALUES, padding
+                                        7, 0, 0, 0, 0, 0, 0, 0,                  // values
+                                        7, 0, 0, 0, 0, 0, 0, 0])                 // mask: the three lines
+        #expect(GPIOv2.lineRequest(offsets: [1], consumer: "x", flags: GPIOv2.flagOutput)[296] == 0)
+        #expect(SPIIoctl.modeNoChipSelect == 0x40)
+    }
+
+    /// GPIO_GET_CHIPINFO_IOCTL and `struct gpiochip_info`, and chips named by path, name or label.
+    @Test func gpioChipInfoAndNames() {
+        #expect(GPIOv2.chipInfoIoctl == 0x8044_B401 && GPIOv2.chipInfoSize == 68)
+        var b = [UInt8](repeating: 0, count: 68)
+        for (i, c) in "gpiochip0".utf8.enumerated() { b[i] = c }
+        for (i, c) in "pinctrl-rp1".utf8.enumerated() { b[32 + i] = c }
+        b[64] = 54
+        #expect(GPIOv2.ChipInfo(b) == GPIOv2.ChipInfo(b) && GPIOv2.ChipInfo(b)?.label == "pinctrl-rp1")
+        #expect(GPIOv2.ChipInfo(b)?.name == "gpiochip0" && GPIOv2.ChipInfo(b)?.lines == 54 && GPIOv2.ChipInfo(Array(b.prefix(67))) == nil)
+        #expect(GPIOChip.find("/dev/gpiochip4") == "/dev/gpiochip4" && GPIOChip.find("gpiochip4", in: "/nowhere") == "/nowhere/gpiochip4")
+        #expect(GPIOChip.find("pinctrl-rp1", in: "/nowhere") == nil && GPIOChip.defaultChip(in: "/nowhere") == "/nowhere/gpiochip0")
+        #expect(GPIOChip.raspberryPiLabels.first == "pinctrl-rp1")
+    }
 }

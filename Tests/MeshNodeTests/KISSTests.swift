@@ -56,7 +56,10 @@ import Testing
         var out: [[UInt8]] = []
         host.write = { out.append($0) }
         host.start(params: RadioParams())
-        #expect(out.count == 3 && out[2] == [0xC0, 0x06, 0x19, 0x01, 0xC0])
+        // The KISS timing first (TXDELAY 0, persistence 255, slot time 120 ms), then SetRadio,
+        // SetTxPower and SetSignalReport.
+        #expect(Array(out.prefix(3)) == [[0xC0, 0x01, 0x00, 0xC0], [0xC0, 0x02, 0xFF, 0xC0], [0xC0, 0x03, 0x0C, 0xC0]])
+        #expect(out.count == 6 && out[5] == [0xC0, 0x06, 0x19, 0x01, 0xC0])
         out.removeAll()
         host.send([0x11, 0x00, 0x01])
         host.send([0x11, 0x00, 0x02])

@@ -10,7 +10,7 @@ import MeshSession
 /// `pocketmesh node`: this host as a MeshCore node (repeater, room server, companion) on a radio;
 /// `pocketmesh node cli`: one admin CLI command to the node running in a state folder.
 struct NodeCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self], defaultSubcommand: Run.self)
+    static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self, Check.self], defaultSubcommand: Run.self)
 
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run")
@@ -42,6 +42,9 @@ struct NodeCommand: ParsableCommand {
         @Option var txen: Int?
         @Option var tcxo: Double?
         @Flag var dio2RfSwitch = false
+        @Option var hat: String?
+        @Option var cs: Int?
+        @Option var holdHigh: [Int] = []
         @Option var seconds: Double?
 
         /// The options of the config file's `[node.NAME]` table, as values by option name (typed
@@ -85,7 +88,7 @@ struct NodeCommand: ParsableCommand {
             for (option, value) in [("--password", password), ("--guest-password", guestPassword)] {
                 if let value, value.contains(where: { $0 == "\n" || $0 == "\r" }) { throw ValidationError("\(option) must be one line") }
             }
-            guard radio != nil else { throw ValidationError("--radio is required (or radio in [node.NAME]): kiss:PATH[@BAUD], sx1262:SPIDEV or air:HOST:PORT/NAME") }
+            guard radio != nil else { throw ValidationError("--radio is required (or radio in [node.NAME]): kiss:PATH[@BAUD], sx1262[:SPIDEV] or air:HOST:PORT/NAME") }
             guard stateDir != nil else { throw ValidationError("--state-dir is required (or state-dir in [node.NAME]): the folder that keeps the node's key and settings") }
             if let identity {
                 guard let source = NodeIdentitySource(rawValue: identity) else { throw ValidationError("--identity must be host or modem") }
@@ -105,14 +108,13 @@ struct NodeCommand: ParsableCommand {
             let adminPassword = try passwordFile.map { try readPasswordFile($0, option: "--password-file", allowEmpty: false) } ?? password
             let guest = try guestPasswordFile.map { try readPasswordFile($0, option: "--guest-password-file", allowEmpty: true) } ?? guestPassword
             let sensors = try HostSensors(battery: batterySensor, temperature: temperatureSensor)
-            let spec = try NodeRadioSpec(parsing: radio!)
+            var spec = try NodeRadioSpec(parsing: radio!)
             var pins: SX1262Pins? = nil
-            if case .sx1262 = spec {
-                guard let irq, let reset, let busy else { throw ValidationError("an SX1262 needs --irq, --reset and --busy (GPIO line offsets)") }
-                if let tcxo, SX1262.tcxoCode(tcxo) == nil { throw ValidationError("--tcxo must be one of 1.6, 1.7, 1.8, 2.2, 2.4, 2.7, 3.0 or 3.3 volts") }
-                for v in [irq, reset, busy, rxen ?? 0, txen ?? 0] where !(0...1023).contains(v) { throw ValidationError("GPIO line offsets are 0 to 1023") }
-                pins = SX1262Pins(chip: gpiochip ?? "/dev/gpiochip0", irq: UInt32(irq), reset: UInt32(reset), busy: UInt32(busy),
-                                  rxen: rxen.map(UInt32.init), txen: txen.map(UInt32.init), tcxoVolts: tcxo, dio2RfSwitch: dio2RfSwitch)
+            if case let .sx1262(bus) = spec {
+                let r = try SX1262Pins.resolve(spidev: bus, hat: hat, gpiochip: gpiochip, irq: irq, reset: reset, busy: busy, cs: cs, rxen: rxen,
+                                               txen: txen, holdHigh: holdHigh, tcxo: tcxo, dio2RfSwitch: dio2RfSwitch)
+                spec = .sx1262(spidev: r.spidev)
+                pins = r.pins
             }
             // The command line's code is done with: its pages leave before the node's come in, so
             // the peak resident set is the larger of the two, not both.

@@ -13,8 +13,8 @@ enum NodeRadioSpec: Equatable {
     case air(host: String, port: UInt16, name: String)
     /// MeshCore's KISS modem firmware on a serial port.
     case kiss(path: String, speed: SerialSpeed)
-    /// An SX1262 on a spidev bus, its pins on a GPIO chip.
-    case sx1262(spidev: String)
+    /// An SX1262 on a spidev bus (nil: the --hat preset's), its pins on a GPIO chip.
+    case sx1262(spidev: String?)
 
     init(parsing text: String) throws {
         if text.hasPrefix("kiss:") {
@@ -46,7 +46,11 @@ enum NodeRadioSpec: Equatable {
             self = .sx1262(spidev: String(text.dropFirst(7)))
             return
         }
-        throw ClientError.usage("--radio \(text): give kiss:PATH[@BAUD], sx1262:SPIDEV or air:HOST:PORT/NAME.")
+        if text == "sx1262" {
+            self = .sx1262(spidev: nil)
+            return
+        }
+        throw ClientError.usage("--radio \(text): give kiss:PATH[@BAUD], sx1262[:SPIDEV] or air:HOST:PORT/NAME.")
     }
 }
 
@@ -59,13 +63,21 @@ protocol NodeRadio: AnyObject {
     /// Starts sending one packet.
     func send(_ packet: [UInt8])
     func close()
+    /// What the radio's driver recovered from (nil: a radio with nothing to recover, the air socket).
+    var recoveries: RadioRecoveries? { get }
+    /// Each recovery, once, with a sentence (set by the host: it logs and reports them).
+    var onRecovery: ((RadioRecovery, String) -> Void)? { get set }
+    /// When the radio last showed that it works (the node's clock), if it did.
+    var lastAlive: UInt64? { get }
+    /// Asks the radio to show that it works (a health check); the answer moves `lastAlive`.
+    func probe()
 }
 
 /// A radio reached over a byte link (serial, TCP).
 protocol LinkRadio: NodeRadio {
     var link: ByteLink { get }
-    /// The link is up: say hello, set the radio's parameters.
-    func start(params: RadioParams) throws
+    /// The link is up: say hello, set the radio's parameters; `fail` stops the node later.
+    func start(params: RadioParams, fail: @escaping (Error) -> Void) throws
     /// Bytes from the link. Throws when the other side refuses us (the node then stops).
     func received(_ bytes: UnsafeRawBufferPointer) throws
 }
@@ -77,7 +89,7 @@ extension LinkRadio {
             do { try self.received(bytes) } catch { fail(error) }
             pump()
         }, onError: { [unowned self] e in fail(ClientError.link("\(self.description): \(e).")) })
-        try start(params: params)
+        try start(params: params, fail: fail)
     }
 
     func close() { link.close() }
@@ -91,6 +103,11 @@ final class AirSocketRadio: LinkRadio {
     let air: RadioAir
     private var inBuffer: [UInt8] = []
     var description: String { "air \(link) as \(name)" }
+    var recoveries: RadioRecoveries? { nil }
+    var onRecovery: ((RadioRecovery, String) -> Void)?
+    /// The simulator's air is there while its socket is (a closed one stops the node).
+    var lastAlive: UInt64? { monotonicMilliseconds() }
+    func probe() {}
 
     init(host: String, port: UInt16, name: String, air: RadioAir) throws {
         do { link = try TCPLink(connectingTo: TCPAddress(host: host, port: port)) } catch {
@@ -100,7 +117,7 @@ final class AirSocketRadio: LinkRadio {
         self.air = air
     }
 
-    func start(params: RadioParams) throws { try link.write(AirFrame.hello(name).encoded) }
+    func start(params: RadioParams, fail: @escaping (Error) -> Void) throws { try link.write(AirFrame.hello(name).encoded) }
 
     func received(_ bytes: UnsafeRawBufferPointer) throws {
         inBuffer += bytes
@@ -117,21 +134,64 @@ final class AirSocketRadio: LinkRadio {
     func send(_ packet: [UInt8]) { try? link.write(AirFrame.send(packet).encoded) }
 }
 
-/// MeshCore's KISS modem firmware over serial (the protocol is MeshNode's `KISSHost`).
+/// MeshCore's KISS modem firmware over serial (the protocol is MeshNode's `KISSHost`). At start
+/// the port is asked what it is (`KISSIdentify`): anything but a KISS modem stops the node.
 final class KISSRadio: LinkRadio {
     let link: ByteLink
     let host: KISSHost
+    let path: String
+    private var failed: ((Error) -> Void)?
     var description: String { "kiss \(link)" }
+    var recoveries: RadioRecoveries? { host.recoveries }
+    var onRecovery: ((RadioRecovery, String) -> Void)? {
+        get { host.onRecovery }
+        set { host.onRecovery = newValue }
+    }
+    var lastAlive: UInt64? { host.lastHeard }
+    func probe() { host.probe("the watchdog's check") }
 
     init(path: String, speed: SerialSpeed, air: RadioAir) throws {
         do { link = try SerialLink(path: path, speed: speed) } catch {
             throw ClientError.link("cannot open the KISS modem at \(path): \(error)")
         }
+        self.path = path
         host = KISSHost(air: air)
-        host.write = { [unowned self] bytes in try? self.link.write(bytes) }
+        host.write = { [unowned self] bytes in
+            do { try self.link.write(bytes) } catch { self.failed?(ClientError.link("cannot write to the KISS modem at \(path): \(error).")) }
+        }
+        // What answers on the port, before anything else is sent: anything but a KISS modem
+        // stops the node (exit 3) within `KISSIdentify.boundMs`.
+        let v = try Self.identify(link, path: path)
+        guard case .modem = v else { throw ClientError.link(KISSIdentify.refusal(v, port: path)! + ".") }
     }
 
-    func start(params: RadioParams) throws { host.start(params: params) }
+    /// What answers on `link` (`KISSIdentify`, its writes and reads done here, before the loop runs).
+    static func identify(_ link: ByteLink, path: String) throws -> KISSIdentify.Verdict {
+        var id = KISSIdentify(now: monotonicMilliseconds())
+        var buf = [UInt8](repeating: 0, count: 512)
+        while true {
+            let (out, wake) = id.poll(now: monotonicMilliseconds())
+            if let out {
+                do { try link.write(out) } catch { throw ClientError.link("cannot write to \(path): \(error).") }
+            }
+            guard let wake else { break }
+            let now = monotonicMilliseconds()
+            // Not ready (the time passed, or a signal ended the wait early): poll again.
+            guard wake > now, (try? FileDescriptor(rawValue: link.fd).poll(Int16(POLLIN), timeout: Int32(wake - now))) == true else { continue }
+            let n: Int
+            do { n = try buf.withUnsafeMutableBytes { try link.read(into: $0) } } catch {
+                throw ClientError.link("cannot read \(path): \(error).")
+            }
+            if n > 0 { id.feed(buf[0..<n]) }
+        }
+        return id.verdict ?? .silent
+    }
+
+    func start(params: RadioParams, fail: @escaping (Error) -> Void) throws {
+        failed = fail
+        host.onDead = { [unowned self] text in fail(ClientError.link("\(self.description): \(text).")) }
+        host.start(params: params)
+    }
     func received(_ bytes: UnsafeRawBufferPointer) throws { host.receive(bytes) }
     func send(_ packet: [UInt8]) { host.send(packet) }
 
@@ -196,6 +256,7 @@ final class NodeHost {
     /// A changed ACL is written this long after the change (the firmware's lazy contacts write),
     /// so a burst of logins or path updates is one write; and at exit.
     static let aclWriteDelayMs: UInt64 = 5000
+    private var liveness: NodeLiveness!
 
     init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil,
          pins: SX1262Pins? = nil, identitySource: NodeIdentitySource = .host, sensors: HostSensors? = nil) throws {
@@ -209,7 +270,7 @@ final class NodeHost {
         switch spec {
         case let .air(host, port, name): radio = try AirSocketRadio(host: host, port: port, name: name, air: air)
         case let .kiss(path, speed): radio = try KISSRadio(path: path, speed: speed, air: air)
-        case let .sx1262(spidev): radio = try SX1262Radio(spidev: spidev, pins: pins!)
+        case let .sx1262(spidev): radio = try SX1262Radio(spidev: spidev ?? "/dev/spidev0.0", pins: pins!)
         }
         // The roles are made with a key; with the modem's identity it is a stand-in, dropped at
         // `adopt` before anything is signed and never stored.
@@ -268,7 +329,23 @@ final class NodeHost {
         try keepPrefs()
         server?.onSavePrefs = { [unowned self] in self.keepPrefsLater() }
         air.send = { [unowned self] packet in self.radio.send(packet) }
-        if let sx = radio as? SX1262Radio, let server { sx.wantsCAD = { [unowned server] in server.channelActivityDetection } }
+        if let sx = radio as? SX1262Radio, let server {
+            sx.wantsCAD = { [unowned server] in server.channelActivityDetection }
+            sx.wantsBoostedGain = { [unowned server] in server.rxBoostedGain }
+        }
+        radio.onRecovery = { [unowned self] kind, text in self.recovered(kind, text) }
+        node.radio.driverRecoveries = { [unowned self] in self.radio.recoveries ?? RadioRecoveries() }
+        liveness = NodeLiveness(radio: radio)
+    }
+
+    /// The radio's driver got past some trouble: one line in the log, the node's error count
+    /// (the firmware's err_events, in its status) and the systemd status line. Listen-before-talk
+    /// deferrals are only counted.
+    private func recovered(_ kind: RadioRecovery, _ text: String) {
+        guard kind != .lbtDeferral else { return }
+        node.radio.errEvents &+= 1
+        writeError("pocketmesh node: \(radio.description): \(text) (\(kind.rawValue): \(radio.recoveries?[kind] ?? 0)).")
+        liveness.recovered()
     }
 
     var announcement: [String] {
@@ -356,6 +433,11 @@ final class NodeHost {
                          fail: { [unowned self] e in self.fail(e) })
         try loop.handleSignals()
         pump()
+        liveness.start(loop: loop, clock: { [unowned self] in
+            let now = monotonicMilliseconds()
+            self.air.run(until: now)
+            return now
+        }, pump: { [unowned self] in self.pump() })
         releaseStartupPages()
         let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }
         _ = loop.run(until: deadline)

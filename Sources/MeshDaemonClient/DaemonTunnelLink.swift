@@ -1,6 +1,7 @@
 import Glibc
 import MeshLink
 import MeshNet
+import MeshOps
 
 /// A `ByteLink` to a radio that a daemon owns: companion frames through the daemon's API socket
 /// (`{"op":"tunnel"}`, then '<'/'>' framed frames, the same framing as serial and TCP).
@@ -17,6 +18,9 @@ public final class DaemonTunnelLink: ByteLink {
     public private(set) var lastReceiveMs: UInt64
     /// The radio's public key (hex) as the daemon reported it.
     public let radio: String?
+    /// The operation classes the daemon lets this user use, when fewer than every class (a
+    /// member of its `--api-group`); nil: every class.
+    public let allowed: AllowedClasses?
     private var pending: [UInt8] = []
     private var closed = false
 
@@ -69,6 +73,7 @@ public final class DaemonTunnelLink: ByteLink {
             throw e
         }
         radio = response["radio"]?.string
+        allowed = response["allows"]?.string.flatMap { try? AllowedClasses(parsing: $0) }
         UnixSocket.setNonBlocking(fd)
     }
 

@@ -47,7 +47,10 @@ public final class DaemonTunnelLink: ByteLink {
         let deadline = monotonicMilliseconds() + UInt64(timeoutMS)
         while true {
             let now = monotonicMilliseconds()
-            if now >= deadline { Glibc.close(fd); throw DaemonError(.timeout, "the daemon at \(socketPath) did not answer.") }
+            if now >= deadline {
+                Glibc.close(fd)
+                throw DaemonError(.timeout, "the daemon at \(socketPath) did not open its radio for this command within \(timeoutMS / 1000) s (it may still be reaching the radio: `pocketmesh` commands wait up to --timeout).")
+            }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&p, 1, Int32(clamping: deadline - now)) <= 0 { continue }
             var b: UInt8 = 0

@@ -384,6 +384,17 @@ public final class BLEConnector {
         }
     }
 
+    /// The GATT setup alone, on an ATT channel already connected (an L2CAP socket, or one end of
+    /// a SOCK_SEQPACKET socketpair in tests).
+    init(settingUp descriptor: FileDescriptor, address: BLEAddress, timeoutMilliseconds: Int, now: UInt64,
+         configuration: ATTClient.Configuration = ATTClient.Configuration()) {
+        self.address = address
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.configuration = configuration
+        overallDeadline = now + UInt64(max(0, timeoutMilliseconds))
+        startSetup(descriptor)
+    }
+
     deinit {
         cancel()
         scratch.deallocate()

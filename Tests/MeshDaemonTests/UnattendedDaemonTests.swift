@@ -126,6 +126,23 @@ final class LoopClient {
         #expect(log.lines.contains { $0.contains("cannot connect to \(syn.link): 127.0.0.1:\(syn.port) did not answer within 3 s") }, "\(log.lines)")
     }
 
+    /// SIGHUP while connecting starts the attempt over; SIGTERM while connecting stops at once.
+    @Test func signalsWhileConnecting() throws {
+        let dir = temporaryDirectory("pm-un")
+        defer { removeTree(dir) }
+        let syn = try SYNDropPort()
+        let (d, log) = try daemon(dir, link: syn.link) { $0.connectTimeoutMS = 60_000 }
+        defer { d.shutdown() }
+        _ = d.loop.turn(until: monotonicMilliseconds() + 5)
+        #expect(d.phase == .connecting && d.connections == 1)
+        d.signalled(SIGHUP)
+        #expect(d.connector == nil && d.phase == .down, "\(log.lines)")
+        _ = d.loop.turn(until: monotonicMilliseconds() + 5)
+        #expect(d.phase == .connecting && d.connections == 2, "\(log.lines)")
+        d.signalled(SIGTERM)
+        #expect(d.stopping)
+    }
+
     /// A request that needs the radio, come during the first handshake, waits for it and then
     /// runs; a tunnel opened meanwhile opens once the radio answered (`pocketmesh daemon &
     /// pocketmesh send ...`).

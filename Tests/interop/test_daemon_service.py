@@ -246,6 +246,83 @@ def test_an_api_op_before_the_first_handshake_waits_for_it(sim, tmp_path):
         proxy.close()
 
 
+def test_a_hub_client_during_the_first_handshake_waits_for_it(sim, tmp_path):
+    """An app on the companion hub that connects while the daemon is still reaching its radio
+    gets DEVICE_INFO and SELF_INFO once the radio answered, not ERR."""
+    proxy = SlowProxy(sim.port("sim1"), delay=1.5)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        hub_port = probe.getsockname()[1]
+    d = Daemon(tmp_path, ["--tcp", f"127.0.0.1:{proxy.port}"], extra=["--companion-listen", f"127.0.0.1:{hub_port}"])
+    try:
+        deadline = time.time() + 10
+        app = None
+        while app is None and time.time() < deadline:
+            try:
+                app = socket.create_connection(("127.0.0.1", hub_port), timeout=10)
+            except ConnectionRefusedError:
+                time.sleep(0.02)
+        assert app, d.log()
+        assert d.call({"id": 1, "op": "status"})["state"] in ("connecting", "handshaking")
+        start = b"\x01\x03" + bytes(6) + b"test"  # APP_START: version, reserved, app name
+        app.sendall(b"<\x02\x00\x16\x03" + b"<" + len(start).to_bytes(2, "little") + start)  # DEVICE_QUERY, APP_START
+        frames, buf = [], b""
+        while len(frames) < 2:
+            chunk = app.recv(4096)
+            assert chunk, "the hub closed the connection"
+            buf += chunk
+            while len(buf) >= 3 and len(buf) >= 3 + (buf[1] | buf[2] << 8):
+                n = buf[1] | buf[2] << 8
+                frames.append(buf[3:3 + n])
+                buf = buf[3 + n:]
+        assert [f[0] for f in frames] == [0x0D, 0x05], frames  # DEVICE_INFO, SELF_INFO
+        app.close()
+    finally:
+        d.stop()
+        proxy.close()
+
+
+def test_the_radios_host_name_is_resolved_without_blocking(sim, tmp_path):
+    """A TCP radio given by name: /etc/hosts-style names at once, others over DNS (the resolv.conf
+    servers, UDP) while the API answers; an unknown name is one sentence."""
+    from test_mqtt import FakeDNS
+    dns = FakeDNS({"radio.pocketmesh.test": "127.0.0.1"})
+    dns.silent = {"radio.pocketmesh.test"}
+    (tmp_path / "resolv.conf").write_text("nameserver 127.0.0.1\noptions timeout:2 attempts:1\n")
+    (tmp_path / "hosts").write_text("127.0.0.1 hosts-radio.test\n")
+    env = base_env(XDG_RUNTIME_DIR=str(tmp_path), POCKETMESH_RESOLV_CONF=str(tmp_path / "resolv.conf"),
+                   POCKETMESH_HOSTS=str(tmp_path / "hosts"), POCKETMESH_DNS_PORT=str(dns.port))
+    port = sim.port("sim1")
+    d = Daemon(tmp_path, ["--tcp", f"radio.pocketmesh.test:{port}"], env=env)
+    try:
+        deadline = time.time() + 5
+        while time.time() < deadline and not dns.queries:
+            time.sleep(0.05)
+        assert dns.queries, d.log()
+        t0 = time.monotonic()
+        r = d.call({"id": 1, "op": "ping"})
+        assert r["state"] == "connecting" and time.monotonic() - t0 < 1.0, r
+        dns.silent = set()
+        d.wait_state("ready", timeout=30)
+        assert "cannot resolve radio.pocketmesh.test: no answer from 127.0.0.1 within 2 s" in d.log(), d.log()
+    finally:
+        d.stop()
+    for host, expect in ((f"hosts-radio.test:{port}", None), (f"nothere.pocketmesh.test:{port}", "no such host (NXDOMAIN")):
+        d = Daemon(tmp_path, ["--tcp", host], env=env)
+        try:
+            if expect is None:
+                d.wait_state("ready")
+                assert not any(n == "hosts-radio.test" for n, _ in dns.queries)
+            else:
+                deadline = time.time() + 10
+                while time.time() < deadline and expect not in d.log():
+                    time.sleep(0.1)
+                assert "link: cannot connect to tcp:nothere.pocketmesh.test:%d: cannot resolve nothere.pocketmesh.test: %s from 127.0.0.1)." % (port, expect) in d.log(), d.log()
+        finally:
+            d.stop()
+    dns.stop()
+
+
 def test_ready_comes_without_a_radio(tmp_path):
     path = str(tmp_path / "notify")
     n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

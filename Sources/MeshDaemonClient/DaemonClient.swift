@@ -214,8 +214,30 @@ public enum DaemonRegistry {
                     break
                 }
             }
+            // An entry this user may not read (a daemon not shared with this user's group): it
+            // may be the one that owns a TCP or BLE radio.
+            if blocked == nil, !want.hasPrefix("serial:"), let name = unreadableEntries(in: dir).first {
+                blocked = "a pocketmesh daemon registered as \(dir)/\(name) runs as another user and does not let you read its entry, so it may own \(link): "
+                    + "ask to be added to its group (the daemon shares its socket with --api-group GROUP), "
+                    + "or set POCKETMESH_NO_DAEMON=1 if that daemon does not own this radio."
+            }
         }
         return blocked.map(Lookup.unreachable) ?? .none
+    }
+
+    /// The registry entries (`NAME.json`) in `dir` that this user may not read.
+    static func unreadableEntries(in directory: String) -> [String] {
+        guard let d = opendir(directory) else { return [] }
+        defer { closedir(d) }
+        var out: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            guard name.hasSuffix(".json") else { continue }
+            let path = directory + "/" + name
+            var st = stat()
+            if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, access(path, R_OK) != 0, errno == EACCES { out.append(name) }
+        }
+        return out.sorted()
     }
 
     /// Why `dir` cannot be listed (permission denied), or nil when it can.

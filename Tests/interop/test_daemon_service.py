@@ -443,6 +443,23 @@ def test_api_group_lets_its_members_in_and_keeps_others_off_the_radio(sim, servi
         s = d.call({"id": 2, "op": "status"})
         assert s["state"] == "ready" and s["connections"] == 1, (s, d.log()[-1500:])
         assert "link: lost" not in d.log()
+
+        # A second service not shared with the group (its socket and entry the user's own): a
+        # member cannot see which radio it owns, so its TCP radio is not opened under it either.
+        other_state = pathlib.Path(tempfile.mkdtemp(prefix="pm-svc2-", dir="/tmp"))
+        os.chown(other_state, SERVICE_UID, gid)
+        os.chmod(other_state, 0o700)
+        other = Daemon(other_state, ["--tcp", f"127.0.0.1:{sim.port('sim0')}"], env=svc_env,
+                       prefix=as_user(SERVICE_UID, gid), socket_path="/run/pocketmesh/other.sock")
+        try:
+            other.wait_state("ready")
+            assert oct(os.stat("/run/pocketmesh/other.json").st_mode & 0o777) == "0o600"
+            code, out, err = run([gid], "--tcp", f"127.0.0.1:{sim.port('sim0')}", "info")
+            assert code == 3 and "other.json" in err and err.count("\n") == 1, err
+            assert other.call({"id": 3, "op": "status"})["connections"] == 1
+        finally:
+            other.stop()
+            shutil.rmtree(other_state, ignore_errors=True)
     finally:
         d.stop()
         shutil.rmtree(state, ignore_errors=True)

@@ -371,10 +371,13 @@ public final class Daemon {
             if settling != nil { soon(settleDeadline) }
         }
 
-        if let c = connector {
+        if let c = connector {  // the link being made: its deadlines (DNS, connect, GATT setup)
             soon(c.tick(now: now))
             connectorProgress(now: now)
-        } else if link == nil {
+        }
+        if connector != nil {
+            // still connecting
+        } else if link == nil {  // down: the next attempt (after a failed one, at its backoff)
             if now >= reconnectAt { connect(now: now) }
             if let c = connector { soon(c.tick(now: now)) } else if link == nil { soon(reconnectAt) }
         } else if let l = link, let d = l.deadline {  // a link's own protocol timeout (BLE: ATT request)

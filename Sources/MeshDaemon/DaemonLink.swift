@@ -98,21 +98,12 @@ extension Daemon {
         return sc
     }
 
+    /// A serial port, opened at once (O_NONBLOCK, its lock taken with LOCK_NB: nothing waits).
     func openLink() throws -> ByteLink {
         let spec = config.link
         if spec.hasPrefix("serial:") {
             guard let speed = SerialSpeed(baud: config.baud) else { throw DaemonError(.usage, "unsupported baud rate \(config.baud)") }
             return try SerialLink(path: serialPath(String(spec.dropFirst(7))), speed: speed)
-        }
-        if spec.hasPrefix("tcp:") {
-            let address = try TCPAddress(parsing: String(spec.dropFirst(4)))
-            return try TCPLink(connectingTo: address, timeoutMilliseconds: config.connectTimeoutMS)
-        }
-        if spec.hasPrefix("ble:") {
-            var att = ATTClient.Configuration()
-            att.minimumMTU = UInt16(clamping: max(23, config.bleMinimumMTU))
-            return try BLELink(connectingTo: BLEAddress(parsing: String(spec.dropFirst(4))),
-                               timeoutMilliseconds: max(config.connectTimeoutMS, 10_000), configuration: att)
         }
         throw DaemonError(.usage, "unknown link \(spec): use serial:PATH, tcp:HOST[:PORT] or ble:ADDRESS")
     }

@@ -120,9 +120,12 @@ final class LoopClient {
         let r = c.answer(d)
         #expect(r?["state"]?.string == "connecting", "\(String(describing: r)) \(log.lines)")
         #expect(!log.lines.contains { $0.contains("cannot connect") }, "the ping waited for the connect: \(log.lines)")
-        // The attempt's own deadline, in virtual time: a timeout, then the backoff.
-        _ = d.radioTimers(now: monotonicMilliseconds() + 3_001)
+        // The attempt's own deadline, in virtual time: a timeout, then the backoff, which the
+        // same turn asks to be woken for.
+        let later = monotonicMilliseconds() + 3_001
+        let next = d.radioTimers(now: later)
         #expect(d.phase == .down && d.connector == nil)
+        #expect(next != nil && next! == d.reconnectAt && d.reconnectAt > later, "\(String(describing: next)) \(d.reconnectAt)")
         #expect(log.lines.contains { $0.contains("cannot connect to \(syn.link): 127.0.0.1:\(syn.port) did not answer within 3 s") }, "\(log.lines)")
     }
 

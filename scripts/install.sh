@@ -32,6 +32,10 @@ echo "installed pocketmesh $("$PREFIX/bin/pocketmesh" --version) under $PREFIX"
 if [ "$PREFIX" != "/usr" ] && [ "$PREFIX" != "/usr/local" ]; then
   echo "  man page: MANPATH=$PREFIX/share/man man pocketmesh"
 fi
-echo "  the udev rule takes effect with: sudo ln -sf $PREFIX/lib/udev/rules.d/61-pocketmesh.rules /etc/udev/rules.d/ && sudo udevadm control --reload && sudo udevadm trigger"
-echo "  the daemon as a service: edit $PREFIX/lib/systemd/system/pocketmesh.service (the radio), then"
+echo "  the udev rule takes effect with: sudo ln -sf $PREFIX/lib/udev/rules.d/61-pocketmesh.rules /etc/udev/rules.d/ && sudo udevadm control --reload && sudo udevadm trigger --subsystem-match=tty"
+echo "  the daemon as a system service (docs/unattended.md), in this order:"
+echo "    sudo groupadd --system pocketmesh"
+echo "    sudo useradd --system --gid pocketmesh --groups dialout --home-dir /var/lib/pocketmesh --no-create-home --shell /usr/sbin/nologin pocketmesh"
+echo "    sudo usermod -aG pocketmesh \$USER    # each user who may use the service's socket (then log in again)"
+echo "    edit the radio on ExecStart in $PREFIX/lib/systemd/system/pocketmesh.service (before enabling it)"
 echo "    sudo systemctl link $PREFIX/lib/systemd/system/pocketmesh.service && sudo systemctl enable --now pocketmesh"

@@ -38,8 +38,14 @@ public final class APIServer {
     /// After `{"op":"tunnel"}` the connection carries companion frames ('<' + u16 length + payload
     /// from the client, '>' frames back): each frame from the client comes here.
     public var onTunnelFrame: (ClientID, UnsafeRawBufferPointer) -> Void = { _, _ in }
-    /// Answers a tunnel request: extra response fields, or an error to refuse it.
-    public var onTunnelOpen: (DaemonRequest, ClientID) -> Result<[(String, JSON)], DaemonError> = { _, _ in .success([]) }
+    /// Answers a tunnel request: extra response fields, or an error to refuse it; nil answers it
+    /// later (`completeTunnel`: the radio's first handshake is under way). Until then the
+    /// client's further bytes wait, unread as requests.
+    public var onTunnelOpen: (DaemonRequest, ClientID) -> Result<[(String, JSON)], DaemonError>? = { _, _ in .success([]) }
+    /// Who may use the socket, by the peer's credentials (SO_PEERCRED and SO_PEERGROUPS): the
+    /// operation classes it gets, or nil to refuse the connection (with one error line). The
+    /// default lets everyone in with every class (the socket file's mode 0600 is the door).
+    public var admit: (PeerCredentials) -> AllowedClasses? = { _ in .everything }
     /// Called when a client goes away (so deferred work for it can be dropped).
     public var onDisconnect: (ClientID) -> Void = { _ in }
     public var log: (String) -> Void = { _ in }
@@ -48,6 +54,8 @@ public final class APIServer {
 
     public let path: String
     public let limits: Limits
+    /// How the refusal names the API group (", and members of group pocketmesh"), if there is one.
+    public var groupNote = ""
     private(set) var listenFD: Int32
 
     final class Client {
@@ -61,6 +69,11 @@ public final class APIServer {
         var readClosed = false
         var pending = 0
         var tunnel: StreamDeframer? = nil
+        /// A tunnel request waits for its answer (`completeTunnel`): bytes after it are kept.
+        var tunnelPending = false
+        /// The operation classes this client may use (`admit`).
+        var allowed = AllowedClasses.everything
+        var peer: PeerCredentials? = nil
         /// When the client last sent something (or connected).
         var lastHeard: UInt64
         init(fd: Int32, now: UInt64) { self.fd = fd; lastHeard = now }
@@ -73,6 +86,34 @@ public final class APIServer {
     private var nextClient: ClientID = 1
 
     public var clientCount: Int { clients.count }
+
+    /// The operation classes a client may use (nil: not a client of this socket).
+    public func allowed(_ id: ClientID) -> AllowedClasses? { clients[id]?.allowed }
+
+    /// Who a client is, as the kernel told at connect time.
+    public func peer(_ id: ClientID) -> PeerCredentials? { clients[id]?.peer }
+
+    /// Answers a tunnel request that `onTunnelOpen` left for later: the connection carries
+    /// frames from here on (success), or goes on as a request connection (failure).
+    public func completeTunnel(_ id: ClientID, requestID: Int64, _ result: Result<[(String, JSON)], DaemonError>) {
+        guard let c = clients[id], c.tunnelPending else { return }
+        c.tunnelPending = false
+        c.pending = max(0, c.pending - 1)
+        c.lastHeard = clock()
+        let held = c.input
+        c.input.removeAll(keepingCapacity: true)
+        switch result {
+        case .success(let fields):
+            enqueue(DaemonResponse(id: requestID, ok: [("tunnel", .bool(true))] + fields).json, to: id, c)
+            guard clients[id] != nil else { return }
+            c.tunnel = StreamDeframer(marker: UInt8(ascii: "<"))
+        case .failure(let e):
+            enqueue(DaemonResponse(id: requestID, error: e).json, to: id, c)
+            guard clients[id] != nil else { return }
+        }
+        if !held.isEmpty { consume(held[...], id, c) }
+        if clients[id] != nil { closeIfDone(id, c) }
+    }
     public var subscriberCount: Int { clients.values.filter(\.subscribed).count }
     public var tunnelClients: [ClientID] { clients.filter { $0.value.tunnel != nil }.map(\.key) }
 
@@ -206,9 +247,21 @@ public final class APIServer {
                 log("api: refused a client: \(limits.maxClients) already connected")
                 continue
             }
+            let peer = PeerCredentials(socket: fd)
+            guard let allowed = peer.flatMap(admit) else {
+                let who = peer.map { "uid \($0.uid)" } ?? "a peer whose credentials are unknown"
+                let msg = DaemonResponse(id: 0, error: DaemonError(.denied, "\(who) may not use this daemon's API socket \(path) (it serves root, its own user\(groupNote)).")).json.text + "\n"
+                _ = msg.withCString { send(fd, $0, strlen($0), SocketFlags.noSignal) }
+                close(fd)
+                log("api: refused \(who)\(peer.map { " (gid \($0.gid), pid \($0.pid))" } ?? ""): not root, the daemon's user or a member of its API group")
+                continue
+            }
             let id = nextClient
             nextClient += 1
-            clients[id] = Client(fd: fd, now: now)
+            let c = Client(fd: fd, now: now)
+            c.allowed = allowed
+            c.peer = peer
+            clients[id] = c
         }
     }
 
@@ -239,6 +292,10 @@ public final class APIServer {
             feedTunnel(rest, id, c)
             return
         }
+        if c.tunnelPending {
+            holdWhileTunnelPending(rest, id, c)
+            return
+        }
         while let nl = rest.firstIndex(of: 0x0A) {
             let part = rest[rest.startIndex..<nl]
             rest = rest[(nl + 1)...]
@@ -261,6 +318,10 @@ public final class APIServer {
                 feedTunnel(rest, id, c)
                 return
             }
+            if c.tunnelPending {
+                holdWhileTunnelPending(rest, id, c)
+                return
+            }
         }
         if c.discarding { return }
         if c.input.count + rest.count > limits.maxLine {
@@ -270,6 +331,15 @@ public final class APIServer {
         } else {
             c.input.append(contentsOf: rest)
         }
+    }
+
+    /// Bytes after a tunnel request that waits for its answer: kept (bounded) until it comes.
+    private func holdWhileTunnelPending(_ bytes: ArraySlice<UInt8>, _ id: ClientID, _ c: Client) {
+        if c.input.count + bytes.count > limits.maxLine {
+            drop(id, reason: "sent \(c.input.count + bytes.count) bytes before its tunnel was open (limit \(limits.maxLine)); disconnected")
+            return
+        }
+        c.input.append(contentsOf: bytes)
     }
 
     private func feedTunnel(_ bytes: ArraySlice<UInt8>, _ id: ClientID, _ c: Client) {
@@ -304,13 +374,21 @@ public final class APIServer {
             } else {
                 streamValues = nil
             }
+            if req.op == .tunnel || req.op == .subscribe, let needed = req.op.operationClass, !c.allowed.allows(needed) {
+                log("permission: api client \(id)\(c.peer.map { " (uid \($0.uid))" } ?? ""): refused \(req.name) (\(needed.rawValue); allowed: \(c.allowed))")
+                enqueue(DaemonResponse(id: req.id, error: DaemonError(.denied, "\(req.name) is a \(needed.rawValue) operation, which this socket does not allow your user (it allows \(c.allowed)).")).json, to: id, c)
+                return
+            }
             if req.op == .tunnel {
                 switch onTunnelOpen(req, id) {
-                case .success(let fields):
+                case .success(let fields)?:
                     enqueue(DaemonResponse(id: req.id, ok: [("tunnel", .bool(true))] + fields).json, to: id, c)
                     c.tunnel = StreamDeframer(marker: UInt8(ascii: "<"))
-                case .failure(let e):
+                case .failure(let e)?:
                     enqueue(DaemonResponse(id: req.id, error: e).json, to: id, c)
+                case nil:
+                    c.tunnelPending = true
+                    c.pending += 1
                 }
                 return
             }

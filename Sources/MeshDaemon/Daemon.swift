@@ -72,10 +72,15 @@ public final class Daemon {
         /// `--mqtt-ca-file`: the CA certificates (PEM) that TLS brokers' certificates must chain to,
         /// instead of the system's bundle.
         public var mqttCAFile: String? = nil
+        /// `--api-group GROUP[:CLASSES]`: the API socket (0660) and its folder (0750) belong to
+        /// this group, whose members get its classes; root and the daemon's user keep every class.
+        public var apiGroup: APIGroup? = nil
         public init(link: String) { self.link = link }
     }
 
-    public enum Phase: String { case down, handshaking, syncing, ready }
+    /// `connecting`: the link is being made (a TCP radio's host looked up and connected, a BLE
+    /// radio's connect and GATT setup) on the loop, which goes on serving everything else.
+    public enum Phase: String { case down, connecting, handshaking, syncing, ready }
 
     public let config: Config
     public var log: (String) -> Void = { line in
@@ -110,6 +115,13 @@ public final class Daemon {
 
     // link and session
     var link: ByteLink? = nil
+    /// The link being made (`DaemonConnect.swift`), while `phase` is `connecting`.
+    var connector: RadioConnector? = nil
+    /// Requests that need the radio, waiting for the connect and handshake under way
+    /// (DaemonRadioWait.swift).
+    var radioWaits: [RadioWait] = []
+    /// Why the last attempt to reach the radio failed (nil once it answered): `status` and STATUS=.
+    var radioProblem: String? = nil
     var session: Session? = nil
     var deframer = StreamDeframer(marker: UInt8(ascii: ">"))
     var reconnectAt: UInt64 = 0
@@ -213,8 +225,14 @@ public final class Daemon {
         let socket = config.socketPath ?? (runtime + "/" + (config.name ?? DaemonRegistry.slug(forLink: config.link)) + ".sock")
         if config.socketPath == nil { try RuntimeDirectory.prepare(runtime) }
         // One daemon per radio: a serial port cannot be shared and a TCP radio takes one client.
-        if let other = DaemonRegistry.find(link: config.link, environment: config.environment), other.pid != getpid() {
+        switch DaemonRegistry.lookup(link: config.link, environment: config.environment) {
+        case .found(let other) where other.pid != getpid():
             throw DaemonError(.busy, "pocketmesh daemon (pid \(other.pid)) already owns \(config.link); its socket is \(other.socket).")
+        case .unreachable(let why) where config.environment["POCKETMESH_NO_DAEMON"] == nil:
+            // Another user's daemon may hold it: connecting would evict its link.
+            throw DaemonError(.busy, why)
+        default:
+            break
         }
         do throws(Errno) { try loop.handleSignals([SIGTERM, SIGINT, SIGHUP, SIGCHLD]) } catch {
             throw SystemError("pipe", "the signal pipe", errno: error.rawValue)
@@ -227,11 +245,13 @@ public final class Daemon {
         api.log = { [unowned self] in self.log($0) }
         api.onRequest = { [unowned self] req, client in self.handle(req, client) }
         api.onDisconnect = { [unowned self] client in self.clientGone(client) }
-        api.onTunnelOpen = { [unowned self] _, _ in
-            guard self.phase == .ready || self.phase == .syncing, !self.selfInfo.isEmpty else {
-                return .failure(DaemonError(.link, "the daemon's radio link (\(self.config.link)) is down; it is reconnecting."))
+        api.admit = { [unowned self] peer in APIGroup.admit(peer, owner: geteuid(), group: self.config.apiGroup) }
+        api.onTunnelOpen = { [unowned self] req, client in
+            if self.radioPending {
+                self.waitForRadio(.tunnel(req), client, now: monotonicMilliseconds())
+                return nil
             }
-            return .success([("radio", .string(self.radioKeyHex ?? ""))])
+            return self.tunnelOpenResult(client)
         }
         api.onTunnelFrame = { [unowned self] client, frame in self.tunnelFrame(client, frame) }
         if !config.companionListeners.isEmpty {
@@ -243,10 +263,19 @@ public final class Daemon {
             h.host = self
             hub = h
         }
+        if let g = config.apiGroup {
+            api.groupNote = " and members of group \(g.group.name)"
+            try Self.share(socket: socket, with: g, log: log)
+        }
         try setUpMQTT()
-        try DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: socket, name: config.name))
+        try DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(config.link), socket: socket, name: config.name),
+                                 group: config.apiGroup?.group.gid)
         log("daemon: pid \(getpid()), link \(config.link), API socket \(socket)")
-        log("api: \(socket) (mode 0600) allows \(AllowedClasses.everything)")
+        if let g = config.apiGroup {
+            log("api: \(socket) (mode 0660, group \(g.group.name)) allows root and uid \(geteuid()) \(AllowedClasses.everything), members of group \(g.group.name) \(g.allowed)")
+        } else {
+            log("api: \(socket) (mode 0600) allows root and uid \(geteuid()) \(AllowedClasses.everything)")
+        }
         for l in config.companionListeners { log("hub: \(l.summary)") }
         loop.onSignal = { [unowned self] s in self.signalled(s) }
         outbox.emit = { [unowned self] in self.outboxEvents($0) }
@@ -269,7 +298,10 @@ public final class Daemon {
 
     /// Runs until SIGTERM or SIGINT. Returns the process exit code.
     public func run() -> Int32 {
-        notify.status("starting; connecting to \(config.link)")
+        // Ready as soon as the API is served (the socket listens since `init`), radio or not: a
+        // radio unplugged at boot must not hold `systemctl start` for its timeout and make the
+        // unit restart in a loop; STATUS= says whether the radio is there.
+        notify.ready(status: "serving the API; connecting to \(config.link)")
         startHotplug()
         if !stopping { loop.run() }
         shutdown()
@@ -339,9 +371,15 @@ public final class Daemon {
             if settling != nil { soon(settleDeadline) }
         }
 
-        if link == nil {
+        if let c = connector {  // the link being made: its deadlines (DNS, connect, GATT setup)
+            soon(c.tick(now: now))
+            connectorProgress(now: now)
+        }
+        if connector != nil {
+            // still connecting
+        } else if link == nil {  // down: the next attempt (after a failed one, at its backoff)
             if now >= reconnectAt { connect(now: now) }
-            if link == nil { soon(reconnectAt) }
+            if let c = connector { soon(c.tick(now: now)) } else if link == nil { soon(reconnectAt) }
         } else if let l = link, let d = l.deadline {  // a link's own protocol timeout (BLE: ATT request)
             if now >= d {
                 do throws(LinkError) { try l.handleDeadline(now: now) } catch { linkLost(error.description) }
@@ -371,7 +409,8 @@ public final class Daemon {
                 }
             }
         }
-        return next ?? now + 60_000
+        soon(radioWaitTimers(now: now))
+        return next
     }
 
     /// The operations' turn (`OperationsPart`), after the API server, the hub and the MQTT
@@ -397,6 +436,8 @@ public final class Daemon {
         hooks?.detachAll()
         stopOperations()
         stopMQTT()
+        connector?.cancel()
+        connector = nil
         if let s = session { s.close() }
         session = nil
         link?.close()

@@ -14,22 +14,35 @@ extension Daemon {
         defer { reportReadDamage() }
         do throws(DaemonError) {
             try authorize(req, client)
+            if radioPending && needsRadio(req) {
+                // The radio is being reached: the request waits for it (DaemonRadioWait.swift).
+                waitForRadio(.request(req), client, now: monotonicMilliseconds())
+                return nil
+            }
             return try answer(req, client)
         } catch {
             return DaemonResponse(id: req.id, error: error)
         }
     }
 
+    /// A request that waited for the radio (authorized when it came), answered now.
+    func answerAfterWait(_ req: DaemonRequest, _ client: APIServer.ClientID) -> DaemonResponse? {
+        defer { reportReadDamage() }
+        do throws(DaemonError) { return try answer(req, client) } catch { return DaemonResponse(id: req.id, error: error) }
+    }
+
     func requireStore() throws(DaemonError) -> RadioStore {
         guard let store else {
-            throw DaemonError(.link, "the daemon has not reached the radio on \(config.link) yet; it keeps trying.")
+            throw DaemonError(.link, "the daemon has not reached the radio on \(config.link) yet" + (radioProblem.map { " (\($0))" } ?? "")
+                              + "; it keeps trying.")
         }
         return store
     }
 
     func requireSession(_ what: String) throws(DaemonError) -> Session {
         guard phase == .ready || phase == .syncing, let s = session else {
-            throw DaemonError(.link, "cannot \(what): the link to the radio (\(config.link)) is down; the daemon is reconnecting.")
+            throw DaemonError(.link, "cannot \(what): the link to the radio (\(config.link)) is down" + (radioProblem.map { " (\($0))" } ?? "")
+                              + "; the daemon is reconnecting.")
         }
         return s
     }
@@ -74,6 +87,11 @@ extension Daemon {
                 f.append(("hooks_running", .int(Int64(h.runningCount))))
                 f.append(("hooks_failed", .int(Int64(h.failed.count))))
             }
+            f.append(("radio_connected", .bool(phase == .ready || phase == .syncing)))
+            if let p = radioProblem { f.append(("radio_problem", .string(p))) }
+            // The loop's wake-ups since the start (poll returns): an idle daemon's grow only with
+            // work that is due (keepalive, watchdog), never every second.
+            f.append(("loop_wakeups", .int(Int64(clamping: loop.wakeups))))
             f += mqttStatus
             f += hubStatus
             return DaemonResponse(id: req.id, ok: f)
@@ -242,6 +260,7 @@ extension Daemon {
         }
         for (t, w) in tunnelTickets where w.client == client { tunnelTickets[t] = (-1, w.frame) }
         tunnelQueue.disconnected(client)
+        radioWaitsGone(client)
     }
 
     // MARK: - tunnel
@@ -252,6 +271,17 @@ extension Daemon {
     func tunnelFrame(_ client: APIServer.ClientID, _ frame: UnsafeRawBufferPointer) {
         guard let code = frame.first else { return }
         let now = monotonicMilliseconds()
+        // A client with fewer than every class (an `--api-group` member): each frame by its class,
+        // as a hub client's; a refused one gets ERR, as the hub answers it.
+        if let allowed = api.allowed(client), allowed != .everything {
+            let c = OperationClass(frame: frame)
+            if !allowed.allows(c) {
+                let what = CommandCode(rawValue: code).map { "\($0)" } ?? "command \(code)"
+                log("permission: api client \(client)\(api.peer(client).map { " (uid \($0.uid))" } ?? ""): refused \(what) through the tunnel (\(c.rawValue); allowed: \(allowed))")
+                api.sendFrame(ResponseFrame.error(.unsupportedCommand).bytes, to: client)
+                return
+            }
+        }
         switch code {
         case CommandCode.deviceQuery.rawValue:
             api.sendFrame(deviceInfo, to: client)

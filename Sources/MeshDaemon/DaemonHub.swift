@@ -50,9 +50,12 @@ extension Daemon: HubHost {
         guard let hub else { return false }
         var submitted = false
         var progress = true
+        // The radio being reached for the first time: nothing to answer DEVICE_QUERY or APP_START
+        // with yet, and the radio's requests wait in their queues for it (RadioWait).
+        let holdLocal = radioPending && selfInfo.isEmpty
         while progress {
             progress = false
-            for id in hubSessions.keys {
+            for id in hubSessions.keys where !holdLocal {
                 while let r = hubQueue.takeLocal(id) {
                     hubAnswerLocal(id, r)
                     progress = true
@@ -72,7 +75,7 @@ extension Daemon: HubHost {
                     }
                     progress = true
                 }
-            } else {
+            } else if !radioPending {
                 // No radio right now: each request for it gets ERR (bad state) in its turn.
                 for id in hubSessions.keys {
                     while hubQueue.takeRadioHead(id) != nil {
@@ -88,7 +91,8 @@ extension Daemon: HubHost {
 
     /// When the hub next needs `hubDispatch` for a client waiting on its request rate.
     func hubTimers(now: UInt64) -> UInt64? {
-        guard let d = hubQueue.nextDeadline(now: now) else { return nil }
+        // Requests waiting for the radio being reached: its handshake wakes the loop, not a timer.
+        guard phase == .ready || phase == .syncing, let d = hubQueue.nextDeadline(now: now) else { return nil }
         if d <= now {
             pump(now: now)
             return hubQueue.nextDeadline(now: now).map { max($0, now + 1) }
@@ -101,6 +105,12 @@ extension Daemon: HubHost {
         guard let hub, let s = hubSessions[client] else { return }
         if r.kind == .refused {
             hub.send(ResponseFrame.error(.unsupportedCommand).bytes, to: client)
+            return
+        }
+        if (r.frame.first == CommandCode.deviceQuery.rawValue && deviceInfo.isEmpty)
+            || (r.frame.first == CommandCode.appStart.rawValue && selfInfo.isEmpty) {
+            // The radio has never answered this daemon: nothing to answer with.
+            hub.send(ResponseFrame.error(.badState).bytes, to: client)
             return
         }
         switch r.frame.first {

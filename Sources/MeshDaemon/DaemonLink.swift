@@ -10,28 +10,79 @@ import MeshDaemonClient
 extension Daemon {
     // MARK: - link lifecycle
 
+    /// One attempt to reach the radio. A serial port is opened at once (its open does not wait);
+    /// a TCP or BLE radio is connected on the loop (`RadioConnector`), which goes on serving the
+    /// API, the hub, MQTT, hooks and the watchdog meanwhile.
     func connect(now: UInt64) {
         connections += 1
         log("link: connecting to \(config.link) (attempt \(connections))")
+        let spec = config.link
         do {
-            let l = try openLink()
-            link = l
-            deframer.reset()
-            var sc = Self.sessionConfig(config)
-            sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
-            let s = Session(config: sc)
-            session = s
-            openOperationPort(s)
-            phase = .handshaking
-            // No place on disk for a message yet (the store not open, or failing): the radio keeps
-            // its queue until there is (`radioReady`, `retryStore`).
-            if !storeTakesMessages { s.pauseMessages() }
-            s.start(now: now)
-            pump(now: now)
+            if spec.hasPrefix("tcp:") {
+                let address = try TCPAddress(parsing: String(spec.dropFirst(4)))
+                let c = RadioConnector(tcp: address, timeoutMS: config.connectTimeoutMS, now: now)
+                if let h = config.environment["POCKETMESH_HOSTS"], !h.isEmpty { c.hostsPath = h }
+                if let r = config.environment["POCKETMESH_RESOLV_CONF"], !r.isEmpty { c.resolvConfPath = r }
+                if let p = config.environment["POCKETMESH_DNS_PORT"].flatMap({ UInt16($0) }), p > 0 { c.dnsPort = p }
+                startConnector(c, now: now)
+                return
+            }
+            if spec.hasPrefix("ble:") {
+                var att = ATTClient.Configuration()
+                att.minimumMTU = UInt16(clamping: max(23, config.bleMinimumMTU))
+                let c = RadioConnector(ble: try BLEAddress(parsing: String(spec.dropFirst(4))),
+                                       timeoutMS: max(config.connectTimeoutMS, 10_000), configuration: att, now: now)
+                startConnector(c, now: now)
+                return
+            }
+            linkOpened(try openLink(), now: now)
         } catch {
-            log("link: cannot connect to \(config.link): \(error)")
-            scheduleReconnect(now: now)
+            connectFailed("\(error)", now: now)
         }
+    }
+
+    func startConnector(_ c: RadioConnector, now: UInt64) {
+        connector = c
+        phase = .connecting
+        notify.status("connecting to \(config.link)" + (radioProblem.map { " (last attempt: \($0))" } ?? ""))
+        connectorProgress(now: now)
+    }
+
+    /// The connector has an outcome: the link to use, or the next attempt after a backoff.
+    func connectorProgress(now: UInt64) {
+        guard let c = connector, let outcome = c.outcome else { return }
+        connector = nil
+        switch outcome {
+        case .link(let l): linkOpened(l, now: now)
+        case .failed(let why): connectFailed(why, now: now)
+        }
+    }
+
+    func connectFailed(_ why: String, now: UInt64) {
+        log("link: cannot connect to \(config.link): \(why)")
+        phase = .down
+        radioProblem = why
+        scheduleReconnect(now: now)
+        // Hub requests that waited for this attempt get their answer (requests of the API get
+        // theirs at the waits' turn, `radioWaitTimers`).
+        if hub != nil { hubDispatch(now: now) }
+    }
+
+    /// A link is open: the session starts its handshake on it.
+    func linkOpened(_ l: ByteLink, now: UInt64) {
+        link = l
+        deframer.reset()
+        var sc = Self.sessionConfig(config)
+        sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
+        let s = Session(config: sc)
+        session = s
+        openOperationPort(s)
+        phase = .handshaking
+        // No place on disk for a message yet (the store not open, or failing): the radio keeps
+        // its queue until there is (`radioReady`, `retryStore`).
+        if !storeTakesMessages { s.pauseMessages() }
+        s.start(now: now)
+        pump(now: now)
     }
 
     static func sessionConfig(_ config: Config) -> SessionConfig {
@@ -47,21 +98,12 @@ extension Daemon {
         return sc
     }
 
+    /// A serial port, opened at once (O_NONBLOCK, its lock taken with LOCK_NB: nothing waits).
     func openLink() throws -> ByteLink {
         let spec = config.link
         if spec.hasPrefix("serial:") {
             guard let speed = SerialSpeed(baud: config.baud) else { throw DaemonError(.usage, "unsupported baud rate \(config.baud)") }
             return try SerialLink(path: serialPath(String(spec.dropFirst(7))), speed: speed)
-        }
-        if spec.hasPrefix("tcp:") {
-            let address = try TCPAddress(parsing: String(spec.dropFirst(4)))
-            return try TCPLink(connectingTo: address, timeoutMilliseconds: config.connectTimeoutMS)
-        }
-        if spec.hasPrefix("ble:") {
-            var att = ATTClient.Configuration()
-            att.minimumMTU = UInt16(clamping: max(23, config.bleMinimumMTU))
-            return try BLELink(connectingTo: BLEAddress(parsing: String(spec.dropFirst(4))),
-                               timeoutMilliseconds: max(config.connectTimeoutMS, 10_000), configuration: att)
         }
         throw DaemonError(.usage, "unknown link \(spec): use serial:PATH, tcp:HOST[:PORT] or ble:ADDRESS")
     }
@@ -73,13 +115,23 @@ extension Daemon {
         let delay = backoffMS - backoffMS / 4 + jitter
         reconnectAt = now + delay
         log("link: reconnecting in \(delay / 1000).\((delay % 1000) / 100) s")
-        notify.status("link down; reconnecting in \(delay / 1000) s")
+        let why = radioProblem.map { p in ": " + (p.hasSuffix(".") ? String(p.dropLast()) : p) } ?? ""
+        notify.status("serving the API; radio \(config.link) not connected\(why); reconnecting in \(max(1, (delay + 500) / 1000)) s")
     }
 
     /// Tears down the link and session; the outbox and everything stored stay.
     func linkLost(_ reason: String) {
+        if let c = connector {  // a reconnect asked for (SIGHUP) while connecting: start over
+            c.cancel()
+            connector = nil
+            phase = .down
+            log("link: stopped connecting to \(config.link): \(reason)")
+            scheduleReconnect(now: monotonicMilliseconds())
+            return
+        }
         guard link != nil || session != nil else { return }
         log("link: lost \(config.link): \(reason)")
+        radioProblem = reason
         // The contacts and channels sync end here: their cancelled replies must not finish it.
         contactsTicket = nil
         channelTickets.removeAll()

@@ -16,11 +16,17 @@ final class RadioPart: PollPart {
     init(_ daemon: Daemon) { self.daemon = daemon }
 
     func pollDescriptors(into fds: inout [pollfd]) {
+        if let c = daemon.connector { c.pollDescriptors(into: &fds); return }
         guard let link = daemon.link else { return }
         fds.append(pollfd(fd: link.fd, events: Int16(POLLIN) | (link.hasPendingOutput ? Int16(POLLOUT) : 0), revents: 0))
     }
 
     func handle(_ p: pollfd, now: UInt64) -> Bool {
+        if let c = daemon.connector {
+            guard c.handle(p, now: now) else { return false }
+            daemon.connectorProgress(now: now)
+            return true
+        }
         guard let link = daemon.link, p.fd == link.fd else { return false }
         daemon.linkReady(p.revents)
         return true
@@ -83,7 +89,10 @@ final class StorePart: PollPart {
 }
 
 /// The outbox: direct messages sent, retried and given up on their schedule while the radio is
-/// ready (`OutboxSender`, whose retry times are wall-clock seconds: it is asked every second).
+/// ready (`OutboxSender`, whose retry times are wall-clock seconds). Its turn sends what is due
+/// while a slot is free (every turn of the loop asks: a round's end, the radio becoming ready, a
+/// new message each wake the loop anyway), and it asks for a wake-up only at the next item's
+/// time: an empty outbox, or one whose items are all in flight, asks for none.
 final class OutboxPart: PollPart {
     unowned let daemon: Daemon
     init(_ daemon: Daemon) { self.daemon = daemon }
@@ -92,9 +101,29 @@ final class OutboxPart: PollPart {
     func handle(_ p: pollfd, now: UInt64) -> Bool { false }
 
     func tick(now: UInt64) -> UInt64? {
-        guard daemon.phase == .ready, daemon.session != nil else { return nil }
-        daemon.sendOutbox(now: now)
-        return now + 1_000
+        guard daemon.phase == .ready, daemon.session != nil, let store = daemon.store, !store.outbox.isEmpty else { return nil }
+        let sender = daemon.outbox
+        func room() -> Bool { sender.inFlight.count < sender.policy.maxInFlight }
+        var wallMS = Self.wallClockMilliseconds()
+        if room() && store.outbox.contains(where: { !sender.inFlight.contains($0.messageId) && $0.nextAttemptAt <= UInt32(truncatingIfNeeded: wallMS / 1000) }) {
+            daemon.sendOutbox(now: now)
+            wallMS = Self.wallClockMilliseconds()
+        }
+        // Due items beyond the slots wait for a round to end (its reply wakes the loop).
+        guard room() else { return nil }
+        let wall = UInt32(truncatingIfNeeded: wallMS / 1000)
+        guard let next = store.outbox.filter({ !sender.inFlight.contains($0.messageId) && $0.nextAttemptAt > wall }).map(\.nextAttemptAt).min() else {
+            return nil
+        }
+        let dueMS = UInt64(next) * 1000
+        return now + (dueMS > wallMS ? dueMS - wallMS : 0) + 1
+    }
+
+    /// Wall-clock milliseconds since the epoch (the outbox's times are wall-clock seconds).
+    static func wallClockMilliseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(max(0, ts.tv_sec)) * 1000 + UInt64(max(0, ts.tv_nsec)) / 1_000_000
     }
 }
 

@@ -54,7 +54,10 @@ extension Daemon {
             return FrontEnd(name: "mqtt \(b.settings.connection.url) (\(b.prefix)/command)", allowed: b.settings.allowed,
                             widen: "--mqtt-allow")
         }
-        return FrontEnd(name: "api client \(client)", allowed: .everything, widen: "")
+        // An API socket client: every class for root and the daemon's user, its group's for an
+        // `--api-group` member (`APIServer.admit`).
+        return FrontEnd(name: "api client \(client)" + (api.peer(client).map { " (uid \($0.uid))" } ?? ""),
+                        allowed: api.allowed(client) ?? .everything, widen: "")
     }
 
     /// Checks a request against its front end: throws the refusal (and logs it once), logs what

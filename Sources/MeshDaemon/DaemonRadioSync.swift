@@ -94,8 +94,9 @@ extension Daemon {
             if storeTakesMessages { s.resumeMessages(now: now) } else { s.pauseMessages() }
         }
         try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(registryLink), socket: api.path,
-                                        radio: key, name: config.name ?? (name.isEmpty ? nil : name)))
+                                        radio: key, name: config.name ?? (name.isEmpty ? nil : name)), group: config.apiGroup?.group.gid)
         phase = .syncing
+        radioProblem = nil
         backoffMS = 0
         nextDrainAt = now + config.drainIntervalMS
         syncContacts(now: now)

@@ -101,8 +101,10 @@ public enum DaemonRegistry {
         }
     }
 
-    public static func write(_ entry: Entry) throws(SystemError) {
-        try StateFile.write(registryPath(forSocket: entry.socket), entry.json.text + "\n")
+    /// Writes the entry beside its socket; `group`: a daemon shared with a group (`--api-group`)
+    /// lets its members read the entry (0640), so their commands find it.
+    public static func write(_ entry: Entry, group: gid_t? = nil) throws(SystemError) {
+        try StateFile.write(registryPath(forSocket: entry.socket), entry.json.text + "\n", mode: group == nil ? 0o600 : 0o640, group: group)
     }
 
     public static func remove(socket: String) {
@@ -170,11 +172,98 @@ public enum DaemonRegistry {
 
     /// The live daemon that owns `link` (any spec form), if any.
     public static func find(link: String, environment: [String: String], warn: (String) -> Void = warnOnStderr) -> Entry? {
-        let want = canonicalLink(link)
-        for dir in searchDirectories(environment: environment, warn: warn) {
-            if let e = trusted(in: dir, { canonicalLink($0.link) == want }) { return e }
-        }
+        if case .found(let e) = lookup(link: link, environment: environment, warn: warn) { return e }
         return nil
+    }
+
+    /// What a command finds about the daemon that owns its radio.
+    public enum Lookup: Equatable, Sendable {
+        /// No daemon owns it: the command may open the radio itself.
+        case none
+        /// This daemon owns it, and its socket lets this user in.
+        case found(Entry)
+        /// A daemon owns it (or may: its folder cannot be read) that this user cannot reach: the
+        /// sentence to say. The command must not open the radio under it (a TCP radio takes one
+        /// client: opening it would evict the daemon's link).
+        case unreachable(String)
+    }
+
+    /// The daemon that owns `link`: found in this user's runtime folder or the system service's
+    /// (/run/pocketmesh). A daemon registered there whose socket refuses this user (permission
+    /// denied), or a system folder this user may not read while the link is a TCP or BLE radio
+    /// (one the service may hold: its entry cannot be seen), is `unreachable`.
+    public static func lookup(link: String, environment: [String: String], warn: (String) -> Void = warnOnStderr) -> Lookup {
+        let want = canonicalLink(link)
+        var blocked: String? = nil
+        for dir in searchDirectories(environment: environment, warn: warn) {
+            if let e = trusted(in: dir, { canonicalLink($0.link) == want }) { return .found(e) }
+            if blocked != nil { continue }
+            if let why = unreadable(dir) {
+                // A serial port needs no guess: the daemon's lock on it refuses a second opener.
+                if !want.hasPrefix("serial:") {
+                    blocked = "a pocketmesh daemon runs as another user in \(dir), which you may not read (\(why)), so it may own \(link): "
+                        + "ask to be added to its group (`ls -ld \(dir)` names it; the service is started with --api-group), "
+                        + "or set POCKETMESH_NO_DAEMON=1 if that daemon does not own this radio."
+                }
+                continue
+            }
+            for e in entries(in: dir) where canonicalLink(e.link) == want && (kill(e.pid, 0) == 0 || errno == EPERM) {
+                if let why = socketRefusal(e.socket) {
+                    blocked = "the pocketmesh daemon (pid \(e.pid)) that owns \(link) does not let you in: its socket \(e.socket) refuses you (\(why)); "
+                        + "ask to be added to its group (the daemon shares its socket with --api-group GROUP)."
+                    break
+                }
+            }
+            // An entry this user may not read (a daemon not shared with this user's group): it
+            // may be the one that owns a TCP or BLE radio.
+            if blocked == nil, !want.hasPrefix("serial:"), let name = unreadableEntries(in: dir).first {
+                blocked = "a pocketmesh daemon registered as \(dir)/\(name) runs as another user and does not let you read its entry, so it may own \(link): "
+                    + "ask to be added to its group (the daemon shares its socket with --api-group GROUP), "
+                    + "or set POCKETMESH_NO_DAEMON=1 if that daemon does not own this radio."
+            }
+        }
+        return blocked.map(Lookup.unreachable) ?? .none
+    }
+
+    /// The registry entries (`NAME.json`) in `dir` that this user may not read.
+    static func unreadableEntries(in directory: String) -> [String] {
+        guard let d = opendir(directory) else { return [] }
+        defer { closedir(d) }
+        var out: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            guard name.hasSuffix(".json") else { continue }
+            let path = directory + "/" + name
+            var st = stat()
+            if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, access(path, R_OK) != 0, errno == EACCES { out.append(name) }
+        }
+        return out.sorted()
+    }
+
+    /// Why `dir` cannot be listed (permission denied), or nil when it can.
+    static func unreadable(_ dir: String) -> String? {
+        guard let d = opendir(dir) else {
+            return errno == EACCES || errno == EPERM ? String(cString: strerror(errno)).lowercased() : nil
+        }
+        closedir(d)
+        return nil
+    }
+
+    /// Why connecting to `socket` is refused by its permissions, or nil (it connects, or fails
+    /// for another reason: nobody listens).
+    static func socketRefusal(_ socket: String) -> String? {
+        do throws(SystemError) {
+            let fd = try UnixSocket.connect(path: socket)
+            close(fd)
+            return nil
+        } catch {
+            return error.errno == EACCES || error.errno == EPERM ? String(cString: strerror(error.errno)).lowercased() : nil
+        }
+    }
+
+    /// The search folders this user may not read (a system service's, run by another user).
+    public static func unreadableDirectories(environment: [String: String]) -> [String] {
+        searchDirectories(environment: environment, warn: { _ in }).filter { unreadable($0) != nil }
     }
 
     /// The live daemon whose radio key starts with `radio` (hex) or whose name is `radio`.

@@ -1,6 +1,7 @@
 import Glibc
 import MeshLink
 import MeshNet
+import MeshOps
 
 /// A `ByteLink` to a radio that a daemon owns: companion frames through the daemon's API socket
 /// (`{"op":"tunnel"}`, then '<'/'>' framed frames, the same framing as serial and TCP).
@@ -17,6 +18,9 @@ public final class DaemonTunnelLink: ByteLink {
     public private(set) var lastReceiveMs: UInt64
     /// The radio's public key (hex) as the daemon reported it.
     public let radio: String?
+    /// The operation classes the daemon lets this user use, when fewer than every class (a
+    /// member of its `--api-group`); nil: every class.
+    public let allowed: AllowedClasses?
     private var pending: [UInt8] = []
     private var closed = false
 
@@ -43,7 +47,10 @@ public final class DaemonTunnelLink: ByteLink {
         let deadline = monotonicMilliseconds() + UInt64(timeoutMS)
         while true {
             let now = monotonicMilliseconds()
-            if now >= deadline { Glibc.close(fd); throw DaemonError(.timeout, "the daemon at \(socketPath) did not answer.") }
+            if now >= deadline {
+                Glibc.close(fd)
+                throw DaemonError(.timeout, "the daemon at \(socketPath) did not open its radio for this command within \(timeoutMS / 1000) s (it may still be reaching the radio: `pocketmesh` commands wait up to --timeout).")
+            }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&p, 1, Int32(clamping: deadline - now)) <= 0 { continue }
             var b: UInt8 = 0
@@ -69,6 +76,7 @@ public final class DaemonTunnelLink: ByteLink {
             throw e
         }
         radio = response["radio"]?.string
+        allowed = response["allows"]?.string.flatMap { try? AllowedClasses(parsing: $0) }
         UnixSocket.setNonBlocking(fd)
     }
 

@@ -31,8 +31,10 @@ public enum RuntimeDirectory {
         if type == S_IFLNK { return "it is a symbolic link" }
         if type != S_IFDIR { return "it is not a directory" }
         if let owner, st.st_uid != owner { return "it belongs to uid \(st.st_uid), not to you (uid \(owner))" }
-        if st.st_mode & 0o077 != 0 && owner != nil {
-            return "it is open to other users (mode \(String(st.st_mode & 0o7777, radix: 8)); it must be 700)"
+        // A daemon shared with a group (`--api-group`) opens its folder to that group for reading
+        // (750): nobody else may write in it or look into it.
+        if st.st_mode & 0o027 != 0 && owner != nil {
+            return "it is open to other users (mode \(String(st.st_mode & 0o7777, radix: 8)); it must be 700, or 750 for a daemon shared with a group)"
         }
         if owner == nil && st.st_mode & 0o022 != 0 { return "others can write to it (mode \(String(st.st_mode & 0o7777, radix: 8)))" }
         return nil

@@ -23,13 +23,15 @@ public enum StateFile {
         read(path).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// Replaces `path` atomically and durably with `bytes`.
-    public static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(SystemError) {
+    /// Replaces `path` atomically and durably with `bytes`; `group`: the file's group (its
+    /// members read it when `mode` lets them).
+    public static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600, group: gid_t? = nil) throws(SystemError) {
         let tmp = path + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         if fd < 0 { throw SystemError("open", tmp) }
         // Exactly `mode`, whatever the umask is at this moment: the umask is the process's, and
         // another thread may have narrowed it for a while (a socket bound 0600 takes umask 0177).
+        if let group, fchown(fd, uid_t.max, group) != 0 { let e = errno; close(fd); unlink(tmp); throw SystemError("fchown", tmp, errno: e) }
         if fchmod(fd, mode) != 0 { let e = errno; close(fd); unlink(tmp); throw SystemError("fchmod", tmp, errno: e) }
         var off = 0
         while off < bytes.count {
@@ -47,8 +49,8 @@ public enum StateFile {
         syncDirectory(of: path)
     }
 
-    public static func write(_ path: String, _ text: String, mode: mode_t = 0o600) throws(SystemError) {
-        try write(path, Array(text.utf8), mode: mode)
+    public static func write(_ path: String, _ text: String, mode: mode_t = 0o600, group: gid_t? = nil) throws(SystemError) {
+        try write(path, Array(text.utf8), mode: mode, group: group)
     }
 
     public static func syncDirectory(of path: String) {

@@ -128,6 +128,26 @@ public final class BLELink: ByteLink {
     static func connect(_ address: BLEAddress, security: BLESecurity, deadline: UInt64,
                         timeoutMilliseconds: Int) throws(LinkError) -> FileDescriptor {
         let what = "Bluetooth device \(address)"
+        let (descriptor, connecting) = try startConnect(address, security: security)
+        if connecting {
+            while true {
+                let now = monotonicMilliseconds()
+                if now >= deadline {
+                    descriptor.close()
+                    throw .timeout("\(what) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds)
+                }
+                // A failed poll ends the wait too: the socket's pending error says what happened.
+                if (try? descriptor.poll(Int16(POLLOUT), timeout: Int32(clamping: deadline - now))) != false { break }
+            }
+            try finishConnect(descriptor, address, timeoutMilliseconds: timeoutMilliseconds)
+        }
+        return descriptor
+    }
+
+    /// Opens the L2CAP socket and starts its non-blocking connect: the descriptor, and whether the
+    /// connect goes on in the background (poll it for `POLLOUT`, then `finishConnect`).
+    static func startConnect(_ address: BLEAddress, security: BLESecurity) throws(LinkError) -> (FileDescriptor, Bool) {
+        let what = "Bluetooth device \(address)"
         let descriptor: FileDescriptor
         do {
             descriptor = try FileDescriptor.socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue), BTPROTO_L2CAP)
@@ -163,33 +183,33 @@ public final class BLELink: ByteLink {
         remote.l2_cid = 4
         remote.l2_bdaddr = address.bdaddr
         remote.l2_bdaddr_type = UInt8(address.type == .randomAddress ? BDADDR_LE_RANDOM : BDADDR_LE_PUBLIC)
-        var failure: Errno?
-        var connecting = false
-        do throws(Errno) { connecting = try !descriptor.connect(to: remote, length: socklen_t(MemoryLayout<sockaddr_l2>.size)) } catch { failure = error }
-        if connecting {
-            while true {
-                let now = monotonicMilliseconds()
-                if now >= deadline {
-                    descriptor.close()
-                    throw .timeout("\(what) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds)
-                }
-                // A failed poll ends the wait too: the socket's pending error says what happened.
-                if (try? descriptor.poll(Int16(POLLOUT), timeout: Int32(clamping: deadline - now))) != false { break }
-            }
-            failure = descriptor.pendingSocketError()
-        }
-        if let error = failure {
+        do throws(Errno) {
+            let connecting = try !descriptor.connect(to: remote, length: socklen_t(MemoryLayout<sockaddr_l2>.size))
+            return (descriptor, connecting)
+        } catch {
             descriptor.close()
-            switch error {
-            case .timedOut, .hostDown:
-                throw .timeout("\(what) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds)
-            case .connectionRefused:
-                throw .refused(what)
-            default:
-                throw noAdapterOr(error, what: what)
-            }
+            throw connectError(error, address: address, timeoutMilliseconds: 0)
         }
-        return descriptor
+    }
+
+    /// After poll reported the connecting socket writable: throws (and closes it) if the connect failed.
+    static func finishConnect(_ descriptor: FileDescriptor, _ address: BLEAddress, timeoutMilliseconds: Int) throws(LinkError) {
+        if let error = descriptor.pendingSocketError() {
+            descriptor.close()
+            throw connectError(error, address: address, timeoutMilliseconds: timeoutMilliseconds)
+        }
+    }
+
+    static func connectError(_ error: Errno, address: BLEAddress, timeoutMilliseconds: Int) -> LinkError {
+        let what = "Bluetooth device \(address)"
+        switch error {
+        case .timedOut, .hostDown:
+            return .timeout("\(what) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds)
+        case .connectionRefused:
+            return .refused(what)
+        default:
+            return noAdapterOr(error, what: what)
+        }
     }
 
     static func noAdapterOr(_ error: Errno, what: String) -> LinkError {
@@ -324,5 +344,138 @@ public final class BLELink: ByteLink {
     private func mapped(_ error: ATTClientError) -> LinkError {
         if case .queueFull = error { return .stalled(name) }
         return .bluetooth("BLE radio \(name)", reason: error.description(address: name.split(separator: "/").first.map(String.init) ?? name))
+    }
+}
+
+/// A BLE link being made without blocking the caller's loop: the L2CAP connect, then the GATT setup
+/// (MTU exchange, discovery, subscription), each step when poll reports the socket ready. The
+/// caller polls `fd` for `pollEvents`, calls `ready(now:)` when poll reports it and `tick(now:)`
+/// at `deadline`; `timeoutMilliseconds` bounds the whole setup, as `BLELink(connectingTo:)` does.
+/// The outcome is a ready `BLELink` (frames written to it go out at once) or the error
+/// `BLELink(connectingTo:)` would throw.
+public final class BLEConnector {
+    public enum State {
+        case connecting
+        case connected(BLELink)
+        case failed(LinkError)
+    }
+
+    public let address: BLEAddress
+    public let timeoutMilliseconds: Int
+    public private(set) var state: State = .connecting
+    /// When the whole setup gives up (monotonic ms).
+    public let overallDeadline: UInt64
+    private let configuration: ATTClient.Configuration
+    private var socket: FileDescriptor? = nil
+    private var setup: BLELink? = nil
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 8)
+
+    public init(address: BLEAddress, security: BLESecurity = .medium, timeoutMilliseconds: Int, now: UInt64,
+                configuration: ATTClient.Configuration = ATTClient.Configuration()) {
+        self.address = address
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.configuration = configuration
+        overallDeadline = now + UInt64(max(0, timeoutMilliseconds))
+        do throws(LinkError) {
+            let (d, connecting) = try BLELink.startConnect(address, security: security)
+            if connecting { socket = d } else { startSetup(d) }
+        } catch {
+            state = .failed(error)
+        }
+    }
+
+    /// The GATT setup alone, on an ATT channel already connected (an L2CAP socket, or one end of
+    /// a SOCK_SEQPACKET socketpair in tests).
+    init(settingUp descriptor: FileDescriptor, address: BLEAddress, timeoutMilliseconds: Int, now: UInt64,
+         configuration: ATTClient.Configuration = ATTClient.Configuration()) {
+        self.address = address
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.configuration = configuration
+        overallDeadline = now + UInt64(max(0, timeoutMilliseconds))
+        startSetup(descriptor)
+    }
+
+    deinit {
+        cancel()
+        scratch.deallocate()
+    }
+
+    /// The descriptor to poll, while connecting or setting up.
+    public var fd: Int32? { socket?.rawValue ?? setup?.fd }
+
+    /// What to poll `fd` for.
+    public var pollEvents: Int16 {
+        if socket != nil { return Int16(POLLOUT) }
+        return Int16(POLLIN) | (setup?.hasPendingOutput == true ? Int16(POLLOUT) : 0)
+    }
+
+    /// The next time `tick` is needed.
+    public var deadline: UInt64 { min(overallDeadline, setup?.deadline ?? overallDeadline) }
+
+    public func cancel() {
+        socket?.close()
+        socket = nil
+        setup?.close()
+        setup = nil
+        if case .connecting = state { state = .failed(.timeout("Bluetooth device \(address)", milliseconds: timeoutMilliseconds)) }
+    }
+
+    public func ready(revents: Int16, now: UInt64) {
+        guard case .connecting = state else { return }
+        if let d = socket {
+            socket = nil
+            do throws(LinkError) {
+                try BLELink.finishConnect(d, address, timeoutMilliseconds: timeoutMilliseconds)
+                startSetup(d)
+            } catch {
+                state = .failed(error)
+            }
+            return
+        }
+        guard let link = setup else { return }
+        do throws(LinkError) {
+            if revents & Int16(POLLOUT) != 0 { try link.flush() }
+            if revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                // One PDU per wake-up (poll reports the next one again); a frame that arrives
+                // before ready (rare) is dropped, as the firmware's own queue is.
+                _ = try link.read(into: scratch)
+            }
+            finishIfReady()
+        } catch {
+            fail(error)
+        }
+    }
+
+    public func tick(now: UInt64) {
+        guard case .connecting = state else { return }
+        if let link = setup, let d = link.deadline, now >= d {
+            do throws(LinkError) { try link.handleDeadline(now: now) } catch { fail(error); return }
+        }
+        guard now >= overallDeadline else { return }
+        if socket != nil {
+            socket?.close()
+            socket = nil
+            state = .failed(.timeout("Bluetooth device \(address) (is it powered, in range and advertising?)", milliseconds: timeoutMilliseconds))
+        } else if let link = setup {
+            fail(.timeout("\(link.description) GATT setup", milliseconds: timeoutMilliseconds))
+        }
+    }
+
+    private func startSetup(_ d: FileDescriptor) {
+        let link = BLELink(adopting: d, name: address.description, configuration: configuration)
+        setup = link
+        finishIfReady()
+    }
+
+    private func finishIfReady() {
+        guard let link = setup, link.isReady else { return }
+        setup = nil
+        state = .connected(link)
+    }
+
+    private func fail(_ error: LinkError) {
+        setup?.close()
+        setup = nil
+        state = .failed(error)
     }
 }

@@ -90,6 +90,10 @@ public final class PollLoop {
     /// Monotonic ms, refreshed before timers fire and after each `poll()` returns.
     public private(set) var now: UInt64
 
+    /// How many times `poll()` has returned (a descriptor ready, a deadline, a signal): the
+    /// loop's wake-ups, which an idle program keeps near zero (the daemon's `status` shows them).
+    public private(set) var wakeups: UInt64 = 0
+
     public init() { now = monotonicMilliseconds() }
 
     deinit {
@@ -311,6 +315,7 @@ public final class PollLoop {
         }
         let ready = pollfds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), timeout) }
         now = monotonicMilliseconds()
+        wakeups &+= 1
         if ready <= 0 { return }  // timeout, or EINTR (a signal: the pipe says which)
         // A part looks its descriptors up by number. A handler earlier in this turn may close one
         // (a client that hung up) and accept a new client that gets the same number: the report

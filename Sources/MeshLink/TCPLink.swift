@@ -108,13 +108,7 @@ public final class TCPLink: ByteLink {
         self.descriptor = descriptor
         self.writer = StreamWriter(capacity: options.outBufferCapacity)
         self.lastReceiveMs = monotonicMilliseconds()
-        // Best effort: a failure here does not stop the link from working.
-        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, Int32(1))
-        try? descriptor.setOption(SOL_SOCKET, SO_KEEPALIVE, Int32(1))
-        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPIDLE, options.keepAliveIdleSeconds)
-        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPINTVL, options.keepAliveIntervalSeconds)
-        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPCNT, options.keepAliveProbes)
-        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, options.userTimeoutMilliseconds)
+        Self.applyOptions(descriptor, options)
     }
 
     /// Wraps an already connected, non-blocking stream socket (e.g. one end of a socketpair).
@@ -126,14 +120,94 @@ public final class TCPLink: ByteLink {
         self.lastReceiveMs = monotonicMilliseconds()
     }
 
+    /// Wraps a socket whose non-blocking connect has just completed (`TCPConnector`), with the
+    /// same socket options as `init(connectingTo:)`.
+    public convenience init(connected descriptor: FileDescriptor, address: TCPAddress,
+                            options: TCPLinkOptions = TCPLinkOptions()) {
+        self.init(adopting: descriptor, address: address, options: options)
+        Self.applyOptions(descriptor, options)
+    }
+
+    static func applyOptions(_ descriptor: FileDescriptor, _ options: TCPLinkOptions) {
+        // Best effort: a failure here does not stop the link from working.
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, Int32(1))
+        try? descriptor.setOption(SOL_SOCKET, SO_KEEPALIVE, Int32(1))
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPIDLE, options.keepAliveIdleSeconds)
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPINTVL, options.keepAliveIntervalSeconds)
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_KEEPCNT, options.keepAliveProbes)
+        try? descriptor.setOption(Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, options.userTimeoutMilliseconds)
+    }
+
     deinit { close() }
 
-    struct Candidate {
+    /// One address to try: a socket address and the socket's family, type and protocol.
+    public struct Candidate {
         var family: Int32
         var socketType: Int32
         var proto: Int32
         var storage: sockaddr_storage
         var length: socklen_t
+
+        init(family: Int32, socketType: Int32, proto: Int32, storage: sockaddr_storage, length: socklen_t) {
+            self.family = family
+            self.socketType = socketType
+            self.proto = proto
+            self.storage = storage
+            self.length = length
+        }
+
+        /// A stream socket address from an IP address's bytes (4 for IPv4, 16 for IPv6) and a port.
+        public init?(ip bytes: [UInt8], port: UInt16) {
+            var storage = sockaddr_storage()
+            let family: Int32
+            let length: Int
+            switch bytes.count {
+            case 4:
+                family = AF_INET
+                length = MemoryLayout<sockaddr_in>.size
+                withUnsafeMutableBytes(of: &storage) { raw in
+                    raw.storeBytes(of: sa_family_t(AF_INET), toByteOffset: 0, as: sa_family_t.self)
+                    raw.storeBytes(of: port.bigEndian, toByteOffset: MemoryLayout<sockaddr_in>.offset(of: \.sin_port)!, as: UInt16.self)
+                    let at = MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!
+                    UnsafeMutableRawBufferPointer(rebasing: raw[at..<(at + 4)]).copyBytes(from: bytes)
+                }
+            case 16:
+                family = AF_INET6
+                length = MemoryLayout<sockaddr_in6>.size
+                withUnsafeMutableBytes(of: &storage) { raw in
+                    raw.storeBytes(of: sa_family_t(AF_INET6), toByteOffset: 0, as: sa_family_t.self)
+                    raw.storeBytes(of: port.bigEndian, toByteOffset: MemoryLayout<sockaddr_in6>.offset(of: \.sin6_port)!, as: UInt16.self)
+                    let at = MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!
+                    UnsafeMutableRawBufferPointer(rebasing: raw[at..<(at + 16)]).copyBytes(from: bytes)
+                }
+            default:
+                return nil
+            }
+            self.init(family: family, socketType: Int32(1) /* SOCK_STREAM */, proto: 0, storage: storage, length: socklen_t(length))
+        }
+
+        /// The address as text (for the log).
+        public var description: String {
+            var buf = [CChar](repeating: 0, count: 64)
+            var s = storage
+            let offset = family == AF_INET ? MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)! : MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!
+            _ = withUnsafeBytes(of: &s) { raw in inet_ntop(family, raw.baseAddress! + offset, &buf, 64) }
+            return String(cString: buf)
+        }
+    }
+
+    /// The addresses of an IP literal (`10.0.0.5`, `::1`), found without asking anyone; nil for a
+    /// host name (which needs /etc/hosts or DNS: the daemon asks without blocking, `TCPConnector`).
+    public static func literalCandidates(_ address: TCPAddress) -> [Candidate]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, address.host, &v4) == 1 {
+            return Candidate(ip: withUnsafeBytes(of: &v4) { Array($0) }, port: address.port).map { [$0] }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, address.host, &v6) == 1 {
+            return Candidate(ip: withUnsafeBytes(of: &v6) { Array($0) }, port: address.port).map { [$0] }
+        }
+        return nil
     }
 
     static func resolve(_ address: TCPAddress) throws(LinkError) -> [Candidate] {
@@ -199,7 +273,7 @@ public final class TCPLink: ByteLink {
         return descriptor
     }
 
-    static func connectError(_ failures: [Errno], address: TCPAddress, timeoutMilliseconds: Int) -> LinkError {
+    public static func connectError(_ failures: [Errno], address: TCPAddress, timeoutMilliseconds: Int) -> LinkError {
         let peer = address.description
         if failures.contains(.connectionRefused) { return .refused(peer) }
         if failures.contains(.timedOut) { return .timeout(peer, milliseconds: timeoutMilliseconds) }
@@ -263,5 +337,102 @@ public final class TCPLink: ByteLink {
         guard !closed else { return }
         closed = true
         descriptor.close()
+    }
+}
+
+/// A TCP connection being made without blocking the caller's loop: each address in turn gets a
+/// non-blocking connect, and the caller polls `fd` for writability (`pollEvents`) and calls
+/// `ready(now:)` when poll reports it, and `tick(now:)` at `deadline`. `timeoutMilliseconds` bounds
+/// all the addresses together, as `TCPLink(connectingTo:)` does. The outcome is a connected
+/// `TCPLink` (with its socket options) or the same error `TCPLink(connectingTo:)` would throw.
+public final class TCPConnector {
+    public enum State {
+        case connecting
+        case connected(TCPLink)
+        case failed(LinkError)
+    }
+
+    public let address: TCPAddress
+    public let timeoutMilliseconds: Int
+    public let options: TCPLinkOptions
+    public private(set) var state: State = .connecting
+    /// When the whole attempt gives up (monotonic ms).
+    public let deadline: UInt64
+    private let candidates: [TCPLink.Candidate]
+    private var next = 0
+    private var failures: [Errno] = []
+    private var pending: FileDescriptor? = nil
+
+    /// Starts connecting to the first of `candidates` (resolved already: `TCPLink.literalCandidates`,
+    /// /etc/hosts or DNS).
+    public init(address: TCPAddress, candidates: [TCPLink.Candidate], timeoutMilliseconds: Int, now: UInt64,
+                options: TCPLinkOptions = TCPLinkOptions()) {
+        self.address = address
+        self.candidates = candidates
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.options = options
+        deadline = now + UInt64(max(0, timeoutMilliseconds))
+        if candidates.isEmpty { state = .failed(.unresolved(address.host, reason: "no addresses")); return }
+        startNext(now: now)
+    }
+
+    deinit { pending?.close() }
+
+    /// The descriptor to poll while connecting (for `POLLOUT`), else nil.
+    public var fd: Int32? { pending?.rawValue }
+
+    /// Gives up (the caller no longer wants the connection).
+    public func cancel() {
+        pending?.close()
+        pending = nil
+        if case .connecting = state { state = .failed(.timeout(address.description, milliseconds: timeoutMilliseconds)) }
+    }
+
+    /// Poll reported the pending socket writable (or in error): the connect finished one way or
+    /// the other.
+    public func ready(now: UInt64) {
+        guard case .connecting = state, let d = pending else { return }
+        pending = nil
+        if let failure = d.pendingSocketError() {
+            d.close()
+            failures.append(failure)
+            startNext(now: now)
+            return
+        }
+        state = .connected(TCPLink(connected: d, address: address, options: options))
+    }
+
+    /// At `deadline`: the attempt ends with a timeout.
+    public func tick(now: UInt64) {
+        guard case .connecting = state, now >= deadline else { return }
+        pending?.close()
+        pending = nil
+        failures.append(.timedOut)
+        state = .failed(TCPLink.connectError(failures, address: address, timeoutMilliseconds: timeoutMilliseconds))
+    }
+
+    private func startNext(now: UInt64) {
+        while next < candidates.count {
+            if now >= deadline { failures.append(.timedOut); break }
+            let c = candidates[next]
+            next += 1
+            do throws(Errno) {
+                let d = try FileDescriptor.socket(c.family, c.socketType, c.proto)
+                do throws(Errno) {
+                    if try d.connect(to: c.storage, length: c.length) {
+                        state = .connected(TCPLink(connected: d, address: address, options: options))
+                        return
+                    }
+                } catch {
+                    d.close()
+                    throw error
+                }
+                pending = d
+                return
+            } catch {
+                failures.append(error)
+            }
+        }
+        state = .failed(TCPLink.connectError(failures, address: address, timeoutMilliseconds: timeoutMilliseconds))
     }
 }

@@ -261,3 +261,52 @@ struct BLEFixture {
         }
     }
 }
+
+/// The BLE link made on the caller's loop (the daemon's): the GATT setup advances only when poll
+/// reports the socket, and a radio that never answers ends at the setup's deadline (virtual time).
+@Suite struct BLEConnectorTests {
+    static func pair() throws -> (FileDescriptor, Int32) {
+        var fds: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw Errno.current
+        }
+        return (FileDescriptor(rawValue: fds[0]), fds[1])
+    }
+
+    @Test func theSetupRunsOnTheCallersLoop() throws {
+        let (mine, theirs) = try Self.pair()
+        let peer = GATTPeer(fd: theirs, server: SimulatedGATTServer(options: .init()))
+        peer.server.isAuthenticated = true
+        let loop = PollLoop()
+        peer.attach(to: loop)
+        let address = try BLEAddress(parsing: "C0:FF:EE:00:00:01/random")
+        let c = BLEConnector(settingUp: mine, address: address, timeoutMilliseconds: 5_000, now: monotonicMilliseconds())
+        let end = monotonicMilliseconds() + 3_000
+        while case .connecting = c.state, monotonicMilliseconds() < end {
+            guard let fd = c.fd else { break }
+            loop.register(fd: fd, events: PollEvents(rawValue: c.pollEvents)) { events in
+                c.ready(revents: events.rawValue, now: monotonicMilliseconds())
+            }
+            _ = loop.turn(until: monotonicMilliseconds() + 10)
+            loop.unregister(fd: fd)
+        }
+        guard case .connected(let link) = c.state else { Issue.record("not connected: \(c.state)"); return }
+        #expect(link.isReady && link.mtu == 247)
+        link.close()
+        Glibc.close(theirs)
+    }
+
+    @Test func aSilentRadioEndsAtTheSetupsDeadline() throws {
+        let (mine, theirs) = try Self.pair()
+        defer { Glibc.close(theirs) }
+        let start = monotonicMilliseconds()
+        let c = BLEConnector(settingUp: mine, address: try BLEAddress(parsing: "C0:FF:EE:00:00:02"), timeoutMilliseconds: 10_000, now: start)
+        guard case .connecting = c.state else { Issue.record("\(c.state)"); return }
+        c.tick(now: start + 9_999)
+        if case .failed(let e) = c.state, case .timeout = e { Issue.record("gave up early: \(e)") }
+        c.tick(now: start + 10_000)
+        guard case .failed(let e) = c.state else { Issue.record("not failed: \(c.state)"); return }
+        #expect(e.description.contains("GATT setup") || e.description.contains("did not answer") || e.description.contains("ATT"), "\(e)")
+        #expect(c.fd == nil)
+    }
+}

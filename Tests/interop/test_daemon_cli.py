@@ -77,9 +77,12 @@ def test_systemd_ready_and_watchdog(mesh, tmpdir_short):
     try:
         got = []
         deadline = time.time() + 20
-        while time.time() < deadline and not (any("READY=1" in g for g in got) and any(g == "WATCHDOG=1" for g in got)):
+        while time.time() < deadline and not (any("READY=1" in g for g in got) and any(g == "WATCHDOG=1" for g in got)
+                                               and any(g.startswith("STATUS=connected to tcp:") for g in got)):
             got.append(s.recv(4096).decode())
-        assert any(g.startswith("READY=1\nSTATUS=connected to tcp:") for g in got), got
+        # Ready with the API (the radio or not), then the radio's state in STATUS=.
+        assert got[0].startswith("READY=1\nSTATUS=serving the API"), got
+        assert any(g.startswith("STATUS=connected to tcp:") for g in got), got
         assert "WATCHDOG=1" in got
         d.stop()
         assert any("STOPPING=1" in s.recv(4096).decode() for _ in range(20))

@@ -18,6 +18,8 @@ struct DaemonCommand: ParsableCommand {
 
     @Option var socket: String?
 
+    @Option var apiGroup: String?
+
     @Option var name: String?
 
     @Option var onMessage: String?
@@ -109,6 +111,9 @@ struct DaemonCommand: ParsableCommand {
         if let mv = lowBattery, !(1...20_000).contains(mv) { throw ValidationError("--low-battery must be 1 to 20000 millivolts.") }
         if !(batteryEvery >= 1 && batteryEvery <= 86_400) { throw ValidationError("--battery-every must be 1 to 86400 seconds.") }
         _ = try mqttAllowed()
+        if let g = apiGroup {
+            do throws(DaemonError) { _ = try APIGroup(parsing: g) } catch { throw ValidationError(error.message) }
+        }
         if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
         if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
         if !(hookTimeout > 0) { throw ValidationError("--hook-timeout must be a positive number of seconds.") }
@@ -152,6 +157,7 @@ struct DaemonCommand: ParsableCommand {
         config.bleMinimumMTU = radio.bleMinMtu
         config.stateDir = stateDir
         config.socketPath = socket
+        config.apiGroup = apiGroup.flatMap { try? APIGroup(parsing: $0) }
         config.name = name
         config.environment = env
         config.hookConcurrency = hookConcurrency

@@ -26,16 +26,23 @@ extension MeshSession.LinkTarget {
         if getenv("POCKETMESH_NO_DAEMON") == nil, let spec = daemonLinkSpec {
             var env: [String: String] = [:]
             if let x = getenv("XDG_RUNTIME_DIR") { env["XDG_RUNTIME_DIR"] = String(cString: x) }
-            if let entry = DaemonRegistry.find(link: spec, environment: env) {
+            switch DaemonRegistry.lookup(link: spec, environment: env) {
+            case .found(let entry):
                 do {
                     return try DaemonTunnelLink(socketPath: entry.socket, timeoutMS: timeoutMilliseconds)
                 } catch {
                     switch error.code {
                     case .timeout: throw .timeout(error.message)
                     case .usage, .tooLong, .unsupported: throw .usage(error.message)
+                    case .denied: throw .link("the daemon that owns \(spec) does not let you in: \(error.message)")
                     default: throw .link("the daemon that owns \(spec) cannot reach the radio now: \(error.message)")
                     }
                 }
+            case .unreachable(let why):
+                // Never the radio itself under its daemon: a TCP radio would drop the daemon's link.
+                throw .link(why)
+            case .none:
+                break
             }
         }
         return try open(timeoutMilliseconds: timeoutMilliseconds)

@@ -1,5 +1,6 @@
 import MeshSession
 import MeshOps
+import MeshDaemonClient
 
 /// Which radio and how to reach it: shared by every command that talks to a radio and the daemon.
 struct RadioLinkOptions: ParsableArguments {
@@ -116,6 +117,11 @@ func runRequest(_ req: Request, link: LinkOptions, render: (Value) -> String,
                 keep: ((Executor, [ReceivedMessage]) -> Void)? = nil) throws {
     try req.validate()
     let radio = try link.connect(drain: false)
+    // Through a daemon that lets this user use fewer than every class (its --api-group): a
+    // command of another class is refused here, in one sentence, before anything is sent.
+    if let tunnel = radio.link as? DaemonTunnelLink, let allowed = tunnel.allowed, !allowed.allows(req.operationClass) {
+        throw ClientError(.denied, "this is a \(req.operationClass.rawValue) operation; the daemon at \(tunnel.socketPath) lets your user use \(allowed) only (its --api-group).")
+    }
     let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
     let progress = Progress(radio: radio, json: link.json)
     var taken: [ReceivedMessage] = []

@@ -1,0 +1,101 @@
+import Glibc
+import MeshLink
+import MeshNet
+import MeshDaemonClient
+
+/// A request that needs the radio, come while the daemon is reaching it (connecting or in the
+/// handshake, `radioPending`): it waits, as long as that attempt goes on and at most its own
+/// timeout, instead of failing at once with "the link is down" (so `pocketmesh daemon &
+/// pocketmesh send ...` works). When the radio is there it runs as if it had just come; when the
+/// attempt fails it gets the error a request gets while the link is down; when its time is up,
+/// a timeout. Hub clients' requests wait the same way in their queues (DaemonHub.swift).
+struct RadioWait {
+    enum What {
+        /// An API (or MQTT) request, answered with `reply`.
+        case request(DaemonRequest)
+        /// A tunnel request, answered with `APIServer.completeTunnel`.
+        case tunnel(DaemonRequest)
+    }
+
+    var client: APIServer.ClientID
+    var what: What
+    var deadline: UInt64
+}
+
+extension Daemon {
+    /// An attempt to reach the radio is under way (the link being made, or the handshake on it).
+    var radioPending: Bool { phase == .connecting || phase == .handshaking }
+
+    /// Whether `req` cannot be answered before the radio is there: it needs the session, or the
+    /// radio's store, which is not open yet.
+    func needsRadio(_ req: DaemonRequest) -> Bool {
+        switch req.op {
+        case .operation, .info, .contactsAddPending, .sync:
+            return true
+        case .contacts, .contactsPending, .contactsFlushPending, .channels, .send, .chats, .history, .outbox:
+            return store == nil
+        case .ping, .status, .hooksFailed, .hooksRetry, .hooksDrop, .subscribe, .tunnel:
+            return false
+        }
+    }
+
+    func waitForRadio(_ what: RadioWait.What, _ client: APIServer.ClientID, now: UInt64) {
+        radioWaits.append(RadioWait(client: client, what: what, deadline: now + config.operationTimeoutMS))
+    }
+
+    /// The answer to a tunnel request now.
+    func tunnelOpenResult(_ client: APIServer.ClientID) -> Result<[(String, JSON)], DaemonError> {
+        guard phase == .ready || phase == .syncing, !selfInfo.isEmpty else {
+            return .failure(DaemonError(.link, "the daemon's radio link (\(config.link)) is down" + (radioProblem.map { " (\($0))" } ?? "")
+                                        + "; it is reconnecting."))
+        }
+        var fields: [(String, JSON)] = [("radio", .string(radioKeyHex ?? ""))]
+        // A client with fewer than every class learns which it has (the command line checks a
+        // command's class before it runs it; each frame is checked here too).
+        if let allowed = api.allowed(client), allowed != .everything { fields.append(("allows", .string(allowed.description))) }
+        return .success(fields)
+    }
+
+    /// The waits' turn (in the radio owner's): once no attempt is under way any more, each waiting
+    /// request runs (the radio is there) or fails (the attempt failed); one past its time gets a
+    /// timeout. Returns the next deadline.
+    func radioWaitTimers(now: UInt64) -> UInt64? {
+        guard !radioWaits.isEmpty else { return nil }
+        if !radioPending {
+            let waits = radioWaits
+            radioWaits.removeAll()
+            for w in waits { resume(w, now: now) }
+            return radioWaits.map(\.deadline).min()
+        }
+        var next: UInt64? = nil
+        var kept: [RadioWait] = []
+        for w in radioWaits {
+            if now >= w.deadline {
+                let e = DaemonError(.timeout, "the daemon did not reach the radio (\(config.link)) within \(config.operationTimeoutMS / 1000) s; it keeps trying.")
+                switch w.what {
+                case .request(let req): reply(DaemonResponse(id: req.id, error: e), to: w.client)
+                case .tunnel(let req): api.completeTunnel(w.client, requestID: req.id, .failure(e))
+                }
+            } else {
+                kept.append(w)
+                next = min(next ?? w.deadline, w.deadline)
+            }
+        }
+        radioWaits = kept
+        return next
+    }
+
+    private func resume(_ w: RadioWait, now: UInt64) {
+        switch w.what {
+        case .request(let req):
+            if let r = answerAfterWait(req, w.client) { reply(r, to: w.client) }
+        case .tunnel(let req):
+            api.completeTunnel(w.client, requestID: req.id, tunnelOpenResult(w.client))
+        }
+    }
+
+    /// A client went away: its waits go too.
+    func radioWaitsGone(_ client: APIServer.ClientID) {
+        radioWaits.removeAll { $0.client == client }
+    }
+}

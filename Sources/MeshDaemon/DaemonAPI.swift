@@ -76,7 +76,7 @@ extension Daemon {
             }
             f += mqttStatus
             f += hubStatus
-            return DaemonResponse(id: req.id, ok: f)
+            return DaemonResponse(id: req.id, ok: isRemoteDoor(client) ? Self.statusForRemoteDoor(f) : f)
 
         case .info:
             _ = try requireSession("read the radio's info")
@@ -137,11 +137,13 @@ extension Daemon {
             do { thread = try store.resolveThread(to) } catch { throw storeError(error) }
             guard thread.kind != .channel else { throw DaemonError(.usage, "send: \"\(to)\" is a channel; use channel_send.") }
             guard store.contact(prefix: thread.peer) != nil else { throw DaemonError(.notFound, "no contact matches \"\(to)\".") }
+            let origin = outboxOrigin(of: client)
+            try checkOutboxRoom(store, origin: origin, to: thread.peer, door: frontEnd(of: client).name)
             let wall = UInt32(truncatingIfNeeded: time(nil))
             let rec = StoredMessage(kind: thread.kind ?? .direct, direction: .outgoing, peer: thread.peer,
                                     senderTimestamp: wall, receivedAt: wall, text: bytes)
             let item: OutboxItem
-            do { item = try store.enqueue(rec, now: wall) } catch { throw storeError(error) }
+            do { item = try store.enqueue(rec, now: wall, origin: origin) } catch { throw storeError(error) }
             log("outbox: message \(item.messageId) queued for \(thread.peer)")
             sendOutbox(now: now)
             if wait {

@@ -187,6 +187,7 @@ struct DaemonCommand: ParsableCommand {
         if let cmd = onMessage {
             config.hook = Spawn.splitCommand(cmd)
             config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]
+            config.adoptHookOrphans = true
         }
         let daemon: Daemon
         do {

@@ -51,6 +51,8 @@ struct NodeState {
             throw ClientError.storage("cannot read \(path): \(String(cString: strerror(errno))).")
         }
         defer { close(fd) }
+        // The node's key and settings: this user's or root's, closed to others' writes.
+        if let problem = FileTrust.problem(path, fd: fd) { throw ClientError.usage("\(problem).") }
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)
         while true {

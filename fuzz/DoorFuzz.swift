@@ -128,7 +128,7 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMu
         ("raw-channel", mqtt("raw", #"{"id":203,"hex":"1f02","reply":"1202"}"#)),
         ("set-pin", mqtt("set", #"{"id":4,"setting":"pin","value":"123456","pin":123456}"#)),
         ("channels", mqtt("channel_list", #"{"id":5,"channels":[{"index":1,"secret":"ab","uri":"x"}]}"#)),
-        ("channel-add", mqtt("channel_add", #"{"id":6,"name":"#x","uri":"meshcore://channel/add?secret=00"}"#)),
+        ("channel-add", mqtt("channel_add", ##"{"id":6,"name":"#x","uri":"meshcore://channel/add?secret=00"}"##)),
         ("no-id", mqtt("info", #"{"x":1}"#)),
         ("hub-key", hub(0, [0x17])),
         ("hub-set-channel", hub(2, [0x20, 1] + Array("Private".utf8) + [UInt8](repeating: 0, count: 41))),

@@ -347,7 +347,7 @@ extension Daemon {
     func keepListedContacts(_ frame: [UInt8], _ r: Reply) {
         guard frame.first == CommandCode.getContacts.rawValue, case .contacts(let listing) = r, let store else { return }
         let changed = listing.records.compactMap { try? StoredContact(frame: $0) }.filter { store.contact(publicKey: $0.publicKey) != $0 }
-        if !changed.isEmpty { try? store.saveContacts(changed) }
+        if !changed.isEmpty { _ = try? store.saveContacts(changed) }
     }
 
     /// The frames that answer a forwarded command, as the radio sent them.

@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Dependencies point down only (see the module map in README.md); each target lists what it imports:
+// Dependencies point down only (see the module map in docs/design.md); each target lists what it imports:
 //   pocketmesh (cmd) -> MeshDaemon -> MeshHub, MeshBridge -> MeshDaemonClient -> MeshOps -> MeshSession; MeshDaemonClient -> MeshStore;
 //   MeshSession, MeshSim -> MeshLink, MeshAir; MeshSim -> MeshNode -> MeshAir;
 //   MeshDaemon, MeshDaemonClient, MeshSim -> MeshNet (JSON, MQTT, DNS, WebSocket: codecs without I/O, standard library only);

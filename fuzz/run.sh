@@ -14,6 +14,8 @@
 #   topology  simulator topology files (MeshSim)
 #   config    the config file: the TOML reader and the config model (MeshOps)
 #   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshNet)
+#   websocket what a client sends to the hub's WebSocket door: the upgrade and the frames (MeshNet)
+#   kiss      what a KISS modem sends: the deframer and the modem's SetHardware answers (MeshNode)
 #   doors     what comes in through the remote doors, by class: MQTT command payloads (the bridge's
 #             reading of them and the results it publishes, without secrets) and hub frames (each
 #             listener's refusal, reply frames' secret bytes zeroed); built with the MeshDaemon sources
@@ -24,7 +26,7 @@ set -uo pipefail
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt doors)
+[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt websocket kiss doors)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/fuzz/out"
 deps="$root/.build/debug"
@@ -61,6 +63,13 @@ build() {
     [ -f "$deps/CMeshLink.build/module.modulemap" ] && maps=(-Xcc "-fmodule-map-file=$deps/CMeshLink.build/module.modulemap")
     [ -f "$deps/CMeshTLS.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshTLS.build/module.modulemap")
     [ -f "$deps/CMeshCrypto.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshCrypto.build/module.modulemap")
+    # Built already, and nothing it is made of changed since (sources, the fuzz file, the objects of
+    # the modules it links): kept.
+    # shellcheck disable=SC2086
+    if [ -x "$out/$name-fuzz" ] && [ -z "$(find $sources "$root/fuzz/$file.swift" "$0" "${objs[@]}" -newer "$out/$name-fuzz" -print -quit 2>/dev/null)" ]; then
+        echo "fuzz target $name is up to date"
+        return 0
+    fi
     rm -f "$out/$name-fuzz"
     # (ld.gold warns about every ASan helper symbol; those lines are noise.)
     # shellcheck disable=SC2086
@@ -119,6 +128,8 @@ for t in "${targets[@]}"; do
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \
                   MeshSession MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         mqtt) build mqtt MQTTFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
+        websocket) build websocket WebSocketFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
+        kiss) build kiss KISSFuzz MeshNode "$root/Sources/MeshNode/*.swift" MeshAir MeshCompanion "${crypto[@]}" ;;
         doors) build doors DoorFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
                   MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         *) echo "unknown fuzz target $t" >&2; failed+=("$t"); continue ;;

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes the man page docs/pocketmesh.1 from the command tree the binary itself reports
 (`pocketmesh --experimental-dump-help`, made from its operation table): every command, its
-arguments and options, with the help text of the table's rows. Run after changing a command; a test checks the page is current.
+arguments and options, with the help text of the table's rows. The link options (how a command
+reaches its radio, and --json) are described once, in LINK OPTIONS, not under each command that
+takes them. Run after changing a command; a test checks the page is current.
 
     python3 scripts/gen-man.py [BINARY] > docs/pocketmesh.1
 """
@@ -49,16 +51,79 @@ def option_lines(arg):
     return out
 
 
-def command(cmd, path, out):
+# How a command reaches its radio, and --json: described once (LINK OPTIONS), in this order.
+LINK = ["serial", "tcp", "ble", "radio", "baud", "ble-min-mtu", "timeout", "json"]
+
+
+def arg_name(arg):
+    return (arg.get("preferredName") or {}).get("name") or next((n["name"] for n in arg.get("names") or [] if n["kind"] == "long"), "")
+
+
+def link_options(root):
+    """The link options as most commands have them (name and help): {name: argument}."""
+    seen = {}
+    def walk(cmd):
+        for a in cmd.get("arguments") or []:
+            if a["kind"] != "positional" and arg_name(a) in LINK:
+                key = (arg_name(a), a.get("abstract", ""))
+                seen[key] = seen.get(key, (0, a))
+                seen[key] = (seen[key][0] + 1, a)
+        for s in cmd.get("subcommands") or []:
+            walk(s)
+    walk(root)
+    best = {}
+    for (name, _), (count, a) in seen.items():
+        if name not in best or count > best[name][0]:
+            best[name] = (count, a)
+    return {name: best[name][1] for name in LINK if name in best}
+
+
+def is_link(arg, links):
+    name = arg_name(arg)
+    return arg["kind"] != "positional" and name in links and links[name].get("abstract") == arg.get("abstract")
+
+
+EXAMPLES = [
+    ("Run the scripted demo mesh (no radio needed):", "pocketmesh demo"),
+    ("A simulated mesh in real time, and a command against its first companion:",
+     "pocketmesh sim \\-\\-nodes 2 \\-\\-repeaters 3 &\npocketmesh \\-t 127.0.0.1:5001 info"),
+    ("List the radios plugged in, then talk to the only one:", "pocketmesh scan\npocketmesh \\-s auto contacts"),
+    ("Send a message (waits for the ACK, retries, then floods):", "pocketmesh \\-s auto send Alice \"on my way\""),
+    ("Join a hashtag channel and post to it:",
+     "pocketmesh \\-s auto channel set 1 \'#hiking\'\npocketmesh \\-s auto channel send \'#hiking\' \"summit at noon\""),
+    ("Every received message as JSON Lines, until Ctrl-C:", "pocketmesh \\-s auto listen \\-\\-json"),
+    ("A radio named in the config file:", "pocketmesh \\-\\-radio home info"),
+    ("Run the daemon with a hook for each received message:",
+     "pocketmesh daemon \\-\\-radio home \\-\\-on\\-message ~/bin/mesh\\-forward"),
+    ("A cron beacon (every 30 minutes):",
+     "*/30 * * * * pocketmesh \\-\\-radio home channel send \'#status\' \"up $(uptime \\-p)\""),
+    ("Bridge the daemon's messages to an MQTT broker:",
+     "pocketmesh daemon \\-\\-radio home \\-\\-mqtt mqtt://127.0.0.1"),
+    ("This host as a repeater on a KISS modem:",
+     "pocketmesh node \\-\\-role repeater \\-\\-radio kiss:/dev/ttyUSB0 \\-\\-state\\-dir /var/lib/pocketmesh\\-node"),
+    ("Bash completions:", "source <(pocketmesh completions bash)"),
+]
+
+
+def examples():
+    out = [".SH EXAMPLES"]
+    for text, cmd in EXAMPLES:
+        out += [".PP", esc(text), ".PP", ".nf", ".RS 4", cmd, ".RE", ".fi"]
+    return out
+
+
+def command(cmd, path, out, links):
     if not cmd.get("shouldDisplay", True) or cmd["commandName"] == "help":
         return
     subs = [s for s in cmd.get("subcommands") or [] if s.get("shouldDisplay", True) and s["commandName"] != "help"]
     args = [a for a in cmd.get("arguments") or [] if a.get("shouldDisplay", True)
             and not (a["kind"] == "flag" and (a.get("preferredName") or {}).get("name") in ("help", "version"))]
+    linked = any(is_link(a, links) for a in args)
+    args = [a for a in args if not is_link(a, links)]
     if path:
         out.append(f".SS {esc(' '.join(path))}")
-        usage = " ".join(synopsis(a) for a in args)
-        out.append(f"\\fBpocketmesh {esc(' '.join(path))}\\fR {esc(usage)}")
+        usage = " ".join((["[\\fIlink options\\fR]"] if linked else []) + [esc(synopsis(a)) for a in args])
+        out.append(f"\\fBpocketmesh {esc(' '.join(path))}\\fR {usage}")
         out.append(".br")
         out.append(esc(cmd.get("abstract", "")))
         if cmd.get("discussion"):
@@ -70,7 +135,7 @@ def command(cmd, path, out):
                 out.extend(option_lines(a))
             out.append(".RE")
     for s in subs:
-        command(s, path + [s["commandName"]], out)
+        command(s, path + [s["commandName"]], out, links)
 
 
 def main():
@@ -94,9 +159,17 @@ def main():
             "default_radio."),
         ".SH EXIT STATUS",
         esc(root.get("discussion", "")),
-        ".SH COMMANDS",
+        ".SH LINK OPTIONS",
+        esc("How a command reaches its radio (directly, or through the radio's daemon when one runs), "
+            "and its output. Every command that talks to a radio takes them, before or after its "
+            "name; below, such a command's synopsis says [link options]."),
     ]
-    command(root, [], out)
+    links = link_options(root)
+    for a in links.values():
+        out.extend(option_lines(a))
+    out.append(".SH COMMANDS")
+    command(root, [], out, links)
+    out += examples()
     out += [
         ".SH ENVIRONMENT",
         ".TP", "\\fBPOCKETMESH_RADIO\\fR", esc("The config file's radio to use when the command line names none."),
@@ -108,7 +181,7 @@ def main():
         ".TP", "\\fI$XDG_CONFIG_HOME/pocketmesh/config.toml\\fR", esc("Named radios, the default one, daemon settings."),
         ".TP", "\\fI$XDG_STATE_HOME/pocketmesh/\\fR", esc("One folder per radio: contacts, channels, messages, outbox."),
         ".SH SEE ALSO",
-        "The README and docs/cli.md of the project.",
+        "The README, docs/cli.md and the other files of docs/ in the project.",
     ]
     sys.stdout.write("\n".join(out) + "\n")
 

@@ -1,91 +1,178 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what it needs, builds, runs the Swift tests, the interop tests
-# against third-party MeshCore software, the udev discovery tests and a short fuzz run; builds the
-# package and its tests with Swift 6.0.3 and runs those tests too (POCKETMESH_SKIP_SWIFT60=1 leaves
-# that out: it needs root or sudo for its chroot); then the release binaries.
+# The whole test suite: installs what it needs, builds, then runs each stage and reports each:
+#   swift      the Swift tests (Swift 6.3 on PATH)
+#   umockdev   the udev discovery tests
+#   interop    the interop tests against third-party MeshCore software (pytest, in parallel:
+#              pytest-xdist, each file's tests on one worker, each worker its own ports and folders)
+#   fuzz       a short run of every fuzz target (beside the interop tests, at a lower priority)
+#   swift6.0   the package and its tests built with Debian's Swift 6.0.3 (in the background from the
+#              start, at the lowest priority), then its Swift tests
+#   release    the static x86_64 release binary: size, static, demo, CLI/daemon interop tests
+#   aarch64    the same for the aarch64 binary (Debian's Swift 6.0.3), run under qemu-user
+# A stage that fails does not stop the others: every stage reports, and the command fails at the
+# end when any did. The working tree is left as it was (builds go to ignored folders).
+#
+# POCKETMESH_SKIP_SWIFT60=1, POCKETMESH_SKIP_RELEASE=1 and POCKETMESH_SKIP_AARCH64=1 leave stages
+# out (the 6.0.3 and aarch64 stages need root or sudo for their chroot). POCKETMESH_BUILD_CACHE=DIR
+# (CI sets it) builds and tests in DIR/src, a copy of this tree that keeps the modification time of
+# every file whose content did not change, so that the Swift builds there (debug, release, 6.0.3,
+# aarch64, fuzz targets) only redo what changed since the last run on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-export POCKETMESH_VENV="${POCKETMESH_VENV:-$PWD/.venv-interop}"
 
-swift build --build-tests
-export POCKETMESH_BIN="$PWD/.build/debug/pocketmesh"
-
-echo "== Swift tests"
-swift test --skip-build
-
-if [ -x Tests/umockdev/run.sh ]; then
-  echo "== udev discovery tests (umockdev)"
-  bash Tests/umockdev/run.sh
+if [ -n "${POCKETMESH_BUILD_CACHE:-}" ] && [ -z "${POCKETMESH_IN_CACHE:-}" ]; then
+  cache="$POCKETMESH_BUILD_CACHE"
+  mkdir -p "$cache/src"
+  command -v rsync >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rsync >/dev/null; }
+  # One run at a time in the cache.
+  exec 9>"$cache/lock"
+  flock 9
+  # Content-checked copy (-c) without times (no -t): a file whose content is the same keeps its
+  # old time; the ignored folders (.build, venvs, fuzz/out) in the copy are kept (not deleted).
+  rsync -rlpc --delete --exclude=/.git --filter=':- .gitignore' ./ "$cache/src/"
+  echo "test: building and testing in $cache/src (a copy of this tree; builds kept between runs)"
+  cd "$cache/src"
+  export POCKETMESH_IN_CACHE=1
+  exec bash scripts/test.sh "$@"
 fi
 
-# Swift 6.0.3 (Debian trixie's, the aarch64 release's compiler): the package and its tests are
-# built in the aarch64 build's chroot (scripts/test-swift6.0.sh) in the background at the lowest
-# CPU priority while the interop tests and the fuzz run (which leave most of a core idle) go on;
-# after the fuzz run the build is waited for and its tests run in the foreground.
+bash scripts/setup.sh
+export POCKETMESH_VENV="${POCKETMESH_VENV:-$PWD/.venv-interop}"
+PY="$POCKETMESH_VENV/bin/python"
+# Parallel workers for the interop tests: they mostly wait for processes and sockets.
+WORKERS="${POCKETMESH_TEST_WORKERS:-4}"
+PYTEST=("$PY" -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadfile)
+
+declare -a STAGES=() RESULTS=()
+START=$SECONDS
+record() {  # record NAME STATUS SECONDS
+  STAGES+=("$1"); RESULTS+=("$2 ($3 s)")
+  if [ "$2" = passed ]; then echo "-- stage $1 passed in $3 s"; else echo "-- stage $1 FAILED in $3 s" >&2; fi
+}
+stage() {  # stage NAME COMMAND...: runs it, records it, goes on whatever it returned
+  local name="$1" t0=$SECONDS status=0
+  shift
+  echo "== $name"
+  "$@" || status=$?
+  if [ $status -eq 0 ]; then record "$name" passed $((SECONDS - t0)); else record "$name" "failed (exit $status)" $((SECONDS - t0)); fi
+}
+finish() {
+  echo "== stages (total $((SECONDS - START)) s)"
+  local i failed=0
+  for i in "${!STAGES[@]}"; do
+    printf '  %-10s %s\n' "${STAGES[$i]}" "${RESULTS[$i]}"
+    case "${RESULTS[$i]}" in passed*) ;; *) failed=1 ;; esac
+  done
+  if [ $failed -ne 0 ]; then echo "some test stages failed" >&2; exit 1; fi
+  echo "all test stages passed"
+}
+
+# Swift 6.0.3 (Debian trixie's, the aarch64 release's compiler): built in the aarch64 build's chroot
+# in the background at the lowest CPU priority from the start; its tests run at the end.
 SWIFT60_PID=""
+SWIFT60_LOG=""
 if [ "${POCKETMESH_SKIP_SWIFT60:-0}" != 1 ]; then
   SWIFT60_LOG="$(mktemp)"
   setsid nice -n 19 bash scripts/test-swift6.0.sh > "$SWIFT60_LOG" 2>&1 &
   SWIFT60_PID=$!
-  trap '[ -z "$SWIFT60_PID" ] || kill -- -"$SWIFT60_PID" 2>/dev/null || true' EXIT
+fi
+FUZZ_PID=""
+FUZZ_LOG=""
+cleanup() {
+  [ -z "$SWIFT60_PID" ] || kill -- -"$SWIFT60_PID" 2>/dev/null || true
+  [ -z "$FUZZ_PID" ] || kill -- -"$FUZZ_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+t0=$SECONDS
+echo "== build (swift build --build-tests)"
+if ! swift build --build-tests; then
+  record build "failed" $((SECONDS - t0))
+  # Without the debug build no other stage but the 6.0.3 build can run.
+  finish
+fi
+record build passed $((SECONDS - t0))
+export POCKETMESH_BIN="$PWD/.build/debug/pocketmesh"
+
+stage swift swift test --skip-build
+
+if [ -x Tests/umockdev/run.sh ]; then
+  stage umockdev bash Tests/umockdev/run.sh
+fi
+
+# The fuzz run (CPU-bound, one process at a time) goes on beside the interop tests (which mostly
+# wait), at a lower priority; its report comes after theirs.
+FUZZ_T0=$SECONDS
+if [ -x fuzz/run.sh ]; then
+  FUZZ_LOG="$(mktemp)"
+  setsid nice -n 10 bash fuzz/run.sh "${POCKETMESH_FUZZ_SECONDS:-10}" > "$FUZZ_LOG" 2>&1 &
+  FUZZ_PID=$!
 fi
 
 if [ -d Tests/interop ]; then
-  echo "== interop tests (third-party peers and clients)"
-  "$POCKETMESH_VENV/bin/python" -m pytest -q -p no:cacheprovider Tests/interop
+  stage interop "${PYTEST[@]}" Tests/interop
 fi
 
-if [ -x fuzz/run.sh ]; then
-  echo "== fuzz (short run: each target for this many seconds)"
-  bash fuzz/run.sh "${POCKETMESH_FUZZ_SECONDS:-10}"
-fi
-if [ -n "$SWIFT60_PID" ]; then
-  echo "== Swift 6.0.3: the package and its tests built in the background (scripts/test-swift6.0.sh), then the Swift tests"
+if [ -n "$FUZZ_PID" ]; then
+  echo "== fuzz (short run: each target for ${POCKETMESH_FUZZ_SECONDS:-10} seconds)"
   status=0
+  wait "$FUZZ_PID" || status=$?
+  FUZZ_PID=""
+  cat "$FUZZ_LOG"
+  rm -f "$FUZZ_LOG"
+  if [ $status -eq 0 ]; then record fuzz passed $((SECONDS - FUZZ_T0)); else record fuzz "failed (exit $status)" $((SECONDS - FUZZ_T0)); fi
+fi
+
+swift60() {
+  local status=0
   wait "$SWIFT60_PID" || status=$?
   SWIFT60_PID=""
   if [ $status -ne 0 ]; then
     tail -60 "$SWIFT60_LOG"
     echo "the Swift 6.0.3 build failed (exit $status)" >&2
-    exit 1
+    return 1
   fi
   grep -E '^Swift version|^Build complete' "$SWIFT60_LOG" || true
-  bash scripts/test-swift6.0.sh --run > "$SWIFT60_LOG" 2>&1 || { tail -80 "$SWIFT60_LOG"; echo "the Swift tests failed with Swift 6.0.3" >&2; exit 1; }
+  bash scripts/test-swift6.0.sh --run > "$SWIFT60_LOG" 2>&1 || { tail -80 "$SWIFT60_LOG"; echo "the Swift tests failed with Swift 6.0.3" >&2; return 1; }
   grep -E '✘|Test run with' "$SWIFT60_LOG" | grep -v ' skipped' || true
+}
+if [ -n "$SWIFT60_PID" ]; then
+  stage swift6.0 swift60
   rm -f "$SWIFT60_LOG"
 fi
-if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
-  echo "== release binary (scripts/release.sh): fully static, at most 10,000,000 bytes stripped, the ordering list's package part redone, runs the demo and the CLI/daemon interop tests"
-  # Build, with the committed list's package part possibly stale; then that part from this build
-  # (valgrind, about 2 minutes) and the link again, which fails when more than 5% of the list
-  # names nothing in the binary or the binary is over 10,000,000 bytes.
-  POCKETMESH_ORDER_MAX_MISS=100 bash scripts/release.sh
-  bash scripts/release-order.sh --project
-  bash scripts/release.sh
+
+# The release binaries are linked differently (lld, identical-code folding, reordered): the
+# command-line and daemon interop tests run against each as well. The ordering list is the
+# committed one (scripts/release-order.sh --project redoes its package part; the link fails when
+# more than 5% of it names nothing in the binary).
+release_x86_64() {
+  bash scripts/release.sh || return 1
+  local size
   size=$(stat -c %s dist/pocketmesh)
-  [ "$size" -le 10000000 ] || { echo "release binary is $size bytes, over the 10,000,000-byte budget" >&2; exit 1; }
-  if ldd dist/pocketmesh >/dev/null 2>&1; then echo "release binary is not static" >&2; exit 1; fi
-  dist/pocketmesh demo >/dev/null
-  # The release binary is linked differently (lld, identical-code folding, reordered): run the
-  # command-line and daemon interop tests against it as well.
-  POCKETMESH_BIN="$PWD/dist/pocketmesh" "$POCKETMESH_VENV/bin/python" -m pytest -q -p no:cacheprovider \
-    Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py
-fi
-if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ] && [ "${POCKETMESH_SKIP_AARCH64:-0}" != 1 ]; then
-  echo "== aarch64 release binary (Debian trixie's Swift 6.0.3, scripts/release.sh --arch aarch64), run under qemu-user"
-  bash scripts/release.sh --arch aarch64
+  [ "$size" -le 10000000 ] || { echo "release binary is $size bytes, over the 10,000,000-byte budget" >&2; return 1; }
+  if ldd dist/pocketmesh >/dev/null 2>&1; then echo "release binary is not static" >&2; return 1; fi
+  dist/pocketmesh demo >/dev/null || { echo "the release binary's demo failed" >&2; return 1; }
+  POCKETMESH_BIN="$PWD/dist/pocketmesh" "${PYTEST[@]}" Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py
+}
+release_aarch64() {
+  bash scripts/release.sh --arch aarch64 || return 1
+  local size qemu status=0
   size=$(stat -c %s dist/pocketmesh-aarch64)
-  [ "$size" -le 10000000 ] || { echo "aarch64 release binary is $size bytes, over the 10,000,000-byte budget" >&2; exit 1; }
-  file dist/pocketmesh-aarch64 | grep -q "ARM aarch64.*statically linked" || { echo "dist/pocketmesh-aarch64 is not a static aarch64 executable" >&2; exit 1; }
-  qemu-aarch64-static dist/pocketmesh-aarch64 --version
-  qemu-aarch64-static dist/pocketmesh-aarch64 demo >/dev/null
-  # The same command-line and daemon interop tests as the x86_64 release, through qemu-user.
-  QEMU_BIN="$(mktemp -d)"
-  printf '#!/bin/sh\nexec qemu-aarch64-static "%s" "$@"\n' "$PWD/dist/pocketmesh-aarch64" > "$QEMU_BIN/pocketmesh"
-  chmod +x "$QEMU_BIN/pocketmesh"
-  POCKETMESH_BIN="$QEMU_BIN/pocketmesh" "$POCKETMESH_VENV/bin/python" -m pytest -q -p no:cacheprovider \
-    Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py
-  rm -rf "$QEMU_BIN"
+  [ "$size" -le 10000000 ] || { echo "aarch64 release binary is $size bytes, over the 10,000,000-byte budget" >&2; return 1; }
+  file dist/pocketmesh-aarch64 | grep -q "ARM aarch64.*statically linked" || { echo "dist/pocketmesh-aarch64 is not a static aarch64 executable" >&2; return 1; }
+  qemu-aarch64-static dist/pocketmesh-aarch64 --version || return 1
+  qemu-aarch64-static dist/pocketmesh-aarch64 demo >/dev/null || { echo "the aarch64 binary's demo failed under qemu" >&2; return 1; }
+  qemu="$(mktemp -d)"
+  printf '#!/bin/sh\nexec qemu-aarch64-static "%s" "$@"\n' "$PWD/dist/pocketmesh-aarch64" > "$qemu/pocketmesh"
+  chmod +x "$qemu/pocketmesh"
+  POCKETMESH_BIN="$qemu/pocketmesh" "${PYTEST[@]}" Tests/interop/test_cli_peer.py Tests/interop/test_daemon_cli.py || status=$?
+  rm -rf "$qemu"
+  return $status
+}
+if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
+  stage release release_x86_64
+  if [ "${POCKETMESH_SKIP_AARCH64:-0}" != 1 ]; then
+    stage aarch64 release_aarch64
+  fi
 fi
-echo "all test stages passed"
+finish

@@ -1,4 +1,3 @@
-import MeshCompanion
 
 /// Companion frames on a byte stream (serial, TCP, the API tunnel): a marker byte ('>' radio to
 /// app, '<' app to radio), a u16 LE length, then the payload. A thin value wrapper over

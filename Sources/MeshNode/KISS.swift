@@ -118,8 +118,11 @@ public enum KISSModem {
     public static func radioParams(_ d: [UInt8], txPowerDbm: Int8 = 20) -> RadioParams? {
         guard d.count >= 10 else { return nil }
         let hz = get32(d, 0), bw = get32(d, 4), sf = d[8], cr = d[9]
-        guard (5...12).contains(sf), (5...8).contains(cr), bw > 0, hz > 0 else { return nil }
-        return RadioParams(freqKHz: (hz + 500) / 1000, bwHz: bw, sf: sf, cr: cr, txPowerDbm: txPowerDbm)
+        // Rounded to the kHz in 64 bits (a frequency within 500 Hz of 2^32 must not overflow); one
+        // that rounds to 0 kHz is no frequency (it would not survive being sent back).
+        let kHz = UInt32((UInt64(hz) + 500) / 1000)
+        guard (5...12).contains(sf), (5...8).contains(cr), bw > 0, kHz > 0 else { return nil }
+        return RadioParams(freqKHz: kHz, bwHz: bw, sf: sf, cr: cr, txPowerDbm: txPowerDbm)
     }
 
     /// RxMeta data: SNR × 4 (i8), RSSI in dBm (i8).

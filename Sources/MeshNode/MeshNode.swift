@@ -258,7 +258,7 @@ open class MeshNode: Node {
     private func receiveSecret(_ type: PayloadType, payload: [UInt8], arrival: Arrival) -> Bool {
         guard type == .anonReq else { return receiveDatagram(type, payload: payload, arrival: arrival) }
         // dest_hash, sender pubkey[32], MAC, ciphertext
-        guard payload.count > 35 && payload[0] == publicKey.hashByte, let from = try? PublicKey(payload[1..<33]),
+        guard payload.count > 35 && payload[0] == publicKey.hashByte, let from = PublicKey(payload[1..<33]),
               from != publicKey, let s = secret(for: from), let pt = try? s.decrypt(payload[33...]) else { return false }
         onAnonRequest(from: from, secret: s, plaintext: pt, arrival: arrival)
         return true

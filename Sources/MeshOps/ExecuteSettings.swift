@@ -18,6 +18,10 @@ extension Executor {
     public static let settingNames = ["name", "coords", "radio", "tx", "tuning", "manual-add", "telemetry", "advert-loc-policy",
                                       "multi-acks", "pin", "auto-add", "path-hash-mode", "flood-scope", "custom",
                                       "public-key", "firmware", "model", "max-contacts", "max-channels", "client-repeat", "repeat-freqs"]
+    /// The settings `set` takes (and completes): all but the read-only ones.
+    public static let settableSettingNames = settingNames.filter {
+        !["public-key", "firmware", "model", "max-contacts", "max-channels", "repeat-freqs"].contains($0)
+    }
 
     func getSetting(_ key: String?) async throws(ClientError) -> Value {
         guard let key else {

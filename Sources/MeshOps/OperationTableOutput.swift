@@ -100,6 +100,23 @@ extension OperationTable {
     }
 }
 
+extension OperationArgument {
+    /// `--radio NAME`: a radio of the config file, which every command with a link takes. The
+    /// grammar reads it before the parser (its link replaces the option), so it is in no row; help,
+    /// the man page and the completions show it with the link options (`shown`).
+    public static let radio: OperationArgument =
+        .option("radio", value: "name", help: "A radio named in the config file ([radio.NAME]): its link and timeout, and the daemon's settings (default: POCKETMESH_RADIO, else the file's default_radio).")
+
+    /// The arguments a command's help, man page and completions show: its row's (without the
+    /// hidden ones), and `--radio` after its link options when it has a link and no `radio` of its own.
+    public static func shown(_ row: Operation?) -> [OperationArgument] {
+        let args = (row?.args ?? []).filter { !$0.hidden }
+        guard args.contains(where: { $0.name == "tcp" }), !args.contains(where: { $0.name == "radio" }) else { return args }
+        let at = (args.lastIndex { a in link.contains { $0.name == a.name && $0.kind == a.kind && $0.name != "json" } } ?? args.count - 1) + 1
+        return Array(args[..<at]) + [radio] + Array(args[at...])
+    }
+}
+
 /// The shell completion scripts, generated from the table: the command tree (with aliases), each
 /// command's options (and which take a value), and the values of options and positional arguments
 /// that take one of a fixed few.
@@ -134,7 +151,7 @@ enum Completions {
                     subs.append((w, g.help))
                 }
             }
-            let args = (row?.args ?? []).filter { !$0.hidden }
+            let args = OperationArgument.shown(row)
             out.append(Node(path: p.joined(separator: " "), subcommands: subs,
                             options: args.filter { $0.kind != .positional }, positionals: args.filter { $0.kind == .positional }))
         }
@@ -156,11 +173,17 @@ enum Completions {
     static var valuedAnywhere: [String] {
         var out: [String] = []
         for r in OperationTable.rows where !r.hidden {
-            for a in r.args where a.kind == .option {
+            for a in OperationArgument.shown(r) where a.kind == .option {
                 for s in spellings(a) where !out.contains(s) { out.append(s) }
             }
         }
         return out
+    }
+
+    /// `--radio` of the config file (not a stored radio's key): completed with the file's radio
+    /// names, which the scripts ask the binary for (`pocketmesh completions radios`).
+    static func takesConfiguredRadio(_ a: OperationArgument) -> Bool {
+        a.name == OperationArgument.radio.name && a.help == OperationArgument.radio.help
     }
 
     static func takesFiles(_ a: OperationArgument) -> Bool {
@@ -191,6 +214,7 @@ enum Completions {
                     for s in spellings(a) {
                         if !a.choices.isEmpty { choices += "    [\(quoted(key(n.path) + " " + s))]=\(words(a.choices))\n" }
                         if takesFiles(a) { files += "    [\(quoted(key(n.path) + " " + s))]=1\n" }
+                        if takesConfiguredRadio(a) { files += "    [\(quoted(key(n.path) + " " + s))]=radio\n" }
                     }
                 }
             }
@@ -202,6 +226,7 @@ enum Completions {
                 choices += "    [\(quoted(key(n.path) + " #\(i)"))]=\(words(p.choices))\n"
             }
         }
+        files += "    [\(quoted(key("") + " --radio"))]=radio\n"
         for a in aliases { alias += "    [\(quoted(key(a.parent) + " " + a.alias))]=\(quoted(a.name))\n" }
         return """
         # bash completion for pocketmesh, generated from its operation table (pocketmesh completions bash).
@@ -236,7 +261,9 @@ enum Completions {
             COMPREPLY=()
             if ((skip)); then
                 key="$path $optname"
-                if [[ -n ${_pocketmesh_choices[$key]+x} ]]; then
+                if [[ ${_pocketmesh_files[$key]-} == radio ]]; then
+                    COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" completions radios 2>/dev/null)" -- "$cur"))
+                elif [[ -n ${_pocketmesh_choices[$key]+x} ]]; then
                     COMPREPLY=($(compgen -W "${_pocketmesh_choices[$key]}" -- "$cur"))
                 elif [[ -n ${_pocketmesh_files[$key]+x} ]]; then
                     COMPREPLY=($(compgen -f -- "$cur"))
@@ -279,6 +306,7 @@ enum Completions {
                     for s in spellings(a) {
                         if !a.choices.isEmpty { choices += "  \(quoted(key(n.path) + " " + s)) \(words(a.choices))\n" }
                         if takesFiles(a) { files += "  \(quoted(key(n.path) + " " + s)) 1\n" }
+                        if takesConfiguredRadio(a) { files += "  \(quoted(key(n.path) + " " + s)) radio\n" }
                     }
                 }
             }
@@ -289,6 +317,7 @@ enum Completions {
                 choices += "  \(quoted(key(n.path) + " #\(i)")) \(words(p.choices))\n"
             }
         }
+        files += "  \(quoted(key("") + " --radio")) radio\n"
         for a in aliases { alias += "  \(quoted(key(a.parent) + " " + a.alias)) \(quoted(a.name))\n" }
         return """
         #compdef pocketmesh
@@ -310,6 +339,9 @@ enum Completions {
         \(alias))
 
         _pocketmesh() {
+            # The binary, found before the local `path` (zsh's array tied to PATH) hides PATH.
+            local bin=${words[1]}
+            [[ $bin == */* ]] || bin=${commands[$bin]:-$bin}
             local cur=${words[CURRENT]} path=pocketmesh w key optname="" i
             integer npos=0 skip=0 ended=0
             for ((i = 2; i < CURRENT; i++)); do
@@ -326,7 +358,9 @@ enum Completions {
             done
             if ((skip)); then
                 key="$path $optname"
-                if (( ${+_pocketmesh_choices[$key]} )); then
+                if [[ ${_pocketmesh_files[$key]-} == radio ]]; then
+                    compadd -- ${(f)"$($bin completions radios 2>/dev/null)"}
+                elif (( ${+_pocketmesh_choices[$key]} )); then
                     compadd -- ${=_pocketmesh_choices[$key]}
                 elif (( ${+_pocketmesh_files[$key]} )); then
                     _files
@@ -394,7 +428,8 @@ enum Completions {
                 l += " -l \(a.name)"
                 if a.kind == .option {
                     l += " -r"
-                    if !a.choices.isEmpty { l += " -f -a \(words(a.choices))" } else if !takesFiles(a) { l += " -f" }
+                    if takesConfiguredRadio(a) { l += " -f -a '(pocketmesh completions radios 2>/dev/null)'" }
+                    else if !a.choices.isEmpty { l += " -f -a \(words(a.choices))" } else if !takesFiles(a) { l += " -f" }
                 }
                 l += " -d \(quoted(firstSentence(a.help)))"
                 lines.append(l)
@@ -403,6 +438,7 @@ enum Completions {
                 lines.append("complete -c pocketmesh -f -n '__pocketmesh_at \(fishEscaped(n.path)) \(i)' -a \(words(p.choices))")
             }
         }
+        lines.append("complete -c pocketmesh -n '__pocketmesh_in \(fishEscaped(""))' -l radio -r -f -a '(pocketmesh completions radios 2>/dev/null)' -d \(quoted(firstSentence(OperationArgument.radio.help)))")
         return """
         # fish completion for pocketmesh, generated from its operation table (pocketmesh completions fish).
         # Use: pocketmesh completions fish > ~/.config/fish/completions/pocketmesh.fish

@@ -21,6 +21,16 @@ import Testing
         #expect(KISSModem.response(.getIdentity) == 0x81 && KISSModem.response(.getCapabilities) == 0x9B)
     }
 
+    /// A modem (or anything on its port) answering with a frequency within 500 Hz of 2^32 Hz: the
+    /// kHz rounding overflowed and trapped the node (found by the kiss fuzz target).
+    @Test func radioParamsNearTheTopOfTheFrequencyRangeDoNotTrap() {
+        let p = KISSModem.radioParams([0xFF, 0xFF, 0xFF, 0xFF, 0x24, 0xF4, 0x00, 0x00, 0x08, 0x05])
+        #expect(p?.freqKHz == 4_294_967)
+        #expect(p?.bwHz == 62_500)
+        // Under 500 Hz rounds to 0 kHz: no frequency.
+        #expect(KISSModem.radioParams([0x01, 0x00, 0x00, 0x00, 0x24, 0xF4, 0x00, 0x00, 0x08, 0x05]) == nil)
+    }
+
     @Test func decoderAcrossReadsDropsNoiseBadEscapesAndOversizedFrames() {
         let wire: [UInt8] = [0xAA, 0x55, 0xC0, 0x00, 0x11, 0xDB, 0xDC, 0xC0, 0xC0, 0x06, 0xF8, 0x01, 0xC0,
                              0x00, 0x01, 0xDB, 0x01, 0xC0, 0x06, 0x17, 0xC0]

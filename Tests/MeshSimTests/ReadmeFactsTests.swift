@@ -3,11 +3,12 @@ import Testing
 @testable import MeshNode
 @testable import MeshSim
 
-/// Facts the README states about the simulator, checked against the simulator.
+/// Facts the simulator's documentation (docs/simulator.md, moved there from the README) states,
+/// checked against the simulator.
 @Suite struct ReadmeFactsTests {
     func readme() throws -> String {
         let path = String(#filePath.split(separator: "/").dropLast(3).joined(separator: "/"))
-        let f = try #require(fopen("/" + path + "/README.md", "r"))
+        let f = try #require(fopen("/" + path + "/docs/simulator.md", "r"))
         defer { fclose(f) }
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 65536)
@@ -26,6 +27,6 @@ import Testing
         func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let hms = "\(two(secs / 3600)):\(two(secs / 60 % 60)):\(two(secs % 60))"
         #expect(t / 86400 == 19858, "15 May 2024")
-        #expect(try readme().contains("(15 May 2024 \(hms) UTC)"), "README gives another time than \(hms)")
+        #expect(try readme().contains("(15 May 2024 \(hms) UTC)"), "docs/simulator.md gives another time than \(hms)")
     }
 }

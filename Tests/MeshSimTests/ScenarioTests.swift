@@ -283,7 +283,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
 
     @Test func manualModeSendsNewAdvert() throws {
         let (w, a, b) = try pair()
-        _ = a.call(try CommandFrame.setOtherParams(manualAddContacts: 1, telemetryModes: TelemetryModes(), advertLocationPolicy: 0, multiAcks: 0))
+        _ = a.call(CommandFrame.setOtherParams(manualAddContacts: 1, telemetryModes: TelemetryModes(), advertLocationPolicy: 0, multiAcks: 0))
         exchangeAdverts(w, [b])
         #expect(w.companions[0].contacts.isEmpty)
         #expect(a.count(0x8A) == 1)
@@ -373,7 +373,7 @@ func exchangeAdverts(_ w: SimWorld, _ apps: [FrameApp]) {
 
     @Test func pathDiscoveryReportsBothRoutes() throws {
         let (w, a, b) = try world()
-        _ = b.call(try CommandFrame.setOtherParams(manualAddContacts: 0, telemetryModes: TelemetryModes(base: 2), advertLocationPolicy: 0, multiAcks: 0))
+        _ = b.call(CommandFrame.setOtherParams(manualAddContacts: 0, telemetryModes: TelemetryModes(base: 2), advertLocationPolicy: 0, multiAcks: 0))
         a.frames.removeAll()
         let sent = a.call(CommandFrame.sendPathDiscoveryRequest(w.companions[1].publicKey))!
         #expect(sent.first == 0x06 && sent[1] == 1)

@@ -39,12 +39,12 @@ import Testing
         exchangeAdverts(w, [a, b])
         let bKey = w.companions[1].publicKey
         // Base only: the battery and the MCU temperature.
-        _ = b.call(try CommandFrame.setOtherParams(manualAddContacts: 0, telemetryModes: TelemetryModes(base: 2), advertLocationPolicy: 0, multiAcks: 0))
+        _ = b.call(CommandFrame.setOtherParams(manualAddContacts: 0, telemetryModes: TelemetryModes(base: 2), advertLocationPolicy: 0, multiAcks: 0))
         let base = try #require(try request(a, w, bKey))
         #expect(base.map(\.type) == [.voltage, .temperature])
         #expect(base[0].value == .scalar(3.7) && base[1].value == .scalar(31.5))
         // Everything: GPS on channel 1, the environment sensors on channels 2 and 3.
-        _ = b.call(try CommandFrame.setOtherParams(manualAddContacts: 0, telemetryModes: TelemetryModes(base: 2, location: 2, environment: 2),
+        _ = b.call(CommandFrame.setOtherParams(manualAddContacts: 0, telemetryModes: TelemetryModes(base: 2, location: 2, environment: 2),
                                                    advertLocationPolicy: 0, multiAcks: 0))
         let all = try #require(try request(a, w, bKey))
         #expect(all.map(\.type) == [.voltage, .gps, .temperature, .humidity, .temperature])

@@ -5,6 +5,7 @@ Environment:
   POCKETMESH_BIN     the binary under test (default <repo>/.build/debug/pocketmesh)
   POCKETMESH_VENV    a venv with openhop-core (default <repo>/.venv-interop)
 """
+import atexit
 import json
 import os
 import shutil
@@ -23,34 +24,74 @@ BIN = Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketm
 VENV = Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
 PEER_SCRIPT = Path(__file__).resolve().parent / "harness" / "companion_peer.py"
 
+# Each test process (each pytest-xdist worker) has folders of its own for what the programs under
+# test find by default: the daemons' registry (runtime folder), their state and the config file. Two
+# workers that simulate the same radio (the same seed gives the same keys) then never find each
+# other's daemon, state or lock. A test that sets these itself still wins.
+_PROCESS_HOME = tempfile.mkdtemp(prefix="pocketmesh-interop-")
+atexit.register(shutil.rmtree, _PROCESS_HOME, True)
+for _name in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+    _folder = os.path.join(_PROCESS_HOME, _name.lower())
+    os.makedirs(_folder, mode=0o700, exist_ok=True)
+    os.environ[_name] = _folder
+
 
 def venv_python():
     p = VENV / "bin" / "python"
     return str(p) if p.exists() else sys.executable
 
 
-def free_port_pair():
-    """Two consecutive free loopback ports (the peer listens on base and base+1)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base >= 65534:
-            continue
+# Ports for the programs under test come from a range below the kernel's ephemeral ports
+# (net.ipv4.ip_local_port_range starts at 32768), so no connection another test opens can take one,
+# and each pytest-xdist worker has a block of its own, so two workers never race for the same port.
+# Within a worker the next port is the one after the last handed out (a port just closed may still
+# be in TIME_WAIT), and a range is handed out only when every port in it can be bound.
+_PORT_LOW, _PORT_HIGH = 20000, 32700
+_next_port = None
+
+
+def _port_block():
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    size = (_PORT_HIGH - _PORT_LOW) // workers
+    low = _PORT_LOW + (index % workers) * size
+    return low, low + size
+
+
+def free_ports(n=1):
+    """The first of n consecutive loopback ports that are free, from this worker's own block."""
+    global _next_port
+    low, high = _port_block()
+    if _next_port is None or not (low <= _next_port < high):
+        _next_port = low
+    for _ in range((high - low) // max(1, n) + 1):
+        base = _next_port
+        if base + n > high:
+            base = low
+        _next_port = base + n
+        socks = []
         try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", base))
-                b.bind(("127.0.0.1", base + 1))
+            for i in range(n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", base + i))
             return base
         except OSError:
             continue
-    raise RuntimeError("no two consecutive free loopback ports")
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free loopback ports in {low}..{high - 1}")
+
+
+def free_port_pair():
+    """Two consecutive free loopback ports (the peer listens on base and base+1)."""
+    return free_ports(2)
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)
 
 
 class Node:

@@ -1,6 +1,7 @@
 """docs/cli.md's meshcore-cli table against meshcore-cli 1.6.6 itself: every meshcore-cli command it
 names is one (its own command switch), what it maps them to does the same thing, and each
-pocketmesh command it names exists.
+pocketmesh command it names exists. Its reference part is what scripts/gen-cli-doc.py makes from
+the operation table, every command and option in it.
 
 Environment: POCKETMESH_BIN (default .build/debug/pocketmesh), POCKETMESH_VENV (the interop venv).
 """
@@ -75,3 +76,20 @@ def test_every_pocketmesh_command_named_exists():
         if cp.returncode != 0 and len(words) == 2:
             cp = subprocess.run([str(BIN), words[0], "--help"], capture_output=True, text=True, timeout=30)
         assert cp.returncode == 0, f"pocketmesh {cmd}: {cp.stderr}"
+
+
+@pytest.mark.skipif(not BIN.exists(), reason=f"needs {BIN} (swift build)")
+def test_the_reference_is_what_the_generator_gives():
+    cp = subprocess.run(["python3", str(REPO / "scripts" / "gen-cli-doc.py"), "--check", str(BIN)],
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    # Every command and every command-line option of the table has its line.
+    import json
+    table = json.loads(subprocess.run([str(BIN), "ops", "--json"], capture_output=True, text=True, check=True).stdout)
+    doc = (REPO / "docs" / "cli.md").read_text().split("## Reference: every command", 1)[1]
+    for o in table["operations"]:
+        assert f"### `{o['cli']}`" in doc, o["cli"]
+        section = doc.split(f"### `{o['cli']}`\n", 1)[1].split("\n### ", 1)[0]
+        for a in o["args"]:
+            if a["kind"] != "positional" and not a.get("api_only"):
+                assert f"--{a['name']}" in section or "*link*" in section, (o["cli"], a["name"])

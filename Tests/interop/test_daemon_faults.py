@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+import conftest
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
 VENV = Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
@@ -34,25 +36,7 @@ def venv_python():
 
 
 def free_ports(n):
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n >= 65535:
-            continue
-        socks = []
-        try:
-            for i in range(n):
-                t = socket.socket()
-                socks.append(t)
-                t.bind(("127.0.0.1", base + i))
-            return base
-        except OSError:
-            continue
-        finally:
-            for t in socks:
-                t.close()
-    raise RuntimeError("no free loopback ports")
+    return conftest.free_ports(n)
 
 
 class Mesh:

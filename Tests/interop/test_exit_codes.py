@@ -1,4 +1,4 @@
-"""Every failure exits with a code from the README's exit-code table, never 1: representative
+"""Every failure exits with a code from the README's exit-code table (under Troubleshooting), never 1: representative
 failures of each kind (usage, link, not found, storage or system) from the command line, the
 store commands, the daemon's start and the simulator, checked against the table itself.
 

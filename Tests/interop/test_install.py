@@ -34,6 +34,22 @@ def test_the_committed_man_page_is_current():
     assert (REPO / "docs" / "pocketmesh.1").read_text() == made, "run: python3 scripts/gen-man.py > docs/pocketmesh.1"
 
 
+def test_the_man_page_describes_the_link_options_once_and_has_examples():
+    page = (REPO / "docs" / "pocketmesh.1").read_text()
+    sections = [l.split(" ", 1)[1] for l in page.splitlines() if l.startswith(".SH ")]
+    assert sections.index("LINK OPTIONS") < sections.index("COMMANDS") < sections.index("EXAMPLES")
+    # Each link option's entry is there once (a command whose option means something else keeps its own).
+    for entry in ["\\fB\\-s, \\-\\-serial <path>\\fR\nUSB serial device of the radio",
+                  "\\fB\\-t, \\-\\-tcp <host[:port]>\\fR\nTCP companion radio",
+                  "\\fB\\-\\-radio <name>\\fR\nA radio named in the config file",
+                  "\\fB\\-\\-timeout <seconds>\\fR\nSeconds to wait for each response"]:
+        assert page.count(entry) == 1, entry
+    info = page.split(".SS info\n", 1)[1].split(".SS ", 1)[0]
+    assert "[\\fIlink options\\fR]" in info and "serial" not in info
+    examples = page.split(".SH EXAMPLES", 1)[1].split(".SH ", 1)[0]
+    assert examples.count(".nf") >= 10 and "pocketmesh demo" in examples
+
+
 def test_files_in_place(prefix):
     version = subprocess.run([str(prefix / "bin" / "pocketmesh"), "--version"], capture_output=True, text=True, check=True).stdout.strip()
     assert version and version[0].isdigit()

@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+import conftest
+
 from test_daemon_faults import Daemon, Mesh, start_sender
 from test_sim_clients import Sim
 
@@ -35,9 +37,7 @@ pytestmark = [
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return conftest.free_ports(1)
 
 
 def wait_port(port, seconds=15):

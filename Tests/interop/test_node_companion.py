@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+import conftest
+
 from test_sim_clients import Sim
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -27,9 +29,7 @@ ENV = dict(os.environ, POCKETMESH_NO_DAEMON="1")
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return conftest.free_ports(1)
 
 
 def pm(port, *args):

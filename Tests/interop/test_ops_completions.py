@@ -86,7 +86,7 @@ def test_ops_text():
     assert line.split() == ["contacts", "remove", "contacts_remove", "config"]
 
 
-def complete_bash(*words):
+def complete_bash(*words, env=None):
     """COMPREPLY for the command line `words` (the last one being completed)."""
     script = f"""
 source <('{BIN}' completions bash) || exit 9
@@ -98,7 +98,7 @@ COMP_POINT=${{#COMP_LINE}}
 _pocketmesh pocketmesh "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
 printf '%s\\n' "${{COMPREPLY[@]}}"
 """
-    cp = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    cp = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, env=env)
     assert cp.returncode == 0, cp.stderr
     assert cp.stdout.startswith("complete -F _pocketmesh pocketmesh\n")
     return [l for l in cp.stdout.splitlines()[1:] if l]
@@ -167,3 +167,65 @@ def test_unknown_shell_is_a_usage_error():
     cp = run("completions", "tcsh")
     assert cp.returncode == 2
     assert "bash, zsh or fish" in cp.stderr
+
+
+@pytest.fixture
+def radios_env(tmp_path):
+    """A config file with two radios, and the binary on PATH as `pocketmesh` (the scripts ask it)."""
+    (tmp_path / "pocketmesh").mkdir()
+    (tmp_path / "pocketmesh" / "config.toml").write_text(
+        'default_radio = "home"\n[radio.home]\ntcp = "127.0.0.1:5001"\n[radio.hill]\nserial = "/dev/ttyUSB0"\n')
+    return dict(os.environ, XDG_CONFIG_HOME=str(tmp_path), PATH=f"{BIN.parent}:{os.environ['PATH']}")
+
+
+def test_radio_is_completed_with_the_config_files_radios(radios_env):
+    cp = subprocess.run([str(BIN), "completions", "radios"], capture_output=True, text=True, timeout=30, env=radios_env)
+    assert cp.returncode == 0 and cp.stdout.split() == ["home", "hill"], cp
+    assert complete_bash("pocketmesh", "info", "--radio", "", env=radios_env) == ["home", "hill"]
+    assert complete_bash("pocketmesh", "--radio", "h", env=radios_env) == ["home", "hill"]
+    assert complete_bash("pocketmesh", "--radio", "home", "inf", env=radios_env) == ["info"]
+    assert "--radio" in complete_bash("pocketmesh", "send", "--ra", env=radios_env)
+    # `chats --radio` is a stored radio's key, not a name of the file.
+    assert complete_bash("pocketmesh", "chats", "--radio", "", env=radios_env) == []
+    # No config file: nothing, and no error.
+    empty = dict(radios_env, XDG_CONFIG_HOME=str(pathlib.Path(radios_env["XDG_CONFIG_HOME"]) / "none"))
+    assert complete_bash("pocketmesh", "info", "--radio", "", env=empty) == []
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="needs zsh")
+def test_zsh_completes_radio_names(tmp_path, radios_env):
+    script = tmp_path / "_pocketmesh"
+    script.write_text(run("completions", "zsh").stdout)
+    driver = f"""
+autoload -U compinit; compinit -u -d {tmp_path}/zcompdump
+source {script}
+compadd() {{ shift; print -r -- "$@" }}
+t() {{ words=("$@"); CURRENT=${{#words}}; _pocketmesh }}
+t pocketmesh info --radio ''
+"""
+    cp = subprocess.run(["zsh", "-f", "-c", driver], capture_output=True, text=True, timeout=30, env=radios_env)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.split() == ["home", "hill"]
+
+
+@pytest.mark.skipif(not shutil.which("fish"), reason="needs fish")
+def test_fish_completes_radio_names(tmp_path, radios_env):
+    script = tmp_path / "pocketmesh.fish"
+    script.write_text(run("completions", "fish").stdout)
+    cp = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C 'pocketmesh info --radio '"],
+                        capture_output=True, text=True, timeout=30, env=radios_env)
+    assert cp.returncode == 0, cp.stderr
+    assert sorted(l.split("\t")[0] for l in cp.stdout.splitlines()) == ["hill", "home"]
+
+
+def test_set_completes_only_settable_settings():
+    offered = complete_bash("pocketmesh", "set", "")
+    assert "name" in offered and "client-repeat" in offered
+    assert not {"public-key", "firmware", "model", "max-contacts", "max-channels", "repeat-freqs"} & set(offered)
+    assert "public-key" in complete_bash("pocketmesh", "get", "")
+
+
+def test_unknown_command_suggests_the_nearest():
+    cp = run("contcts")
+    assert cp.returncode == 2
+    assert "unknown command 'contcts'; did you mean 'contacts'?" in cp.stderr

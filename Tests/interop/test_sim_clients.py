@@ -21,6 +21,8 @@ import time
 
 import pytest
 
+import conftest
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 VENV = pathlib.Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
 BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
@@ -35,21 +37,7 @@ pytestmark = pytest.mark.skipif(not BIN.exists() or not CLI.exists(),
 
 def free_port_base(count):
     """A base port such that base..base+count-1 are all free on 127.0.0.1."""
-    for base in range(5101, 6000, 16):
-        socks = []
-        try:
-            for i in range(count):
-                s = socket.socket()
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", base + i))
-                socks.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port range on 127.0.0.1")
+    return conftest.free_ports(count)
 
 
 class Sim:

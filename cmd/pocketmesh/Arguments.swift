@@ -27,7 +27,7 @@ protocol ParsableCommand: ParsableArguments {
 extension ParsableCommand {
     static var configuration: CommandConfiguration { CommandConfiguration() }
     /// A group run without a subcommand (and without a default one) prints its help.
-    mutating func run() throws { throw CleanExit.helpRequest(Self.self) }
+    mutating func run() throws { throw CleanExit.helpRequest(CommandType(type: Self.self)) }
     static var _commandName: String { configuration.commandName ?? "" }
 }
 
@@ -71,8 +71,13 @@ struct ExitCode: Error, Equatable {
 
 /// Help or the version was asked for: printed, exit 0.
 enum CleanExit: Error {
-    case helpRequest(ParsableCommand.Type)
+    case helpRequest(CommandType)
     case message(String)
+}
+
+/// A command's type in an error (errors are Sendable; a metatype is never mutated).
+struct CommandType: @unchecked Sendable {
+    let type: ParsableCommand.Type
 }
 
 // MARK: what the declarations may say (the rest is the table's)

@@ -138,9 +138,17 @@ enum CommandParser {
         if options.contains("--version") { return .version }
         guard let row = OperationTable.row(path) else {
             // A group: its subcommand is missing or unknown.
-            if let first = rest.first(where: { !$0.hasPrefix("-") }) { throw UsageError("Unexpected argument '\(first)'") }
+            if let first = rest.first(where: { !$0.hasPrefix("-") }) { throw UsageError(unknownCommand(first, in: type, path: path)) }
             if let first = rest.first { throw UsageError("Unknown option '\(first)'") }
             return .run(type.init())
+        }
+        if !row.args.contains(where: { $0.kind == .positional }), let word = firstValue(rest, path: path) {
+            // A group's default command (`contacts` runs `contacts list`) takes no value: the word
+            // is a mistyped subcommand of the group.
+            let parent = resolve(Array(path.dropLast())).0
+            if let d = parent.configuration.defaultSubcommand, ObjectIdentifier(d) == ObjectIdentifier(type) {
+                throw UsageError(unknownCommand(word, in: parent, path: Array(path.dropLast())))
+            }
         }
         let made = instantiate(type)
         var command = made.value
@@ -263,6 +271,51 @@ enum CommandParser {
         }
     }
 
+    /// The first value of a normalized command line (options first, each with its value; values
+    /// that begin with "-" after "--").
+    static func firstValue(_ rest: [String], path: [String]) -> String? {
+        let declared = declaredOptions(of: path)
+        var k = 0
+        while k < rest.count {
+            let t = rest[k]
+            if t == "--" { return k + 1 < rest.count ? rest[k + 1] : nil }
+            guard t.hasPrefix("-"), t.count > 1 else { return t }
+            if declared[String(t.split(separator: "=", maxSplits: 1)[0])] == true, !t.contains("=") { k += 1 }
+            k += 1
+        }
+        return nil
+    }
+
+    /// "unknown command 'contcts'; did you mean 'contacts'?": the visible command path nearest to
+    /// the word (by edit distance), among the group's subcommands, or at the top among every
+    /// command's last word (`reset-path` → `contacts reset-path`).
+    static func unknownCommand(_ word: String, in type: ParsableCommand.Type, path: [String]) -> String {
+        let given = path + [word]
+        var best: (String, Int)? = nil  // the path and its distance; a shorter path wins a tie
+        var bestWords = 0
+        func consider(_ p: [String], _ name: String) {
+            let d = typingDistance(Array(word), Array(name))
+            guard d <= (word.count >= 4 ? 2 : 1) else { return }
+            if best == nil || d < best!.1 || (d == best!.1 && p.count < bestWords) {
+                best = (p.joined(separator: " "), d)
+                bestWords = p.count
+            }
+        }
+        func walk(_ t: ParsableCommand.Type, _ p: [String]) {
+            for s in t.configuration.subcommands where s.configuration.shouldDisplay && s._commandName != "help" {
+                let q = p + [s._commandName]
+                if p == path || path.isEmpty {
+                    for name in [s._commandName] + s.configuration.aliases { consider(q, name) }
+                }
+                walk(s, q)
+            }
+        }
+        walk(type, path)
+        let shown = given.joined(separator: " ")
+        guard let best else { return "unknown command '\(shown)'" }
+        return "unknown command '\(shown)'; did you mean '\(best.0)'?"
+    }
+
     /// " Did you mean '--json'?" for the option nearest to an unknown one, as ArgumentParser said it.
     static func suggestion(for name: String, in row: Operation) -> String {
         guard name.hasPrefix("--") else { return "" }
@@ -273,6 +326,21 @@ enum CommandParser {
             if d < max(given.count, a.name.count), best == nil || d < best!.1 { best = (a.name, d) }
         }
         return best.map { ". Did you mean '--\($0.0)'?" } ?? ""
+    }
+
+    /// Edits from `a` to `b`, two neighbours swapped counting as one (`sned` is one from `send`).
+    static func typingDistance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
+            }
+        }
+        return d[a.count][b.count]
     }
 
     static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
@@ -318,13 +386,12 @@ enum HelpText {
     static func render(_ type: ParsableCommand.Type, path: [String]) -> String {
         let config = type.configuration
         let row = OperationTable.row(path)
-        let group = OperationTable.group(path)
         let (abstract, discussion) = texts(path)
         var out = ""
         if !abstract.isEmpty { out += wrap("OVERVIEW: \(abstract)", indent: 0, width: 80) + "\n\n" }
         if !discussion.isEmpty { out += wrap(discussion, indent: 0, width: 80) + "\n\n" }
         let name = (["pocketmesh"] + path).joined(separator: " ")
-        let args = (row?.args ?? []).filter { !$0.hidden }
+        let args = OperationArgument.shown(row)
         let subs = config.subcommands.filter { $0.configuration.shouldDisplay }
         var usage = "USAGE: \(name)"
         if args.count > 12 {
@@ -446,13 +513,17 @@ enum DumpHelp {
     static func command(_ type: ParsableCommand.Type, path: [String], into out: inout String) {
         let config = type.configuration
         let row = OperationTable.row(path)
-        let group = OperationTable.group(path)
         var fields: [String] = []
         let (abstract, discussion) = HelpText.texts(path)
         if !abstract.isEmpty { fields.append("\"abstract\":\(string(abstract))") }
         if !config.aliases.isEmpty { fields.append("\"aliases\":[\(config.aliases.map(string).joined(separator: ","))]") }
         var args: [String] = []
         for a in row?.args ?? [] { args.append(argument(a)) }
+        if let row, let at = OperationArgument.shown(row).firstIndex(where: { $0.name == "radio" }), !row.args.contains(where: { $0.name == "radio" }) {
+            // --radio, where help shows it (after the link options; hidden arguments are not counted).
+            let before = OperationArgument.shown(row)[..<at].last.map { b in row.args.firstIndex { $0.name == b.name }! + 1 } ?? 0
+            args.insert(argument(OperationArgument.radio), at: before)
+        }
         args.append(versionFlag)
         args.append(helpFlag)
         fields.append("\"arguments\":[\(args.joined(separator: ","))]")

@@ -8,7 +8,7 @@ extension ExitCode: CustomStringConvertible {
 extension CleanExit: CustomStringConvertible {
     var description: String {
         switch self {
-        case .helpRequest(let command): return "helpRequest(\(_typeName(command, qualified: true)))"
+        case .helpRequest(let command): return "helpRequest(\(_typeName(command.type, qualified: true)))"
         case .message(let text): return "message(\(String(reflecting: text)))"
         }
     }

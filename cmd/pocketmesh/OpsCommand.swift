@@ -27,6 +27,12 @@ struct CompletionsCommand: ParsableCommand {
     @Argument var shell: String
 
     func run() throws {
+        if shell == "radios" {
+            // For the scripts' --radio: the names only; no file, no names.
+            guard let c = try Config.load(Config.defaultPath()) else { return }
+            for r in c.radios { emitLine(r.name) }
+            return
+        }
         guard let s = OperationTable.Shell(rawValue: shell) else {
             throw ClientError.usage("completions: give bash, zsh or fish, not \"\(shell)\".")
         }

@@ -64,7 +64,7 @@ enum Main {
             exit(e.rawValue)
         } catch let e as CleanExit {
             switch e {
-            case .helpRequest(let type): print(HelpText.render(type, path: CommandParser.path(of: type)), terminator: "")
+            case .helpRequest(let t): print(HelpText.render(t.type, path: CommandParser.path(of: t.type)), terminator: "")
             case .message(let m): print(m)
             }
             exit(0)

@@ -303,7 +303,7 @@ public final class MQTTBridge {
     /// Reads one command: `op` from its topic, its payload (a JSON object of the op's arguments
     /// with an integer `id`). Ops for socket clients and ops whose answer is nothing but a secret
     /// are refused here; the operation's class is the daemon's to check (`bridgeExecute`).
-    public static func parseCommand(op: String, payload: [UInt8], prefix: String) -> Parsed {
+    public static func parseCommand(op: String, payload: [UInt8], prefix: String, resultTopic: String = "its topic + /result") -> Parsed {
         var fields: [(String, JSON)] = []
         let text = payload.isEmpty ? "{}" : String(decoding: payload, as: UTF8.self)
         switch Result(catching: { () throws(JSONError) -> JSON in try JSONParser.parse(text) }) {
@@ -317,7 +317,7 @@ public final class MQTTBridge {
         }
         // The id is what matches a result to its request; without one, nothing is run.
         guard let id = fields.first(where: { $0.0 == "id" })?.1.int else {
-            return .refuse(id: nil, DaemonError(.usage, "a command needs an integer \"id\" (e.g. {\"id\":1}) to match its result on its topic + /result; it was not run"),
+            return .refuse(id: nil, DaemonError(.usage, "a command needs an integer \"id\" (e.g. {\"id\":1}) to match its result on \(resultTopic); it was not run"),
                            log: "no integer \"id\"")
         }
         if op == "subscribe" || op == "tunnel" {
@@ -408,7 +408,7 @@ public final class MQTTBridge {
         commandsRun += 1
 
         let resultTopic = m.topic + "/result"
-        switch Self.parseCommand(op: op, payload: m.payload, prefix: prefix) {
+        switch Self.parseCommand(op: op, payload: m.payload, prefix: prefix, resultTopic: resultTopic) {
         case .refuse(let id, let e, let why):
             if !why.isEmpty { log("mqtt: \(url): not run: \(BrokerConnection.quoted(m.topic)): \(why)") }
             result(resultTopic, id: id, op: op, .failure(e), now: now)

@@ -76,7 +76,7 @@ extension Daemon {
     }
 
     func refuse(_ req: DaemonRequest, _ c: OperationClass, _ fe: FrontEnd) throws(DaemonError) -> Never {
-        logRefusal(fe.name, "permission: \(fe.name): refused \(req.name) (\(c.rawValue); allowed: \(fe.allowed))")
+        logRefusal(fe.name, what: req.name, "permission: \(fe.name): refused \(req.name) (\(c.rawValue); allowed: \(fe.allowed))")
             throw DaemonError(.denied, "\(req.name) is a \(c.rawValue) operation, which \(fe.name) does not allow (it allows \(fe.allowed))"
                                 + (fe.widen.isEmpty || c == .secret && fe.widen == "--mqtt-allow" ? "." : "; \(fe.widen) \(c.rawValue) opens it."))
     }
@@ -89,19 +89,19 @@ extension Daemon {
         let who = hubClientName(client)
         if let why = listener.refusal(frame) {
             hubSessions[client]?.refused += 1
-            logRefusal("hub client \(HubServer.number(client))", "permission: \(who): refused \(what): \(why)")
+            logRefusal("hub client \(HubServer.number(client))", what: what, "permission: \(who): refused \(what): \(why)")
             return false
         }
         if c >= .config { log("permission: \(who): \(what) (\(c.rawValue))") }
         return true
     }
 
-    /// Logs a refusal: the first `RefusalLog.perDoor` of a door one by one, then at most one line a
-    /// minute with how many more there were (a client sending refused requests as fast as it can
-    /// must not fill the log).
-    func logRefusal(_ door: String, _ line: String) {
+    /// Logs a refusal: the first `RefusalLog.perDoor` of a door one by one, and the first of each
+    /// op or command, then at most one line a minute with how many more there were (a client
+    /// sending refused requests as fast as it can must not fill the log).
+    func logRefusal(_ door: String, what: String, _ line: String) {
         let now = monotonicMilliseconds()
-        switch refusalLog.note(door, now: now) {
+        switch refusalLog.note(door, what: what, now: now) {
         case .log: log(line)
         case .summary(let n): log("permission: \(door): \(n) more refusal(s) in the last minute, not logged one by one; the last: " + line)
         case .quiet: break
@@ -170,24 +170,27 @@ extension Daemon {
 }
 
 /// How many refusals each door has had logged (`Daemon.logRefusal`): the first `perDoor` one by
-/// one, then one summary line a minute. Bounded: at most `maxDoors` doors are remembered (hub
-/// clients come and go), the oldest forgotten first.
+/// one, and the first of each op (or command code, at most `maxNames` of them), then one summary
+/// line a minute. Bounded: at most `maxDoors` doors are remembered (hub clients come and go), the
+/// oldest forgotten first.
 struct RefusalLog {
     static let perDoor = 10
     static let maxDoors = 64
+    static let maxNames = 128
     enum Verdict: Equatable { case log, summary(Int), quiet }
-    private var doors: [String: (logged: Int, quiet: Int, summaryAt: UInt64)] = [:]
+    private var doors: [String: (logged: Int, names: Set<String>, quiet: Int, summaryAt: UInt64)] = [:]
     private var order: [String] = []
 
-    mutating func note(_ door: String, now: UInt64) -> Verdict {
+    mutating func note(_ door: String, what: String = "", now: UInt64) -> Verdict {
         if doors[door] == nil {
             if order.count >= Self.maxDoors { doors[order.removeFirst()] = nil }
             order.append(door)
-            doors[door] = (0, 0, 0)
+            doors[door] = (0, [], 0, 0)
         }
         var d = doors[door]!
         defer { doors[door] = d }
-        if d.logged < Self.perDoor {
+        let newName = d.names.count < Self.maxNames && d.names.insert(what).inserted
+        if d.logged < Self.perDoor || newName {
             d.logged += 1
             if d.logged == Self.perDoor { d.summaryAt = now + 60_000 }
             return .log

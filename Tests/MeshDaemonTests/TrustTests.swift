@@ -180,9 +180,12 @@ import MeshDaemonClient
     @Test func refusalsAreLoggedOneByOneThenOnceAMinute() {
         var r = RefusalLog()
         var verdicts: [RefusalLog.Verdict] = []
-        for i in 0..<1_000 { verdicts.append(r.note("hub client 1", now: UInt64(i))) }
+        for i in 0..<1_000 { verdicts.append(r.note("hub client 1", what: "reboot", now: UInt64(i))) }
         #expect(verdicts.prefix(10).allSatisfy { $0 == .log } && verdicts.dropFirst(10).allSatisfy { $0 == .quiet })
-        #expect(r.note("hub client 1", now: 61_000) == .summary(991))
+        // The first refusal of another op is logged whatever the count.
+        #expect(r.note("hub client 1", what: "factoryReset", now: 1_000) == .log)
+        #expect(r.note("hub client 1", what: "factoryReset", now: 1_001) == .quiet)
+        #expect(r.note("hub client 1", what: "reboot", now: 61_000) == .summary(992))
         #expect(r.note("hub client 2", now: 61_000) == .log)
         // Bounded: doors beyond 64 push the oldest out.
         for i in 0..<200 { _ = r.note("door \(i)", now: 0) }

@@ -296,9 +296,10 @@ class WSApp:
         self.s.close()
 
 
-def start_writer(s, batch):
-    """Writes `batch` as fast as the socket takes it, reads and drops what comes back; returns a
-    function that stops it and gives the count of batches written."""
+def start_writer(s, batch, watch=None):
+    """Writes `batch` as fast as the socket takes it, reads and drops what comes back (counting in
+    `watch`, a dict, the occurrences of each of its keys); returns a function that stops it and
+    gives the count of batches written."""
     stop, counts = threading.Event(), [0]
 
     def write():
@@ -310,10 +311,20 @@ def start_writer(s, batch):
             pass
 
     def read():
+        tail = b""
         try:
             s.settimeout(None)
-            while s.recv(65536):
-                pass
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return
+                if watch is not None:
+                    # Whole lines only: a key is not missed across two reads.
+                    lines = (tail + chunk).split(b"\n")
+                    tail = lines.pop()
+                    for line in lines:
+                        for k in watch:
+                            watch[k] += line.count(k)
         except OSError:
             pass
     threads = [threading.Thread(target=f, daemon=True) for f in (write, read)]
@@ -421,10 +432,11 @@ def test_api_flood_costs_no_message(tmpdir_short, sim):
                         events.append(e.get("message", {}).get("text", ""))
         listener = threading.Thread(target=listen, daemon=True)
         listener.start()
+        refused = {b"the most one door may queue for one recipient": 0}
         for i in range(4):
             s = socket.socket(socket.AF_UNIX)
             s.connect(d.sock)
-            ends.append(start_writer(s, sends if i == 0 else batch))
+            ends.append(start_writer(s, sends if i == 0 else batch, watch=refused if i == 0 else None))
         time.sleep(1)
         texts = send_ten(sim, "api")
         time.sleep(max(0, FLOOD_S - 1))
@@ -436,13 +448,14 @@ def test_api_flood_costs_no_message(tmpdir_short, sim):
         sub.close()
         assert once_each(texts, events), events
         outbox = d.call({"id": 5, "op": "outbox"})["outbox"]
-        r = d.call({"id": 6, "op": "send", "to": "sim1", "text": "one more"})
+        n_refused = list(refused.values())[0]
         report("api", d, cpu_before, f"{written} request batches written by 4 clients; {len(texts)} stored, "
-               f"{len(texts)} delivered to a subscriber; outbox {len(outbox)} items")
-        # One door may queue 32 messages for one recipient: the flood filled that, and the next is
-        # refused with a sentence that says so.
-        assert len(outbox) == 32, outbox
-        assert r.get("error", {}).get("code") == "busy" and "outbox" in r["error"]["message"], r
+               f"{len(texts)} delivered to a subscriber; outbox {len(outbox)} items, {n_refused} sends refused")
+        # One door may queue 32 messages for one recipient: the flood filled that (what was
+        # delivered meanwhile made room for as many), and the rest was refused with a sentence
+        # that says so.
+        assert 0 < len(outbox) <= 32, outbox
+        assert n_refused > 0
     finally:
         for e in ends:
             e()

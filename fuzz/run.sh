@@ -16,6 +16,9 @@
 #   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshNet)
 #   websocket what a client sends to the hub's WebSocket door: the upgrade and the frames (MeshNet)
 #   kiss      what a KISS modem sends: the deframer and the modem's SetHardware answers (MeshNode)
+#   doors     what comes in through the remote doors, by class: MQTT command payloads (the bridge's
+#             reading of them and the results it publishes, without secrets) and hub frames (each
+#             listener's refusal, reply frames' secret bytes zeroed); built with the MeshDaemon sources
 # Inputs that once made a target fail are kept in fuzz/regressions/TARGET/ and run on every run.
 # The module under test is built with -sanitize=fuzzer,address; the modules it imports come from
 # the package's debug build (.build/debug, built here if missing) and are linked uninstrumented.
@@ -23,7 +26,7 @@ set -uo pipefail
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt websocket kiss)
+[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt websocket kiss doors)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/fuzz/out"
 deps="$root/.build/debug"
@@ -127,17 +130,19 @@ for t in "${targets[@]}"; do
         mqtt) build mqtt MQTTFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
         websocket) build websocket WebSocketFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
         kiss) build kiss KISSFuzz MeshNode "$root/Sources/MeshNode/*.swift" MeshAir MeshCompanion "${crypto[@]}" ;;
+        doors) build doors DoorFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
+                  MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         *) echo "unknown fuzz target $t" >&2; failed+=("$t"); continue ;;
     esac || { failed+=("$t"); continue; }
     corpus="$out/corpus-$t"
     mkdir -p "$corpus"
     bin="$out/$t-fuzz"
-    # The json target reaches the operation table, whose result shapes (indirect enums, built once
+    # The json and doors targets reach the operation table, whose result shapes (indirect enums, built once
     # into globals) LeakSanitizer takes for leaks: their boxes are referenced with the enum's tag
     # bits set, which it does not recognise as pointers. Leak checks stay on for the other targets.
     extra=()
     asan="${ASAN_OPTIONS:-}"
-    if [ "$t" = json ]; then extra=(-detect_leaks=0); asan="detect_leaks=0${asan:+:$asan}"; fi
+    if [ "$t" = json ] || [ "$t" = doors ]; then extra=(-detect_leaks=0); asan="detect_leaks=0${asan:+:$asan}"; fi
     # Inputs that once failed (fuzz/regressions/TARGET/) are run first, every time.
     regressions=()
     [ -d "$root/fuzz/regressions/$t" ] && regressions=("$root/fuzz/regressions/$t")

@@ -1,4 +1,5 @@
 import Glibc
+import MeshLink
 import MeshOps
 import MeshDaemonClient
 
@@ -44,6 +45,7 @@ public enum SecretFile {
         var st = stat()
         guard stat(path, &st) == 0 else { throw DaemonError(.usage, "\(flag) \(path): \(String(cString: strerror(errno))).") }
         guard (st.st_mode & S_IFMT) == S_IFREG else { throw DaemonError(.usage, "\(flag) \(path): not a regular file.") }
+        if let problem = FileTrust.problem(path, st) { throw DaemonError(.usage, "\(flag): \(problem).") }
         guard st.st_mode & 0o077 == 0 else {
             throw DaemonError(.usage, "\(flag) \(path): readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod 600 it.")
         }

@@ -62,6 +62,8 @@ public final class BrokerConnection {
     private var lastFailure: String? = nil
     private var repeats = 0
     private var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
+    /// Buffers read per turn of the loop (see `readable`).
+    static let maxChunksPerTurn = 4
     public private(set) var connectedSince: UInt64? = nil
     public private(set) var connections = 0
     /// The layers under MQTT, and which of them is still being set up.
@@ -401,8 +403,14 @@ public final class BrokerConnection {
         }
     }
 
+    /// Reads what the socket has, at most `maxChunksPerTurn` buffers per turn of the loop: a broker
+    /// that keeps the socket full (a client flooding a command topic) must not hold the loop, so
+    /// the radio, the API and the other parts get their turns between reads (the rest stays in the
+    /// socket, and poll reports it again at once).
     private func readable(now: UInt64) {
-        while fd >= 0 {
+        var chunks = 0
+        while fd >= 0 && chunks < Self.maxChunksPerTurn {
+            chunks += 1
             let r = readBuffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { recv(fd, raw.baseAddress, raw.count, 0) } }
             guard case .success(let n) = r else {
                 if case .failure(let e) = r, e != .wouldBlock { fail("reading from \(settings.url): \(e.message)", now: now) }

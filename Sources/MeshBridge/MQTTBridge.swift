@@ -41,8 +41,17 @@ public final class MQTTBridge {
         public var user: String? = nil
         public var password: [UInt8]? = nil
         public var clientId: String? = nil
-        /// The operation classes commands from this broker may use (never `secret`).
+        /// The operation classes commands from this broker may use (never `secret`); none: the
+        /// bridge does not subscribe to a command topic at all.
         public var allowed = AllowedClasses.mqttDefault
+        /// Commands taken per second on average (`commandBurst` at once); the rest are dropped.
+        public var commandRate: UInt64 = 10
+        public var commandBurst: UInt64 = 20
+        /// Commands waiting for their answer at once; further ones are dropped.
+        public var maxPendingCommands = 8
+        /// PUBLISHes (results, events) waiting for the broker's window: while this many wait, new
+        /// commands and events are dropped (stored messages do not wait here: `pump`).
+        public var maxQueued = 64
         public init(connection: BrokerConnection.Settings) { self.connection = connection }
     }
 
@@ -69,8 +78,21 @@ public final class MQTTBridge {
     private var handed: [(id: UInt64, packet: UInt16, acked: Bool)] = []
     private var handedHead = 0
     public private(set) var published = 0
-    /// Commands waiting for their answer: virtual client id -> (request topic, request id).
-    private var pendingCommands: [Int: (topic: String, id: Int64)] = [:]
+    /// Commands waiting for their answer: virtual client id -> (request topic, request id, op).
+    private var pendingCommands: [Int: (topic: String, id: Int64, op: String)] = [:]
+    /// Commands run (handed to the daemon or answered here), and dropped for the bounds; events
+    /// (adverts, deliveries) dropped because the broker's window and queue were full.
+    public private(set) var commandsRun = 0
+    public private(set) var commandsDropped = 0
+    public private(set) var eventsDropped = 0
+    /// The command rate's credit, in milliseconds (a command costs `1000 / commandRate`).
+    private var commandCredit: UInt64 = 0
+    private var commandCreditAt: UInt64 = 0
+    /// When dropped commands were last logged, and how many since.
+    private var dropLoggedAt: UInt64? = nil
+    private var droppedSinceLog = 0
+    /// Commands are off (`--mqtt-allow none`): no subscription.
+    public var commandsOff: Bool { settings.allowed.classes.isEmpty }
     /// The radio's key, 12 hex digits, once known: its command topic and the client id name it.
     public private(set) var radioKey: String? = nil
     /// Appended to the default client id: "" with one bridge, "-N" with several.
@@ -97,8 +119,11 @@ public final class MQTTBridge {
         if connect.username == nil { connect.password = nil }  // MQTT 3.1.1: no password without a user name
         var options = MQTTClient.Options(connect: connect)
         options.maxInflight = 32
+        // Half the window is the stored messages' own: results and events never take it all.
+        options.reservedInflight = 16
         connection = BrokerConnection(name: "mqtt", settings: settings.connection, options: options)
         connection.onEvent = { [unowned self] e, now in self.event(e, now: now) }
+        commandCredit = commandCost * settings.commandBurst
     }
 
     public var prefix: String { settings.prefix }
@@ -116,10 +141,13 @@ public final class MQTTBridge {
         radioKey = short
         let id = settings.clientId.map { $0 + clientIdSuffix } ?? "pocketmesh-bridge-\(short)\(clientIdSuffix)"
         connection.client.options.connect.clientId = id
-        connection.client.replaceSubscriptions([(prefix + "/command/+", .atLeastOnce), (radioCommandBase! + "+", .atLeastOnce)])
+        // No class allowed: no command topic is subscribed to at all (nothing arrives to refuse).
+        connection.client.replaceSubscriptions(commandsOff ? [] : [(prefix + "/command/+", .atLeastOnce), (radioCommandBase! + "+", .atLeastOnce)])
         if connection.isStarted {
             log("mqtt: \(settings.connection.url): the radio is now \(short) (was \(before ?? "unknown")): connecting again as \(id)")
             connection.close(now: now)
+        } else if commandsOff {
+            log("mqtt: \(settings.connection.url): client id \(id); commands are off (--mqtt-allow none): no command topic is subscribed to")
         } else {
             log("mqtt: \(settings.connection.url): client id \(id); commands on \(prefix)/command/+ and \(radioCommandBase!)+")
         }
@@ -156,17 +184,19 @@ public final class MQTTBridge {
         pump(now: now)
     }
 
-    /// Hands messages after `handedUpTo` to the MQTT session while its window has room.
+    /// Hands messages after `handedUpTo` to the MQTT session while its window has room: ahead of
+    /// whatever else waits there (results, events), so that nothing arriving on the command topics
+    /// holds the stored messages back.
     public func pump(now: UInt64) {
         guard let store, connection.isUp else { return }
         let client = connection.client
         var handedAny = false
-        while client.queuedCount == 0 {
+        fill: while true {
             let room = client.options.maxInflight - client.inflightCount
             if room <= 0 { break }
             guard let batch = try? store.messages(after: handedUpTo, limit: room, incomingOnly: true), !batch.isEmpty else { break }
             for m in batch {
-                let packet = client.publish(topic: topic(for: m), payload: payload(for: m, store: store), qos: .atLeastOnce, now: now)
+                guard let packet = client.publishAhead(topic: topic(for: m), payload: payload(for: m, store: store), now: now) else { break fill }
                 handed.append((m.id, packet, false))
                 handedUpTo = m.id
                 handedAny = true
@@ -231,6 +261,12 @@ public final class MQTTBridge {
         case "delivery": topic = prefix + "/delivery"
         default: return
         }
+        // Events wait for the broker's window behind the results; past the bound they are dropped
+        // (and counted): a broker away for an hour, or a flood, does not fill the memory.
+        guard connection.client.queuedCount < settings.maxQueued else {
+            eventsDropped += 1
+            return
+        }
         var out: [UInt8] = []
         event.write(into: &out)
         connection.client.publish(topic: topic, payload: out, qos: .atLeastOnce, now: now)
@@ -257,6 +293,87 @@ public final class MQTTBridge {
 
     // MARK: commands
 
+    /// What a command publication asks for, read without the daemon: the op and its request, or
+    /// the error its result carries (`id` nil when the payload gave none). Pure, for the fuzz target.
+    public enum Parsed {
+        case run(op: String, request: DaemonRequest)
+        case refuse(id: Int64?, DaemonError, log: String)
+    }
+
+    /// Reads one command: `op` from its topic, its payload (a JSON object of the op's arguments
+    /// with an integer `id`). Ops for socket clients and ops whose answer is nothing but a secret
+    /// are refused here; the operation's class is the daemon's to check (`bridgeExecute`).
+    public static func parseCommand(op: String, payload: [UInt8], prefix: String, resultTopic: String = "its topic + /result") -> Parsed {
+        var fields: [(String, JSON)] = []
+        let text = payload.isEmpty ? "{}" : String(decoding: payload, as: UTF8.self)
+        switch Result(catching: { () throws(JSONError) -> JSON in try JSONParser.parse(text) }) {
+        case .success(.object(let pairs)):
+            fields = pairs.filter { $0.0 != "op" }
+        case .success:
+            return .refuse(id: nil, DaemonError(.usage, "a command's payload must be a JSON object of its arguments with an integer \"id\", e.g. {\"id\":1}"),
+                           log: "the payload is not a JSON object")
+        case .failure(let e):
+            return .refuse(id: nil, DaemonError(.usage, "the command's payload is not valid JSON: \(e)"), log: "the payload is not valid JSON")
+        }
+        // The id is what matches a result to its request; without one, nothing is run.
+        guard let id = fields.first(where: { $0.0 == "id" })?.1.int else {
+            return .refuse(id: nil, DaemonError(.usage, "a command needs an integer \"id\" (e.g. {\"id\":1}) to match its result on \(resultTopic); it was not run"),
+                           log: "no integer \"id\"")
+        }
+        if op == "subscribe" || op == "tunnel" {
+            return .refuse(id: id, DaemonError(.unsupported, "\(op) is for socket clients; over MQTT, events arrive on \(prefix)/advert, \(prefix)/delivery and \(prefix)/message/#"),
+                           log: "\(op) is for socket clients")
+        }
+        if Secrets.secretResultOps.contains(op) {
+            // Its answer is a secret (channel_uri: the channel's), which no result over MQTT carries.
+            return .refuse(id: id, DaemonError(.denied, "\(op) answers with a secret, which is never sent over MQTT; use the API socket or the command line"),
+                           log: "\(op) (its answer is a secret)")
+        }
+        var line: [UInt8] = []
+        JSON.object([("op", .string(op))] + fields).write(into: &line)
+        switch line.withUnsafeBytes({ DaemonRequest.parse(line: $0) }) {
+        case .failure(let f): return .refuse(id: id, f.error, log: "")
+        case .success(let req): return .run(op: op, request: req)
+        }
+    }
+
+    /// Takes one command if the bounds allow it: the rate (`commandRate`, bursts of
+    /// `commandBurst`), the answers awaited (`maxPendingCommands`) and the PUBLISHes waiting for the
+    /// broker (`maxQueued`). A command over them is dropped before its payload is even read, gets
+    /// no result (publishing one is what a flood must not cost), and is counted; the log says so
+    /// once, then once a minute with the count since.
+    func admit(now: UInt64) -> Bool {
+        if now > commandCreditAt {
+            commandCredit = min(commandCost * settings.commandBurst, commandCredit + (now - commandCreditAt))
+        }
+        commandCreditAt = now
+        let why: String?
+        if commandCredit < commandCost {
+            why = "more than \(settings.commandRate) a second (bursts of \(settings.commandBurst))"
+        } else if pendingCommands.count >= settings.maxPendingCommands {
+            why = "\(settings.maxPendingCommands) waiting for their answer"
+        } else if connection.client.queuedCount >= settings.maxQueued {
+            why = "\(settings.maxQueued) results and events waiting for the broker"
+        } else {
+            why = nil
+        }
+        guard let why else {
+            commandCredit -= commandCost
+            return true
+        }
+        commandsDropped += 1
+        droppedSinceLog += 1
+        if dropLoggedAt.map({ now >= $0 + 60_000 }) ?? true {
+            log("mqtt: \(settings.connection.url): dropped \(droppedSinceLog) command(s): \(why); a dropped command gets no result"
+                + " (\(commandsDropped) dropped so far, in status as commands_dropped)")
+            dropLoggedAt = now
+            droppedSinceLog = 0
+        }
+        return false
+    }
+
+    private var commandCost: UInt64 { 1000 / max(1, min(settings.commandRate, 1000)) }
+
     public func command(_ m: MQTTPublish, now: UInt64) {
         let shared = prefix + "/command/"
         let base: String
@@ -268,7 +385,7 @@ public final class MQTTBridge {
             return
         }
         let op = String(m.topic.dropFirst(base.count))
-        guard !op.isEmpty, !op.contains("/") else { return }
+        guard !op.isEmpty, !op.contains("/"), !commandsOff else { return }
         let url = settings.connection.url
         // A retained command is one the broker keeps and hands to every new subscriber: run, it
         // would run again at every start of the daemon (a channel message sent each time).
@@ -285,53 +402,20 @@ public final class MQTTBridge {
         for b in m.topic.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
         for b in m.payload { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
         if m.dup && recentCommands.contains(h) { return }
+        guard admit(now: now) else { return }
         recentCommands.append(h)
         if recentCommands.count > 256 { recentCommands.removeFirst(128) }
+        commandsRun += 1
 
         let resultTopic = m.topic + "/result"
-        func refuse(_ id: Int64?, _ e: DaemonError, log why: String) {
-            log("mqtt: \(url): not run: \(BrokerConnection.quoted(m.topic)): \(why)")
-            result(resultTopic, id: id, .failure(e), now: now)
-        }
-        var fields: [(String, JSON)] = []
-        let text = m.payload.isEmpty ? "{}" : String(decoding: m.payload, as: UTF8.self)
-        switch Result(catching: { () throws(JSONError) -> JSON in try JSONParser.parse(text) }) {
-        case .success(.object(let pairs)):
-            fields = pairs.filter { $0.0 != "op" }
-        case .success:
-            refuse(nil, DaemonError(.usage, "a command's payload must be a JSON object of its arguments with an integer \"id\", e.g. {\"id\":1}"),
-                   log: "the payload is not a JSON object")
-            return
-        case .failure(let e):
-            refuse(nil, DaemonError(.usage, "the command's payload is not valid JSON: \(e)"), log: "the payload is not valid JSON")
-            return
-        }
-        // The id is what matches a result to its request; without one, nothing is run.
-        guard let id = fields.first(where: { $0.0 == "id" })?.1.int else {
-            refuse(nil, DaemonError(.usage, "a command needs an integer \"id\" (e.g. {\"id\":1}) to match its result on \(resultTopic); it was not run"),
-                   log: "no integer \"id\"")
-            return
-        }
-        if op == "subscribe" || op == "tunnel" {
-            result(resultTopic, id: id, .failure(DaemonError(.unsupported, "\(op) is for socket clients; over MQTT, events arrive on \(prefix)/advert, \(prefix)/delivery and \(prefix)/message/#")), now: now)
-            return
-        }
-        if op == "channel_uri" {
-            // Its answer is the channel's secret, which no result over MQTT carries.
-            refuse(id, DaemonError(.denied, "channel_uri answers with the channel's secret, which is never sent over MQTT; use the API socket or the command line"),
-                   log: "channel_uri (its answer is a channel secret)")
-            return
-        }
-        var line: [UInt8] = []
-        JSON.object([("op", .string(op))] + fields).write(into: &line)
-        let parsed = line.withUnsafeBytes { DaemonRequest.parse(line: $0) }
-        switch parsed {
-        case .failure(let f):
-            result(resultTopic, id: id, .failure(f.error), now: now)
-        case .success(let req):
+        switch Self.parseCommand(op: op, payload: m.payload, prefix: prefix, resultTopic: resultTopic) {
+        case .refuse(let id, let e, let why):
+            if !why.isEmpty { log("mqtt: \(url): not run: \(BrokerConnection.quoted(m.topic)): \(why)") }
+            result(resultTopic, id: id, op: op, .failure(e), now: now)
+        case .run(let op, let req):
             let client = nextClient
             nextClient = nextClient >= Self.lastClientID ? Self.firstClientID : nextClient + 1
-            pendingCommands[client] = (resultTopic, req.id)
+            pendingCommands[client] = (resultTopic, req.id, op)
             if let r = execute(req, client) { answer(r, client: client, now: now) }
         }
     }
@@ -342,42 +426,50 @@ public final class MQTTBridge {
     /// The answer to a command (now or later).
     public func answer(_ r: DaemonResponse, client: Int, now: UInt64) {
         guard let p = pendingCommands.removeValue(forKey: client) else { return }
-        result(p.topic, id: p.id, r.result, now: now)
+        result(p.topic, id: p.id, op: p.op, r.result, now: now)
     }
 
-    /// Publishes a result on the request's result topic: its id (null when it had none), the
-    /// radio's key, and the answer without secrets.
-    private func result(_ topic: String, id: Int64?, _ r: Result<[(String, JSON)], DaemonError>, now: UInt64) {
+    /// Publishes a result on the request's result topic (`resultPayload`).
+    private func result(_ topic: String, id: Int64?, op: String, _ r: Result<[(String, JSON)], DaemonError>, now: UInt64) {
+        connection.client.publish(topic: topic, payload: Self.resultPayload(id: id, op: op, radio: radioKey, r), qos: .atLeastOnce, now: now)
+        connection.flush(now: now)
+    }
+
+    /// A result as published: its id (null when it had none), the radio's key, and the answer
+    /// without secrets (`withholdingSecrets`).
+    public static func resultPayload(id: Int64?, op: String, radio: String?, _ r: Result<[(String, JSON)], DaemonError>) -> [UInt8] {
         var pairs: [(String, JSON)] = [("id", id.map { .int($0) } ?? .null)]
         switch r {
         case .success(let fields):
             pairs.append(("ok", .bool(true)))
-            if let radioKey { pairs.append(("radio", .string(radioKey))) }
+            if let radio { pairs.append(("radio", .string(radio))) }
             pairs += fields.filter { $0.0 != "id" && $0.0 != "ok" && $0.0 != "radio" }
         case .failure(let e):
             pairs.append(("ok", .bool(false)))
-            if let radioKey { pairs.append(("radio", .string(radioKey))) }
+            if let radio { pairs.append(("radio", .string(radio))) }
             pairs.append(("error", e.json))
         }
         var out: [UInt8] = []
-        Self.withholdingSecrets(.object(pairs)).write(into: &out)
-        connection.client.publish(topic: topic, payload: out, qos: .atLeastOnce, now: now)
-        connection.flush(now: now)
+        withholdingSecrets(.object(pairs), op: op).write(into: &out)
+        return out
     }
 
-    /// Fields never published over MQTT, at any depth: channel secrets (`channel_list`,
-    /// `channel_set`, `channel_add`), the BLE PIN (`get`), private keys and passwords.
-    public static let withheldKeys: Set<String> = ["secret", "pin", "private_key", "password", "ble_pin"]
-
-    /// `json` without the `withheldKeys` fields (an object nested deeper than 32 levels is cut off).
-    public static func withholdingSecrets(_ json: JSON, depth: Int = 0) -> JSON {
+    /// `json` without its secret fields (`Secrets`: channel secrets, the BLE PIN, keys, passwords,
+    /// signatures, a channel's link), at any depth, and with the secret bytes of a reply frame
+    /// given as hex (`raw`'s reply) zeroed. An object nested deeper than 32 levels is cut off.
+    public static func withholdingSecrets(_ json: JSON, op: String? = nil, depth: Int = 0) -> JSON {
         switch json {
         case .object(let pairs):
             guard depth < 32 else { return .null }
-            return .object(pairs.filter { !withheldKeys.contains($0.0) }.map { ($0.0, withholdingSecrets($0.1, depth: depth + 1)) })
+            return .object(pairs.filter { !Secrets.isSecretField($0.0, op: op) }.map { k, v in
+                if Secrets.isFrameField(k, op: op), case .string(let hex) = v, let frame = HexCodec.decode(hex) {
+                    return (k, .string(HexCodec.encode(Secrets.redacted(reply: frame))))
+                }
+                return (k, withholdingSecrets(v, op: op, depth: depth + 1))
+            })
         case .array(let items):
             guard depth < 32 else { return .null }
-            return .array(items.map { withholdingSecrets($0, depth: depth + 1) })
+            return .array(items.map { withholdingSecrets($0, op: op, depth: depth + 1) })
         default:
             return json
         }
@@ -391,6 +483,9 @@ public final class MQTTBridge {
              ("in_flight", .int(Int64(connection.client.inflightCount))), ("queued", .int(Int64(connection.client.queuedCount))),
              ("dropped", .int(Int64(connection.client.dropped))), ("oversized_dropped", .int(Int64(connection.oversized))),
              ("retained_commands_ignored", .int(Int64(retainedIgnored))), ("client_id", .string(clientId)),
+             ("commands", .string(commandsOff ? "off" : settings.allowed.description)),
+             ("commands_run", .int(Int64(commandsRun))), ("commands_dropped", .int(Int64(commandsDropped))),
+             ("events_dropped", .int(Int64(eventsDropped))),
              ("stored_to_published_ms", storedToPublished.isEmpty ? .null : .int(Int64(storedToPublished.sorted()[storedToPublished.count / 2]))))
     }
 
@@ -415,6 +510,11 @@ extension MQTTBridge {
     /// A bridge's publish cursor (`mqtt/<broker>/cursor`: the id up to which the broker has
     /// everything, in decimal), or nil if there is none or it does not parse.
     public static func readCursor(_ path: String) -> UInt64? {
-        StateFile.readString(path).flatMap { UInt64($0.filter { !$0.isWhitespace }) }
+        StateFile.readString(path).flatMap(cursorValue)
+    }
+
+    /// The id a cursor file's text holds (decimal, white space around it), or nil.
+    public static func cursorValue(_ text: String) -> UInt64? {
+        UInt64(text.filter { !$0.isWhitespace })
     }
 }

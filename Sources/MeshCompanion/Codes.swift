@@ -200,6 +200,9 @@ public enum CompanionLimits {
     public static let protocolVersionCLI: UInt8 = 14
     /// Largest companion frame payload (`MAX_FRAME_SIZE`).
     public static let maxFrameSize = 176
+    /// The most contacts a client takes from a radio's listing, whatever it says it holds:
+    /// DEVICE_INFO gives max-contacts as half its value in one byte (at most 510).
+    public static let contactsCeiling = 512
     /// Transport header: marker byte plus u16 LE length.
     public static let transportHeaderSize = 3
     /// Longest direct or channel text in bytes (`MAX_TEXT_LEN`).

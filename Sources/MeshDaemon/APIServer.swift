@@ -26,6 +26,11 @@ public final class APIServer {
         public var maxSubscriberBacklog = 64 * 1024
         public var maxClients = 32
         public var idleTimeoutMS: UInt64 = 30_000
+        /// Requests of one client waiting for their answer: past this its socket is not read until
+        /// some are answered (backpressure: a pipelining client fills only its own buffers).
+        public var maxPending = 64
+        /// Reads of 4 KiB taken from one client per turn of the loop (the others get theirs between).
+        public var maxReadsPerTurn = 8
         public init() {}
     }
 
@@ -177,7 +182,7 @@ public final class APIServer {
         if listenFD >= 0 { fds.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
         for c in clients.values {
             var ev = Int16(0)
-            if !c.readClosed { ev |= Int16(POLLIN) }
+            if !c.readClosed && c.pending < limits.maxPending { ev |= Int16(POLLIN) }
             if c.unsent > 0 { ev |= Int16(POLLOUT) }
             fds.append(pollfd(fd: c.fd, events: ev, revents: 0))
         }
@@ -267,7 +272,9 @@ public final class APIServer {
 
     private func readFrom(_ id: ClientID, _ c: Client) {
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while clients[id] != nil {
+        var reads = 0
+        while clients[id] != nil && reads < limits.maxReadsPerTurn && c.pending < limits.maxPending {
+            reads += 1
             let n: Int
             switch SocketInput.read(c.fd, into: &chunk) {
             case .bytes(let count): n = count

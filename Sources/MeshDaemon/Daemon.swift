@@ -36,6 +36,9 @@ public final class Daemon {
         /// An operation not finished after this long is answered with a timeout.
         public var operationTimeoutMS: UInt64 = 120_000
         public var hookTimeoutMS: UInt64 = 30_000
+        /// The daemon is a child subreaper: what a hook leaves behind outside its process group
+        /// comes back to it and is ended (HookRunner.Config.adoptOrphans; the command sets it).
+        public var adoptHookOrphans = false
         /// Runs of one message's hook before it is given up.
         public var hookMaxAttempts = 10
         /// `--hooks-from-start`: a hook without a delivery cursor gets every stored message (by
@@ -206,6 +209,8 @@ public final class Daemon {
     /// When this daemon last wrote each app cursor (wall-clock seconds): it marks the app seen.
     var hubCursorTouched: [String: Int] = [:]
     var hubAckOwners: [(ack: UInt32, client: Int)] = []
+    /// Refusals logged per door (DaemonPermissions.swift).
+    var refusalLog = RefusalLog()
     /// MQTT (DaemonMQTT.swift).
     var bridges: [MQTTBridge] = []
     var observers: [MQTTObserver] = []
@@ -277,6 +282,7 @@ public final class Daemon {
             log("api: \(socket) (mode 0600) allows root and uid \(geteuid()) \(AllowedClasses.everything)")
         }
         for l in config.companionListeners { log("hub: \(l.summary)") }
+        warnOpenDoors()
         loop.onSignal = { [unowned self] s in self.signalled(s) }
         outbox.emit = { [unowned self] in self.outboxEvents($0) }
         // The parts, in the order the loop runs them; the hooks join when a store opens.

@@ -94,7 +94,7 @@ extension Daemon {
             f.append(("loop_wakeups", .int(Int64(clamping: loop.wakeups))))
             f += mqttStatus
             f += hubStatus
-            return DaemonResponse(id: req.id, ok: f)
+            return DaemonResponse(id: req.id, ok: isRemoteDoor(client) ? Self.statusForRemoteDoor(f) : f)
 
         case .info:
             _ = try requireSession("read the radio's info")
@@ -155,11 +155,13 @@ extension Daemon {
             do { thread = try store.resolveThread(to) } catch { throw storeError(error) }
             guard thread.kind != .channel else { throw DaemonError(.usage, "send: \"\(to)\" is a channel; use channel_send.") }
             guard store.contact(prefix: thread.peer) != nil else { throw DaemonError(.notFound, "no contact matches \"\(to)\".") }
+            let origin = outboxOrigin(of: client)
+            try checkOutboxRoom(store, origin: origin, to: thread.peer, door: frontEnd(of: client).name)
             let wall = UInt32(truncatingIfNeeded: time(nil))
             let rec = StoredMessage(kind: thread.kind ?? .direct, direction: .outgoing, peer: thread.peer,
                                     senderTimestamp: wall, receivedAt: wall, text: bytes)
             let item: OutboxItem
-            do { item = try store.enqueue(rec, now: wall) } catch { throw storeError(error) }
+            do { item = try store.enqueue(rec, now: wall, origin: origin) } catch { throw storeError(error) }
             log("outbox: message \(item.messageId) queued for \(thread.peer)")
             sendOutbox(now: now)
             if wait {
@@ -375,7 +377,7 @@ extension Daemon {
     func keepListedContacts(_ frame: [UInt8], _ r: Reply) {
         guard frame.first == CommandCode.getContacts.rawValue, case .contacts(let listing) = r, let store else { return }
         let changed = listing.records.compactMap { try? StoredContact(frame: $0) }.filter { store.contact(publicKey: $0.publicKey) != $0 }
-        if !changed.isEmpty { try? store.saveContacts(changed) }
+        if !changed.isEmpty { _ = try? store.saveContacts(changed) }
     }
 
     /// The frames that answer a forwarded command, as the radio sent them.

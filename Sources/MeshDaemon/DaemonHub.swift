@@ -6,6 +6,7 @@ import MeshSession
 import MeshStore
 import MeshDaemonClient
 import MeshHub
+import MeshOps
 
 extension Daemon: HubHost {
     /// How many more frames a hub client may queue now (the hub does not read it at 0).
@@ -116,7 +117,7 @@ extension Daemon: HubHost {
         switch r.frame.first {
         case CommandCode.deviceQuery.rawValue:
             s.v3 = r.frame.count >= 2 && r.frame[1] >= 3
-            hub.send(deviceInfo, to: client)
+            hub.send(hubReplyFrame(deviceInfo, to: client), to: client)
         case CommandCode.appStart.rawValue:
             let named = r.frame.withUnsafeBytes { b -> String? in
                 if case .appStart(let name)? = try? CompanionCommand.decode(b) { return String(decoding: name, as: UTF8.self) }
@@ -225,7 +226,7 @@ extension Daemon: HubHost {
         hubQueue.answered(w.client)
         // The answer goes out first, in one write; the store's bookkeeping after it.
         if let hub, hubSessions[w.client] != nil {
-            tunnelReplyFrames(w.frame, r) { hub.send($0, to: w.client, flush: false) }
+            tunnelReplyFrames(w.frame, r) { hub.send(hubReplyFrame($0, to: w.client), to: w.client, flush: false) }
             switch r {
             case .timeout, .cancelled: hub.send(ResponseFrame.error(.badState).bytes, to: w.client, flush: false)
             case .frame(let f):
@@ -249,6 +250,14 @@ extension Daemon: HubHost {
             break
         }
         return true
+    }
+
+    /// A reply frame as a hub client gets it: with its secret bytes zeroed (`Secrets`: the BLE PIN
+    /// in DEVICE_INFO, a channel's secret in CHANNEL_INFO, ...) unless its listener allows `secret`.
+    /// GET_CHANNEL itself is `read`: an app sees the channel's name and index, not its key.
+    func hubReplyFrame(_ f: [UInt8], to client: Int) -> [UInt8] {
+        guard hub?.listener(of: client)?.allowed.allows(.secret) != true else { return f }
+        return Secrets.redacted(reply: f)
     }
 
     /// A push: to every hub client, except SEND_CONFIRMED, which goes to the client whose send it
@@ -300,6 +309,7 @@ extension Daemon: HubHost {
             f.append(("allows", .string(info.listener.allowed.description)))
             f.append(("address", .string(info.peer)))
             f.append(("requests", .int(Int64(s?.requests ?? 0))))
+            f.append(("refused", .int(Int64(s?.refused ?? 0))))
             f.append(("messages_delivered", .int(Int64(s?.delivered ?? 0))))
             f.append(("waiting", .int(Int64(hubQueue.waitingCount(id)))))
             f.append(("connected_s", .int(Int64((now - info.connectedAt) / 1000))))

@@ -34,6 +34,8 @@ extension Daemon {
         do throws(MQTTError) { url = try BrokerURL(parsing: text) } catch { throw DaemonError(.usage, "\(flag): \(error).") }
         if let ca = config.mqttCAFile, url.usesTLS {
             guard access(ca, R_OK) == 0 else { throw DaemonError(.usage, "--mqtt-ca-file \(ca): \(String(cString: strerror(errno))).") }
+            // The certificates a broker must chain to: whoever can write them can be the broker.
+            if let problem = FileTrust.problem(ca) { throw DaemonError(.usage, "--mqtt-ca-file: \(problem).") }
         }
         var s = BrokerConnection.Settings(url: url)
         s.caFile = config.mqttCAFile

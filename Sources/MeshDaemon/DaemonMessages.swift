@@ -169,6 +169,7 @@ extension Daemon {
             hc.concurrency = config.hookConcurrency
             hc.timeoutMS = config.hookTimeoutMS
             hc.maxAttempts = config.hookMaxAttempts
+            hc.adoptOrphans = config.adoptHookOrphans
             let h = try HookRunner(config: hc)
             h.log = { [unowned self] in self.log($0) }
             h.fetch = { [unowned self] after, limit in
@@ -229,7 +230,14 @@ extension Daemon {
         }
         for broker in Self.entries(of: dir + "/mqtt") {
             let path = dir + "/mqtt/" + broker + "/cursor"
-            if let v = MQTTBridge.readCursor(path) { try check(v, path) }
+            guard let text = StateFile.readString(path) else { continue }
+            // A cursor that holds no id is not "nothing published yet": that would publish every
+            // stored message again without a word. It is damage, refused like a forged id.
+            guard let v = MQTTBridge.cursorValue(text) else {
+                throw StoreError.untrusted(path: path, problem: "does not hold a message id (it is damaged, or was written by something else): "
+                                           + "write in it the id of the last message the broker has, or remove it to publish every stored message again")
+            }
+            try check(v, path)
         }
         return high.map { $0 + 1 } ?? 0
     }

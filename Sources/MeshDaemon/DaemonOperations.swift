@@ -22,6 +22,14 @@ extension Daemon {
         guard operations.count < config.operationConcurrency else {
             throw DaemonError(.busy, "\(req.name): \(operations.count) operations are running; try again when one is done.")
         }
+        // The MQTT bridges together take at most half: commands from a broker never lock the
+        // local API out of the radio.
+        if isRemoteDoor(client) {
+            let remote = operations.values.filter { isRemoteDoor($0.client) }.count
+            guard remote < max(1, config.operationConcurrency / 2) else {
+                throw DaemonError(.busy, "\(req.name): \(remote) operations from MQTT are running, the most MQTT may run at once; try again when one is done.")
+            }
+        }
         var fields: [String: Value] = [:]
         if case .object(let pairs) = req.args { for (k, v) in pairs { fields[k] = v.value } }
         let request = try Request(apiOp: req.name, fields: fields)

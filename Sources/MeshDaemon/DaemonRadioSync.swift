@@ -146,9 +146,17 @@ extension Daemon {
             if case .contacts(let listing) = r {
                 var cs: [StoredContact] = []
                 for rec in listing.records { if let c = try? StoredContact(frame: rec) { cs.append(c) } }
+                if listing.refused > 0 {
+                    log("radio: the radio listed \(listing.refused) contact(s) past the \(session?.contactsLimit ?? CompanionLimits.contactsCeiling) it can hold "
+                        + "(its max-contacts, at most \(CompanionLimits.contactsCeiling)); they were not kept")
+                }
                 do {
                     if let store {
-                        if !cs.isEmpty { try store.saveContacts(cs) }
+                        var refused = 0
+                        if !cs.isEmpty { refused = try store.saveContacts(cs) }
+                        if refused > 0 {
+                            log("store: \(refused) new contact(s) not kept: the store holds \(RadioStore.contactsLimit) contacts, live and removed")
+                        }
                         try store.setContactsWatermark(listing.lastmod)
                         // The store follows removals: a full listing names every contact the radio
                         // has; after an incremental one, a radio with fewer contacts than the store

@@ -136,18 +136,10 @@ public enum HookExec {
     /// SIGKILL to every child of this process and to its process group when that is not ours
     /// (read from /proc: children re-parented to a subreaper are known only there).
     static func killChildren() {
-        guard let d = opendir("/proc") else { return }
-        defer { closedir(d) }
-        let me = getpid(), group = getpgrp()
-        while let e = readdir(d) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let pid = Int32(name), let stat = StateFile.readString("/proc/\(name)/stat"),
-                  let close = stat.lastIndex(of: ")") else { continue }
-            // After "(comm) ": state, ppid, pgrp.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 2, Int32(fields[1]) == me, let pgrp = Int32(fields[2]) else { continue }
-            if pgrp != group && pgrp > 1 { kill(-pgrp, SIGKILL) }
-            kill(pid, SIGKILL)
+        let group = getpgrp()
+        for c in Spawn.children() {
+            if c.pgrp != group && c.pgrp > 1 { kill(-c.pgrp, SIGKILL) }
+            kill(c.pid, SIGKILL)
         }
     }
 

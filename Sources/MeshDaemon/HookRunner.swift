@@ -1,4 +1,5 @@
 import Glibc
+import CMeshLink
 import MeshNet
 import MeshDaemonClient
 
@@ -64,6 +65,12 @@ public final class HookRunner {
         public var retryMaxMS: UInt64 = 300_000
         /// Runs of one message before it is given up (listed by `failedMessages`; see `retry`, `drop`).
         public var maxAttempts = 10
+        /// The daemon's own runner: this process becomes a child subreaper (PR_SET_CHILD_SUBREAPER,
+        /// unprivileged, under a service manager too), so a process a hook left behind outside
+        /// its process group and session (`setsid`) comes back to it when its run's wrapper is
+        /// gone, instead of to PID 1; it is then ended (SIGKILL) and reaped. Off for runners in a
+        /// process that has other children (tests): it reaps every child (`waitpid(-1)`).
+        public var adoptOrphans = false
         public init(argv: [String], dir: String, wrapper: [String]?) {
             self.argv = argv
             self.dir = dir
@@ -110,10 +117,16 @@ public final class HookRunner {
         public var retrying = false
     }
 
+    /// Processes left behind by hooks that this runner ended (`adoptOrphans`).
+    public private(set) var orphansEnded = 0
+
     public init(config: Config) throws(SystemError) {
         self.config = config
         // A hook that exits without reading its stdin must not kill the daemon with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
+        if config.adoptOrphans && cml_set_child_subreaper() != 0 {
+            throw SystemError("prctl", "PR_SET_CHILD_SUBREAPER")
+        }
         try UnixSocket.makeDirectory(config.dir)
         if let text = StateFile.readString(config.dir + "/cursor") {
             if let v = UInt64(text.filter { !$0.isWhitespace }) {
@@ -211,51 +224,87 @@ public final class HookRunner {
         return next
     }
 
-    /// Collects finished hooks (call on SIGCHLD; `tick` also calls it).
+    /// Collects finished hooks (call on SIGCHLD; `tick` also calls it). With `adoptOrphans`, every
+    /// child is reaped, and what hooks left behind is ended.
     public func reap(now: UInt64) {
-        for (pid, run) in running {
-            var status: Int32 = 0
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == 0 { continue }
-            running[pid] = nil
-            deepScanAt = 0
-            // The run is over only when its whole process group is: whatever it left there goes now,
-            // before a retry could start the hook again next to it.
-            if kill(-pid, 0) == 0 { kill(-pid, SIGKILL) }
-            if r < 0 { status = 0x7f00 }  // lost child: treat as failure
-            let unrecorded = r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.unrecordedExit
-            if r > 0 && (status == 0 || unrecorded) {
-                // Delivered. If the wrapper could not write that down, remember it here (and try to
-                // write it again): a successful hook is not run again.
-                if config.wrapper == nil || unrecorded { markDone(run.id) }
-                failures[run.id] = nil
-                delivered += 1
-                if failed[run.id] != nil {
-                    log("hook: message \(run.id): delivered on retry")
-                    if run.id <= cursor { unlink(markerPath(run.id)) } else { done.insert(run.id) }
-                    dropFailed(run.id)
-                } else {
-                    done.insert(run.id)
-                }
-            } else if r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.busyExit {
-                // A run from an earlier daemon still holds the marker (its wrapper ends it within its timeout).
-                if failures[run.id] == nil { log("hook: message \(run.id): a run started by an earlier daemon is still going; waiting for it") }
-                failures[run.id] = (failures[run.id]?.attempts ?? 0, now + config.retryBaseMS)
-            } else {
-                let attempts = (failures[run.id]?.attempts ?? 0) + 1
-                let reason = Spawn.describe(status: status)
-                if attempts >= config.maxAttempts && giveUp(run.id, attempts: attempts, reason: reason) {
-                    failures[run.id] = nil
-                    log("hook: message \(run.id): attempt \(attempts) failed (\(reason)); given up after \(attempts) attempts "
-                        + "(`pocketmesh hooks failed` lists it, `pocketmesh hooks retry \(run.id)` runs it again)")
-                    continue
-                }
-                var delay = config.retryBaseMS
-                for _ in 1..<min(attempts, 30) where delay < config.retryMaxMS { delay *= 2 }
-                delay = min(delay, config.retryMaxMS)
-                failures[run.id] = (attempts, now + delay)
-                log("hook: message \(run.id): attempt \(attempts) failed (\(reason)); retrying in \(delay / 1000) s")
+        var exited: [(pid: pid_t, status: Int32, r: pid_t)] = []
+        var adopted = false
+        if config.adoptOrphans {
+            while true {
+                var status: Int32 = 0
+                let r = waitpid(-1, &status, WNOHANG)
+                if r <= 0 { break }
+                if running[r] != nil { exited.append((r, status, r)) } else { adopted = true }
             }
+        } else {
+            for pid in running.keys {
+                var status: Int32 = 0
+                let r = waitpid(pid, &status, WNOHANG)
+                if r != 0 { exited.append((pid, status, r)) }
+            }
+        }
+        for e in exited { finished(e.pid, status: e.status, r: e.r, now: now) }
+        if config.adoptOrphans && (adopted || !exited.isEmpty) { endOrphans() }
+    }
+
+    /// SIGKILL to each child of this process that is not a running hook's wrapper: a process a
+    /// finished run left outside its group (its wrapper, a subreaper itself, is gone, so it came
+    /// back here), and its process group. Each one's end brings SIGCHLD, and its own children come
+    /// back here in turn, so the sweep repeats until nothing is left.
+    func endOrphans() {
+        let mine = getpgrp()
+        var ended = 0
+        for c in Spawn.children() where running[c.pid] == nil {
+            if c.pgrp != mine && c.pgrp > 1 { kill(-c.pgrp, SIGKILL) }
+            kill(c.pid, SIGKILL)
+            ended += 1
+        }
+        guard ended > 0 else { return }
+        orphansEnded += ended
+        log("hook: ended \(ended) process(es) a hook left running outside its process group (\(orphansEnded) so far)")
+    }
+
+    private func finished(_ pid: pid_t, status st: Int32, r: pid_t, now: UInt64) {
+        var status = st
+        guard let run = running[pid] else { return }
+        running[pid] = nil
+        deepScanAt = 0
+        // The run is over only when its whole process group is: whatever it left there goes now,
+        // before a retry could start the hook again next to it.
+        if kill(-pid, 0) == 0 { kill(-pid, SIGKILL) }
+        if r < 0 { status = 0x7f00 }  // lost child: treat as failure
+        let unrecorded = r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.unrecordedExit
+        if r > 0 && (status == 0 || unrecorded) {
+            // Delivered. If the wrapper could not write that down, remember it here (and try to
+            // write it again): a successful hook is not run again.
+            if config.wrapper == nil || unrecorded { markDone(run.id) }
+            failures[run.id] = nil
+            delivered += 1
+            if failed[run.id] != nil {
+                log("hook: message \(run.id): delivered on retry")
+                if run.id <= cursor { unlink(markerPath(run.id)) } else { done.insert(run.id) }
+                dropFailed(run.id)
+            } else {
+                done.insert(run.id)
+            }
+        } else if r > 0 && config.wrapper != nil && Spawn.exitCode(status: status) == HookExec.busyExit {
+            // A run from an earlier daemon still holds the marker (its wrapper ends it within its timeout).
+            if failures[run.id] == nil { log("hook: message \(run.id): a run started by an earlier daemon is still going; waiting for it") }
+            failures[run.id] = (failures[run.id]?.attempts ?? 0, now + config.retryBaseMS)
+        } else {
+            let attempts = (failures[run.id]?.attempts ?? 0) + 1
+            let reason = Spawn.describe(status: status)
+            if attempts >= config.maxAttempts && giveUp(run.id, attempts: attempts, reason: reason) {
+                failures[run.id] = nil
+                log("hook: message \(run.id): attempt \(attempts) failed (\(reason)); given up after \(attempts) attempts "
+                    + "(`pocketmesh hooks failed` lists it, `pocketmesh hooks retry \(run.id)` runs it again)")
+                return
+            }
+            var delay = config.retryBaseMS
+            for _ in 1..<min(attempts, 30) where delay < config.retryMaxMS { delay *= 2 }
+            delay = min(delay, config.retryMaxMS)
+            failures[run.id] = (attempts, now + delay)
+            log("hook: message \(run.id): attempt \(attempts) failed (\(reason)); retrying in \(delay / 1000) s")
         }
     }
 

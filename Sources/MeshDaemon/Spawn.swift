@@ -1,4 +1,5 @@
 import Glibc
+import MeshLink
 import MeshDaemonClient
 
 /// Starts programs with `posix_spawnp`: an argv array, never a shell string.
@@ -57,7 +58,9 @@ public enum Spawn {
     }
 
     /// Why `program` cannot be started, as the end of a sentence, or nil if it can: a path must be
-    /// an executable regular file; a bare name must be one in `path` (a `PATH` value).
+    /// an executable regular file; a bare name must be one in `path` (a `PATH` value). The file
+    /// found must be this user's or root's and closed to others' writes (`FileTrust`): the daemon
+    /// runs it as its own user for every message.
     public static func problem(running program: String, path: String?) -> String? {
         func check(_ p: String) -> String? {
             var st = stat()
@@ -67,12 +70,32 @@ public enum Spawn {
             return nil
         }
         if program.isEmpty { return "the command is empty" }
-        if program.contains("/") { return check(program) }
+        if program.contains("/") { return check(program) ?? FileTrust.problem(program) }
         for dir in (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false) {
             let d = dir.isEmpty ? "." : String(dir)
-            if check(d + "/" + program) == nil { return nil }
+            // The first executable of that name is the one posix_spawnp runs.
+            if check(d + "/" + program) == nil { return FileTrust.problem(d + "/" + program) }
         }
         return "\(program) is not an executable found in PATH"
+    }
+
+    /// The children of this process and their process groups, from /proc (a process re-parented
+    /// to a subreaper is known only there).
+    public static func children() -> [(pid: pid_t, pgrp: pid_t)] {
+        guard let d = opendir("/proc") else { return [] }
+        defer { closedir(d) }
+        let me = getpid()
+        var out: [(pid: pid_t, pgrp: pid_t)] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = Int32(name), let stat = StateFile.readString("/proc/\(name)/stat"),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // After "(comm) ": state, ppid, pgrp.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 2, Int32(fields[1]) == me, let pgrp = Int32(fields[2]) else { continue }
+            out.append((pid, pgrp))
+        }
+        return out
     }
 
     /// Decodes a `waitpid` status: the exit code, or 128 + the signal number.

@@ -90,11 +90,36 @@ public struct HubListener: Equatable, Sendable {
     /// Why a client of this listener may not send this command frame, or nil when it may.
     public func refusal(_ frame: UnsafeRawBufferPointer) -> String? {
         let c = OperationClass(frame: frame)
-        guard !allowed.allows(c) else { return nil }
-        return "a \(c.rawValue) operation, which this listener does not allow (it allows \(allowed); allow=\(c.rawValue) opens it)"
+        guard allowed.allows(c) else {
+            return "a \(c.rawValue) operation, which this listener does not allow (it allows \(allowed); allow=\(c.rawValue) opens it)"
+        }
+        // Without `secret`, GET_CHANNEL answers with the secret zeroed: an app that writes such a
+        // channel back (a new name, the secret it was shown) would wipe the channel's key.
+        if !allowed.allows(.secret), frame.count >= 50, frame[0] == CommandCode.setChannel.rawValue, frame[2] != 0,
+           frame[34..<50].allSatisfy({ $0 == 0 }) {
+            return "a channel with a zero secret, which is what this listener's clients are shown instead of a channel's secret (allow=secret shows it); written back, it would wipe the channel's key"
+        }
+        return nil
     }
 
     public func refusal(_ frame: [UInt8]) -> String? { frame.withUnsafeBytes { refusal($0) } }
+
+    /// Whether only this host can reach it: an IPv4 address in 127.0.0.0/8, or ::1 (a wildcard
+    /// address, 0.0.0.0 or ::, is every interface).
+    public var isLoopback: Bool { Self.isLoopbackHost(address.host) }
+
+    /// Whether a host (an address, or `localhost`) is this host's loopback.
+    public static func isLoopbackHost(_ host: String) -> Bool {
+        if host.lowercased() == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, host, &v6) == 1 else { return false }
+        let b = withUnsafeBytes(of: &v6) { Array($0) }
+        if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return true }
+        // ::ffff:127.x.x.x
+        return b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF && b[12] == 127
+    }
 
     /// How the start-up log line describes it.
     public var summary: String {

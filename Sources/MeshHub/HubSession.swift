@@ -13,6 +13,8 @@ public final class HubSession {
     /// Requests received, and messages handed over (for `status`).
     public var requests = 0
     public var delivered = 0
+    /// Requests refused for their class (answered with ERR, logged within `RefusalLog`'s bound).
+    public var refused = 0
     public init() {}
 }
 

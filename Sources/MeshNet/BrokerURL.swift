@@ -13,15 +13,18 @@ public struct BrokerURL: Equatable, Sendable, CustomStringConvertible {
     public var usesTLS: Bool { scheme == .mqtts || scheme == .wss }
     public var usesWebSocket: Bool { scheme == .ws || scheme == .wss }
 
-    public init(parsing text: String) throws(MQTTError) {
-        guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
+    public init(parsing given: String) throws(MQTTError) {
+        // Every error names the URL as given, less a password (which is refused): an error goes
+        // to the log and the terminal.
+        let text = Self.withoutPassword(given)
+        guard let colon = given.firstIndex(of: ":"), given[colon...].hasPrefix("://") else {
             throw MQTTError("\(text): not a broker URL (expected mqtt://, mqtts://, ws:// or wss:// and a host)")
         }
-        guard let scheme = Scheme(rawValue: String(text[..<colon]).lowercased()) else {
-            throw MQTTError("\(text): unknown scheme \"\(text[..<colon])\" (mqtt, mqtts, ws or wss)")
+        guard let scheme = Scheme(rawValue: String(given[..<colon]).lowercased()) else {
+            throw MQTTError("\(text): unknown scheme \"\(given[..<colon])\" (mqtt, mqtts, ws or wss)")
         }
         self.scheme = scheme
-        var rest = text[text.index(colon, offsetBy: 3)...]
+        var rest = given[given.index(colon, offsetBy: 3)...]
         var path = ""
         if let slash = rest.firstIndex(of: "/") {
             path = String(rest[slash...])
@@ -63,6 +66,16 @@ public struct BrokerURL: Equatable, Sendable, CustomStringConvertible {
             guard path.isEmpty || path == "/" else { throw MQTTError("\(text): a path is for ws:// and wss:// only") }
             self.path = ""
         }
+    }
+
+    /// `text` with the password of a `user:password@` part shown as `***` (the same text when it
+    /// has none).
+    public static func withoutPassword(_ text: String) -> String {
+        var start = text.startIndex
+        if let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") { start = text.index(colon, offsetBy: 3) }
+        let end = text[start...].firstIndex(of: "/") ?? text.endIndex
+        guard let at = text[start..<end].lastIndex(of: "@"), let colon = text[start..<at].firstIndex(of: ":") else { return text }
+        return String(text[..<text.index(after: colon)]) + "***" + String(text[at...])
     }
 
     /// The URL without user name, for logs.

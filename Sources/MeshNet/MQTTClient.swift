@@ -12,6 +12,10 @@ public final class MQTTClient {
         public var connect: MQTTConnect
         /// QoS 1 PUBLISHes awaiting PUBACK at once; further ones wait in the queue.
         public var maxInflight = 32
+        /// Window slots the queue may not take: kept for `publishAhead`, so that what is published
+        /// ahead (the bridge's stored messages) always finds room beside a queue of other
+        /// PUBLISHes (command results, events).
+        public var reservedInflight = 0
         /// PUBLISHes waiting for the connection or the window; past this the oldest are dropped
         /// (counted in `dropped`).
         public var maxQueued = 1_024
@@ -106,6 +110,19 @@ public final class MQTTClient {
         }
         queue.append(p)
         pumpQueue(now: now)
+        return p.packetId
+    }
+
+    /// A QoS 1 PUBLISH straight into the window, ahead of anything queued: its packet id, or nil
+    /// when not connected or the window is full (nothing is queued then; the caller tries again
+    /// after the next acknowledgement).
+    public func publishAhead(topic: String, payload: [UInt8], now: UInt64) -> UInt16? {
+        guard state == .connected, inflightOrder.count < options.maxInflight else { return nil }
+        var p = MQTTPublish(topic: topic, payload: payload, qos: .atLeastOnce, retain: false)
+        p.packetId = allocateId()
+        inflight[p.packetId] = p
+        inflightOrder.append(p.packetId)
+        send(.publish(p), now: now)
         return p.packetId
     }
 
@@ -206,7 +223,7 @@ public final class MQTTClient {
         while queueHead < queue.count {
             let p = queue[queueHead]
             if p.qos == .atLeastOnce {
-                guard inflightOrder.count < options.maxInflight else { break }
+                guard inflightOrder.count < options.maxInflight - min(options.reservedInflight, options.maxInflight - 1) else { break }
                 inflight[p.packetId] = p
                 inflightOrder.append(p.packetId)
             }

@@ -107,6 +107,9 @@ public struct Config: Sendable {
             throw .usage("cannot read the config file \(path): \(String(cString: strerror(errno))).")
         }
         defer { close(fd) }
+        // The file can set a hook (a program the daemon runs) and where the radio is: only this
+        // user's or root's, and closed to others' writes (checked on the file as opened).
+        if let problem = FileTrust.problem(path, fd: fd) { throw .usage("the config file \(problem).") }
         var bytes: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)
         while true {

@@ -267,7 +267,9 @@ extension Executor {
         default:
             throw .usage("unknown setting \"\(key)\": use one of \(Executor.settingNames.joined(separator: ", ")).")
         }
-        return .object([.init("status", .string("ok")), .init("setting", .string(key)), .init("value", .array(v.map { .string($0) }))])
+        // A secret setting's new value is not echoed: the answer may go to a log, a broker or a hub app.
+        let echoed = Secrets.settings.contains(key) ? [] : v
+        return .object([.init("status", .string("ok")), .init("setting", .string(key)), .init("value", .array(echoed.map { .string($0) }))])
     }
 
     func stats(_ which: String?) async throws(ClientError) -> Value {

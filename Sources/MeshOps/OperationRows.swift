@@ -401,7 +401,7 @@ extension OperationTable {
                       .option("mqtt-prefix", value: "prefix", default: "meshcore", help: "Topic prefix of the MQTT bridge. Commands on PREFIX/command/OP reach every radio bridged with this prefix, PREFIX/radio/KEY/command/OP (KEY: 12 hex of the radio's key) this radio only."),
                       .option("mqtt-user", value: "user", help: "User name for the MQTT brokers (or mqtt://USER@HOST)."),
                       .option("mqtt-password-file", value: "file", help: "File holding the MQTT password (first line; mode 0600). Never the password itself."),
-                      .option("mqtt-allow", value: "classes", help: "Operation classes MQTT commands may use besides read and message: config, admin (comma-separated); secret is never allowed over MQTT."),
+                      .option("mqtt-allow", value: "classes", help: "Operation classes MQTT commands may use besides read and message: config, admin (comma-separated), or none for no commands at all (no command topic is subscribed to); secret is never allowed over MQTT."),
                       .option("mqtt-ca-file", value: "file", help: "CA certificates (PEM) that mqtts:// and wss:// brokers must chain to (default: the system's CA bundle)."),
                       .option("mqtt-observer", value: "url", repeatable: true, help: "Upload every packet the radio hears to this MQTT broker in the observer networks' format (meshcore/IATA/KEY/packets, retained status); repeatable."),
                       .option("mqtt-iata", value: "code", help: "Region (airport code, e.g. SEA) of the observer topics."),

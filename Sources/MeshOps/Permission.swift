@@ -119,7 +119,9 @@ public struct AllowedClasses: Sendable, Equatable, CustomStringConvertible {
 
 extension Request {
     /// The request's permission class (see `OperationClass`): its operation's row in
-    /// `OperationTable`, except that `set` of the BLE PIN is `admin` and of the private key `secret`.
+    /// `OperationTable`, except that `set` of the BLE PIN is `admin` and of the private key `secret`,
+    /// and that an op carrying a companion frame (`raw`) is at least the class of the frame it
+    /// carries: `raw 17` exports the private key, so it is `secret`, not the row's `admin`.
     public var operationClass: OperationClass {
         if case .set(let key, _) = self {
             // The BLE PIN guards the radio itself; the private key is not a setting.
@@ -128,6 +130,12 @@ extension Request {
             case "private-key", "private_key": return .secret
             default: break
             }
+        }
+        if case .raw(let hex) = self {
+            let row = OperationTable.row(api: apiName)?.opClass ?? .admin
+            // Hex that does not decode is refused by the op itself; its class is the row's.
+            guard let frame = Hex.decode(hex), !frame.isEmpty else { return row }
+            return max(row, OperationClass(frame: frame))
         }
         // Every request has a row (a test checks it); a request without one would be refused by
         // every door short of admin.

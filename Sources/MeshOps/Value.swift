@@ -117,6 +117,19 @@ public indirect enum Value: Sendable, Equatable {
 
     // MARK: text
 
+    /// The value with every string (and key) on one line (`terminalSafeLine`: a newline shows as
+    /// `\n`, control characters as visible escapes), as message text already is: for human output,
+    /// where a name, path, region or CLI reply that a remote node chose must not start a line that
+    /// seems to be the program's own (a forged row in `contacts`). JSON output does not use it.
+    public var oneLine: Value {
+        switch self {
+        case .string(let s): return .string(terminalSafeLine(s))
+        case .array(let items): return .array(items.map(\.oneLine))
+        case .object(let fields): return .object(fields.map { Field(terminalSafeLine($0.key), $0.value.oneLine) })
+        default: return self
+        }
+    }
+
     /// Human-readable text: objects as `key: value` lines, arrays one item per line.
     public func text(indent: String = "") -> String {
         switch self {

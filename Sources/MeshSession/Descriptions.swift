@@ -10,7 +10,8 @@ extension Reply: CustomStringConvertible {
         case .ok: return "ok"
         case .frame(let bytes): return "frame(\(bytes))"
         case .contacts(let l):
-            return "contacts(MeshSession.ContactListing(records: \(l.records), total: \(l.total), lastmod: \(l.lastmod)))"
+            return "contacts(MeshSession.ContactListing(records: \(l.records), total: \(l.total), lastmod: \(l.lastmod)"
+                + (l.refused > 0 ? ", refused: \(l.refused)))" : "))")
         case .error(let code): return "error(\(code))"
         case .disabled: return "disabled"
         case .timeout: return "timeout"

@@ -83,6 +83,13 @@ extension Session {
                 inFlightDeadline = now &+ c.timeout
             case Resp.contact where b.count >= 148:
                 if listing == nil { listing = ContactListing(records: [], total: 0, lastmod: 0) }
+                // A radio (or whatever answers on its port) listing more than it can hold: the
+                // rest is counted, not kept, so a listing never outgrows the memory.
+                guard listing!.records.count < contactsLimit else {
+                    listing!.refused += 1
+                    inFlightDeadline = now &+ c.timeout
+                    return
+                }
                 listing!.records.append(Array(b[0..<148]))
                 let lm = b.u32(144)  // ContactRecord.lastModified, read without decoding the rest
                 if lm > listing!.lastmod { listing!.lastmod = lm }

@@ -91,6 +91,12 @@ public final class Session {
     var inFlight: Command? = nil
     var inFlightDeadline: UInt64 = 0
     var listing: ContactListing? = nil
+    /// The most contacts a listing keeps: what the radio says it holds (DEVICE_INFO's
+    /// max-contacts), never more than `CompanionLimits.contactsCeiling`.
+    public var contactsLimit: Int {
+        let said = radioDevice?.maxContacts ?? 0
+        return said > 0 ? min(said, CompanionLimits.contactsCeiling) : CompanionLimits.contactsCeiling
+    }
     /// A contacts listing under way: records received so far and the radio's total.
     public var contactsProgress: (received: Int, total: Int)? { listing.map { ($0.records.count, Int($0.total)) } }
     var outbox: [[UInt8]] = []

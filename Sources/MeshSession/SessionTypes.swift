@@ -78,6 +78,12 @@ public struct ContactListing: Sendable, Equatable {
     public var total: UInt32
     /// Max lastmod over the records listed (0 when none), as END_OF_CONTACTS should report.
     public var lastmod: UInt32
+    /// Records past what the radio can hold (`Session.contactsLimit`): not kept, only counted.
+    public var refused: Int = 0
+
+    public init(records: [[UInt8]], total: UInt32, lastmod: UInt32, refused: Int = 0) {
+        self.records = records; self.total = total; self.lastmod = lastmod; self.refused = refused
+    }
 }
 
 /// What a direct message is doing.

@@ -18,18 +18,21 @@ public struct OutboxItem: Equatable, Sendable {
     /// attempt's ACK deadline, or the end of the backoff after a round without an ACK.
     public var nextAttemptAt: UInt32
     public var createdAt: UInt32
+    /// Which door queued it, in the daemon's numbering (0: the local API, and items queued before
+    /// the field existed): the outbox's bounds are per door.
+    public var origin: UInt8
 
     public init(messageId: UInt64, thread: ThreadKey, textType: UInt8 = 0, senderTimestamp: UInt32, text: [UInt8],
-                attempts: UInt8 = 0, ackTag: UInt32 = 0, nextAttemptAt: UInt32 = 0, createdAt: UInt32 = 0) {
+                attempts: UInt8 = 0, ackTag: UInt32 = 0, nextAttemptAt: UInt32 = 0, createdAt: UInt32 = 0, origin: UInt8 = 0) {
         self.messageId = messageId; self.thread = thread; self.textType = textType
         self.senderTimestamp = senderTimestamp; self.text = text; self.attempts = attempts
-        self.ackTag = ackTag; self.nextAttemptAt = nextAttemptAt; self.createdAt = createdAt
+        self.ackTag = ackTag; self.nextAttemptAt = nextAttemptAt; self.createdAt = createdAt; self.origin = origin
     }
 }
 
 /// `outbox`: a small append-only log of framed records (same framing as the message log, salt 0):
 ///
-///     put:    0 u8 1   1 u8 txt_type   2 u8 attempts   3 u8 0   4 u64 message id   12 u64 thread key
+///     put:    0 u8 1   1 u8 txt_type   2 u8 attempts   3 u8 origin   4 u64 message id   12 u64 thread key
 ///            20 u32 sender timestamp   24 u32 ack tag   28 u32 next attempt at   32 u32 created at
 ///            36 u16 text length   38 text
 ///     remove: 0 u8 2   1..<4 0   4 u64 message id
@@ -72,12 +75,12 @@ final class OutboxFile {
         guard p[0] == 1, p.count >= 38, p.count == 38 + Int(p.u16(36)) else { return }
         items[id] = OutboxItem(messageId: id, thread: ThreadKey(raw: p.u64(12)), textType: p[1],
                                senderTimestamp: p.u32(20), text: Array(p[38...]), attempts: p[2],
-                               ackTag: p.u32(24), nextAttemptAt: p.u32(28), createdAt: p.u32(32))
+                               ackTag: p.u32(24), nextAttemptAt: p.u32(28), createdAt: p.u32(32), origin: p[3])
     }
 
     static func encodePut(_ i: OutboxItem, into b: inout [UInt8]) {
         let s = Frame.begin(&b)
-        b.putU8(1); b.putU8(i.textType); b.putU8(i.attempts); b.putU8(0)
+        b.putU8(1); b.putU8(i.textType); b.putU8(i.attempts); b.putU8(i.origin)
         b.putU64(i.messageId); b.putU64(i.thread.raw)
         b.putU32(i.senderTimestamp); b.putU32(i.ackTag); b.putU32(i.nextAttemptAt); b.putU32(i.createdAt)
         b.putU16(UInt16(i.text.count)); b.append(contentsOf: i.text)

@@ -294,8 +294,9 @@ public final class RadioStore {
 
     // MARK: - Outbox
 
-    /// Stores an outgoing message (status pending) and queues it for sending; both are durable on return.
-    public func enqueue(_ m: StoredMessage, now: UInt32) throws -> OutboxItem {
+    /// Stores an outgoing message (status pending) and queues it for sending; both are durable on
+    /// return. `origin`: the door that queued it (the daemon's numbering; see `OutboxItem.origin`).
+    public func enqueue(_ m: StoredMessage, now: UInt32, origin: UInt8 = 0) throws -> OutboxItem {
         try checkOpen()
         var mm = m
         mm.direction = .outgoing
@@ -303,7 +304,7 @@ public final class RadioStore {
         reserveIds(1)
         let id = try log.append([mm])[0].id
         let item = OutboxItem(messageId: id, thread: mm.thread, textType: mm.textType,
-                              senderTimestamp: mm.senderTimestamp, text: mm.text, createdAt: now)
+                              senderTimestamp: mm.senderTimestamp, text: mm.text, createdAt: now, origin: origin)
         try outboxFile.put(item)
         return item
     }
@@ -380,10 +381,39 @@ public final class RadioStore {
     }
 
     /// Inserts or updates contacts in place, with one fsync.
-    public func saveContacts(_ cs: [StoredContact]) throws {
+    /// Contact records the store keeps, live and removed together (twice the most a radio can
+    /// list: `CompanionLimits.contactsCeiling`): past it the removed contacts seen longest ago
+    /// make room, and new contacts that still find none are refused.
+    public static let contactsLimit = 2 * CompanionLimits.contactsCeiling
+
+    /// Writes contacts (new ones and changes), within `contactsLimit`; returns how many new
+    /// contacts were refused for want of room.
+    @discardableResult
+    public func saveContacts(_ cs: [StoredContact]) throws -> Int {
         try checkOpen()
-        try contactFile.upsert(cs)
+        var keep = cs
+        var refused = 0
+        let known = contactFile.slotByKey.count
+        var seen = Set<[UInt8]>()
+        let fresh = cs.filter { contactFile.slotByKey[$0.publicKey] == nil && seen.insert($0.publicKey).inserted }
+        if known + fresh.count > Self.contactsLimit {
+            // Room from the removed contacts heard from longest ago (never one being written now).
+            let writing = Set(cs.map(\.publicKey))
+            let old = contactFile.contacts.filter { $0.removed && !writing.contains($0.publicKey) }.sorted { $0.updatedAt < $1.updatedAt }
+            var excess = known + fresh.count - Self.contactsLimit
+            for c in old where excess > 0 {
+                try contactFile.free(publicKey: c.publicKey)
+                excess -= 1
+            }
+            if excess > 0 {
+                let refusedKeys = Set(fresh.suffix(excess).map(\.publicKey))
+                keep = cs.filter { !refusedKeys.contains($0.publicKey) }
+                refused = refusedKeys.count
+            }
+        }
+        try contactFile.upsert(keep)
         rebuildContactIndex()
+        return refused
     }
 
     /// How many pending adverts are kept (the oldest goes first).

@@ -187,7 +187,7 @@ final class ChatApp {
             if let s = try? RadioStore(directory: dir) {
                 store = s; storeWritable = true
                 // The radio's contacts name the threads for `history`; it finds this store by the link.
-                try? s.saveContacts(contacts.map(StoredContact.init(summary:)))
+                _ = try? s.saveContacts(contacts.map(StoredContact.init(summary:)))
                 if let spec = target.daemonLinkSpec { StoreLinks.remember(stateRoot: root, link: spec, publicKey: key) }
                 loadHistory()
                 return

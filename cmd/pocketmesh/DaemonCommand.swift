@@ -74,6 +74,12 @@ struct DaemonCommand: ParsableCommand {
     func mqttAllowed() throws -> AllowedClasses {
         var allowed = AllowedClasses.mqttDefault
         guard let mqttAllow else { return allowed }
+        // `none`: no commands at all (the bridge subscribes to no command topic).
+        let parts = mqttAllow.split(whereSeparator: { $0 == "," || $0 == "+" }).map { String($0.filter { $0 != " " }).lowercased() }
+        if parts.contains("none") {
+            guard parts.count == 1 else { throw ValidationError("--mqtt-allow: none goes alone (it turns commands off).") }
+            return AllowedClasses([])
+        }
         let extra: AllowedClasses
         do { extra = try AllowedClasses(parsing: mqttAllow) } catch { throw ValidationError("--mqtt-allow: \(error.message)") }
         if extra.allows(.secret) { throw ValidationError("--mqtt-allow: the secret class (the private key, signing with it) is never allowed over MQTT.") }
@@ -193,6 +199,7 @@ struct DaemonCommand: ParsableCommand {
         if let cmd = onMessage {
             config.hook = Spawn.splitCommand(cmd)
             config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]
+            config.adoptHookOrphans = true
         }
         let daemon: Daemon
         do {

@@ -1,3 +1,4 @@
+import MeshSession
 import Glibc
 import MeshNet
 import MeshDaemonClient
@@ -61,8 +62,10 @@ struct HooksFailed: ParsableCommand {
             for f in list {
                 let m = f["message"]
                 let from = m?["from"]?.string ?? m?["channel"]?.string ?? ""
-                print("#\(f["id"]?.int ?? 0) \(f["retrying"]?.bool == true ? "retrying" : "given up") after \(f["attempts"]?.int ?? 0) attempt(s) "
-                      + "(\(f["reason"]?.string ?? "")): \(from.isEmpty ? "" : from + ": ")\(m?["text"]?.string ?? "(message not in the store)")")
+                // The sender's name and the text come from the mesh: one line each.
+                emitHuman("#\(f["id"]?.int ?? 0) \(f["retrying"]?.bool == true ? "retrying" : "given up") after \(f["attempts"]?.int ?? 0) attempt(s) "
+                          + "(\(f["reason"]?.string ?? "")): \(from.isEmpty ? "" : terminalSafeLine(from) + ": ")"
+                          + terminalSafeLine(m?["text"]?.string ?? "(message not in the store)"))
             }
         }
     }

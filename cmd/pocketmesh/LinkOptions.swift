@@ -140,7 +140,8 @@ func runRequest(_ req: Request, link: LinkOptions, render: (Value) -> String,
     if link.json {
         emitLine(outcome.value.json)
     } else {
-        let out = render(outcome.value)
+        // Every string on one line: names, paths and replies come from the mesh.
+        let out = render(outcome.value.oneLine)
         if !out.isEmpty { emitHuman(out) }
     }
     if let e = outcome.error { throw e }

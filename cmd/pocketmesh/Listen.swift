@@ -27,7 +27,7 @@ struct Listen: ParsableCommand {
         var contacts: [ContactSummary] = []
         radio.onEvent = { e in
             guard let v = eventValue(e, contacts: contacts) else { return }
-            if json { emitLine(v.json) } else { emitHuman(eventLine(v)) }
+            if json { emitLine(v.json) } else { emitHuman(eventLine(v.oneLine)) }
         }
         do {
             try radio.connect(timeoutMilliseconds: link.timeoutMilliseconds)

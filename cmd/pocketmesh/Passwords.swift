@@ -1,4 +1,5 @@
 import Glibc
+import MeshLink
 import MeshCompanion
 import MeshSession
 import MeshStore
@@ -14,8 +15,10 @@ enum SavedPasswords {
         }
     }
 
+    /// The saved passwords; none from a file that is not this user's or is open to others'
+    /// writes (someone else's passwords would be sent to the node).
     static func load() -> [String: String] {
-        guard let p = try? path(), let text = StateFile.readString(p) else { return [:] }
+        guard let p = try? path(), FileTrust.problem(p) == nil, let text = StateFile.readString(p) else { return [:] }
         var out: [String: String] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 1)

@@ -1,3 +1,4 @@
+import MeshSession
 import MeshNet
 import MeshDaemonClient
 
@@ -31,7 +32,7 @@ struct Pending: ParsableCommand {
                 let lat = number("latitude"), lon = number("longitude")
                 let place = lat == 0 && lon == 0 ? "" : "  \(lat),\(lon)"
                 let heard = c["heard"]?.int.map { Contacts.isoTime($0) } ?? ""
-                emitHuman("\(key.prefix(12))  \(pad(c["type"]?.string ?? "", 8)) \(pad(hops, 8)) \(heard)  \(c["name"]?.string ?? "")\(place)")
+                emitHuman("\(key.prefix(12))  \(pad(c["type"]?.string ?? "", 8)) \(pad(hops, 8)) \(heard)  \(terminalSafeLine(c["name"]?.string ?? ""))\(place)")
             }
         }
     }
@@ -47,7 +48,7 @@ struct AddPending: ParsableCommand {
             let r = try daemon.client().call(.contactsAddPending, [("prefix", .string(prefix))])
             guard case .success(let fields) = r.result else { return }
             let name = fields.first(where: { $0.0 == "name" })?.1.string ?? prefix
-            if daemon.json { emitLine(JSON.object(fields).text) } else { emitHuman("added \(name)") }
+            if daemon.json { emitLine(JSON.object(fields).text) } else { emitHuman("added \(terminalSafeLine(name))") }
         }
     }
 }

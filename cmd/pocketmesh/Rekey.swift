@@ -33,13 +33,13 @@ struct Rekey: ParsableCommand {
             if !acked { missing.append(p.name) }
             results.append(.object([.init("name", .string(p.name)), .init("acked", .bool(acked)),
                                     .init("attempts", o.value["attempts"] ?? .null)]))
-            if !link.json { emitHuman("\(p.name): \(acked ? "acked" : "no ACK (\(o.error?.message ?? "not acknowledged"))")") }
+            if !link.json { emitHuman("\(terminalSafeLine(p.name)): \(acked ? "acked" : "no ACK (\(o.error?.message ?? "not acknowledged"))")") }
         }
         if link.json {
             emitLine(Value.object([.init("channel", .int(c.index)), .init("name", .string(c.name)), .init("uri", .string(uri)),
                                    .init("members", .array(results))]).json)
         } else {
-            emitHuman("channel \(c.index) (\(c.name)) has a new secret: \(uri)")
+            emitHuman("channel \(c.index) (\(terminalSafeLine(c.name))) has a new secret: \(uri)")
         }
         if !missing.isEmpty {
             throw ClientError.timeout("\(missing.joined(separator: ", ")) did not acknowledge the new secret: send the link again with `pocketmesh send NAME '\(uri)'`.")

@@ -20,7 +20,7 @@ struct Login: RadioCommand {
             if link.json {
                 emitLine(Value.object([.init("name", .string(c.name)), .init("forgotten", .bool(had))]).json)
             } else {
-                emitHuman(had ? "forgot the saved password of \(c.name)" : "no password of \(c.name) was saved")
+                emitHuman(had ? "forgot the saved password of \(terminalSafeLine(c.name))" : "no password of \(terminalSafeLine(c.name)) was saved")
             }
             return
         }
@@ -32,7 +32,7 @@ struct Login: RadioCommand {
             value = .object(fields)
         }
         if outcome.error == nil, let p = password, !p.isEmpty, !noSave { try SavedPasswords.save(key: key, password: p) }
-        if link.json { emitLine(value.json) } else { emitHuman(text(outcome.value)) }
+        if link.json { emitLine(value.json) } else { emitHuman(text(outcome.value.oneLine)) }
         if let e = outcome.error { throw e }
     }
 }
@@ -49,7 +49,7 @@ struct Logout: RadioCommand {
         let c = try executor.resolve(node)
         let outcome = try executor.execute(.logout(HexCodec.encode(c.publicKey)))
         if forget { try SavedPasswords.forget(key: HexCodec.encode(c.publicKey)) }
-        if link.json { emitLine(outcome.value.json) } else { emitHuman(text(outcome.value)) }
+        if link.json { emitLine(outcome.value.json) } else { emitHuman(text(outcome.value.oneLine)) }
         if let e = outcome.error { throw e }
     }
 }

@@ -83,7 +83,7 @@ struct Scan: ParsableCommand {
                 var details: [String] = []
                 if let id = c.usbId { details.append(id) }
                 details.append(c.bridge ?? "unknown bridge")
-                let names = [c.manufacturer, c.product].compactMap { $0 }.joined(separator: " ")
+                let names = terminalSafeLine([c.manufacturer, c.product].compactMap { $0 }.joined(separator: " "))
                 if !names.isEmpty { details.append(names) }
                 lines.append("  \(c.path)  \(details.joined(separator: "  "))")
                 if let byId = c.byIdPath { lines.append("    by-id: \(byId)") }
@@ -96,7 +96,8 @@ struct Scan: ParsableCommand {
             } else {
                 lines.append("BLE:")
                 for a in advertisers {
-                    lines.append("  \(a.address)  \(a.rssi) dBm  \(a.name ?? "(no name)")  use: --ble \(a.bleArgument)")
+                    // A BLE name is whatever the advertiser chose: one line.
+                    lines.append("  \(a.address)  \(a.rssi) dBm  \(a.name.map(terminalSafeLine) ?? "(no name)")  use: --ble \(a.bleArgument)")
                 }
             }
         }

@@ -19,7 +19,7 @@ func runSplit(link: LinkOptions, text: String, limit: (Radio) -> Int, request: (
         if case .object(let f) = outcome.value { fields += f }
         if let e = outcome.error { fields.append(.init("error", .string(e.message))) }
         results.append(.object(fields))
-        if !link.json { emitHuman("part \(i + 1)/\(parts.count): " + (outcome.error.map { "failed: \($0.message)" } ?? render(outcome.value))) }
+        if !link.json { emitHuman("part \(i + 1)/\(parts.count): " + (outcome.error.map { "failed: \($0.message)" } ?? render(outcome.value.oneLine))) }
         if let e = outcome.error {
             failure = i + 1 < parts.count
                 ? ClientError(e.kind, e.message + " Parts \(i + 2) to \(parts.count) were not sent.", radioCode: e.radioCode) : e

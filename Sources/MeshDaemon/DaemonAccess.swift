@@ -29,8 +29,17 @@ extension Daemon {
             if st.st_mode & 0o7777 != mode { _ = fchmod(fd, mode) }
             guard fstat(fd, &st) == 0 else { return }
         }
-        if !(st.st_gid == g.group.gid && st.st_mode & 0o010 != 0) && st.st_mode & 0o001 == 0 {
-            log("api: warning: members of group \(g.group.name) cannot reach the socket: its folder \(dir) is mode \(String(st.st_mode & 0o7777, radix: 8)), group \(st.st_gid) (for the service: RuntimeDirectoryMode=0750 and Group=\(g.group.name))")
+        // Every folder on the way must let the group through (a socket in a user's private
+        // $XDG_RUNTIME_DIR cannot be shared): said once at start, not fixed (not ours to open).
+        var path = dir
+        while !path.isEmpty {
+            var p = stat()
+            if stat(path, &p) == 0, !((p.st_gid == g.group.gid && p.st_mode & 0o010 != 0) || p.st_mode & 0o001 != 0) {
+                log("api: warning: members of group \(g.group.name) cannot reach the socket: \(path) is mode \(String(p.st_mode & 0o7777, radix: 8)), group \(p.st_gid) (for the service: RuntimeDirectoryMode=0750 and Group=\(g.group.name); else a --socket in a folder the group can enter)")
+                break
+            }
+            guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { break }
+            path = String(path[..<slash])
         }
     }
 }

@@ -104,7 +104,7 @@ final class NodeCompanionServer {
         guard clientFD >= 0 else { return }
         guard output.flush(to: clientFD) else { drop(loop); return }  // hung up, replies pending
         if output.unsent > Self.maxPending {
-            log("the companion client at \(address) left \(output.unsent) bytes unread (limit \(Self.maxPending)); disconnected.")
+            log("the companion client on \(address) left \(output.unsent) bytes unread (limit \(Self.maxPending)); disconnected.")
             drop(loop)
             return
         }

@@ -58,10 +58,6 @@ struct HostSensors {
         Sensors(voltage: battery?.value(), temperature: temperature?.value())
     }
 
-    var description: String {
-        "battery=\(battery?.path ?? "none") temperature=\(temperature?.path ?? "none")"
-    }
-
     static func choose(_ spec: String, option: String, kinds: [Unit], auto: () -> Source?) throws -> Source? {
         switch spec {
         case "none": return nil

@@ -164,7 +164,11 @@ import Testing
         var bytes: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 65536)
         while case let n = fread(&buf, 1, buf.count, f), n > 0 { bytes += buf[0..<n] }
-        let rows = String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("| `") }
+        // The HAT table: its header row (`--hat`) and the rows that follow it, up to the first line
+        // that is not a table row (the file has other tables).
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        let header = try #require(lines.firstIndex { $0.hasPrefix("| `--hat` |") })
+        let rows = lines[header...].prefix { $0.hasPrefix("|") }.filter { $0.hasPrefix("| `") }
             .map { $0.split(separator: "|").map { $0.trimmingSpaces } }
         func line(_ v: UInt32?) -> String { v.map { String($0) } ?? "-" }
         let expected: [[String]] = SX1262Hat.all.map { h in

@@ -384,11 +384,17 @@ public final class PollLoop {
             }
             return
         }
+        // The first pending signal this loop asked for; any other (the process's one handler writes
+        // to the pipe of the loop that asked last, whatever the signal) is passed over.
         var bytes = (UInt64(0), UInt64(0))
-        let n = withUnsafeMutableBytes(of: &bytes) { raw in (try? pipe.read.read(into: raw)) ?? 0 }
-        if n > 0 {
-            let signo = withUnsafeBytes(of: &bytes) { Int32($0[0]) }
-            stopRequested = .signal(signo)
+        while true {
+            let n = withUnsafeMutableBytes(of: &bytes) { raw in (try? pipe.read.read(into: raw)) ?? 0 }
+            if n <= 0 { return }
+            let mine = withUnsafeBytes(of: &bytes) { raw in raw[0..<n].map { Int32($0) }.first { forwardedSignals.contains($0) } }
+            if let signo = mine {
+                stopRequested = .signal(signo)
+                return
+            }
         }
     }
 

@@ -75,6 +75,21 @@ import Testing
         #expect(loop.run(until: monotonicMilliseconds() + 5000) == .signal(SIGUSR2))
     }
 
+    /// The process has one signal handler, which writes to the pipe of the loop that asked last:
+    /// a signal another loop asked for (a daemon test's SIGCHLD, in a test process) is not this
+    /// loop's to report.
+    @Test func aSignalAnotherLoopAskedForIsPassedOver() throws {
+        let other = PollLoop()
+        try other.handleSignals([SIGUSR1])
+        defer { other.restoreSignals() }
+        let loop = PollLoop()
+        try loop.handleSignals([SIGUSR2])
+        defer { loop.restoreSignals() }
+        loop.addTimer(after: 5) { raise(SIGUSR1) }
+        loop.addTimer(after: 30) { raise(SIGUSR2) }
+        #expect(loop.run(until: monotonicMilliseconds() + 5000) == .signal(SIGUSR2))
+    }
+
     final class PipePart: PollPart {
         let fds: (read: FileDescriptor, write: FileDescriptor)
         var due: UInt64?

@@ -406,11 +406,14 @@ def test_api_group_lets_its_members_in_and_keeps_others_off_the_radio(sim, servi
     os.chown(home, NOBODY, NOBODY)
     port = sim.port("sim1")
     svc_env = base_env(HOME=str(state))
-    svc_env.pop("XDG_RUNTIME_DIR", None)
+    # (the test process's own folders are root's: the other users get none, as a login would)
+    for variable in ("XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        svc_env.pop(variable, None)
     d = Daemon(state, ["--tcp", f"127.0.0.1:{port}"], extra=["--api-group", name], env=svc_env,
                prefix=as_user(SERVICE_UID, gid), socket_path="/run/pocketmesh/radio.sock")
     user_env = base_env(HOME=str(home), XDG_STATE_HOME=str(home / "state"))
-    user_env.pop("XDG_RUNTIME_DIR", None)
+    for variable in ("XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        user_env.pop(variable, None)
 
     def run(groups, *args):
         cp = subprocess.run([*as_user(NOBODY, NOBODY, groups), str(BIN), *args], capture_output=True, text=True,

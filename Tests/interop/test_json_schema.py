@@ -30,6 +30,8 @@ pytestmark = pytest.mark.skipif(not BIN.exists(), reason=f"needs {BIN} (swift bu
 NOT_RUN = {
     "chat": "an interactive terminal program; it takes the link options (--json among them) but prints no JSON "
             "(test_chat.py drives it in tmux)",
+    "node check": "checks a radio on a KISS port or an SX1262 and prints no JSON (format none); "
+                  "test_node_radio_faults.py runs it against the simulator's KISS modem, good and faulty",
 }
 # Operations that run here but never succeed, so no output of theirs is validated, and why.
 NOT_VALIDATED = {

@@ -47,7 +47,7 @@ public final class BrokerConnection {
         /// Not started (`begin`), or closed for good (`close`).
         case idle
         case waiting(until: UInt64)
-        /// Asking DNS servers (`lookup`, one UDP socket per server in `dnsSockets`).
+        /// Asking DNS servers (`lookup`: a `DNSQuery`, one UDP socket per server).
         case resolving
         case connecting(fd: Int32, addresses: [BrokerAddress], next: Int, deadline: UInt64)
         case open
@@ -73,9 +73,7 @@ public final class BrokerConnection {
     private var tls: TLSSession? = nil
     private var ws: WebSocketClient? = nil
     private var lastNow: UInt64 = 0
-    private var lookup: DNSLookup? = nil
-    private var dnsSockets: [Int32] = []
-    private var dnsBuffer = [UInt8](repeating: 0, count: 1500)
+    private var lookup: DNSQuery? = nil
 
     public init(name: String, settings: Settings, options: MQTTClient.Options) {
         self.name = name
@@ -119,7 +117,7 @@ public final class BrokerConnection {
         switch phase {
         case .idle, .waiting: return
         case .resolving:
-            for f in dnsSockets where f >= 0 { fds.append(pollfd(fd: f, events: Int16(POLLIN), revents: 0)) }
+            for f in lookup?.descriptors ?? [] { fds.append(pollfd(fd: f, events: Int16(POLLIN), revents: 0)) }
         case .connecting(let f, _, _, _):
             fds.append(pollfd(fd: f, events: Int16(POLLOUT), revents: 0))
         case .open:
@@ -137,8 +135,8 @@ public final class BrokerConnection {
         case .idle, .waiting:
             return false
         case .resolving:
-            guard let index = dnsSockets.firstIndex(of: p.fd) else { return false }
-            dnsReadable(index, now: now)
+            guard let l = lookup, l.readable(p.fd, now: now) else { return false }
+            dnsProgress(now: now)
             return true
         case .connecting(let f, let addresses, let next, _):
             guard p.fd == f else { return false }
@@ -241,42 +239,16 @@ public final class BrokerConnection {
             return
         }
         let config = ResolverConfig(parsing: StateFile.readString(settings.resolvConfPath) ?? "")
-        let l = DNSLookup(name: host, config: config, now: now)
+        let l = DNSQuery(name: host, config: config, port: settings.dnsPort, now: now)
         if case .failed(let why)? = l.outcome { fail(why, now: now); return }
         lookup = l
-        dnsSockets = l.config.servers.map { text in
-            guard let a = BrokerAddress.literal(text) else { return -1 }
-            var storage = sockaddr_storage()
-            let length = a.socketAddress(port: settings.dnsPort, into: &storage)
-            let f = socket(Int32(storage.ss_family), Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard f >= 0 else { return -1 }
-            // A connected UDP socket takes datagrams from that server only, and reports its ICMP
-            // "port unreachable" as ECONNREFUSED: the next server is asked at once.
-            let r = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(f, $0, length) } }
-            if r != 0 { Glibc.close(f); return -1 }
-            return f
-        }
         phase = .resolving
         dnsProgress(now: now)
     }
 
-    /// Sends the lookup's datagrams; when it has an outcome, closes its sockets and connects (or fails).
+    /// When the lookup has an outcome: connects to what it found, or fails.
     private func dnsProgress(now: UInt64) {
-        guard case .resolving = phase, var l = lookup else { return }
-        while !l.outgoing.isEmpty {
-            let (index, bytes) = l.outgoing.removeFirst()
-            let f = dnsSockets[index]
-            if f < 0 {
-                l.unreachable(index, reason: "not an IP address this host can reach", now: now)
-                continue
-            }
-            let r = bytes.withUnsafeBytes { raw in retryingOnInterrupt { send(f, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) } }
-            if case .failure(let e) = r, e != .wouldBlock {
-                l.unreachable(index, reason: e.message, now: now)
-            }
-        }
-        lookup = l
-        guard let outcome = l.outcome else { return }
+        guard case .resolving = phase, let outcome = lookup?.outcome else { return }
         closeDNS()
         switch outcome {
         case .failed(let why):
@@ -287,22 +259,8 @@ public final class BrokerConnection {
         }
     }
 
-    private func dnsReadable(_ index: Int, now: UInt64) {
-        let f = dnsSockets[index]
-        while f >= 0, lookup?.outcome == nil {
-            let r = dnsBuffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { recv(f, raw.baseAddress, raw.count, 0) } }
-            guard case .success(let n) = r else {
-                if case .failure(let e) = r, e != .wouldBlock { lookup?.unreachable(index, reason: e.message, now: now) }
-                break
-            }
-            lookup?.receive(Array(dnsBuffer[..<n]), from: index, now: now)
-        }
-        dnsProgress(now: now)
-    }
-
     private func closeDNS() {
-        for f in dnsSockets where f >= 0 { Glibc.close(f) }
-        dnsSockets = []
+        lookup?.close()
         lookup = nil
     }
 

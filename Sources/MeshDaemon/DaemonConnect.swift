@@ -30,9 +30,7 @@ final class RadioConnector {
     private(set) var outcome: Outcome? = nil
     private var step: Step = .done
     private let timeoutMS: Int
-    private var lookup: DNSLookup? = nil
-    private var dnsSockets: [Int32] = []
-    private var dnsBuffer = [UInt8](repeating: 0, count: 1500)
+    private var lookup: DNSQuery? = nil
     var hostsPath = "/etc/hosts"
     var resolvConfPath = "/etc/resolv.conf"
     var dnsPort: UInt16 = 53
@@ -83,7 +81,7 @@ final class RadioConnector {
     func pollDescriptors(into fds: inout [pollfd]) {
         switch step {
         case .resolving:
-            for f in dnsSockets where f >= 0 { fds.append(pollfd(fd: f, events: Int16(POLLIN), revents: 0)) }
+            for f in lookup?.descriptors ?? [] { fds.append(pollfd(fd: f, events: Int16(POLLIN), revents: 0)) }
         case .tcp(let c):
             if let f = c.fd { fds.append(pollfd(fd: f, events: Int16(POLLOUT), revents: 0)) }
         case .ble(let c):
@@ -96,8 +94,8 @@ final class RadioConnector {
     func handle(_ p: pollfd, now: UInt64) -> Bool {
         switch step {
         case .resolving:
-            guard let index = dnsSockets.firstIndex(of: p.fd) else { return false }
-            dnsReadable(index, now: now)
+            guard let l = lookup, l.readable(p.fd, now: now) else { return false }
+            dnsProgress(now: now)
         case .tcp(let c):
             guard p.fd == c.fd else { return false }
             c.ready(now: now)
@@ -175,44 +173,18 @@ final class RadioConnector {
             return
         }
         let config = ResolverConfig(parsing: StateFile.readString(resolvConfPath) ?? "")
-        let l = DNSLookup(name: address.host, config: config, now: now)
+        let l = DNSQuery(name: address.host, config: config, port: dnsPort, now: now)
         if case .failed(let why)? = l.outcome {
             finish(.failed(Self.sentence(why)))
             return
         }
         lookup = l
-        dnsSockets = l.config.servers.map { text in
-            guard let a = BrokerAddress.literal(text) else { return -1 }
-            var storage = sockaddr_storage()
-            let length = a.socketAddress(port: dnsPort, into: &storage)
-            let f = socket(Int32(storage.ss_family), SocketType.datagram | SocketFlags.nonBlocking | SocketFlags.closeOnExec, 0)
-            guard f >= 0 else { return -1 }
-            // A connected UDP socket takes datagrams from that server only, and reports its ICMP
-            // "port unreachable" as ECONNREFUSED: the next server is asked at once.
-            let r = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(f, $0, length) } }
-            if r != 0 { Glibc.close(f); return -1 }
-            return f
-        }
         dnsProgress(now: now)
     }
 
-    /// Sends the lookup's datagrams; when it has an outcome, closes its sockets and connects (or fails).
+    /// When the lookup has an outcome: connects to what it found, or fails.
     private func dnsProgress(now: UInt64) {
-        guard case .resolving(let address) = step, var l = lookup else { return }
-        while !l.outgoing.isEmpty {
-            let (index, bytes) = l.outgoing.removeFirst()
-            let f = dnsSockets[index]
-            if f < 0 {
-                l.unreachable(index, reason: "not an IP address this host can reach", now: now)
-                continue
-            }
-            let r = bytes.withUnsafeBytes { raw in retryingOnInterrupt { send(f, raw.baseAddress, raw.count, SocketFlags.noSignal) } }
-            if case .failure(let e) = r, e != .wouldBlock {
-                l.unreachable(index, reason: e.message, now: now)
-            }
-        }
-        lookup = l
-        guard let outcome = l.outcome else { return }
+        guard case .resolving(let address) = step, let outcome = lookup?.outcome else { return }
         closeDNS()
         switch outcome {
         case .failed(let why):
@@ -222,25 +194,11 @@ final class RadioConnector {
         }
     }
 
-    private func dnsReadable(_ index: Int, now: UInt64) {
-        let f = dnsSockets[index]
-        while f >= 0, lookup?.outcome == nil {
-            let r = dnsBuffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { recv(f, raw.baseAddress, raw.count, 0) } }
-            guard case .success(let n) = r else {
-                if case .failure(let e) = r, e != .wouldBlock { lookup?.unreachable(index, reason: e.message, now: now) }
-                break
-            }
-            lookup?.receive(Array(dnsBuffer[..<n]), from: index, now: now)
-        }
-        dnsProgress(now: now)
-    }
-
     /// DNSLookup's reason ("cannot resolve NAME: ...") as a sentence.
     static func sentence(_ why: String) -> String { why.hasSuffix(".") ? why : why + "." }
 
     private func closeDNS() {
-        for f in dnsSockets where f >= 0 { Glibc.close(f) }
-        dnsSockets = []
+        lookup?.close()
         lookup = nil
     }
 }

@@ -179,6 +179,26 @@ import Testing
         }
         #expect(Array(rows.dropFirst()) == expected)  // under the header row
     }
+
+    /// README's short HAT table (name, board, NSS, DIO1, BUSY, RESET) is the presets' too.
+    @Test func theReadmeTableIsThePresets() throws {
+        let path = "/" + #filePath.split(separator: "/").dropLast(3).joined(separator: "/") + "/README.md"
+        let f = try #require(fopen(path, "r"))
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while case let n = fread(&buf, 1, buf.count, f), n > 0 { bytes += buf[0..<n] }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        let header = try #require(lines.firstIndex { $0.hasPrefix("| `--hat` |") })
+        let rows = lines[(header + 1)...].prefix { $0.hasPrefix("|") }.filter { $0.hasPrefix("| `") }
+            .map { Array($0.split(separator: "|").map { $0.trimmingSpaces }.prefix(6)) }
+        func line(_ v: UInt32?) -> String { v.map { String($0) } ?? "-" }
+        let expected: [[String]] = SX1262Hat.all.map { h in
+            let ce = h.spidev.hasSuffix(".1") ? "CE1" : "CE0"
+            return ["`\(h.name)`", h.title, h.cs.map { String($0) } ?? ce, line(h.irq), line(h.busy), line(h.reset)]
+        }
+        #expect(rows == expected)
+    }
 }
 
 extension Substring {

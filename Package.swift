@@ -12,12 +12,15 @@ import PackageDescription
 // No module imports _StringProcessing (Regex, and `contains`/`replacing` of strings; MeshCompanion's
 // TextSearch.swift has what the package needs): with it, it and its regular-expression parser were
 // 1.1 MB of the release binary. In every configuration, so that a debug build catches a new use.
-// Release builds carry no reflection metadata (field and case names for Mirror): nothing here reads
-// it, and the types whose values are printed have descriptions of their own (each module's
-// Descriptions.swift; DescriptionTests holds them to what reflection printed).
+// No build carries reflection metadata (field and case names for Mirror): nothing here reads it, and
+// the types whose values are printed have descriptions of their own (each module's
+// Descriptions.swift). In every configuration, so that the debug build and every test print
+// exactly what the release binary prints: a newly printed value without a description shows its
+// type's name in the tests too (DescriptionTests), not only in the release binary.
 let releaseSettings: [SwiftSetting] = [
-    .unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-disable-reflection-metadata"], .when(configuration: .release)),
-    .unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import"]),
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+    .unsafeFlags(["-Xfrontend", "-disable-reflection-metadata",
+                  "-Xfrontend", "-disable-implicit-string-processing-module-import"]),
 ]
 
 let package = Package(

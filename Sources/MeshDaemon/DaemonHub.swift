@@ -59,7 +59,7 @@ extension Daemon: HubHost {
         while progress {
             progress = false
             for id in hubSessions.keys where !holdLocal {
-                while let r = hubQueue.takeLocal(id, contacts: hubContacts.current) {
+                while let r = hubQueue.takeLocal(id, contacts: hubContacts.current, now: now) {
                     hubAnswerLocal(id, r)
                     progress = true
                 }

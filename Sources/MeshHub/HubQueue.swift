@@ -12,8 +12,8 @@
 ///   client alone (nobody else has a request waiting) is not held back: it gets the radio at
 ///   full speed, its share running dry meanwhile, so that when others come it waits its turns.
 /// - **Contacts.** GET_CONTACTS (`contacts`) is answered by the daemon from its copy of the
-///   radio's table when that copy is current (`HubContacts`), in its client's order like a local
-///   request; otherwise it goes to the radio in its turn.
+///   radio's table when that copy is current (`HubContacts`) and the client has a token of its
+///   share, in its client's order like a local request; otherwise it goes to the radio in its turn.
 /// - **Bounds.** At most `capacity` requests wait per client; while its queue is full the hub does
 ///   not read that client's socket (backpressure through poll), so a client that floods only
 ///   fills its own socket buffers.
@@ -97,10 +97,20 @@ public struct HubQueue {
 
     /// The client's next request if the daemon answers it itself and nothing of the client's is
     /// before it at the radio.
-    /// `contacts`: GET_CONTACTS is answered locally now (the daemon's copy is current).
-    public mutating func takeLocal(_ id: Int, contacts: Bool = false) -> Request? {
-        guard let c = clients[id], !c.inFlight, let first = c.waiting.first,
-              !first.kind.atRadio || (contacts && first.kind == .contacts) else { return nil }
+    /// `contacts`: GET_CONTACTS may be answered locally now (the daemon's copy is current); each
+    /// such answer costs the client a token of its share, as a turn at the radio does, so a client
+    /// cannot have the daemon write listings without bound (past its share it waits for the
+    /// radio's turn).
+    public mutating func takeLocal(_ id: Int, contacts: Bool = false, now: UInt64 = 0) -> Request? {
+        guard let c = clients[id], !c.inFlight, let first = c.waiting.first else { return nil }
+        if first.kind == .contacts {
+            guard contacts else { return nil }
+            refill(c, now: now)
+            guard c.credit >= cost else { return nil }
+            c.credit -= cost
+        } else if first.kind.atRadio {
+            return nil
+        }
         return c.waiting.removeFirst()
     }
 

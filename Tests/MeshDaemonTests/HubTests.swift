@@ -214,6 +214,16 @@ import MeshNode
         #expect(q.takeLocal(1) == Self.sync)
         q.push(2, list, now: 0)
         #expect(q.nextRadio(now: 0)?.request == list)
+        q.answered(2)
+        // Each local listing costs a token: past its share a client's listings wait for the radio.
+        var r = HubQueue(ratePerSecond: 10, burst: 3)
+        for _ in 0..<4 { r.push(3, list, now: 0) }
+        for _ in 0..<3 { #expect(r.takeLocal(3, contacts: true, now: 0) == list) }
+        #expect(r.takeLocal(3, contacts: true, now: 0) == nil)
+        #expect(r.takeLocal(3, contacts: true, now: 100) == list)
+        r.push(3, list, now: 100)
+        #expect(r.takeLocal(3, contacts: true, now: 100) == nil)
+        #expect(r.nextRadio(now: 100)?.client == 3)  // alone: the radio at full speed
     }
 
     /// 151 contacts on a simulated radio (virtual time): the copy learnt from its whole listing

@@ -153,5 +153,19 @@ final class HubTestClient {
         #expect(Array(a.frames.dropFirst()) == radioAnswer(since: nil))
         // That listing taught the copy again.
         #expect(d.hubContacts.current && d.hubContacts.records.count == 152)
+
+        // The copy dropped again, eight clients list at once: one listing goes to the radio, the
+        // others are answered from the copy it taught, not one after another at the radio.
+        a.frames = []
+        a.send(try CommandFrame.addUpdateContact(Contact(publicKey: Self.key(501), name: "newer", lastModified: 1_767_000_100),
+                                                 includeLastModified: true).bytes)
+        #expect(until([a]) { a.count(.ok) == 1 && d.contactsResyncAt == nil && d.contactsTicket == nil && !node.iterating })
+        #expect(!d.hubContacts.current)
+        func wholeListings() -> Int { r.connections.last?.filter { $0 == [CommandCode.getContacts.rawValue] }.count ?? 0 }
+        let asked = wholeListings()
+        for x in clients { x.frames = []; x.send(CommandFrame.getContacts().bytes) }
+        #expect(until(clients) { clients.allSatisfy { $0.count(.endOfContacts) == 1 } }, "\(log)")
+        for x in clients { #expect(x.frames == radioAnswer(since: nil)) }
+        #expect(wholeListings() == asked + 1)
     }
 }

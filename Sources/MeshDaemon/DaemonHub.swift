@@ -136,7 +136,7 @@ extension Daemon: HubHost {
         case CommandCode.getContacts.rawValue:
             // The daemon's copy of the radio's table is current (HubContacts): answered as the radio would.
             // CONTACTS_START goes at once, the records and END_OF_CONTACTS in one write after it.
-            if !hubContacts.answer(r.frame, { hub.send($0, to: client, flush: $0.first == ResponseCode.contactsStart.rawValue) }) {
+            if !hubContacts.answer(r.frame, { hub.send(hubReplyFrame($0, to: client), to: client, flush: $0.first == ResponseCode.contactsStart.rawValue) }) {
                 hub.send(ResponseFrame.error(.badState).bytes, to: client, flush: false)
             }
             hub.flush(client)

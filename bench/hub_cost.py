@@ -1,89 +1,148 @@
-"""What a request costs through the companion hub: the median time of N GET_CONTACTS (and
-GET_DEVICE_TIME) through the daemon's hub against the same request sent straight to a simulated
-radio, on loopback.
+"""What a request costs through the companion hub, on loopback, against a simulated radio holding
+--contacts contacts (default 150):
 
-    POCKETMESH_BIN=.build/debug/pocketmesh python3 bench/hub_cost.py [--count 60] [--gap S] [--repeaters N]
+- GET_CONTACTS straight to the radio, then through the hub while the daemon's copy of the table is
+  current (answered by the daemon) and while it is not (a contact was just added: the listing goes
+  to the radio, frame by frame): the first frame's latency and the whole listing's, medians;
+- meshcore_py's get_contacts() straight and through the hub (it parses as frames arrive);
+- --clients raw clients (default 8) listing at once: the time until the last has its listing;
+- one client alone sending --batch GET_DEVICE_TIME (default 200) in one write, past the hub's
+  per-client burst (64): the time of the first 64 and per request after them.
 
-The simulator runs sim0 (the daemon's radio) and sim1 (asked directly) with --repeaters between
-them; both advertise first, so each radio lists the other. Requests go back to back (`--gap 0`,
-the default), each kind on a fresh hub client and at most 60 of them: within the hub's per-client
-burst (64), so no request waits for its rate.
+    POCKETMESH_BIN=.build/debug/pocketmesh python3 bench/hub_cost.py [--count 30] [--contacts 150]
 """
 import argparse
-import os
-import socket
+import asyncio
 import statistics
-import struct
+import subprocess
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "interop"))
+HERE = Path(__file__).resolve().parents[1] / "Tests" / "interop"
+sys.path.insert(0, str(HERE))
 from test_daemon_faults import Daemon, free_ports  # noqa: E402
-from test_hub import frame, pm, raw_client, read_frame  # noqa: E402
-from test_sim_clients import Sim  # noqa: E402
+from test_hub import answer, frame, raw_client, read_frame  # noqa: E402
+from test_hub_contacts import contact_frame, listing  # noqa: E402
+from test_sim_clients import PY, Sim  # noqa: E402
 
 
-def handshake(port):
-    s = socket.create_connection(("127.0.0.1", port))
-    if os.environ.get("CLIENT_NODELAY"):
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    s.sendall(frame(bytes([0x16, 3])))
-    while read_frame(s)[0] != 0x0D:
-        pass
-    s.sendall(frame(b"\x01\x03" + b"\x00" * 6 + b"bench"))
-    while read_frame(s)[0] != 0x05:
-        pass
-    return s
+def med(xs):
+    return statistics.median(xs) * 1000
 
 
-def timed(s, payload, last_code, count, gap):
-    times, records = [], 0
-    for _ in range(count):
+def listings(s, count, before=None):
+    firsts, totals = [], []
+    for i in range(count):
+        if before:
+            before(i)
+        _, first, total = listing(s)
+        firsts.append(first)
+        totals.append(total)
+    return med(firsts), med(totals)
+
+
+async def py_listing(port, count):
+    from meshcore import MeshCore
+    mc = await MeshCore.create_tcp("127.0.0.1", port)
+    times = []
+    try:
+        for _ in range(count):
+            t0 = time.perf_counter()
+            r = await mc.commands.get_contacts(timeout=10)
+            times.append(time.perf_counter() - t0)
+            assert len(r.payload) > 0
+    finally:
+        await mc.disconnect()
+    return statistics.median(times) * 1000
+
+
+def py_ms(port, count):
+    code = f"import asyncio, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import hub_cost; print(asyncio.run(hub_cost.py_listing({port}, {count})))"
+    r = subprocess.run([str(PY), "-c", code], capture_output=True, text=True, timeout=300, cwd=str(HERE))
+    if r.returncode != 0:
+        return float("nan")
+    return float(r.stdout.strip().splitlines()[-1])
+
+
+def concurrent(port, n, rounds):
+    clients = [raw_client(port, f"many{i}".encode()) for i in range(n)]
+    times = []
+    for _ in range(rounds):
+        done = [None] * n
+        threads = [threading.Thread(target=lambda i=i: done.__setitem__(i, listing(clients[i]))) for i in range(n)]
         t0 = time.perf_counter()
-        s.sendall(frame(payload))
-        n = 0
-        while True:
-            f = read_frame(s, timeout=10)
-            if f[0] >= 0x80:
-                continue
-            if f[0] == 0x03:
-                n += 1
-            if f[0] == last_code or f[0] == 0x01:
-                break
-        times.append((time.perf_counter() - t0) * 1000)
-        records = n
-        time.sleep(gap)
-    return statistics.median(times), min(times), max(times), records
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        times.append(time.perf_counter() - t0)
+        assert all(d is not None for d in done)
+    for c in clients:
+        c.close()
+    return med(times)
+
+
+def batch(port, n):
+    c = raw_client(port, b"batcher")
+    t0 = time.perf_counter()
+    c.sendall(frame(b"\x05") * n)
+    at64 = None
+    for i in range(n):
+        assert answer(c, timeout=30)[0] == 0x09
+        if i == 63:
+            at64 = time.perf_counter()
+    end = time.perf_counter()
+    c.close()
+    return (at64 - t0) * 1000, (end - at64) * 1000 / max(1, n - 64)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--count", type=int, default=60)
-    ap.add_argument("--repeaters", type=int, default=1)
-    ap.add_argument("--gap", type=float, default=0.0, help="seconds between requests")
+    ap.add_argument("--count", type=int, default=30)
+    ap.add_argument("--contacts", type=int, default=150)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--batch", type=int, default=200)
     args = ap.parse_args()
-    sim = Sim("--repeaters", str(args.repeaters), "--seed", "5")
-    port = free_ports(1)
-    tmp = tempfile.mkdtemp(prefix="pm-hubcost-")
-    d = Daemon(tmp, sim.port("sim0"), hook=False, extra=("--companion-listen", f"127.0.0.1:{port}"))
+    sim = Sim("--seed", "9", "--max-contacts", str(args.contacts + args.count + 50), nodes=1)
+    d = None
     try:
+        s = raw_client(sim.port("sim0"), b"seed")
+        s.sendall(b"".join(frame(contact_frame(i)) for i in range(args.contacts)))
+        for _ in range(args.contacts):
+            while read_frame(s)[0] >= 0x80:
+                pass
+        first, total = listings(s, args.count)
+        print(f"GET_CONTACTS direct: first frame {first:.2f} ms, listing {total:.2f} ms ({args.contacts} contacts)")
+        s.close()
+        print(f"meshcore_py get_contacts direct: {py_ms(sim.port('sim0'), args.count):.2f} ms")
+        port = free_ports(1)
+        tmp = __import__("tempfile").mkdtemp(prefix="pm-hubcost-")
+        d = Daemon(tmp, sim.port("sim0"), hook=False,
+                   extra=("--companion-listen", f"127.0.0.1:{port}", "--companion-max-clients", str(args.clients + 4)))
         d.wait_ready(timeout=60)
-        # Adverts, so that the radios have contacts to list.
-        for n in ("sim1", "sim0"):
-            pm("--tcp", f"127.0.0.1:{sim.port(n) if n == 'sim1' else port}", "advert", "--flood")
-        time.sleep(3)
-        for name, payload, last in (("GET_CONTACTS", b"\x04", 0x04), ("GET_DEVICE_TIME", b"\x05", 0x09)):
-            # A fresh hub client per kind: its request rate (bursts of 64) is its own.
-            for where, p in (("hub", port), ("direct", sim.port("sim1"))):
-                s = handshake(p)
-                med, lo, hi, records = timed(s, payload, last, args.count, args.gap)
-                s.close()
-                extra = f", {records} contact(s)" if payload == b"\x04" else ""
-                print(f"{name} {where}: median {med:.2f} ms (min {lo:.2f}, max {hi:.2f}) over {args.count}{extra}")
+        time.sleep(1)
+        c = raw_client(port, b"lister")
+        first, total = listings(c, args.count)
+        print(f"GET_CONTACTS hub: first frame {first:.2f} ms, listing {total:.2f} ms")
+        added = [args.contacts]
+
+        def add(_):
+            c.sendall(frame(contact_frame(added[0])))
+            added[0] += 1
+            assert answer(c)[0] == 0x00
+        first, total = listings(c, args.count, before=add)
+        print(f"GET_CONTACTS hub after a change (at the radio): first frame {first:.2f} ms, listing {total:.2f} ms")
+        c.close()
+        time.sleep(1)
+        print(f"meshcore_py get_contacts hub: {py_ms(port, args.count):.2f} ms")
+        print(f"{args.clients} clients listing at once: {concurrent(port, args.clients, 5):.1f} ms until the last has its listing")
+        head, per = batch(port, args.batch)
+        print(f"one client, {args.batch} GET_DEVICE_TIME in one write: first 64 in {head:.1f} ms, then {per:.2f} ms each")
     finally:
-        d.stop()
+        if d:
+            d.stop()
         sim.stop()
 
 

@@ -209,6 +209,8 @@ public final class Daemon {
     /// When this daemon last wrote each app cursor (wall-clock seconds): it marks the app seen.
     var hubCursorTouched: [String: Int] = [:]
     var hubAckOwners: [(ack: UInt32, client: Int)] = []
+    /// The radio's contact table as last listed whole, while current: hub clients' GET_CONTACTS is answered from it.
+    var hubContacts = HubContacts()
     /// Refusals logged per door (DaemonPermissions.swift).
     var refusalLog = RefusalLog()
     /// MQTT (DaemonMQTT.swift).

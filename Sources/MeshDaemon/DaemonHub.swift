@@ -28,6 +28,8 @@ extension Daemon: HubHost {
             switch code {
             case CommandCode.deviceQuery.rawValue, CommandCode.appStart.rawValue, CommandCode.syncNextMessage.rawValue:
                 kind = .local
+            case CommandCode.getContacts.rawValue:
+                kind = .contacts
             default:
                 kind = .radio
             }
@@ -57,7 +59,7 @@ extension Daemon: HubHost {
         while progress {
             progress = false
             for id in hubSessions.keys where !holdLocal {
-                while let r = hubQueue.takeLocal(id) {
+                while let r = hubQueue.takeLocal(id, contacts: hubContacts.current, now: now) {
                     hubAnswerLocal(id, r)
                     progress = true
                 }
@@ -131,6 +133,13 @@ extension Daemon: HubHost {
                 hubSeed(s)
             }
             hub.send(selfInfo, to: client)
+        case CommandCode.getContacts.rawValue:
+            // The daemon's copy of the radio's table is current (HubContacts): answered as the radio would.
+            // CONTACTS_START goes at once, the records and END_OF_CONTACTS in one write after it.
+            if !hubContacts.answer(r.frame, { hub.send(hubReplyFrame($0, to: client), to: client, flush: $0.first == ResponseCode.contactsStart.rawValue) }) {
+                hub.send(ResponseFrame.error(.badState).bytes, to: client, flush: false)
+            }
+            hub.flush(client)
         case CommandCode.syncNextMessage.rawValue:
             if !s.seeded { hubSeed(s) }
             let f = hubNextMessage(s)
@@ -226,7 +235,10 @@ extension Daemon: HubHost {
         hubQueue.answered(w.client)
         // The answer goes out first, in one write; the store's bookkeeping after it.
         if let hub, hubSessions[w.client] != nil {
-            tunnelReplyFrames(w.frame, r) { hub.send(hubReplyFrame($0, to: w.client), to: w.client, flush: false) }
+            // A contacts listing went to the client frame by frame as it came (`hubRadioFrame`).
+            if case .contacts = r {} else {
+                tunnelReplyFrames(w.frame, r) { hub.send(hubReplyFrame($0, to: w.client), to: w.client, flush: false) }
+            }
             switch r {
             case .timeout, .cancelled: hub.send(ResponseFrame.error(.badState).bytes, to: w.client, flush: false)
             case .frame(let f):
@@ -260,6 +272,18 @@ extension Daemon: HubHost {
         return Secrets.redacted(reply: f)
     }
 
+    /// Every frame from the radio, before the session takes it: the hub's copy of the contacts
+    /// learns from it, and a hub client's contacts listing goes to that client frame by frame as
+    /// the radio sends it (CONTACTS_START, CONTACT..., END_OF_CONTACTS), not held until its end. A
+    /// hub request is in flight at the radio whenever it has a ticket (`hubDispatch` hands the
+    /// turn out only when the session has nothing else queued).
+    func hubRadioFrame(_ f: UnsafeRawBufferPointer) {
+        hubContacts.received(f)
+        guard let hub, let code = f.first, code >= ResponseCode.contactsStart.rawValue, code <= ResponseCode.endOfContacts.rawValue,
+              let w = hubTickets.values.first, w.frame.first == CommandCode.getContacts.rawValue, hubSessions[w.client] != nil else { return }
+        hub.send(hubReplyFrame(Array(f), to: w.client), to: w.client)
+    }
+
     /// A push: to every hub client, except SEND_CONFIRMED, which goes to the client whose send it
     /// confirms (nobody's when it is the daemon's own or a tunnel client's).
     func hubPush(_ p: Push) {
@@ -283,6 +307,7 @@ extension Daemon: HubHost {
     /// The radio link went down: a request at the radio was cancelled with the session (and got
     /// ERR); the waiting ones get theirs in their turn (`hubDispatch`).
     func hubLinkLost() {
+        hubContacts.forget()
         for (t, _) in hubTickets { _ = hubReply(t, .cancelled) }
         hubDispatch(now: monotonicMilliseconds())
     }
@@ -316,6 +341,8 @@ extension Daemon: HubHost {
             f.append(("idle_s", .int(Int64(idle / 1000))))
             return JSON.object(f)
         }
-        return [("hub_clients", .array(list))]
+        // The copy of the radio's contacts that hub clients' GET_CONTACTS is answered from, while current.
+        let copy: JSON = .object([("current", .bool(hubContacts.current)), ("contacts", .int(Int64(hubContacts.records.count)))])
+        return [("hub_clients", .array(list)), ("hub_contacts", copy)]
     }
 }

@@ -202,6 +202,7 @@ extension Daemon {
     /// before anything the session wants to send is written.
     func received(_ frame: UnsafeRawBufferPointer, now: UInt64) {
         guard let s = session else { return }
+        if hub != nil { hubRadioFrame(frame) }
         s.receive(frame: frame, now: now)
         processEvents(now: now)
     }
@@ -215,6 +216,7 @@ extension Daemon {
         if hub != nil { while hubDispatch(now: now) { processEvents(now: now) } }
         guard let s = session, let l = link else { return }
         while let payload = s.nextFrame() {
+            if hub != nil { hubContacts.sent(payload) }
             do throws(LinkError) {
                 try l.write(l.framing == .datagram ? payload : StreamDeframer.frame(payload, marker: UInt8(ascii: "<")))
             } catch {

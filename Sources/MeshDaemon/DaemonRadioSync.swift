@@ -99,6 +99,8 @@ extension Daemon {
         radioProblem = nil
         backoffMS = 0
         nextDrainAt = now + config.drainIntervalMS
+        // With a hub, the first sync lists the whole table: hub clients' GET_CONTACTS is answered from it.
+        if hub != nil { contactsFullSyncWanted = true }
         syncContacts(now: now)
         syncChannels(now: now)
         reapplyFloodScope(now: now)

@@ -8,14 +8,23 @@
 ///   out the turn only when the radio has none of its own work waiting (its sync, keepalive,
 ///   outbox), so those always go first. The turn goes round the clients (round robin); each
 ///   client also has a request rate (`ratePerSecond`, bursts of `burst`): a client over its share
-///   waits for its next token, the others do not.
+///   waits for its next token while another client has a request waiting, the others do not. A
+///   client alone (nobody else has a request waiting) is not held back: it gets the radio at
+///   full speed, its share running dry meanwhile, so that when others come it waits its turns.
+/// - **Contacts.** GET_CONTACTS (`contacts`) is answered by the daemon from its copy of the
+///   radio's table when that copy is current (`HubContacts`) and the client has a token of its
+///   share, in its client's order like a local request; otherwise it goes to the radio in its turn.
 /// - **Bounds.** At most `capacity` requests wait per client; while its queue is full the hub does
 ///   not read that client's socket (backpressure through poll), so a client that floods only
 ///   fills its own socket buffers.
 public struct HubQueue {
     /// What the daemon does with a request when its turn comes: send it to the radio, answer it
     /// itself, or refuse it (its class is not allowed; ERR).
-    public enum Kind: Equatable { case radio, local, refused }
+    public enum Kind: Equatable {
+        case radio, local, refused, contacts
+        /// Waits for the radio's turn (GET_CONTACTS does when the daemon's copy is not current).
+        var atRadio: Bool { self == .radio || self == .contacts }
+    }
 
     public struct Request: Equatable {
         public var frame: [UInt8]
@@ -88,29 +97,47 @@ public struct HubQueue {
 
     /// The client's next request if the daemon answers it itself and nothing of the client's is
     /// before it at the radio.
-    public mutating func takeLocal(_ id: Int) -> Request? {
-        guard let c = clients[id], !c.inFlight, let first = c.waiting.first, first.kind != .radio else { return nil }
+    /// `contacts`: GET_CONTACTS may be answered locally now (the daemon's copy is current); each
+    /// such answer costs the client a token of its share, as a turn at the radio does, so a client
+    /// cannot have the daemon write listings without bound (past its share it waits for the
+    /// radio's turn).
+    public mutating func takeLocal(_ id: Int, contacts: Bool = false, now: UInt64 = 0) -> Request? {
+        guard let c = clients[id], !c.inFlight, let first = c.waiting.first else { return nil }
+        if first.kind == .contacts {
+            guard contacts else { return nil }
+            refill(c, now: now)
+            guard c.credit >= cost else { return nil }
+            c.credit -= cost
+        } else if first.kind.atRadio {
+            return nil
+        }
         return c.waiting.removeFirst()
     }
 
     /// Radio requests at the head of a client's queue, taken without a turn (the link is down: each
     /// gets its error at once, in order).
     public mutating func takeRadioHead(_ id: Int) -> Request? {
-        guard let c = clients[id], !c.inFlight, let first = c.waiting.first, first.kind == .radio else { return nil }
+        guard let c = clients[id], !c.inFlight, let first = c.waiting.first, first.kind.atRadio else { return nil }
         return c.waiting.removeFirst()
     }
 
+    /// The client has a request waiting for the radio's turn.
+    private static func wants(_ c: Client) -> Bool { !c.inFlight && c.waiting.first?.kind.atRadio == true }
+
+    /// Whether a client other than `id` has a request waiting for the radio.
+    private func othersWant(_ id: Int) -> Bool { clients.contains { $0.key != id && Self.wants($0.value) } }
+
     /// The next client whose turn it is at the radio and its request (marked in flight and
     /// charged to its rate), or nil: a hub request is at the radio already, or no client has one
-    /// due.
+    /// due. A client over its share gets the turn when no other client wants the radio.
     public mutating func nextRadio(now: UInt64) -> (client: Int, request: Request)? {
         guard !radioBusy, !order.isEmpty else { return nil }
         for step in 0..<order.count {
             let id = order[(nextTurn + step) % order.count]
-            guard let c = clients[id], !c.inFlight, let first = c.waiting.first, first.kind == .radio else { continue }
+            guard let c = clients[id], Self.wants(c) else { continue }
             refill(c, now: now)
-            guard c.credit >= cost else { continue }
-            c.credit -= cost
+            guard c.credit >= cost || !othersWant(id) else { continue }
+            c.credit = c.credit >= cost ? c.credit - cost : 0
             c.inFlight = true
             radioBusy = true
             nextTurn = (nextTurn + step + 1) % order.count
@@ -133,9 +160,9 @@ public struct HubQueue {
     public func nextDeadline(now: UInt64) -> UInt64? {
         guard !radioBusy else { return nil }
         var next: UInt64? = nil
-        for c in clients.values where !c.inFlight && c.waiting.first?.kind == .radio {
+        for (id, c) in clients where Self.wants(c) {
             let credit = min(creditCap, c.credit + (now > c.creditAt ? now - c.creditAt : 0))
-            let at = credit >= cost ? now : now + (cost - credit)
+            let at = credit >= cost || !othersWant(id) ? now : now + (cost - credit)
             next = min(next ?? at, at)
         }
         return next

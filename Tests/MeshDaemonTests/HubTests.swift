@@ -6,6 +6,8 @@ import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshHub
+import MeshNode
+@testable import MeshSim
 
 @Suite struct HubTests {
     @Test func listenerSyntax() throws {
@@ -132,14 +134,23 @@ import MeshDaemonClient
             q.answered(c)
         }
         #expect(served == [1, 2, 1, 2])
-        // Client 1 used its burst: it waits for a token (100 ms at 10 a second); client 3 does not.
+        // Client 1 used its burst: while another client waits it waits for a token (100 ms at 10 a
+        // second); client 3 does not.
+        q.push(3, Self.batt, now: 0)
+        q.push(3, Self.batt, now: 0)
         q.push(3, Self.batt, now: 0)
         #expect(q.nextRadio(now: 0)?.client == 3)
         q.answered(3)
+        #expect(q.nextRadio(now: 0)?.client == 3)
+        q.answered(3)
+        // Both over their share, both waiting: the share holds each back.
         #expect(q.nextRadio(now: 0) == nil)
         #expect(q.nextDeadline(now: 0) == 100)
         #expect(q.nextRadio(now: 99) == nil)
         #expect(q.nextRadio(now: 100)?.client == 1)
+        q.answered(1)
+        #expect(q.nextRadio(now: 100)?.client == 3)
+        q.answered(3)
         // A client gone with its request at the radio frees the turn.
         q.remove(1)
         q.answered(1)
@@ -158,5 +169,137 @@ import MeshDaemonClient
         let recent = (0..<80).map { (name: "hub-r\($0)", writtenAt: now - $0) }
         #expect(Set(HubCursors.expired(recent, now: now, inUse: [])) == Set((64..<80).map { "hub-r\($0)" }))
         #expect(HubCursors.expired(Array(recent.prefix(64)), now: now, inUse: []).isEmpty)
+    }
+
+    @Test func aClientAloneGetsTheRadioAtFullSpeedAndTheShareWhenOthersWait() {
+        var q = HubQueue(ratePerSecond: 10, burst: 2)
+        // Alone, client 1 is not held to its share: 20 requests back to back, no time passing.
+        for _ in 0..<20 {
+            q.push(1, Self.batt, now: 0)
+            #expect(q.nextDeadline(now: 0) == 0)
+            guard let (c, _) = q.nextRadio(now: 0) else { Issue.record("client 1 held back while alone"); return }
+            #expect(c == 1)
+            q.answered(c)
+        }
+        // Client 2 comes: it gets its turns, client 1 (share spent) waits while client 2 waits.
+        for _ in 0..<3 { q.push(1, Self.batt, now: 0) }
+        q.push(2, Self.batt, now: 0)
+        q.push(2, Self.batt, now: 0)
+        var served: [Int] = []
+        while let (c, _) = q.nextRadio(now: 0) {
+            served.append(c)
+            q.answered(c)
+        }
+        // Once client 2 has nothing waiting, client 1 is alone again.
+        #expect(served == [2, 2, 1, 1, 1])
+        // A flooding client stays bounded, alone or not: its queue, then the hub stops reading it.
+        for _ in 0..<HubQueue.capacity { q.push(1, Self.batt, now: 0) }
+        #expect(q.room(1) == 0 && !q.push(1, Self.batt, now: 0))
+        // ... and another client's request gets the very next turn (a second later: shares refilled).
+        #expect(q.nextRadio(now: 1_000)?.client == 1)
+        q.push(2, Self.batt, now: 1_000)
+        q.answered(1)
+        #expect(q.nextRadio(now: 1_000)?.client == 2)
+        q.answered(2)
+        #expect(q.nextRadio(now: 1_000)?.client == 1)
+    }
+
+    @Test func contactsAreLocalWhileTheCopyIsCurrent() {
+        let list = HubQueue.Request(frame: [CommandCode.getContacts.rawValue], kind: .contacts)
+        var q = HubQueue()
+        q.push(1, list, now: 0)
+        q.push(1, Self.sync, now: 0)
+        #expect(q.takeLocal(1) == nil)  // not current: it waits for the radio
+        #expect(q.takeLocal(1, contacts: true) == list)
+        #expect(q.takeLocal(1) == Self.sync)
+        q.push(2, list, now: 0)
+        #expect(q.nextRadio(now: 0)?.request == list)
+        q.answered(2)
+        // Each local listing costs a token: past its share a client's listings wait for the radio.
+        var r = HubQueue(ratePerSecond: 10, burst: 3)
+        for _ in 0..<4 { r.push(3, list, now: 0) }
+        for _ in 0..<3 { #expect(r.takeLocal(3, contacts: true, now: 0) == list) }
+        #expect(r.takeLocal(3, contacts: true, now: 0) == nil)
+        #expect(r.takeLocal(3, contacts: true, now: 100) == list)
+        r.push(3, list, now: 100)
+        #expect(r.takeLocal(3, contacts: true, now: 100) == nil)
+        #expect(r.nextRadio(now: 100)?.client == 3)  // alone: the radio at full speed
+    }
+
+    /// 151 contacts on a simulated radio (virtual time): the copy learnt from its whole listing
+    /// answers GET_CONTACTS, with and without `since`, byte for byte as the radio does.
+    @Test func contactsFromTheCopyAreTheRadiosAnswerByteForByte() throws {
+        var o = SimWorld.Options()
+        o.companion.maxContacts = 200
+        let world = try SimWorld(topology: Topology(nodes: [NodeSpec(name: "a", role: .companion)], links: []), options: o)
+        let node = world.companions[0]
+        var frames: [[UInt8]] = []
+        node.onFrame = { frames.append($0.bytes) }
+        func key(_ i: Int) -> [UInt8] { [UInt8(i & 0xFF), UInt8(i >> 8)] + [UInt8](repeating: 0x5A, count: 30) }
+        for i in 0..<151 {
+            var c = Contact(publicKey: PublicKey(key(i))!, type: i % 7 == 0 ? .repeater : .chat, name: "node \(i)",
+                            lastAdvertTimestamp: 1_700_000_000 + UInt32(i), latitude: Int32(i * 1000), longitude: -Int32(i * 77),
+                            lastModified: 1_767_000_000 + UInt32(i % 40))
+            if i % 3 == 0 { try c.setOutPath(PathLength(rawValue: 2), [0x11, 0x22]) }
+            #expect(node.addOrUpdate(c))
+        }
+        func radio(_ cmd: [UInt8]) -> [[UInt8]] {
+            frames = []
+            node.receive(frame: cmd)
+            world.mesh.run(for: 2_000)
+            return frames
+        }
+        func learn(_ copy: inout HubContacts) {
+            let cmd = CommandFrame.getContacts().bytes
+            copy.sent(cmd)
+            for f in radio(cmd) { f.withUnsafeBytes { copy.received($0) } }
+        }
+        var copy = HubContacts()
+        #expect(!copy.answer([CommandCode.getContacts.rawValue]) { _ in })
+        learn(&copy)
+        #expect(copy.current && copy.records.count == 151)
+        for since: UInt32? in [nil, 0, 1_767_000_010, 1_767_000_038, 1_767_000_039, 1_767_000_040] {
+            let cmd = CommandFrame.getContacts(since: since).bytes
+            var local: [[UInt8]] = []
+            #expect(copy.answer(cmd) { local.append($0) })
+            let want = radio(cmd)
+            #expect(local == want, "since \(String(describing: since))")
+            #expect(want.count >= 2 && local.count == want.count)
+        }
+        // An incremental listing by someone else teaches nothing and forgets nothing.
+        let incremental = CommandFrame.getContacts(since: 1_767_000_030).bytes
+        copy.sent(incremental)
+        for f in radio(incremental) { f.withUnsafeBytes { copy.received($0) } }
+        #expect(copy.current && copy.records.count == 151)
+        // A command that changes the table, from anyone: the copy is dropped until the next whole listing.
+        let remove = [CommandCode.removeContact.rawValue] + key(5)
+        copy.sent(remove)
+        #expect(!copy.current && copy.records.isEmpty)
+        _ = radio(remove)
+        learn(&copy)
+        #expect(copy.current && copy.records.count == 150)
+        // Reading commands and message pushes leave it; an advert (a contact changed) does not.
+        copy.sent(CommandFrame.getDeviceTime().bytes)
+        [PushCode.messageWaiting.rawValue].withUnsafeBytes { copy.received($0) }
+        #expect(copy.current)
+        ([PushCode.advert.rawValue] + key(9)).withUnsafeBytes { copy.received($0) }
+        #expect(!copy.current)
+        // A change while a whole listing goes by: not learnt.
+        let cmd = CommandFrame.getContacts().bytes
+        copy.sent(cmd)
+        let listing = radio(cmd)
+        for (i, f) in listing.enumerated() {
+            if i == 40 { ([PushCode.pathUpdated.rawValue] + key(9)).withUnsafeBytes { copy.received($0) } }
+            f.withUnsafeBytes { copy.received($0) }
+        }
+        #expect(!copy.current)
+        // A listing whose records are fewer than its count (cut short): not learnt.
+        copy.sent(cmd)
+        for (i, f) in listing.enumerated() where i != 3 { f.withUnsafeBytes { copy.received($0) } }
+        #expect(!copy.current)
+        learn(&copy)
+        #expect(copy.current)
+        copy.forget()  // the link went down
+        #expect(!copy.current && copy.forgotten == 3)
     }
 }

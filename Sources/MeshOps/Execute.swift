@@ -536,9 +536,7 @@ public final class Executor {
                         latitude: old?.latitude ?? 0, longitude: old?.longitude ?? 0)
         if let p = path {
             if !p.isEmpty {
-                guard let bytes = Hex.decode(p), let len = PathLength(hopCount: bytes.count) else {
-                    throw .usage("the path must be hex hop hashes, at most 64 bytes.")
-                }
+                let (len, bytes) = try hopPath(p)
                 do { try c.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
             }
         } else if let o = old, o.outPathLength != PathLength.unknown.rawValue {

@@ -100,10 +100,10 @@ extension OperationTable {
                       .positional("contact", api: ["name"], help: "Contact name or hex key prefix."),
                   ]),
         Operation("contacts set-path", .config, api: "contacts_set_path", result: .json(.contactSetPath),
-                  help: "Set a contact's path by hand: hex hop hashes (\"\" for a neighbour heard directly); reset-path forgets it.",
+                  help: "Set a contact's path by hand: hex hop hashes (\"\" or 0 for a neighbour heard directly); reset-path forgets it.",
                   args: OperationArgument.link + [
                       .positional("contact", api: ["name"], help: "Contact name or hex key prefix."),
-                      .positional("path", help: "Hop hashes as hex (e.g. 5f33, or 5f,33), in the radio's path hash size."),
+                      .positional("path", help: "Hop hashes as hex in the radio's path hash size (5f33), or comma-separated, each hop's width giving the hash size (5f,33 or 5f1a,33b2), as meshcore-cli; HEX:MODE names the path hash mode (0-2)."),
                   ]),
         Operation("contacts permissions", .config, api: "contacts_permissions", result: .json(.contactPermissions),
                   help: "Set what the radio grants a contact (the whole set): telemetry (used when the telemetry modes are `flags`) and, on protocol 14 radios, remote CLI.",

@@ -71,12 +71,24 @@ public func wallClockEpoch() -> UInt32 {
     UInt32(truncatingIfNeeded: time(nil))
 }
 
+/// What a contact's message is, by its text type: a text ("direct"), a CLI reply ("cli"), a room
+/// post ("room"), or a CLI command (text type 3, protocol 14) the radio handed to the app because
+/// its sender may not run it there ("cli_command"). The one naming of `listen`/`sync` and the store's JSON.
+public func contactMessageKind(_ t: TextType) -> String {
+    switch t {
+    case .cliData: return "cli"
+    case .signedPlain: return "room"
+    case .cliCommand: return "cli_command"
+    default: return "direct"
+    }
+}
+
 /// The message as the command line prints it (text and JSON).
 public func messageValue(_ m: ReceivedMessage, contacts: [ContactSummary] = []) -> Value {
     var fields: [Value.Field] = []
     switch m.kind {
     case .contact:
-        fields.append(.init("type", .string(m.textType == .cliData ? "cli" : m.textType == .signedPlain ? "room" : "direct")))
+        fields.append(.init("type", .string(contactMessageKind(m.textType))))
         fields.append(.init("from", .hex(m.senderPrefix)))
         if let c = contacts.first(where: { Array($0.publicKey.prefix(6)) == m.senderPrefix }) {
             fields.append(.init("name", .string(c.name)))
@@ -90,7 +102,8 @@ public func messageValue(_ m: ReceivedMessage, contacts: [ContactSummary] = []) 
         fields.append(.init("channel", .int(m.channelIndex)))
         fields.append(.init("data_type", .int(m.dataType)))
     }
-    fields.append(.init("timestamp", .int(m.timestamp)))
+    // CHANNEL_DATA_RECV carries no timestamp (as meshcore_py, the field is left out).
+    if m.kind != .channelData { fields.append(.init("timestamp", .int(m.timestamp))) }
     fields.append(.init("hops", m.hops.map { .int($0) } ?? .null))
     fields.append(.init("snr", m.snrQuarterDb.map { .double(Double($0) / 4) } ?? .null))
     if m.kind == .channelData {

@@ -200,15 +200,23 @@ public final class Executor {
         return out
     }
 
-    public func resolveChannel(_ which: String) async throws(ClientError) -> ChannelSummary {
+    /// A channel by index or name. `inUse`: only one with a secret (sending on an empty slot, or
+    /// sharing its link, would use an all-zero key): an empty one is not found (exit 6).
+    public func resolveChannel(_ which: String, inUse: Bool = false) async throws(ClientError) -> ChannelSummary {
         let all = try await channels()
         if let i = Int(which) {
-            if let c = all.first(where: { Int($0.index) == i }) { return c }
+            if let c = all.first(where: { Int($0.index) == i }) {
+                if inUse && !c.secret.contains(where: { $0 != 0 }) {
+                    throw .notFound("channel \(i) is empty (it has no secret): set it with `pocketmesh channel add` or `channel set` first.")
+                }
+                return c
+            }
             throw .notFound("channel \(i) does not exist (the radio has \(all.count) slots): run `pocketmesh channel list`.")
         }
         let want = which.lowercased()
         let alt = want.hasPrefix("#") ? String(want.dropFirst()) : "#" + want
-        if let c = all.first(where: { !$0.isEmpty && ($0.name.lowercased() == want || $0.name.lowercased() == alt) }) { return c }
+        if let c = all.first(where: { !$0.isEmpty && ($0.name.lowercased() == want || $0.name.lowercased() == alt) }),
+           !inUse || c.secret.contains(where: { $0 != 0 }) { return c }
         throw .notFound("no channel named \"\(which)\": run `pocketmesh channel list`, or add it with `pocketmesh channel set`.")
     }
 
@@ -237,8 +245,8 @@ public final class Executor {
     }
 
     @available(*, noasync, message: "an operation waits through the port: use the async form")
-    public func resolveChannel(_ which: String) throws(ClientError) -> ChannelSummary {
-        try OperationJobs.runToEnd { () async throws(ClientError) -> ChannelSummary in try await self.resolveChannel(which) }
+    public func resolveChannel(_ which: String, inUse: Bool = false) throws(ClientError) -> ChannelSummary {
+        try OperationJobs.runToEnd { () async throws(ClientError) -> ChannelSummary in try await self.resolveChannel(which, inUse: inUse) }
     }
 
     /// Every channel slot, empty ones included.
@@ -362,7 +370,7 @@ public final class Executor {
             _ = try await call(frame, expecting: .ok, what: "removing channel \(c.index)")
             return Outcome(ok("channel \(c.index) removed"))
         case .channelSend(let which, let text, let waitMs):
-            let c = try await resolveChannel(which)
+            let c = try await resolveChannel(which, inUse: true)
             let timestamp = wallClockEpoch()
             let frame = try encode { () throws(CompanionEncodeError) in
                 try CommandFrame.sendChannelTextMessage(channel: c.index, text: text, timestamp: timestamp)

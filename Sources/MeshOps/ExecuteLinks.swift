@@ -159,7 +159,7 @@ extension Executor {
     }
 
     func channelURI(_ which: String) async throws(ClientError) -> Outcome {
-        let c = try await resolveChannel(which)
+        let c = try await resolveChannel(which, inUse: true)
         let uri = MeshLinkURI.channel(name: c.name, secret: c.secret).text
         return Outcome(.object([.init("index", .int(c.index)), .init("name", .string(c.name)), .init("uri", .string(uri))]))
     }

@@ -239,7 +239,7 @@ extension Executor {
     func channelData(_ which: String, dataType: UInt16, hex: String) async throws(ClientError) -> Outcome {
         guard dataType != 0 else { throw .usage("the data type must be 1–65535 (0 is reserved; 65280–65535 are for development).") }
         guard let payload = Hex.decode(hex) else { throw .usage("give the data as hex.") }
-        let c = try await resolveChannel(which)
+        let c = try await resolveChannel(which, inUse: true)
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendChannelData(channel: c.index, dataType: dataType, payload: payload) }
         _ = try await call(frame, expecting: .ok, what: "sending data to channel \(c.index)")
         return Outcome(.object([.init("status", .string("sent")), .init("channel", .int(c.index)), .init("name", .string(c.name)),

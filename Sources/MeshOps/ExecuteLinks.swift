@@ -194,7 +194,7 @@ extension Executor {
         return Outcome(.object([.init("status", .string("ok")), .init("epoch", .int(epoch))]))
     }
 
-    /// SET_FLOOD_SCOPE_KEY: floods sent on this connection carry the region's transport codes
+    /// SET_FLOOD_SCOPE_KEY (kept by the radio until it reboots, not per connection): floods carry the region's transport codes
     /// ("#north": key = SHA-256("#north")[0..16]), none at all ("none"), or the radio's default.
     func scope(_ name: String) async throws(ClientError) -> Outcome {
         let override: FloodScopeOverride

@@ -269,8 +269,8 @@ extension OperationTable {
                       .positional("node", api: ["name"], help: "Repeater name or hex key prefix."),
                   ]),
         Operation("scope", .config, api: "scope", result: .json(.scope),
-                  help: "Scope this connection's floods to a region (#name), to none, or back to the radio's default.",
-                  discussion: "The scope lasts as long as the connection to the radio: use it through a daemon (it holds the connection, so the daemon's and every client's floods are scoped until it reconnects), or `set flood-scope` for the radio's persistent default.",
+                  help: "Scope the radio's floods to a region (#name), to none, or back to its default, until the radio reboots.",
+                  discussion: "The radio keeps the scope until it reboots: it is not saved, and it outlasts the connection, so the floods of every program that uses the radio afterwards are scoped too. A daemon sets it again whenever it reconnects (the radio may have rebooted meanwhile). `set flood-scope` sets the radio's saved default.",
                   args: OperationArgument.link + [
                       .positional("scope", help: "#region, none, or default."),
                   ]),

@@ -37,11 +37,12 @@ extension Daemon {
         return nil
     }
 
-    /// Sends the flood scope a client set again (after a reconnect the radio has none).
+    /// Sends the flood scope a client set again after a reconnect: the radio keeps it until it
+    /// reboots, and it may have rebooted meanwhile.
     func reapplyFloodScope(now: UInt64) {
         guard let f = floodScopeFrame, let s = session else { return }
         if (try? s.submit(frame: f, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), now: now)) != nil {
-            log("radio: flood scope set again (it lasts one connection)")
+            log("radio: flood scope set again (the radio forgets it when it reboots)")
             pump(now: now)
         }
     }

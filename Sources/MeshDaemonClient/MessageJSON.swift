@@ -27,7 +27,9 @@ public enum MessageJSON {
     }
 
     public static func message(_ m: StoredMessage, store: RadioStore?) -> JSON {
-        var pairs: [(String, JSON)] = [("id", .int(Int64(m.id))), ("kind", .string(kindName(m.kind))),
+        // A contact's CLI reply or command is named by its text type, as `listen` names it.
+        let kind = m.kind == .direct ? contactMessageKind(TextType(rawValue: m.textType)) : kindName(m.kind)
+        var pairs: [(String, JSON)] = [("id", .int(Int64(m.id))), ("kind", .string(kind)),
                                       ("direction", .string(m.direction == .incoming ? "in" : "out"))]
         let text = m.textString
         switch m.kind {
@@ -43,7 +45,10 @@ public enum MessageJSON {
         case .channel:
             pairs.append(("channel", .int(Int64(m.channelIndex))))
             if let ch = store?.channel(index: m.channelIndex), !ch.name.isEmpty { pairs.append(("channel_name", .string(ch.name))) }
-            if m.direction == .incoming, let (who, body) = splitChannelSender(text) {
+            if m.isDatagram {
+                // A datagram names no sender and has no text: its bytes are `data` (below).
+                pairs.append(("from", .string(m.direction == .incoming ? "" : "me")))
+            } else if m.direction == .incoming, let (who, body) = splitChannelSender(text) {
                 pairs.append(("from", .string(who)))
                 pairs.append(("text", .string(body)))
             } else {

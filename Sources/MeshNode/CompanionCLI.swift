@@ -4,9 +4,11 @@ import MeshCompanion
 /// The companion's own CLI of companion protocol 14 (the firmware's dev line, "Companion CLI"):
 /// the app runs it with `RUN_CLI_COMMAND` (sender timestamp 0), and a contact with the remote CLI
 /// permission (flag 0x10) with a text message of type 3. Replies are the firmware's; a command it
-/// does not know answers "Unknown command". Only the settings the simulated radio has are here.
+/// does not know answers "Unknown command", as `reboot` does on the dev line of v1.17.1 (its
+/// companion CLI has no reboot; the app reboots with CMD_REBOOT). Only the settings the simulated
+/// radio has are here.
 extension CompanionNode {
-    /// Runs one CLI line; returns the reply ("" for none, e.g. `reboot`).
+    /// Runs one CLI line; returns the reply.
     public func cliCommand(_ line: String, senderTimestamp ts: UInt32 = 0) -> String {
         var cmd = Substring(line.drop { $0 == " " })
         var prefix = ""
@@ -14,10 +16,6 @@ extension CompanionNode {
         if u.count > 4 && u[2] == 0x7C { // "xx|": a correlation prefix, reflected back
             prefix = String(decoding: u[0 ..< 3], as: UTF8.self)
             cmd = Substring(String(decoding: u[3...], as: UTF8.self))
-        }
-        if cmd.hasPrefix("reboot") {
-            reboot()
-            return ""
         }
         return prefix + (companionCommand(cmd, senderTimestamp: ts) ?? "Unknown command")
     }
@@ -47,6 +45,9 @@ extension CompanionNode {
         case "stats-recovery" where ts == 0: return (radio.driverRecoveries?() ?? RadioRecoveries()).json  // a real radio's driver (`pocketmesh node cli`)
         default: break
         }
+        // int.thresh, cad, agc.reset.interval, radio.rxgain, rssi.lbt: CommonCLI's, as the admin CLI's.
+        if c.hasPrefix("get "), let r = radioPrefs.get(c.dropFirst(4)) { return r }
+        if c.hasPrefix("set "), let r = radioPrefs.set(c.dropFirst(4)) { return r }
         if let v = value("set name ") {
             guard !v.contains(where: { "[]\\:,?*".contains($0) }) else { return "Error, bad chars" }
             name = String(decoding: utf8Cut(Array(v.utf8), max: 31), as: UTF8.self)

@@ -60,6 +60,12 @@ public final class CompanionNode: MeshNode {
     public var maxTxPower: Int8 = 22
     /// Time zone offset in hours (the protocol 14 CLI's `tz.offset`).
     public var tzOffset: Int8 = 0
+    /// Channel access settings of the protocol 14 CLI (`cad`, `radio.rxgain`, `rssi.lbt`, ...).
+    var radioPrefs = RadioCLIPrefs()
+    /// Whether to listen (CAD) before each transmission (`set cad on`); a real radio's driver asks.
+    public var channelActivityDetection: Bool { radioPrefs.cad }
+    /// The SX126x boosted receive gain (`set radio.rxgain`).
+    public var rxBoostedGain: Bool { radioPrefs.rxBoostedGain }
     /// Radio settings the CLI's `set radio` saved for the next boot.
     public var savedRadio: RadioParams?
     /// Whether it speaks companion protocol 14 (the firmware's dev line).
@@ -542,7 +548,7 @@ public final class CompanionNode: MeshNode {
         channels = [ChannelSlot](repeating: .empty, count: config.maxChannels)
         channels[0] = ChannelSlot(name: "Public", secret: ChannelSecret.publicChannel.key)
         advertLatitude = 0; advertLongitude = 0; manualAddContacts = 0; telemetryModes = 0; advertLocationPolicy = 0
-        multiAcks = 0; autoAddFlags = 0; autoAddMaxHops = 0; blePin = 0; clientRepeat = false; tzOffset = 0; savedRadio = nil
+        multiAcks = 0; autoAddFlags = 0; autoAddMaxHops = 0; blePin = 0; clientRepeat = false; tzOffset = 0; savedRadio = nil; radioPrefs = RadioCLIPrefs()
         defaultScopeName = nil; defaultScopeKey = []
         name = String(publicKey.hex.prefix(8)).uppercased()
         radio.params = RadioParams()

@@ -19,7 +19,8 @@ extension ServerNode {
     static let keptSettings = [
         "name", "lat", "lon", "radio", "tx", "af", "repeat", "txdelay", "direct.txdelay", "rxdelay",
         "guest.password", "owner.info", "path.hash.mode", "loop.detect", "flood.max", "flood.max.unscoped",
-        "flood.max.advert", "allow.read.only", "multi.acks", "int.thresh", "cad", "flood.advert.interval", "advert.interval",
+        "flood.max.advert", "allow.read.only", "multi.acks", "int.thresh", "cad", "agc.reset.interval", "radio.rxgain",
+        "rssi.lbt", "rssi.lbt.params", "flood.advert.interval", "advert.interval",
     ]
 
     /// The kept settings, one `KEY VALUE` line each, and the admin password as `password VALUE`.

@@ -3,17 +3,62 @@ import MeshCompanion
 
 /// Settings of a server that only the admin CLI reads or changes.
 struct ServerPrefs {
-    var interferenceThreshold: UInt8 = 0
-    var cad = false
-    var agcResetInterval: UInt8 = 0 // seconds / 4
+    var radio = RadioCLIPrefs()
     var multiAcks: UInt8 = 0
-    var rxBoostedGain = true
     var powerSaving = false
     var logging = false
     var latitude: Double = 0
     var longitude: Double = 0
     /// RTC time of the last `region save` (discovery requests carry a `since`).
     var discoveryModified: UInt32 = 0
+}
+
+/// The channel-access settings of `CommonCLI` that the admin CLI and the companion's protocol 14 CLI
+/// share: `int.thresh`, `cad`, `agc.reset.interval`, `radio.rxgain` and listen-before-talk by RSSI
+/// (`rssi.lbt`, `rssi.lbt.params THR_DBM,SENSE_MS,MAXWAIT_MS,TXMAX_MS,PAUSE_MS`), with the firmware's replies.
+struct RadioCLIPrefs {
+    var interferenceThreshold: UInt8 = 0
+    var cad = false
+    var agcResetInterval: UInt8 = 0 // seconds / 4
+    var rxBoostedGain = true
+    var rssiLBT = false
+    var rssiLBTParams = [-80, 5, 0, 4000, 50]
+
+    /// The reply to `get KEY` (`c` is KEY, matched by prefix as the firmware does), nil when KEY is none of these.
+    func get(_ c: Substring) -> String? {
+        func onOff(_ b: Bool) -> String { b ? "> on" : "> off" }
+        if c.hasPrefix("int.thresh") { return "> \(interferenceThreshold)" }
+        if c.hasPrefix("cad") { return onOff(cad) }
+        if c.hasPrefix("agc.reset.interval") { return "> \(Int(agcResetInterval) * 4)" }
+        if c.hasPrefix("radio.rxgain") { return onOff(rxBoostedGain) }
+        if c.hasPrefix("rssi.lbt.params") { return "> " + rssiLBTParams.map(String.init).joined(separator: ",") }
+        if c.hasPrefix("rssi.lbt") { return onOff(rssiLBT) }
+        return nil
+    }
+
+    /// The reply to `set KEY VALUE` (`c` is `KEY VALUE`), nil when KEY is none of these.
+    mutating func set(_ c: Substring) -> String? {
+        func value(_ p: String) -> Substring? { c.hasPrefix(p) ? c.dropFirst(p.count) : nil }
+        if let v = value("int.thresh ") { interferenceThreshold = UInt8(truncatingIfNeeded: cInt(v)); return "OK" }
+        if let v = value("cad ") { cad = v.hasPrefix("on"); return "OK" }
+        if let v = value("agc.reset.interval ") {
+            agcResetInterval = UInt8(truncatingIfNeeded: cInt(v) / 4)
+            return "OK - interval rounded to \(Int(agcResetInterval) * 4)"
+        }
+        if let v = value("radio.rxgain ") { rxBoostedGain = v.hasPrefix("on"); return "OK" }
+        if let v = value("rssi.lbt.params ") {
+            let p = textParts(v, max: 5, separator: ",").map { cInt($0) }
+            // The five values, times not negative (the pull request that adds the setting gives no
+            // narrower ranges its reply text could be checked against).
+            guard p.count == 5, p[1...].allSatisfy({ $0 >= 0 }) else {
+                return "Error, invalid params"
+            }
+            rssiLBTParams = p
+            return "OK"
+        }
+        if let v = value("rssi.lbt ") { rssiLBT = v.hasPrefix("on"); return "OK" }
+        return nil
+    }
 }
 
 /// The admin CLI of repeaters and room servers (`CommonCLI` plus each role's own commands), with

@@ -62,9 +62,9 @@ open class ServerNode: MeshNode {
     public var savedRadio: RadioParams?
     var prefs = ServerPrefs()
     /// `set cad on`: a radio that can detect channel activity does so before each transmit.
-    public var channelActivityDetection: Bool { prefs.cad }
+    public var channelActivityDetection: Bool { prefs.radio.cad }
     /// Boosted RX gain on the radio (`set radio.rxgain`, on by default).
-    public var rxBoostedGain: Bool { prefs.rxBoostedGain }
+    public var rxBoostedGain: Bool { prefs.radio.rxBoostedGain }
     var regionLoad: (map: RegionMap, stack: [UInt16?])? = nil
     var anonLimiter = RateLimiter(maximum: 4, seconds: 180)
     var tempRadioGeneration: UInt64 = 0

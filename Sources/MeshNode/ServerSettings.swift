@@ -12,9 +12,7 @@ extension ServerNode {
             return "> \(Int(dc)).\(Int((dc - Float(Int(dc))) * 10 + 0.5))%"
         }
         if has("af") { return "> " + firmwareFtoa(radio.airtimeFactor) }
-        if has("int.thresh") { return "> \(prefs.interferenceThreshold)" }
-        if has("cad") { return onOff(prefs.cad) }
-        if has("agc.reset.interval") { return "> \(Int(prefs.agcResetInterval) * 4)" }
+        if let r = prefs.radio.get(c) { return r }  // int.thresh, cad, agc.reset.interval, radio.rxgain, rssi.lbt
         if has("multi.acks") { return "> \(prefs.multiAcks)" }
         if has("allow.read.only") { return onOff(allowReadOnly) }
         if has("flood.advert.interval") { return "> \(floodAdvertInterval / 3_600_000)" }
@@ -28,7 +26,6 @@ extension ServerNode {
         if has("repeat") { return onOff(!disableForward) }
         if has("lat") { return "> " + firmwareFtoa(prefs.latitude) }
         if has("lon") { return "> " + firmwareFtoa(prefs.longitude) }
-        if has("radio.rxgain") { return onOff(prefs.rxBoostedGain) }
         if has("radio.fem.rxgain") || has("radio.fem.txgain") { return "Error: unsupported" }
         if has("radio") {
             let r = configuredRadio
@@ -71,12 +68,9 @@ extension ServerNode {
             return "OK - \(Int(actual)).\(Int((actual - Float(Int(actual))) * 10 + 0.5))%"
         }
         if let v = value("af ") { radio.airtimeFactor = Double(Float(cDouble(v))); return ok() }
-        if let v = value("int.thresh ") { prefs.interferenceThreshold = UInt8(truncatingIfNeeded: cInt(v)); return ok() }
-        if let v = value("cad ") { prefs.cad = v.hasPrefix("on"); return ok() }
-        if let v = value("agc.reset.interval ") {
-            prefs.agcResetInterval = UInt8(truncatingIfNeeded: cInt(v) / 4)
-            savePrefs()
-            return "OK - interval rounded to \(Int(prefs.agcResetInterval) * 4)"
+        if let r = prefs.radio.set(c) {  // int.thresh, cad, agc.reset.interval, radio.rxgain, rssi.lbt
+            if r.hasPrefix("OK") { savePrefs() }
+            return r
         }
         if let v = value("multi.acks ") { prefs.multiAcks = UInt8(truncatingIfNeeded: cInt(v)); return ok() }
         if let v = value("allow.read.only ") { allowReadOnly = v.hasPrefix("on"); return ok() }
@@ -114,7 +108,6 @@ extension ServerNode {
             savePrefs()
             return disableForward ? "OK - repeat is now OFF" : "OK - repeat is now ON"
         }
-        if let v = value("radio.rxgain ") { prefs.rxBoostedGain = v.hasPrefix("on"); return ok() }
         if value("radio.fem.rxgain ") != nil || value("radio.fem.txgain ") != nil { return "Error: unsupported" }
         if let v = value("radio ") {
             // `set radio FREQ,BW,SF,CR`: comma-separated, as the firmware's parseTextParts splits.

@@ -71,12 +71,24 @@ public func wallClockEpoch() -> UInt32 {
     UInt32(truncatingIfNeeded: time(nil))
 }
 
+/// What a contact's message is, by its text type: a text ("direct"), a CLI reply ("cli"), a room
+/// post ("room"), or a CLI command (text type 3, protocol 14) the radio handed to the app because
+/// its sender may not run it there ("cli_command"). The one naming of `listen`/`sync` and the store's JSON.
+public func contactMessageKind(_ t: TextType) -> String {
+    switch t {
+    case .cliData: return "cli"
+    case .signedPlain: return "room"
+    case .cliCommand: return "cli_command"
+    default: return "direct"
+    }
+}
+
 /// The message as the command line prints it (text and JSON).
 public func messageValue(_ m: ReceivedMessage, contacts: [ContactSummary] = []) -> Value {
     var fields: [Value.Field] = []
     switch m.kind {
     case .contact:
-        fields.append(.init("type", .string(m.textType == .cliData ? "cli" : m.textType == .signedPlain ? "room" : "direct")))
+        fields.append(.init("type", .string(contactMessageKind(m.textType))))
         fields.append(.init("from", .hex(m.senderPrefix)))
         if let c = contacts.first(where: { Array($0.publicKey.prefix(6)) == m.senderPrefix }) {
             fields.append(.init("name", .string(c.name)))
@@ -90,7 +102,8 @@ public func messageValue(_ m: ReceivedMessage, contacts: [ContactSummary] = []) 
         fields.append(.init("channel", .int(m.channelIndex)))
         fields.append(.init("data_type", .int(m.dataType)))
     }
-    fields.append(.init("timestamp", .int(m.timestamp)))
+    // CHANNEL_DATA_RECV carries no timestamp (as meshcore_py, the field is left out).
+    if m.kind != .channelData { fields.append(.init("timestamp", .int(m.timestamp))) }
     fields.append(.init("hops", m.hops.map { .int($0) } ?? .null))
     fields.append(.init("snr", m.snrQuarterDb.map { .double(Double($0) / 4) } ?? .null))
     if m.kind == .channelData {
@@ -187,15 +200,23 @@ public final class Executor {
         return out
     }
 
-    public func resolveChannel(_ which: String) async throws(ClientError) -> ChannelSummary {
+    /// A channel by index or name. `inUse`: only one with a secret (sending on an empty slot, or
+    /// sharing its link, would use an all-zero key): an empty one is not found (exit 6).
+    public func resolveChannel(_ which: String, inUse: Bool = false) async throws(ClientError) -> ChannelSummary {
         let all = try await channels()
         if let i = Int(which) {
-            if let c = all.first(where: { Int($0.index) == i }) { return c }
+            if let c = all.first(where: { Int($0.index) == i }) {
+                if inUse && !c.secret.contains(where: { $0 != 0 }) {
+                    throw .notFound("channel \(i) is empty (it has no secret): set it with `pocketmesh channel add` or `channel set` first.")
+                }
+                return c
+            }
             throw .notFound("channel \(i) does not exist (the radio has \(all.count) slots): run `pocketmesh channel list`.")
         }
         let want = which.lowercased()
         let alt = want.hasPrefix("#") ? String(want.dropFirst()) : "#" + want
-        if let c = all.first(where: { !$0.isEmpty && ($0.name.lowercased() == want || $0.name.lowercased() == alt) }) { return c }
+        if let c = all.first(where: { !$0.isEmpty && ($0.name.lowercased() == want || $0.name.lowercased() == alt) }),
+           !inUse || c.secret.contains(where: { $0 != 0 }) { return c }
         throw .notFound("no channel named \"\(which)\": run `pocketmesh channel list`, or add it with `pocketmesh channel set`.")
     }
 
@@ -224,8 +245,8 @@ public final class Executor {
     }
 
     @available(*, noasync, message: "an operation waits through the port: use the async form")
-    public func resolveChannel(_ which: String) throws(ClientError) -> ChannelSummary {
-        try OperationJobs.runToEnd { () async throws(ClientError) -> ChannelSummary in try await self.resolveChannel(which) }
+    public func resolveChannel(_ which: String, inUse: Bool = false) throws(ClientError) -> ChannelSummary {
+        try OperationJobs.runToEnd { () async throws(ClientError) -> ChannelSummary in try await self.resolveChannel(which, inUse: inUse) }
     }
 
     /// Every channel slot, empty ones included.
@@ -349,7 +370,7 @@ public final class Executor {
             _ = try await call(frame, expecting: .ok, what: "removing channel \(c.index)")
             return Outcome(ok("channel \(c.index) removed"))
         case .channelSend(let which, let text, let waitMs):
-            let c = try await resolveChannel(which)
+            let c = try await resolveChannel(which, inUse: true)
             let timestamp = wallClockEpoch()
             let frame = try encode { () throws(CompanionEncodeError) in
                 try CommandFrame.sendChannelTextMessage(channel: c.index, text: text, timestamp: timestamp)
@@ -536,9 +557,7 @@ public final class Executor {
                         latitude: old?.latitude ?? 0, longitude: old?.longitude ?? 0)
         if let p = path {
             if !p.isEmpty {
-                guard let bytes = Hex.decode(p), let len = PathLength(hopCount: bytes.count) else {
-                    throw .usage("the path must be hex hop hashes, at most 64 bytes.")
-                }
+                let (len, bytes) = try hopPath(p)
                 do { try c.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
             }
         } else if let o = old, o.outPathLength != PathLength.unknown.rawValue {

@@ -159,7 +159,7 @@ extension Executor {
     }
 
     func channelURI(_ which: String) async throws(ClientError) -> Outcome {
-        let c = try await resolveChannel(which)
+        let c = try await resolveChannel(which, inUse: true)
         let uri = MeshLinkURI.channel(name: c.name, secret: c.secret).text
         return Outcome(.object([.init("index", .int(c.index)), .init("name", .string(c.name)), .init("uri", .string(uri))]))
     }
@@ -194,7 +194,7 @@ extension Executor {
         return Outcome(.object([.init("status", .string("ok")), .init("epoch", .int(epoch))]))
     }
 
-    /// SET_FLOOD_SCOPE_KEY: floods sent on this connection carry the region's transport codes
+    /// SET_FLOOD_SCOPE_KEY (kept by the radio until it reboots, not per connection): floods carry the region's transport codes
     /// ("#north": key = SHA-256("#north")[0..16]), none at all ("none"), or the radio's default.
     func scope(_ name: String) async throws(ClientError) -> Outcome {
         let override: FloodScopeOverride

@@ -97,20 +97,44 @@ extension Executor {
         return Outcome(value)
     }
 
-    /// Sets a contact's path by hand (hex hop hashes; "" is zero hops: a neighbour heard directly).
+    /// A path as meshcore-cli writes one: hex hop hashes, all of the radio's path hash size; or
+    /// comma-separated hops, whose width (1 to 3 bytes, the same for all) is the hash size
+    /// (`5f1a,33b2`: two hops of 2 bytes); `HEX:MODE` names the hash size as a path hash mode (0–2).
+    /// The encoded path length (hash size in its top bits, as the firmware's `path_len`) and the bytes.
+    func hopPath(_ text: String) throws(ClientError) -> (PathLength, [UInt8]) {
+        var hashSize = Int(radio.session.radioDevice?.pathHashMode ?? 0) + 1
+        var hex = Substring(text)
+        var modeGiven = false
+        if let colon = hex.firstIndex(of: ":") {
+            guard let mode = Int(hex[hex.index(after: colon)...]), (0...2).contains(mode) else {
+                throw .usage("the path hash mode after \":\" must be 0, 1 or 2 (hashes of 1 to 3 bytes), e.g. 5f1a33b2:1.")
+            }
+            hashSize = mode + 1
+            modeGiven = true
+            hex = hex[..<colon]
+        }
+        let hops = hex.split(separator: ",", omittingEmptySubsequences: false).map { Hex.decode(String($0)) }
+        if hops.count > 1 {
+            guard let width = hops[0]?.count, (1...3).contains(width), hops.allSatisfy({ $0?.count == width }),
+                  !modeGiven || width == hashSize else {
+                throw .usage("give the path as comma-separated hop hashes of one width, 1 to 3 bytes each (5f,33 or 5f1a,33b2), not \"\(text)\".")
+            }
+            hashSize = width
+        }
+        guard hops.allSatisfy({ $0 != nil }), case let bytes = hops.flatMap({ $0! }), !bytes.isEmpty, bytes.count % hashSize == 0,
+              let len = PathLength(hopCount: bytes.count / hashSize, hashSize: hashSize) else {
+            throw .usage("the path must be hex hop hashes of \(hashSize) byte\(hashSize == 1 ? "" : "s") each (\(modeGiven ? "the mode given" : "the radio's path hash size"); or comma-separated, 5f1a,33b2), at most 64 bytes, not \"\(text)\".")
+        }
+        return (len, bytes)
+    }
+
+    /// Sets a contact's path by hand (hex hop hashes, as `hopPath` reads them; "" or "0" is zero
+    /// hops: a neighbour heard directly).
     func contactSetPath(_ who: String, hex: String) async throws(ClientError) -> Outcome {
         let c = try await resolve(who)
         var (contact, _) = try await contactToAdd(publicKey(c), name: c.name, type: nil, path: nil)
-        if hex.isEmpty {
-            do { try contact.setOutPath(.zeroHop, []) } catch { throw .usage("the path is not valid: \(error).") }
-        } else {
-            let hashSize = Int(radio.session.radioDevice?.pathHashMode ?? 0) + 1
-            guard let bytes = Hex.decode(hex.filter { $0 != "," && $0 != ":" }), !bytes.isEmpty, bytes.count % hashSize == 0,
-                  let len = PathLength(hopCount: bytes.count / hashSize, hashSize: hashSize) else {
-                throw .usage("the path must be hex hop hashes (\(hashSize) byte\(hashSize == 1 ? "" : "s") each, the radio's path hash size), at most 64 bytes.")
-            }
-            do { try contact.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
-        }
+        let (len, bytes) = try hex.isEmpty || hex == "0" ? (PathLength.zeroHop, []) : hopPath(hex)
+        do { try contact.setOutPath(len, bytes) } catch { throw .usage("the path is not valid: \(error).") }
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
         _ = try await call(frame, expecting: .ok, what: "setting the path of \(c.name)")
         contactCache = nil
@@ -215,7 +239,7 @@ extension Executor {
     func channelData(_ which: String, dataType: UInt16, hex: String) async throws(ClientError) -> Outcome {
         guard dataType != 0 else { throw .usage("the data type must be 1–65535 (0 is reserved; 65280–65535 are for development).") }
         guard let payload = Hex.decode(hex) else { throw .usage("give the data as hex.") }
-        let c = try await resolveChannel(which)
+        let c = try await resolveChannel(which, inUse: true)
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendChannelData(channel: c.index, dataType: dataType, payload: payload) }
         _ = try await call(frame, expecting: .ok, what: "sending data to channel \(c.index)")
         return Outcome(.object([.init("status", .string("sent")), .init("channel", .int(c.index)), .init("name", .string(c.name)),
@@ -224,34 +248,16 @@ extension Executor {
 
     /// SEND_RAW_DATA: a RAW_CUSTOM payload sent direct along `path` (hex hop hashes). Up to
     /// protocol 13 the frame carries the path's byte count (one-byte hashes); from protocol 14 on
-    /// (the firmware's dev line) its encoded path length, so hop hashes of 2 or 3 bytes go through:
-    /// comma-separated hops give the hash size by their width, otherwise the radio's path hash size.
+    /// (the firmware's dev line) its encoded path length, so hop hashes of 2 or 3 bytes go through
+    /// (`hopPath`).
     func rawData(path: String, hex: String) async throws(ClientError) -> Outcome {
         guard let payload = Hex.decode(hex) else { throw .usage("give the path and the payload as hex.") }
         let frame: EncodedFrame
         let pathBytes: [UInt8]
         let hops: Int
         if protocolVersion >= CompanionLimits.protocolVersionCLI {
-            let hops0 = path.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            var hashSize = Int(radio.session.radioDevice?.pathHashMode ?? 0) + 1
-            var bytes: [UInt8] = []
-            if path.isEmpty {
-                bytes = []
-            } else if hops0.count > 1 {
-                let decoded = hops0.map { Hex.decode($0) }
-                guard decoded.allSatisfy({ $0 != nil && !$0!.isEmpty }), let first = decoded.first??.count,
-                      decoded.allSatisfy({ $0!.count == first }) else {
-                    throw .usage("give the path as hex hop hashes of one width, comma-separated (5f,33 or 5f1a,33b2).")
-                }
-                hashSize = first
-                bytes = decoded.flatMap { $0! }
-            } else {
-                guard let b = Hex.decode(path) else { throw .usage("give the path and the payload as hex.") }
-                bytes = b
-            }
-            guard bytes.count % hashSize == 0, let len = PathLength(hopCount: bytes.count / hashSize, hashSize: hashSize), len.isValid else {
-                throw .usage("the path must be whole hop hashes of 1 to 3 bytes (\(hashSize) here), at most 64 bytes.")
-            }
+            let (len, bytes) = try path.isEmpty ? (PathLength(hopCount: 0, hashSize: Int(radio.session.radioDevice?.pathHashMode ?? 0) + 1) ?? .zeroHop, [])
+                : hopPath(path)
             frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendRawData(pathLength: len, path: bytes, payload: payload) }
             pathBytes = bytes
             hops = len.hopCount

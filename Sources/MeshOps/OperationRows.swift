@@ -100,10 +100,10 @@ extension OperationTable {
                       .positional("contact", api: ["name"], help: "Contact name or hex key prefix."),
                   ]),
         Operation("contacts set-path", .config, api: "contacts_set_path", result: .json(.contactSetPath),
-                  help: "Set a contact's path by hand: hex hop hashes (\"\" for a neighbour heard directly); reset-path forgets it.",
+                  help: "Set a contact's path by hand: hex hop hashes (\"\" or 0 for a neighbour heard directly); reset-path forgets it.",
                   args: OperationArgument.link + [
                       .positional("contact", api: ["name"], help: "Contact name or hex key prefix."),
-                      .positional("path", help: "Hop hashes as hex (e.g. 5f33, or 5f,33), in the radio's path hash size."),
+                      .positional("path", help: "Hop hashes as hex in the radio's path hash size (5f33), or comma-separated, each hop's width giving the hash size (5f,33 or 5f1a,33b2), as meshcore-cli; HEX:MODE names the path hash mode (0-2)."),
                   ]),
         Operation("contacts permissions", .config, api: "contacts_permissions", result: .json(.contactPermissions),
                   help: "Set what the radio grants a contact (the whole set): telemetry (used when the telemetry modes are `flags`) and, on protocol 14 radios, remote CLI.",
@@ -269,8 +269,8 @@ extension OperationTable {
                       .positional("node", api: ["name"], help: "Repeater name or hex key prefix."),
                   ]),
         Operation("scope", .config, api: "scope", result: .json(.scope),
-                  help: "Scope this connection's floods to a region (#name), to none, or back to the radio's default.",
-                  discussion: "The scope lasts as long as the connection to the radio: use it through a daemon (it holds the connection, so the daemon's and every client's floods are scoped until it reconnects), or `set flood-scope` for the radio's persistent default.",
+                  help: "Scope the radio's floods to a region (#name), to none, or back to its default, until the radio reboots.",
+                  discussion: "The radio keeps the scope until it reboots: it is not saved, and it outlasts the connection, so the floods of every program that uses the radio afterwards are scoped too. A daemon sets it again whenever it reconnects (the radio may have rebooted meanwhile). `set flood-scope` sets the radio's saved default.",
                   args: OperationArgument.link + [
                       .positional("scope", help: "#region, none, or default."),
                   ]),

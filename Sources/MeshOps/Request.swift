@@ -46,7 +46,7 @@ public enum Request: Sendable, Equatable {
     case timeGet
     case timeSync
     case timeSet(UInt32)
-    /// The flood scope of this connection: "#region", "none" (unscoped) or "default".
+    /// The radio's flood scope until it reboots: "#region", "none" (unscoped) or "default".
     case scope(String)
     /// A device setting by name (nil: all of them).
     case get(String?)

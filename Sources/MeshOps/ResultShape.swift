@@ -18,7 +18,8 @@ public indirect enum ResultShape: Sendable, Equatable {
     /// A string matching this regular expression (ECMA-262, as JSON Schema's `pattern`).
     case matching(String)
     case array(ResultShape)
-    /// An object with these fields; `closed`: no other field appears.
+    /// An object with these fields; `closed`: no other field appears. One whose fields are all
+    /// optional has at least one of them.
     case object([ResultField], closed: Bool)
     /// An object whose field names vary, every value of this shape (a config section, custom variables).
     case map(ResultShape)
@@ -132,6 +133,8 @@ extension ResultShape {
             out.append(.init("properties", .object(fields.map { Value.Field($0.name, $0.schema) })))
             let required = fields.filter(\.required).map { Value.string($0.name) }
             if !required.isEmpty { out.append(.init("required", .array(required))) }
+            // Fields all optional (`get`, `stats`: what was asked for): still never `{}`.
+            else if !fields.isEmpty { out.append(.init("minProperties", .int(1))) }
             if closed { out.append(.init("additionalProperties", .bool(false))) }
             return .object(out)
         case .map(let value): return .object(["type": .string("object"), "additionalProperties": value.schema])

@@ -43,23 +43,26 @@ public enum SharedShape: String, CaseIterable, Sendable {
         case .channel:
             return .object(ResultField("index", .integer), ResultField("name", .string), ResultField("secret", .hex))
         case .message:
-            let heard = [ResultField("timestamp", .integer, about: "The sender's timestamp (epoch seconds)."),
-                         ResultField("hops", .nullable(.integer), about: "Hops it came over by flood; null: sent direct."),
+            let timestamp = ResultField("timestamp", .integer, about: "The sender's timestamp (epoch seconds).")
+            let heard = [ResultField("hops", .nullable(.integer), about: "Hops it came over by flood; null: sent direct."),
                          ResultField("snr", .nullable(.number), about: "SNR of its last hop (dB); null when the radio does not say.")]
             return .anyOf([
-                // From a contact (`name` when it is one): a text, a room post (`author`), or a CLI reply.
-                .object([ResultField("type", .oneOf(["direct", "room", "cli"])), ResultField("from", .hex),
-                         .optional("name", .string), .optional("author", .hex)] + heard + [ResultField("text", .string)],
+                // From a contact (`name` when it is one): a text, a room post (`author`), a CLI reply,
+                // or a CLI command its sender may not run on this radio (protocol 14).
+                .object([ResultField("type", .oneOf(["direct", "room", "cli", "cli_command"])), ResultField("from", .hex),
+                         .optional("name", .string), .optional("author", .hex), timestamp] + heard + [ResultField("text", .string)],
                         closed: true),
-                .object([ResultField("type", .oneOf(["channel"])), ResultField("channel", .integer)] + heard
+                .object([ResultField("type", .oneOf(["channel"])), ResultField("channel", .integer), timestamp] + heard
                         + [ResultField("text", .string)], closed: true),
+                // A channel datagram: its frame carries no timestamp.
                 .object([ResultField("type", .oneOf(["channel_data"])), ResultField("channel", .integer),
                          ResultField("data_type", .integer)] + heard + [ResultField("data", .hex)], closed: true),
             ])
         case .storedMessage:
             return .object(
                 ResultField("id", .integer),
-                ResultField("kind", .oneOf(["direct", "channel", "room"])),
+                ResultField("kind", .oneOf(["direct", "channel", "room", "cli", "cli_command"]),
+                            about: "A contact's message is direct (a text), cli (a CLI reply) or cli_command (text type 3), by its text type."),
                 ResultField("direction", .oneOf(["in", "out"])),
                 .optional("channel", .integer),
                 .optional("channel_name", .string),
@@ -67,7 +70,7 @@ public enum SharedShape: String, CaseIterable, Sendable {
                 .optional("peer", .hex),
                 .optional("name", .string),
                 .optional("author", .hex),
-                ResultField("text", .string),
+                .optional("text", .string, about: "Absent for a channel datagram: its bytes are `data`."),
                 .optional("data_type", .integer),
                 .optional("data", .hex),
                 ResultField("text_type", .integer),

@@ -1,4 +1,8 @@
+import MeshBridge
 import MeshCompanion
+import MeshNet
+import MeshOps
+import MeshSession
 import MeshStore
 import Testing
 import MeshDaemonClient
@@ -51,5 +55,41 @@ import MeshDaemonClient
         let text = StoredMessage(kind: .channel, direction: .incoming, channelIndex: 0, senderTimestamp: 1_700_000_000,
                                  receivedAt: 1_700_000_001, pathLength: 1, text: Array("bob: hi".utf8))
         #expect(MessageJSON.message(text, store: nil)["timestamp"] == .int(1_700_000_000))
+        // Its bytes are `data` (hex), never a `text` made of raw bytes, and it names no sender.
+        let raw = StoredMessage.channelDatagram(channelIndex: 1, dataType: 0xFF01, receivedAt: 1_700_000_005,
+                                                data: Array("bob: \u{0}\u{1}".utf8))
+        let rj = MessageJSON.message(raw, store: nil)
+        #expect(rj["text"] == nil && rj["data"] == .string("626f623a200001") && rj["from"] == .string(""))
+    }
+
+    /// The MQTT bridge publishes the same JSON: a datagram's bytes in `data`, none in `text`.
+    @Test func theBridgePublishesADatagramsBytesAsHexOnly() throws {
+        let (s, dir, _) = try store()
+        defer { s.close(); removeTree(dir) }
+        let raw = StoredMessage.channelDatagram(channelIndex: 0, dataType: 0xFF00, receivedAt: 1_700_000_005, data: [0xC0, 0xFF, 0xEE])
+        let bridge = MQTTBridge(settings: MQTTBridge.Settings(connection: BrokerConnection.Settings(url: try BrokerURL(parsing: "mqtt://127.0.0.1:1"))))
+        let text = String(decoding: bridge.payload(for: raw, store: s), as: UTF8.self)
+        #expect(text.contains("\"data\":\"c0ffee\"") && !text.contains("\"text\""), "\(text)")
+    }
+
+    /// A contact's CLI command (text type 3) and CLI reply (type 1) are named as such, in the
+    /// store's JSON (hooks' POCKETMESH_KIND, history, MQTT) as in `listen`/`sync`.
+    @Test func aCLICommandOrReplyIsNotADirectMessage() throws {
+        let (s, dir, bob) = try store()
+        defer { s.close(); removeTree(dir) }
+        func kind(_ t: TextType) -> JSON? {
+            MessageJSON.message(StoredMessage(kind: .direct, direction: .incoming, peer: bob, senderTimestamp: 1, receivedAt: 2,
+                                              textType: t.rawValue, text: Array("ver".utf8)), store: s)["kind"]
+        }
+        #expect(kind(.plain) == .string("direct") && kind(.cliData) == .string("cli") && kind(.cliCommand) == .string("cli_command"))
+        let env = HookMessage(id: 7, json: MessageJSON.message(StoredMessage(kind: .direct, direction: .incoming, peer: bob,
+            senderTimestamp: 1, receivedAt: 2, textType: TextType.cliCommand.rawValue, text: Array("ver".utf8)), store: s)).environment
+        #expect(env.contains("POCKETMESH_KIND=cli_command"))
+        let received = try ReceivedMessage(frame: ResponseFrame.contactMessage(senderPrefix: bob, pathLength: .unknown,
+                                                                               textType: .cliCommand, senderTimestamp: 5, text: Array("ver".utf8)).bytes)
+        #expect(messageValue(received)["type"] == .string("cli_command"))
+        let data = try ReceivedMessage(frame: ResponseFrame.channelData(channelIndex: 2, pathLength: PathLength(rawValue: 1),
+                                                                        dataType: 0xFF00, data: [1, 2]).bytes)
+        #expect(messageValue(data)["timestamp"] == nil && messageValue(data)["data"] == .string("0102"))
     }
 }

@@ -44,6 +44,15 @@ import Testing
 
     /// The API name is the command path joined with "_" (dashes too), except `contacts list`, which
     /// the daemon has always served as `contacts`.
+    /// The firmware keeps a flood scope until it reboots (SET_FLOOD_SCOPE_KEY is not undone when an
+    /// app disconnects): the help says so, not that it lasts as long as the connection.
+    @Test func scopeHelpSaysItLastsUntilTheRadioReboots() {
+        let row = OperationTable.row(["scope"])!
+        let text = row.help + " " + row.discussion
+        #expect(text.contains("until the radio reboots") || text.contains("until it reboots"))
+        #expect(!text.contains("as long as the connection") && !text.contains("this connection"))
+    }
+
     @Test func apiNamesAreThePathJoined() {
         for row in OperationTable.rows {
             guard let api = row.api else { continue }

@@ -48,6 +48,31 @@ import Testing
         #expect(ResultShape.contactType.schema.json == #"{"type":"string","pattern":"^(none|chat|repeater|room|sensor|type[0-9]+)$"}"#)
     }
 
+    /// No result's schema takes `{}`: every object with fields requires some, or at least one
+    /// (`get` and `stats` print what was asked for, all of it optional). Walks the whole schema.
+    @Test func noObjectSchemaAcceptsAnEmptyObject() {
+        var loose: [String] = []
+        func walk(_ v: Value, _ path: String) {
+            switch v {
+            case .object(let fields):
+                if v["type"] == .string("object"), case .object(let props)? = v["properties"], !props.isEmpty,
+                   v["required"] == nil, v["minProperties"] == nil {
+                    loose.append(path)
+                }
+                for f in fields { walk(f.value, path + "/" + f.key) }
+            case .array(let items):
+                for (i, x) in items.enumerated() { walk(x, path + "/\(i)") }
+            default: break
+            }
+        }
+        walk(OperationTable.jsonSchema, "")
+        #expect(loose.isEmpty, "objects that accept {}: \(loose)")
+        #expect(OperationTable.row(["get"])?.result.shape?.schema["minProperties"] == .int(1))
+        #expect(OperationTable.row(["stats"])?.result.shape?.schema["minProperties"] == .int(1))
+        #expect(ResultShape.object(.optional("a", .integer), .optional("b", .string)).schema.json
+            == #"{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"minProperties":1,"additionalProperties":false}"#)
+    }
+
     @Test func prettyJSON() {
         let v: Value = .object([.init("a", .array([.int(1), .int(2)])), .init("b", .object([.init("c", .null)])),
                                 .init("d", .array([])), .init("e", .object([Value.Field]())),

@@ -60,12 +60,40 @@ import Testing
         #expect(node.radio.params.sf != 11)
         // A line shorter than 2 bytes is not a command (the firmware's length check: ERR 1).
         #expect(a.call(try EncodedFrame([0x42, 0x76])) == [0x01, 0x01])
-        // `reboot` answers nothing; the saved radio settings apply at the boot.
-        a.frames.removeAll()
-        a.send(try CommandFrame.runCLICommand("reboot"))
-        #expect(a.count(ResponseCode.cliReply.rawValue) == 0 && !node.powered)
+        // The dev line's companion CLI has no `reboot` (v1.17.1: "Unknown command"); CMD_REBOOT
+        // reboots, and the saved radio settings apply at the boot.
+        #expect(cli(a, "reboot") == "Unknown command" && node.powered)
+        a.send(CommandFrame.reboot())
+        #expect(!node.powered)
         w.mesh.run(for: 3_000)
         #expect(node.powered && node.radio.params.freqKHz == 869_525 && node.radio.params.sf == 11)
+    }
+
+    /// CommonCLI's channel access settings, which the companion CLI shares with the admin CLI:
+    /// `int.thresh`, `cad`, `radio.rxgain`, `agc.reset.interval`, `rssi.lbt` and `rssi.lbt.params`.
+    @Test func channelAccessSettingsAnswerAsTheFirmware() throws {
+        let (w, a, _) = try pair(protocol: 14)
+        let node = w.companions[0]
+        #expect(cli(a, "get int.thresh") == "> 0")
+        #expect(cli(a, "set int.thresh 14") == "OK")
+        #expect(cli(a, "get int.thresh") == "> 14")
+        #expect(cli(a, "get cad") == "> off" && !node.channelActivityDetection)
+        #expect(cli(a, "set cad on") == "OK")
+        #expect(cli(a, "get cad") == "> on" && node.channelActivityDetection)
+        #expect(cli(a, "get radio.rxgain") == "> on")
+        #expect(cli(a, "set radio.rxgain off") == "OK")
+        #expect(cli(a, "get radio.rxgain") == "> off" && !node.rxBoostedGain)
+        #expect(cli(a, "get radio") != "> off")  // `get radio` is still the radio settings
+        #expect(cli(a, "set agc.reset.interval 10") == "OK - interval rounded to 8")
+        #expect(cli(a, "get agc.reset.interval") == "> 8")
+        #expect(cli(a, "get rssi.lbt") == "> off")
+        #expect(cli(a, "set rssi.lbt on") == "OK")
+        #expect(cli(a, "get rssi.lbt") == "> on")
+        #expect(cli(a, "get rssi.lbt.params") == "> -80,5,0,4000,50")
+        #expect(cli(a, "set rssi.lbt.params -90,10,500,3000,100") == "OK")
+        #expect(cli(a, "get rssi.lbt.params") == "> -90,10,500,3000,100")
+        #expect(cli(a, "set rssi.lbt.params -90,10") == "Error, invalid params")
+        #expect(cli(a, "get rssi.lbt.params") == "> -90,10,500,3000,100")
     }
 
     @Test func protocol13RadiosRefuseTheProtocol14Commands() throws {

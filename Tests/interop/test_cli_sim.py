@@ -217,8 +217,13 @@ def test_channel_datagrams_keep_their_data_type_through_a_daemon(mesh):
         s = through("sync", "--json", "--tcp", f"127.0.0.1:{port}")
         assert s.code == 0, s
         assert [(m["data_type"], m["data"]) for m in s.json() if m["type"] == "channel_data"] == [(0xFFBE, "c0ffee")]
+        # CHANNEL_DATA_RECV carries no timestamp, so none is printed (not 0), and its bytes are
+        # hex in `data`, never raw bytes in `text`.
+        assert all("timestamp" not in m for m in s.json() if m["type"] == "channel_data"), s.out
+        assert "timestamp" not in got[-1] and "text" not in got[-1] and got[-1]["received"] > 0, got[-1]
         human = through("history", "0", "--state-dir", d.state)
         assert "data 65470: c0ffee" in human.out, human
+        assert "1970-01-01" not in human.out, human  # the time it was received, not a timestamp of 0
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)

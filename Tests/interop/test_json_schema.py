@@ -432,6 +432,34 @@ def test_the_schema_rejects_what_it_does_not_describe(checker):
     assert checker.validator("sync").is_valid([message])
     assert not checker.validator("sync").is_valid([dict(message, type="direct")])  # a direct message has from, no channel
     assert not checker.validator("sync").is_valid([{k: x for k, x in message.items() if k != "channel"}])
+    # A channel datagram's frame has no timestamp, so neither has its JSON.
+    data = {"type": "channel_data", "channel": 0, "data_type": 65280, "hops": 0, "snr": 8, "data": "cafe"}
+    assert checker.validator("sync").is_valid([data])
+    assert not checker.validator("sync").is_valid([dict(data, timestamp=0)])
+    command = {"type": "cli_command", "from": "00" * 6, "timestamp": 1, "hops": None, "snr": None, "text": "ver"}
+    assert checker.validator("sync").is_valid([command])
+
+
+def test_no_schema_accepts_an_empty_object(schema, checker):
+    """Every object schema with properties requires some (or at least one, for the results that
+    print what was asked for: get, stats), so `{}` never validates as a result."""
+    loose = []
+
+    def walk(o, path):
+        if isinstance(o, dict):
+            if o.get("type") == "object" and o.get("properties") and not o.get("required") and not o.get("minProperties"):
+                loose.append(path)
+            for k, v in o.items():
+                walk(v, f"{path}/{k}")
+        elif isinstance(o, list):
+            for i, v in enumerate(o):
+                walk(v, f"{path}/{i}")
+
+    walk(schema, "")
+    assert not loose, f"object schemas that accept {{}}: {loose}"
+    for op in ("get", "stats"):
+        assert not checker.validator(op).is_valid({}), op
+    assert checker.validator("get").is_valid({"tx": 20})
 
 
 def test_coverage(checker, table):

@@ -107,6 +107,18 @@ def test_channel_add_uri_and_import(sim):
     assert at(sim, "sim0", "channel", "add", "private")[0] == 2  # no secret and no #
 
 
+def test_an_empty_slot_has_no_link(sim):
+    """A slot without a secret has nothing to share or send on: `channel uri N` (and sending on it)
+    is one sentence and exit 6, as an unknown channel, never a link with an all-zero secret."""
+    used = {c["index"] for c in js(sim, "sim2", "channel", "list")}  # the list leaves empty slots out
+    empty = min(set(range(8)) - used)
+    for args in (["channel", "uri", str(empty)], ["channel", "send", str(empty), "hello"],
+                 ["channel", "data", str(empty), "65280", "cafe"]):
+        code, out, err = at(sim, "sim2", *args)
+        assert code == 6 and out == "" and err.count("\n") == 1 and "empty" in err, (args, code, out, err)
+    assert js(sim, "sim2", "channel", "uri", "0")["uri"].startswith("meshcore://channel/add?name=Public&secret=")
+
+
 def test_time_set(sim):
     t = js(sim, "sim2", "time", "get")["epoch"]
     assert js(sim, "sim2", "time", "set", str(t + 3600))["epoch"] == t + 3600

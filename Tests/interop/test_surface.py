@@ -16,7 +16,7 @@ import time
 import pytest
 
 from test_daemon_faults import Daemon
-from test_sim_clients import Sim
+from test_sim_clients import CLI, PY, Sim
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
@@ -99,6 +99,51 @@ def test_set_path_and_permissions(sim):
     at(sim, "contacts", "favourite", "sim1", "off")
     at(sim, "contacts", "reset-path", "sim1")
     assert before["name"] == "sim1"
+
+
+def radio_path(sim, name, node="sim0"):
+    """A contact's path as meshcore_py reads it off the radio: [hex, hops, path hash mode]."""
+    script = f"""
+import asyncio, json
+from meshcore import MeshCore
+async def main():
+    mc = await MeshCore.create_tcp("127.0.0.1", {sim.port(node)})
+    await mc.ensure_contacts()
+    c = mc.get_contact_by_name({name!r})
+    print(json.dumps([c["out_path"], c["out_path_len"], c["out_path_hash_mode"]]), flush=True)
+    await mc.disconnect()
+asyncio.run(main())
+"""
+    cp = subprocess.run([str(PY), "-c", script], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    return json.loads(cp.stdout.strip().splitlines()[-1])
+
+
+def test_set_path_reads_hops_as_meshcore_cli(sim):
+    """Comma-separated hops: each hop's width is the path hash size (aabb,ccdd: two hops of two
+    bytes, path hash mode 1), as meshcore-cli's change_path stores it; HEX:MODE names the mode."""
+    subprocess.run([str(CLI), "-t", "127.0.0.1", "-p", str(sim.port("sim0")), "cp", "sim1", "aabb,ccdd"],
+                   capture_output=True, text=True, timeout=60)
+    theirs = radio_path(sim, "sim1")
+    assert theirs == ["aabbccdd", 2, 1], theirs
+    at(sim, "contacts", "reset-path", "sim1")
+    r = js(sim, "contacts", "set-path", "sim1", "aabb,ccdd")
+    assert r["path"] == "aabbccdd" and r["hops"] == 2, r
+    assert radio_path(sim, "sim1") == theirs
+    assert js(sim, "contacts", "set-path", "sim1", "aabbccddeeff:2")["hops"] == 2
+    assert radio_path(sim, "sim1") == ["aabbccddeeff", 2, 2]
+    assert js(sim, "contacts", "set-path", "sim1", "aa,bb,cc")["hops"] == 3
+    assert radio_path(sim, "sim1") == ["aabbcc", 3, 0]
+    # Hops of different widths, a mode that is none, hashes of 4 bytes: one sentence, exit 2, nothing changed.
+    for bad in ("aabb,cc", "aabb,ccdd:0", "aabbcc:3", "aabbccdd,eeff0011", "aa,,bb"):
+        code, out, err = at(sim, "contacts", "set-path", "sim1", bad)
+        assert code == 2 and one_line(err), (bad, err)
+    assert radio_path(sim, "sim1") == ["aabbcc", 3, 0]
+    # `contacts add --path` reads a path the same way.
+    key = sim.nodes["sim1"]["pubkey"]
+    assert at(sim, "contacts", "add", key, "sim1", "--path", "1122,3344")[0] == 0
+    assert radio_path(sim, "sim1") == ["11223344", 2, 1]
+    at(sim, "contacts", "reset-path", "sim1")
 
 
 def test_contact_by_whole_key_and_connection(sim):

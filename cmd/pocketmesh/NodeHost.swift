@@ -332,6 +332,9 @@ final class NodeHost {
         if let sx = radio as? SX1262Radio, let server {
             sx.wantsCAD = { [unowned server] in server.channelActivityDetection }
             sx.wantsBoostedGain = { [unowned server] in server.rxBoostedGain }
+        } else if let sx = radio as? SX1262Radio, let companion {
+            sx.wantsCAD = { [unowned companion] in companion.channelActivityDetection }
+            sx.wantsBoostedGain = { [unowned companion] in companion.rxBoostedGain }
         }
         radio.onRecovery = { [unowned self] kind, text in self.recovered(kind, text) }
         node.radio.driverRecoveries = { [unowned self] in self.radio.recoveries ?? RadioRecoveries() }

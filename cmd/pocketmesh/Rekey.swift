@@ -16,7 +16,7 @@ struct Rekey: ParsableCommand {
         guard !names.isEmpty else { throw ClientError.usage("give --members A,B,… (at least one contact).") }
         let radio = try link.connect(drain: false)
         let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
-        let c = try executor.resolveChannel(channel)
+        let c = try executor.resolveChannel(channel, inUse: true)
         let people = try names.map { n throws(ClientError) in try executor.resolve(n) }
         let secret = SecureRandom.bytes(count: 16)  // the kernel's generator (libsodium's randombytes)
         let set = try executor.execute(.channelSet(index: Int(c.index), name: c.name, secret: HexCodec.encode(secret), hashtag: false))

@@ -202,7 +202,8 @@ struct HistoryCommand: ParsableCommand {
                 let outgoing = j["direction"]?.string == "out"
                 let who = outgoing ? "me" : (j["from"]?.string ?? "")
                 let status = outgoing ? " [\(j["status"]?.string ?? "")]" : ""
-                let ts = UInt32(clamping: j["timestamp"]?.int ?? 0)
+                // A channel datagram has no sender's timestamp: when this host received it.
+                let ts = UInt32(clamping: j["timestamp"]?.int ?? j["received"]?.int ?? 0)
                 emitHuman("#\(j["id"]?.int ?? 0) \(formatTime(ts)) \(terminalSafeLine(who)): \(terminalSafeLine(body(j)))\(status)")
             }
         }

@@ -46,7 +46,7 @@ func messageLine(_ m: Value) -> String {
     let text = terminalSafeLine(m["text"]?.stringValue ?? "")
     switch m["type"]?.stringValue {
     case "channel": return "[\(ts)] #\(m["channel"]?.intValue ?? 0) \(text)"
-    case "channel_data": return "[\(ts)] #\(m["channel"]?.intValue ?? 0) data \(m["data_type"]?.intValue ?? 0): \(m["data"]?.stringValue ?? "")"
+    case "channel_data": return "#\(m["channel"]?.intValue ?? 0) data \(m["data_type"]?.intValue ?? 0): \(m["data"]?.stringValue ?? "")"
     default:
         let from = terminalSafeLine(m["name"]?.stringValue ?? m["from"]?.stringValue ?? "?")
         return "[\(ts)] \(from): \(text)"

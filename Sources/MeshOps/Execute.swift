@@ -88,17 +88,17 @@ public func messageValue(_ m: ReceivedMessage, contacts: [ContactSummary] = []) 
     var fields: [Value.Field] = []
     switch m.kind {
     case .contact:
-        fields.append(.init("type", .string(contactMessageKind(m.textType))))
+        fields.append(.init("kind", .string(contactMessageKind(m.textType))))
         fields.append(.init("from", .hex(m.senderPrefix)))
         if let c = contacts.first(where: { Array($0.publicKey.prefix(6)) == m.senderPrefix }) {
             fields.append(.init("name", .string(c.name)))
         }
         if !m.authorPrefix.isEmpty { fields.append(.init("author", .hex(m.authorPrefix))) }
     case .channel:
-        fields.append(.init("type", .string("channel")))
+        fields.append(.init("kind", .string("channel")))
         fields.append(.init("channel", .int(m.channelIndex)))
     case .channelData:
-        fields.append(.init("type", .string("channel_data")))
+        fields.append(.init("kind", .string("channel_data")))
         fields.append(.init("channel", .int(m.channelIndex)))
         fields.append(.init("data_type", .int(m.dataType)))
     }

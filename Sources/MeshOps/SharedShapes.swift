@@ -49,13 +49,13 @@ public enum SharedShape: String, CaseIterable, Sendable {
             return .anyOf([
                 // From a contact (`name` when it is one): a text, a room post (`author`), a CLI reply,
                 // or a CLI command its sender may not run on this radio (protocol 14).
-                .object([ResultField("type", .oneOf(["direct", "room", "cli", "cli_command"])), ResultField("from", .hex),
+                .object([ResultField("kind", .oneOf(["direct", "room", "cli", "cli_command"])), ResultField("from", .hex),
                          .optional("name", .string), .optional("author", .hex), timestamp] + heard + [ResultField("text", .string)],
                         closed: true),
-                .object([ResultField("type", .oneOf(["channel"])), ResultField("channel", .integer), timestamp] + heard
+                .object([ResultField("kind", .oneOf(["channel"])), ResultField("channel", .integer), timestamp] + heard
                         + [ResultField("text", .string)], closed: true),
                 // A channel datagram: its frame carries no timestamp.
-                .object([ResultField("type", .oneOf(["channel_data"])), ResultField("channel", .integer),
+                .object([ResultField("kind", .oneOf(["channel_data"])), ResultField("channel", .integer),
                          ResultField("data_type", .integer)] + heard + [ResultField("data", .hex)], closed: true),
             ])
         case .storedMessage:

@@ -73,7 +73,7 @@ import MeshDaemonClient
     }
 
     /// A contact's CLI command (text type 3) and CLI reply (type 1) are named as such, in the
-    /// store's JSON (hooks' POCKETMESH_KIND, history, MQTT) as in `listen`/`sync`.
+    /// store's JSON (hooks' POCKETMESH_KIND, history, MQTT) as in `listen`/`sync`, under the one field name `kind`.
     @Test func aCLICommandOrReplyIsNotADirectMessage() throws {
         let (s, dir, bob) = try store()
         defer { s.close(); removeTree(dir) }
@@ -87,7 +87,8 @@ import MeshDaemonClient
         #expect(env.contains("POCKETMESH_KIND=cli_command"))
         let received = try ReceivedMessage(frame: ResponseFrame.contactMessage(senderPrefix: bob, pathLength: .unknown,
                                                                                textType: .cliCommand, senderTimestamp: 5, text: Array("ver".utf8)).bytes)
-        #expect(messageValue(received)["type"] == .string("cli_command"))
+        // One name for the message's kind: `kind` in listen/sync as in the store's JSON, never `type`.
+        #expect(messageValue(received)["kind"] == .string("cli_command") && messageValue(received)["type"] == nil)
         let data = try ReceivedMessage(frame: ResponseFrame.channelData(channelIndex: 2, pathLength: PathLength(rawValue: 1),
                                                                         dataType: 0xFF00, data: [1, 2]).bytes)
         #expect(messageValue(data)["timestamp"] == nil && messageValue(data)["data"] == .string("0102"))

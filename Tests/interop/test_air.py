@@ -89,7 +89,7 @@ def test_adverts_messages_paths_and_channels_both_ways(mixed):
     r = js(ours, "send", "ext0", "hello openhop")
     assert r["status"] == "acked" and r["flood"] is True, r
     got = js(theirs, "sync")
-    assert [m["text"] for m in got if m["type"] == "direct"] == ["hello openhop"], got
+    assert [m["text"] for m in got if m["kind"] == "direct"] == ["hello openhop"], got
     c = js(ours, "contacts", "show", "ext0")
     assert c["path_length"] == 1, c
     # Theirs to ours: acknowledged, and openhop-core learns its route back the same way.
@@ -98,15 +98,15 @@ def test_adverts_messages_paths_and_channels_both_ways(mixed):
     assert js(theirs, "contacts", "show", "sim0")["path_length"] == 1
     r = js(theirs, "send", "sim0", "now direct")
     assert r["status"] == "acked" and r["flood"] is False, r
-    texts = [m["text"] for m in js(ours, "sync") if m["type"] == "direct"]
+    texts = [m["text"] for m in js(ours, "sync") if m["kind"] == "direct"]
     assert texts == ["hello pocketmesh", "now direct"], texts
     # Channels, both ways (through r1).
     assert pm(ours, "channel", "send", "0", "from our side")[0] == 0
     assert pm(theirs, "channel", "send", "0", "from their side")[0] == 0
     deadline, seen_theirs, seen_ours = time.time() + 20, [], []
     while time.time() < deadline and not (seen_theirs and seen_ours):
-        seen_theirs += [m["text"] for m in js(theirs, "sync") if m["type"] == "channel"]
-        seen_ours += [m["text"] for m in js(ours, "sync") if m["type"] == "channel"]
+        seen_theirs += [m["text"] for m in js(theirs, "sync") if m["kind"] == "channel"]
+        seen_ours += [m["text"] for m in js(ours, "sync") if m["kind"] == "channel"]
         time.sleep(0.5)
     assert seen_theirs == ["sim0: from our side"] and seen_ours == ["ext0: from their side"], (seen_theirs, seen_ours)
 

@@ -86,7 +86,7 @@ def test_send_with_ack_tcp(introduced, pm):
     assert res["round_trip_ms"] > 0
     got = wait_for(lambda: [m for m in pm(*b.tcp, "sync", "--json", *T).json() if m["text"] == "hello over tcp"])
     assert got, "the recipient never got the message"
-    assert got[0]["type"] == "direct"
+    assert got[0]["kind"] == "direct"
     assert got[0]["from"] == a.pubkey[:12]
 
 
@@ -117,7 +117,7 @@ def test_channel_send_and_receive(introduced, pm):
     def received():
         r = pm(*b.tcp, "sync", "--json", *T)
         assert r.code == 0, r
-        return [m for m in r.json() if m["type"] == "channel" and "hi everyone" in m["text"]]
+        return [m for m in r.json() if m["kind"] == "channel" and "hi everyone" in m["text"]]
     got = wait_for(received)
     assert got, "the channel message never arrived"
     assert got[0]["channel"] == 0
@@ -135,7 +135,7 @@ def test_hashtag_channel_round_trip(introduced, pm):
     r = pm(*a.tcp, "channel", "send", "#pmtest", "tagged", *T)
     assert r.code == 0, r
     got = wait_for(lambda: [m for m in pm(*b.tcp, "sync", "--json", *T).json()
-                            if m["type"] == "channel" and m["channel"] == 3])
+                            if m["kind"] == "channel" and m["channel"] == 3])
     assert got and got[0]["text"].endswith(": tagged")
     for n in (a, b):
         assert pm(*n.tcp, "channel", "remove", "3", *T).code == 0

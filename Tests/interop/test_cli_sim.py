@@ -88,7 +88,7 @@ def test_cmd_after_login_gets_its_reply_once(logged_in):
     # The replies were the commands' answers: the next sync does not print them as messages.
     s = pm(logged_in, "sim0", "--json", "sync")
     assert s.code == 0, s
-    assert [m for m in s.json() if m.get("type") == "cli"] == []
+    assert [m for m in s.json() if m.get("kind") == "cli"] == []
 
 
 def test_neighbours_lists_the_next_repeater(logged_in):
@@ -216,10 +216,10 @@ def test_channel_datagrams_keep_their_data_type_through_a_daemon(mesh):
         assert got and got[-1]["data_type"] == 0xFFBE and got[-1]["data"] == "c0ffee", h
         s = through("sync", "--json", "--tcp", f"127.0.0.1:{port}")
         assert s.code == 0, s
-        assert [(m["data_type"], m["data"]) for m in s.json() if m["type"] == "channel_data"] == [(0xFFBE, "c0ffee")]
+        assert [(m["data_type"], m["data"]) for m in s.json() if m["kind"] == "channel_data"] == [(0xFFBE, "c0ffee")]
         # CHANNEL_DATA_RECV carries no timestamp, so none is printed (not 0), and its bytes are
         # hex in `data`, never raw bytes in `text`.
-        assert all("timestamp" not in m for m in s.json() if m["type"] == "channel_data"), s.out
+        assert all("timestamp" not in m for m in s.json() if m["kind"] == "channel_data"), s.out
         assert "timestamp" not in got[-1] and "text" not in got[-1] and got[-1]["received"] > 0, got[-1]
         human = through("history", "0", "--state-dir", d.state)
         assert "data 65470: c0ffee" in human.out, human

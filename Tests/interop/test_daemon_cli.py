@@ -155,7 +155,7 @@ def test_sync_through_the_daemon_prints_each_message_once(mesh, tmpdir_short):
         assert third.returncode == 0, third.stderr
         got = json.loads(third.stdout)
         assert [m["text"] for m in got] == [f"{name1}: s2-0", f"{name1}: s2-1"], got
-        assert all(m["type"] == "channel" and m["channel"] == 0 for m in got)
+        assert all(m["kind"] == "channel" and m["channel"] == 0 for m in got)
         assert json.loads(cli(tmpdir_short, "sync", *tcp, "--json").stdout) == []
         # A sync that goes away before the end (killed) moves nothing: the next one gets it all.
         assert start_sender(tmpdir_short, port1, 2, 0.1, "s3").wait(30) == 0

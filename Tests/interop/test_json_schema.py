@@ -428,16 +428,18 @@ def test_the_schema_rejects_what_it_does_not_describe(checker):
     assert not v.is_valid({k: x for k, x in contact.items() if k != "name"})
     assert not checker.validator("contacts list").is_valid([dict(contact, type="toaster")])
     assert not checker.validator("send").is_valid({"status": "maybe", "to": "a", "attempts": 1, "flood": False})
-    message = {"type": "channel", "channel": 0, "timestamp": 1, "hops": None, "snr": 8, "text": "hi"}
+    message = {"kind": "channel", "channel": 0, "timestamp": 1, "hops": None, "snr": 8, "text": "hi"}
     assert checker.validator("sync").is_valid([message])
-    assert not checker.validator("sync").is_valid([dict(message, type="direct")])  # a direct message has from, no channel
+    assert not checker.validator("sync").is_valid([dict(message, kind="direct")])  # a direct message has from, no channel
     assert not checker.validator("sync").is_valid([{k: x for k, x in message.items() if k != "channel"}])
     # A channel datagram's frame has no timestamp, so neither has its JSON.
-    data = {"type": "channel_data", "channel": 0, "data_type": 65280, "hops": 0, "snr": 8, "data": "cafe"}
+    data = {"kind": "channel_data", "channel": 0, "data_type": 65280, "hops": 0, "snr": 8, "data": "cafe"}
     assert checker.validator("sync").is_valid([data])
     assert not checker.validator("sync").is_valid([dict(data, timestamp=0)])
-    command = {"type": "cli_command", "from": "00" * 6, "timestamp": 1, "hops": None, "snr": None, "text": "ver"}
+    command = {"kind": "cli_command", "from": "00" * 6, "timestamp": 1, "hops": None, "snr": None, "text": "ver"}
     assert checker.validator("sync").is_valid([command])
+    # One name for a message's kind: `kind`, as in the hooks' and the store's JSON; never `type`.
+    assert not checker.validator("sync").is_valid([dict((("type" if k == "kind" else k), x) for k, x in command.items())])
 
 
 def test_no_schema_accepts_an_empty_object(schema, checker):

@@ -91,13 +91,13 @@ def test_companions_exchange_acknowledged_messages_through_the_linux_repeater(me
     assert {"sim1", "LinuxRpt"} <= ca and {"sim0", "LinuxRpt"} <= cb, (ca, cb)
     r = js(a, "send", "sim1", "hello via linux")
     assert r["status"] == "acked" and r["flood"] is True, r
-    assert [m["text"] for m in js(b, "sync") if m["type"] == "direct"] == ["hello via linux"]
+    assert [m["text"] for m in js(b, "sync") if m["kind"] == "direct"] == ["hello via linux"]
     r = js(b, "send", "sim0", "and back")
     assert r["status"] == "acked", r
     r = js(a, "send", "sim1", "now direct")
     assert r["status"] == "acked" and r["flood"] is False, r
     assert js(a, "contacts", "show", "sim1")["path_length"] == 1
-    assert [m["text"] for m in js(b, "sync") if m["type"] == "direct"] == ["now direct"]
+    assert [m["text"] for m in js(b, "sync") if m["kind"] == "direct"] == ["now direct"]
 
 
 def test_an_admin_logs_in_and_reads_status_neighbours_and_ver(mesh):
@@ -180,7 +180,7 @@ def test_a_repeater_on_the_simulators_kiss_modem(tmp_path):
             time.sleep(0.5)
         r = js(a, "send", "sim1", "through the modem")
         assert r["status"] == "acked", r
-        got = [m for m in js(b, "sync") if m["type"] == "direct"]
+        got = [m for m in js(b, "sync") if m["kind"] == "direct"]
         assert [m["text"] for m in got] == ["through the modem"] and got[0]["snr"] == -3.5, got
         # The last packet the repeater heard came with the modem's RxMeta.
         cp = run("node", "cli", "--state-dir", str(tmp_path / "st"), "stats-radio")

@@ -80,7 +80,7 @@ def test_meshcore_cli_uses_it_as_its_radio(linux):
     out = mccli(port, "msg", "sim0", "hello from meshcore-cli on linux", "wait_ack")
     assert "Msg acked" in out, out
     got = json.loads(pm(sim.port("sim0"), "--json", "sync").stdout)
-    assert [m["text"] for m in got if m["type"] == "direct"] == ["hello from meshcore-cli on linux"], got
+    assert [m["text"] for m in got if m["kind"] == "direct"] == ["hello from meshcore-cli on linux"], got
 
 
 def test_meshcore_py_receives_a_message(linux):

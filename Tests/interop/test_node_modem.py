@@ -148,7 +148,7 @@ def test_a_companion_with_the_modems_key_serves_meshcore_py_and_pocketmesh(tmp_p
         with pytest.raises(Exception):
             nacl.VerifyKey(bytes.fromhex(modem_key)).verify(data + b"!", sig)
         assert expect("ACK") == "True"
-        got = {m["text"] for m in js(peer, "sync") if m["type"] == "direct"}  # a retry may come twice
+        got = {m["text"] for m in js(peer, "sync") if m["kind"] == "direct"}  # a retry may come twice
         assert got == {"from meshcore_py via the modem's key"}, got
         assert expect("READY") == ""
         wait_for_contacts(peer, {"ModemComp"})
@@ -165,9 +165,9 @@ def test_a_companion_with_the_modems_key_serves_meshcore_py_and_pocketmesh(tmp_p
         nacl.VerifyKey(bytes.fromhex(modem_key)).verify(bytes.fromhex("c0ffee"), sig)
         r = js(port, "send", "sim0", "from pocketmesh via the modem's key")
         assert r["status"] == "acked", r
-        assert [m["text"] for m in js(peer, "sync") if m["type"] == "direct"] == ["from pocketmesh via the modem's key"]
+        assert [m["text"] for m in js(peer, "sync") if m["kind"] == "direct"] == ["from pocketmesh via the modem's key"]
         assert js(peer, "send", "ModemComp", "to pocketmesh")["status"] == "acked"
-        got = [m["text"] for m in js(port, "sync") if m["type"] == "direct"]
+        got = [m["text"] for m in js(port, "sync") if m["kind"] == "direct"]
         assert got == ["to pocketmesh"], got
         # The key never left the modem: nothing to export, nothing in the state folder.
         assert pm(port, "key", "export").returncode != 0
@@ -203,7 +203,7 @@ def test_a_room_server_with_the_modems_key_pushes_a_post(tmp_path):
                 time.sleep(1)
         assert got, "the room's push did not come"
         # Signed by the room (from its key's prefix) and naming the poster (sim0's prefix).
-        assert got[0]["type"] == "room" and got[0]["from"] == modem_key[:12], got
+        assert got[0]["kind"] == "room" and got[0]["from"] == modem_key[:12], got
         assert got[0]["author"] == sim.nodes["sim0"]["pubkey"][:8], got
         assert not (tmp_path / "st" / "identity").exists()
     finally:

@@ -76,10 +76,10 @@ def test_openhop_and_a_simulated_companion_through_a_linux_repeater(tmp_path, pr
     wait_contacts(theirs, {"sim0"})
     r = js(ours, "send", "ext0", "to openhop via linux")
     assert r["status"] == "acked", r
-    assert [m["text"] for m in js(theirs, "sync") if m["type"] == "direct"] == ["to openhop via linux"]
+    assert [m["text"] for m in js(theirs, "sync") if m["kind"] == "direct"] == ["to openhop via linux"]
     r = js(theirs, "send", "sim0", "to sim via linux")
     assert r["status"] == "acked", r
-    assert [m["text"] for m in js(ours, "sync") if m["type"] == "direct"] == ["to sim via linux"]
+    assert [m["text"] for m in js(ours, "sync") if m["kind"] == "direct"] == ["to sim via linux"]
 
 
 def test_a_linux_companion_and_openhop_talk_directly(tmp_path, procs):
@@ -106,7 +106,7 @@ def test_a_linux_companion_and_openhop_talk_directly(tmp_path, procs):
     wait_contacts(theirs, {"LinComp"})
     r = js(ours, "send", "ext0", "linux to openhop")
     assert r["status"] == "acked", r
-    assert [m["text"] for m in js(theirs, "sync") if m["type"] == "direct"] == ["linux to openhop"]
+    assert [m["text"] for m in js(theirs, "sync") if m["kind"] == "direct"] == ["linux to openhop"]
     r = js(theirs, "send", "LinComp", "openhop to linux")
     assert r["status"] == "acked", r
-    assert [m["text"] for m in js(ours, "sync") if m["type"] == "direct"] == ["openhop to linux"]
+    assert [m["text"] for m in js(ours, "sync") if m["kind"] == "direct"] == ["openhop to linux"]

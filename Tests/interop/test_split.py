@@ -69,7 +69,7 @@ def test_direct_message_in_parts(sim):
     results = json.loads(out)
     assert len(results) >= 3 and all(r["status"] == "acked" for r in results)
     assert [r["part"] for r in results] == list(range(1, len(results) + 1))
-    msgs = received(sim, "sim1", len(results), lambda m: m.get("type") == "direct")
+    msgs = received(sim, "sim1", len(results), lambda m: m.get("kind") == "direct")
     texts = [m["text"] for m in msgs]
     assert all(len(t.encode()) <= 160 for t in texts)
     assert unnumbered(texts) == TEXT
@@ -79,7 +79,7 @@ def test_channel_message_in_parts(sim):
     code, out, err = at(sim, "sim0", "--json", "channel", "send", "--split", "0", TEXT)
     assert code == 0, err
     n = len(json.loads(out))
-    msgs = received(sim, "sim1", n, lambda m: m.get("type") == "channel" or "channel" in m)
+    msgs = received(sim, "sim1", n, lambda m: m.get("kind") == "channel" or "channel" in m)
     texts = [m["text"] for m in msgs][-n:]
     # On air (and as received) each part is "sim0: (i/n) …", within 160 bytes.
     assert all(len(t.encode()) <= 160 for t in texts), texts
@@ -90,7 +90,7 @@ def test_a_text_that_fits_is_sent_as_it_is(sim):
     code, out, err = at(sim, "sim0", "--json", "send", "--split", "sim1", "short one")
     assert code == 0, err
     assert [r["part"] for r in json.loads(out)] == [1]
-    msgs = received(sim, "sim1", 1, lambda m: m.get("type") == "direct")
+    msgs = received(sim, "sim1", 1, lambda m: m.get("kind") == "direct")
     assert [m["text"] for m in msgs][-1] == "short one"
 
 

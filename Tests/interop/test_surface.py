@@ -172,7 +172,7 @@ def test_channel_datagrams_both_ways(sim):
     got = []
     deadline = time.time() + 20
     while not got and time.time() < deadline:
-        got = [m for m in js(sim, "sync", node="sim1") if m.get("type") == "channel_data"]
+        got = [m for m in js(sim, "sync", node="sim1") if m.get("kind") == "channel_data"]
         time.sleep(0.5)
     assert got and got[0]["data_type"] == 65280 and got[0]["data"] == "cafe0102", got
     for bad in (["0", "0", "ca"], ["0", "70000", "ca"], ["0", "1", "xyz"]):

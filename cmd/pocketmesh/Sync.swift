@@ -44,7 +44,7 @@ func storeTaken(_ messages: [ReceivedMessage], contacts: [ContactSummary], radio
 func messageLine(_ m: Value) -> String {
     let ts = m["timestamp"]?.intValue ?? 0
     let text = terminalSafeLine(m["text"]?.stringValue ?? "")
-    switch m["type"]?.stringValue {
+    switch m["kind"]?.stringValue {
     case "channel": return "[\(ts)] #\(m["channel"]?.intValue ?? 0) \(text)"
     case "channel_data": return "#\(m["channel"]?.intValue ?? 0) data \(m["data_type"]?.intValue ?? 0): \(m["data"]?.stringValue ?? "")"
     default:

@@ -306,3 +306,27 @@ def test_iata_codes_the_public_brokers_refuse_are_refused_at_start(tmp_path, cod
         cp = subprocess.run(node + ["--mqtt-observer", "mqtt://127.0.0.1:1", "--mqtt-iata", "SEA"] + extra,
                             capture_output=True, text=True, timeout=20, env=ENV)
         assert cp.returncode == 2 and text in cp.stderr and cp.stderr.count("\n") == 1, cp.stderr
+
+
+def test_a_node_on_the_modems_key_has_the_modem_sign_its_token(tmp_path):
+    """`--identity modem`: the token's signature is the KISS modem's (SignData over the serial
+    link, while the node's loop goes on), and what the node hears goes out under the modem's key."""
+    from test_node_modem import modem_sim, start_node, stop
+    sim, modem_key, pty = modem_sim(tmp_path, 1)
+    broker = TokenBroker(modem_key)
+    node = None
+    try:
+        node, line = start_node(pty, tmp_path / "st", "repeater", "--name", "ModemObs",
+                                "--mqtt-observer", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-iata", "lhr")
+        assert line.startswith("repeater ModemObs pubkey=" + modem_key), line + node.stderr.read()
+        root = f"meshcore/LHR/{modem_key.upper()}"
+        broker.wait(lambda b: any(t == root + "/status" for t, _, _ in b.published), what="the status through the stand-in")
+        assert subprocess.run([str(BIN), "-t", f"127.0.0.1:{sim.port('sim0')}", "--timeout", "15", "advert", "--flood"],
+                              capture_output=True, text=True, timeout=60, env=ENV).returncode == 0
+        broker.wait(lambda b: any(t == root + "/packets" and json.loads(pl)["packet_type"] == "4" for t, pl, _ in b.published),
+                    what="the advert the node heard")
+        assert not broker.refused
+    finally:
+        stop(node)
+        broker.close()
+        sim.stop()

@@ -34,6 +34,8 @@ public struct ObserverSettings: Sendable {
     public var email: String? = nil
     /// `--mqtt-observer-decode CHANNELS`: the packets' `decoded` object.
     public var decode: String? = nil
+    /// `--mqtt-observer-neighbors HOURS`: the neighbours snapshot, every 12 to 336 hours.
+    public var neighbors: Int? = nil
     public init(url: String) { self.url = url }
 
     /// The observer's settings, each bad option refused with one sentence. Without a key file, a
@@ -60,6 +62,10 @@ public struct ObserverSettings: Sendable {
         if let e = email {
             guard let v = ObserverFormat.email(e) else { throw DaemonError(.usage, "--mqtt-observer-email \"\(e)\": not an email address.") }
             s.claims.email = v
+        }
+        if let h = neighbors {
+            guard (12...336).contains(h) else { throw DaemonError(.usage, ObserverFormat.neighborsRefusal) }
+            s.neighborsIntervalS = UInt64(h) * 3600
         }
         if let d = decode {
             guard let c = ObserverFormat.channels(d) else { throw DaemonError(.usage, ObserverFormat.channelsRefusal(d)) }

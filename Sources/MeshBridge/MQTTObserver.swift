@@ -41,6 +41,10 @@ public final class MQTTObserver {
         public var firmware: (model: String, version: String)? = nil
         /// `--mqtt-observer-decode`: the packets' `decoded` object, group texts decrypted with these.
         public var channels: [ObserverFormat.Channel]? = nil
+        /// `--mqtt-observer-neighbors HOURS`: the `neighbors` snapshot this often (the daemon's radio).
+        public var neighborsIntervalS: UInt64? = nil
+        /// How long the discovery listens for answers (packet-capture's 60 s).
+        public var neighborsWindowS = 60.0
         public var tokenLifetimeS: Int64 = 86_400
         public var statusIntervalMS: UInt64 = 300_000
         public var maxQueuedPackets = 256
@@ -135,6 +139,89 @@ public final class MQTTObserver {
 
     private var pendingSign: (input: String, renewAt: Int64, key: PublicKey)? = nil
 
+    // MARK: the neighbours snapshot
+
+    /// A cycle as packet-capture runs it through the radio: a zero-hop discovery of repeaters
+    /// (the `discover` operation), one `regions` request to each (most useful first, at most 32,
+    /// 2 s apart), the radio's default flood scope, then the snapshot, not retained.
+    private var nbNextAt: UInt64 = 0
+    private var nbRunning = false
+    private var nbWaiting = false
+    private var nbEntries: [ObserverFormat.Neighbour] = []
+    private var nbTotal = 0
+    private var nbIndex = 0
+    private var nbQueryAt: UInt64 = 0
+
+    private func neighboursOp(_ id: Int64, _ args: String, now: UInt64) {
+        nbWaiting = true
+        let line = Array(#"{"id":\#(id),\#(args)}"#.utf8)
+        guard case .success(let req) = line.withUnsafeBytes({ DaemonRequest.parse(line: $0) }) else { return }
+        if let r = execute(req, clientIndex) { answer(r, now: now) }
+    }
+
+    private func neighboursStep(now: UInt64) {
+        guard settings.neighborsIntervalS != nil, host != nil, connection?.isUp == true, !nbWaiting else { return }
+        if !nbRunning {
+            guard now >= nbNextAt else { return }
+            nbRunning = true
+            log("mqtt-observer: neighbours: discovering repeaters for \(Int(settings.neighborsWindowS)) s")
+            return neighboursOp(3, #""op":"discover","type":"repeater","for":\#(settings.neighborsWindowS)"#, now: now)
+        }
+        guard now >= nbQueryAt else { return }
+        if nbIndex < nbEntries.count { return neighboursOp(4, #""op":"regions","name":"\#(nbEntries[nbIndex].publicKey)""#, now: now) }
+        if nbIndex == nbEntries.count { return neighboursOp(5, #""op":"get","setting":"flood-scope""#, now: now) }
+    }
+
+    private func neighboursAnswer(_ r: DaemonResponse, now: UInt64) {
+        nbWaiting = false
+        let fields: [(String, JSON)]
+        switch r.result {
+        case .success(let f): fields = f
+        case .failure(let e): fields = []
+            if r.id == 3 && e.kind != .notFound {  // no radio now, or busy: again in 5 minutes
+                log("mqtt-observer: neighbours: the discovery failed (\(e.message)); again in 300 s")
+                nbRunning = false
+                nbNextAt = now + 300_000
+                return
+            }
+            if r.id == 4 { nbEntries[nbIndex].status = e.kind == .timeout ? "timeout" : "send_failed" }
+        }
+        switch r.id {
+        case 3:
+            let at = wallClock(), me = radioSelf?.publicKey.hex
+            var found: [ObserverFormat.Neighbour] = []
+            for n in fields.first(where: { $0.0 == "nodes" })?.1.array ?? [] {
+                guard let k = n["public_key"]?.string, k.utf8.count == 64, k.lowercased() != me, n["type"]?.string == "repeater",
+                      !found.contains(where: { $0.publicKey == k.uppercased() }) else { continue }
+                let snr: Double
+                switch n["snr"] { case .double(let d)?: snr = d; case .int(let i)?: snr = Double(i); default: snr = 0 }
+                found.append(ObserverFormat.Neighbour(publicKey: k.uppercased(), snr: snr, heardAt: at))
+            }
+            nbTotal = found.count
+            nbEntries = Array(ObserverFormat.sorted(found, now: at).prefix(32))
+            nbIndex = 0
+            nbQueryAt = now
+        case 4:
+            if let names = fields.first(where: { $0.0 == "regions" })?.1.array {
+                nbEntries[nbIndex].scopes = names.compactMap(\.string).joined(separator: ",")
+                nbEntries[nbIndex].status = "responded"
+            }
+            nbIndex += 1
+            nbQueryAt = now + 2_000
+        default:
+            var scopes = ""
+            for (_, v) in fields { if let t = v.string { scopes = t } }
+            nbRunning = false
+            nbNextAt = now + (settings.neighborsIntervalS ?? 86_400) * 1000
+            guard let s = radioSelf, let connection, let root else { return }
+            let out = ObserverFormat.dumps(ObserverFormat.neighbors(origin: s.name, originId: s.publicKey, selfScopes: scopes,
+                                                                    entries: nbEntries, total: nbTotal, epochMicros: wallClock()))
+            connection.client.publish(topic: root + "/neighbors", payload: out, qos: .atMostOnce, now: now)
+            connection.flush(now: now)
+            log("mqtt-observer: neighbours: published \(nbEntries.count) of \(nbTotal) (\(nbEntries.filter { $0.status == "responded" }.count) with scopes)")
+        }
+    }
+
     private func signed(_ input: String, _ signature: [UInt8]?, renewAt: Int64, key: PublicKey) {
         tokenPending = false
         guard key == radioSelf?.publicKey else { return }  // another radio came meanwhile
@@ -216,6 +303,7 @@ public final class MQTTObserver {
     }
 
     public func answer(_ r: DaemonResponse, now: UInt64) {
+        if (3...5).contains(r.id) { return neighboursAnswer(r, now: now) }
         if r.id == 2, let p = pendingSign {
             pendingSign = nil
             var sig: String? = nil
@@ -249,7 +337,9 @@ public final class MQTTObserver {
         let next = connection.tick(now: now)
         guard connection.isUp else { return [next, retry].compactMap { $0 }.min() }
         if now >= nextStatusAt { requestStats(now: now) }
-        return [next, nextStatusAt, retry].compactMap { $0 }.min()
+        neighboursStep(now: now)
+        let nb: UInt64? = settings.neighborsIntervalS == nil || nbWaiting ? nil : nbRunning ? nbQueryAt : nbNextAt
+        return [next, nextStatusAt, retry, nb].compactMap { $0 }.min()
     }
 
     public var statusFields: JSON {

@@ -204,6 +204,8 @@ public enum ObserverFormat {
         return out + [Channel(name: "public", secret: .publicChannel)]
     }
 
+    public static let neighborsRefusal = "--mqtt-observer-neighbors: give the hours between snapshots, 12 to 336 (as the observer firmware and packet-capture)."
+
     public static func channelsRefusal(_ text: String) -> String {
         "--mqtt-observer-decode \"\(text)\": give channels as public, #NAME or NAME=KEY (32 hex digits), comma-separated."
     }
@@ -280,6 +282,59 @@ public enum ObserverFormat {
         case 3: return [("kind", .string(kind)), ("ack", .string(HexCodec.encode(p)))]
         default: return [("kind", .string(kind))]
         }
+    }
+
+    // MARK: neighbours
+
+    /// One neighbour of the `neighbors` snapshot: a repeater that answered the zero-hop discovery.
+    public struct Neighbour: Sendable {
+        public var publicKey: String
+        public var snr: Double
+        /// Wall clock (µs) of its answer.
+        public var heardAt: Int64
+        public var scopes = ""
+        public var status = "timeout"
+        public init(publicKey: String, snr: Double, heardAt: Int64) { self.publicKey = publicKey; self.snr = snr; self.heardAt = heardAt }
+    }
+
+    /// The firmware's order, as the uploader sorts: most recently heard (whole seconds), then the
+    /// stronger SNR, then the key.
+    public static func sorted(_ n: [Neighbour], now: Int64) -> [Neighbour] {
+        n.sorted { a, b in
+            let (x, y) = (max(0, (now - a.heardAt) / 1_000_000), max(0, (now - b.heardAt) / 1_000_000))
+            if x != y { return x < y }
+            if a.snr != b.snr { return a.snr > b.snr }
+            return a.publicKey.lowercased() < b.publicKey.lowercased()
+        }
+    }
+
+    /// `meshcore/{IATA}/{KEY}/neighbors` as packet-capture's `build_neighbors_message` writes it:
+    /// `total_neighbors` (discovered), `queried_neighbors`, `truncated`, `self.scopes` and the
+    /// neighbours in the firmware's order, the tail dropped where the text would reach 10240 bytes.
+    public static func neighbors(origin: String, originId: PublicKey, selfScopes: String, entries: [Neighbour], total: Int,
+                                 epochMicros: Int64) -> JSON {
+        var fields: [(String, JSON)] = [
+            ("timestamp", .string(clock(epochMicros: epochMicros).iso)), ("origin", .string(origin)),
+            ("origin_id", .string(originId.hex.uppercased())), ("total_neighbors", .int(Int64(total))),
+            ("queried_neighbors", .int(Int64(entries.count))), ("truncated", .bool(total > entries.count)),
+            ("self", .object([("scopes", .string(selfScopes))])), ("neighbors", .array([])),
+        ]
+        var list: [JSON] = []
+        var dropped = false
+        for e in sorted(entries, now: epochMicros) {
+            list.append(.object([("pubkey", .string(e.publicKey.uppercased())), ("snr", .double(e.snr)),
+                                 ("heard_secs_ago", .int(max(0, (epochMicros - e.heardAt) / 1_000_000))),
+                                 ("scopes", .string(e.scopes)), ("status", .string(e.status))]))
+            fields[7].1 = .array(list)
+            if dumps(.object(fields)).count >= 10_240 {
+                list.removeLast()
+                fields[7].1 = .array(list)
+                dropped = true
+                break
+            }
+        }
+        fields[5].1 = .bool(dropped || total > entries.count)
+        return .object(fields)
     }
 
     // MARK: status

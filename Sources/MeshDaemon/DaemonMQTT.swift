@@ -68,7 +68,9 @@ extension Daemon {
             log("mqtt: bridge to \(s.connection.url), prefix \(s.prefix); commands allowed: \(s.allowed)")
         }
         for (i, m) in config.mqttObservers.enumerated() {
-            let s = try m.observer(try brokerSettings(m.url, flag: "--mqtt-observer"))
+            var s = try m.observer(try brokerSettings(m.url, flag: "--mqtt-observer"))
+            // Tests shorten the discovery's listening (packet-capture's floor is 5 s).
+            if let w = config.environment["POCKETMESH_NEIGHBORS_WINDOW"].flatMap(Double.init) { s.neighborsWindowS = max(5, w) }
             let o = MQTTObserver(settings: s, clientIdSuffix: config.mqttObservers.count > 1 ? "-\(i + 1)" : "", index: i)
             o.log = { [unowned self] in self.log($0) }
             o.host = self

@@ -13,6 +13,7 @@ extension OperationTable {
         .option("mqtt-observer-owner", value: "key", help: "The token's owner claim: the operator's public key (64 hex digits), which links the observer to an account on the analyzer."),
         .option("mqtt-observer-email", value: "address", help: "The token's email claim: the operator's address."),
         .option("mqtt-observer-decode", value: "channels", help: "Add the `decoded` object to each packet, as meshcore-packet-capture's decode_payloads does: adverts' fields, and group texts decrypted with these channels: public, #NAME (a hashtag channel) or NAME=KEY (32 hex digits), comma-separated (Public is always tried, last)."),
+        .option("mqtt-observer-neighbors", value: "hours", type: .integer, help: "Daemon: publish meshcore/IATA/KEY/neighbors (not retained) at start and then every so many hours (12 to 336), as meshcore-packet-capture's neighbors option: repeaters that answer a zero-hop discovery (60 s), each asked for its regions, and the radio's default flood scope. It costs airtime: one request per neighbour, at most 32."),
     ]
 
     /// `--hat`'s names: MeshNode's `SX1262Hat.all` (a test keeps the two the same).

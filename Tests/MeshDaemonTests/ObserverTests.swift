@@ -251,6 +251,35 @@ import MeshDaemonClient
         #expect(ObserverFormat.channels("public, ops=00112233445566778899AABBCCDDEEFF")?.map(\.name) == ["ops", "public"])
     }
 
+    /// The neighbours snapshot as packet-capture's `build_neighbors_message` writes it (its output
+    /// for these entries): the firmware's order (recency in whole seconds, then SNR, then key),
+    /// `truncated` for a capped discovery, and the tail past 10240 bytes dropped.
+    @Test func theNeighboursSnapshotIsTheUploaders() {
+        let now: Int64 = 1_764_000_000_000_000
+        func n(_ k: String, _ snr: Double, _ ago: Int64, _ scopes: String, _ status: String) -> ObserverFormat.Neighbour {
+            var e = ObserverFormat.Neighbour(publicKey: String(repeating: k, count: 32).uppercased(), snr: snr, heardAt: now - ago)
+            e.scopes = scopes
+            e.status = status
+            return e
+        }
+        let entries = [n("bb", -3.25, 10_500_000, "", "timeout"), n("aa", 8, 10_200_000, "#ams,#nl", "responded"),
+                       n("cc", 8, 10_900_000, "", "send_failed"), n("dd", 1.5, 2_000_000, "", "responded")]
+        let origin = PublicKey(HexCodec.decode(String(repeating: "7f", count: 32))!)!
+        let m = ObserverFormat.neighbors(origin: "Obs é", originId: origin, selfScopes: "#ams", entries: entries, total: 5, epochMicros: now)
+        let k = { (x: String) in String(repeating: x, count: 32) }
+        #expect(String(decoding: ObserverFormat.dumps(m), as: UTF8.self) ==
+            ##"{"timestamp": "2025-11-24T16:00:00+00:00", "origin": "Obs \u00e9", "origin_id": "\##(k("7F"))", "total_neighbors": 5, "queried_neighbors": 4, "truncated": true, "self": {"scopes": "#ams"}, "neighbors": [{"pubkey": "\##(k("DD"))", "snr": 1.5, "heard_secs_ago": 2, "scopes": "", "status": "responded"}, {"pubkey": "\##(k("AA"))", "snr": 8.0, "heard_secs_ago": 10, "scopes": "#ams,#nl", "status": "responded"}, {"pubkey": "\##(k("CC"))", "snr": 8.0, "heard_secs_ago": 10, "scopes": "", "status": "send_failed"}, {"pubkey": "\##(k("BB"))", "snr": -3.25, "heard_secs_ago": 10, "scopes": "", "status": "timeout"}]}"##)
+        // 40 entries of 300-byte scopes: 22 fit under the budget (the uploader's count), truncated.
+        let many = (0..<40).map { i in
+            var e = ObserverFormat.Neighbour(publicKey: String(repeating: "0", count: 62) + (i < 16 ? "0" : "") + String(i, radix: 16), snr: 5, heardAt: now - 1_000_000)
+            e.scopes = String(repeating: "x", count: 300)
+            e.status = "responded"
+            return e
+        }
+        let big = ObserverFormat.neighbors(origin: "o", originId: origin, selfScopes: "", entries: many, total: 40, epochMicros: now)
+        #expect(big["neighbors"]?.array?.count == 22 && big["truncated"] == .bool(true))
+    }
+
     @Test func theTokenIsAJWTSignedWithTheNodesKeyWhetherSeededOrImported() throws {
         let seeded = try LocalIdentity(seed: [UInt8](repeating: 7, count: 32))
         let imported = try LocalIdentity(privateKey: seeded.privateKey)

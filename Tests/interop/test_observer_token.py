@@ -195,7 +195,8 @@ def test_the_daemon_signs_in_with_a_token_the_radio_signs(tmp_path, sim):
     wrong = TokenBroker(key0, verify_key=key1)  # checks the signature with another radio's key: must refuse
     d = Daemon(str(tmp_path), sim.port("sim0"), hook=False,
                extra=["--mqtt-observer", f"mqtt://127.0.0.1:{good.port}", "--mqtt-observer", f"mqtt://127.0.0.1:{wrong.port}",
-                      "--mqtt-iata", "sea", "--mqtt-observer-owner", OWNER, "--mqtt-observer-email", "Ops@Example.ORG"])
+                      "--mqtt-iata", "sea", "--mqtt-observer-owner", OWNER, "--mqtt-observer-email", "Ops@Example.ORG",
+                      "--mqtt-observer-decode", "public"])
     root = f"meshcore/SEA/{key0}"
     try:
         good.wait(lambda b: any(t == root + "/status" for t, _, _ in b.published), what="the status through the stand-in")
@@ -213,7 +214,14 @@ def test_the_daemon_signs_in_with_a_token_the_radio_signs(tmp_path, sim):
         assert b64(c).decode() == json.dumps(claims, separators=(",", ":"))
         # Packets the radio hears go out through the signed-in connection.
         assert at(sim, "channel", "send", "0", "through the stand-in")[0] == 0
-        good.wait(lambda b: any(t == root + "/packets" for t, _, _ in b.published), what="a packet")
+        good.wait(lambda b: any(t == root + "/packets" and json.loads(p)["packet_type"] == "5" for t, p, _ in b.published),
+                  what="the channel message")
+        # --mqtt-observer-decode: the channel message decrypted, as packet-capture's decoded object has it.
+        packet = next(json.loads(p) for t, p, _ in good.published if t == root + "/packets" and json.loads(p)["packet_type"] == "5")
+        dec = packet["decoded"]
+        assert list(packet)[-3:] == ["decoded", "score", "duration"], packet
+        assert (dec["kind"], dec["decrypted"], dec["channel"], dec["sender"], dec["text"]) == ("GRP_TXT", True, "public", "sim1", "through the stand-in"), dec
+        assert dec["msg_timestamp"].endswith("Z") and dec["ciphertext_len"] % 16 == 0
         assert "signed in with a token the radio signs" in log_text(tmp_path)
     finally:
         d.stop()
@@ -330,3 +338,35 @@ def test_a_node_on_the_modems_key_has_the_modem_sign_its_token(tmp_path):
         stop(node)
         broker.close()
         sim.stop()
+
+
+def test_the_daemon_publishes_the_neighbours_snapshot(tmp_path):
+    """`--mqtt-observer-neighbors`: the repeater next to the radio answers the zero-hop discovery and
+    its regions request; the snapshot (not retained) has packet-capture's keys and values."""
+    s = Sim("--repeaters", "1", "--seed", "3", nodes=2)
+    broker = Mosquitto(tmp_path)
+    watch = Listener(broker.port, topic="meshcore/#")
+    key0 = s.nodes["sim0"]["pubkey"].upper()
+    root = f"meshcore/SEA/{key0}"
+    d = Daemon(str(tmp_path), s.port("sim0"), hook=False, env_extra={"POCKETMESH_NEIGHBORS_WINDOW": "5"},
+               extra=["--mqtt-observer", f"mqtt://127.0.0.1:{broker.port}", "--mqtt-iata", "sea", "--mqtt-observer-neighbors", "24"])
+    try:
+        got = watch.wait(lambda g: any(t == root + "/neighbors" for t, _, _ in g), seconds=90, what="the neighbours snapshot")
+        topic, payload, retained = next(m for m in got if m[0] == root + "/neighbors")
+        m = json.loads(payload, object_pairs_hook=lambda pairs: pairs)
+        assert [k for k, _ in m] == ["timestamp", "origin", "origin_id", "total_neighbors", "queried_neighbors", "truncated", "self", "neighbors"]
+        m = json.loads(payload)
+        assert json.dumps(m) == payload.decode() and not retained
+        assert m["origin"] == "sim0" and m["origin_id"] == key0 and m["total_neighbors"] == m["queried_neighbors"] == 1 and not m["truncated"]
+        (n,) = m["neighbors"]
+        assert [k for k in n] == ["pubkey", "snr", "heard_secs_ago", "scopes", "status"]
+        assert n["pubkey"] == n["pubkey"].upper() and len(n["pubkey"]) == 64 and n["pubkey"] != key0
+        # The simulated repeater lets every region through ("*"); it answered though no contact of the radio.
+        assert isinstance(n["snr"], float) and 0 <= n["heard_secs_ago"] < 60 and (n["scopes"], n["status"]) == ("*", "responded"), n
+        assert m["self"] == {"scopes": ""}
+        assert "neighbours: published 1 of 1 (1 with scopes)" in log_text(tmp_path)
+    finally:
+        d.stop()
+        watch.close()
+        broker.stop()
+        s.stop()

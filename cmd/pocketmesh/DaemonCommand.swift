@@ -254,15 +254,17 @@ struct ObserverOptions: ParsableArguments {
     @Option var mqttObserverOwner: String?
     @Option var mqttObserverEmail: String?
     @Option var mqttObserverDecode: String?
+    @Option var mqttObserverNeighbors: Int?
 
     func check() throws {
-        if mqttObserver.isEmpty && [mqttIata, mqttObserverKey, mqttObserverPasswordFile, mqttObserverAudience, mqttObserverOwner, mqttObserverEmail, mqttObserverDecode].contains(where: { $0 != nil }) {
+        if mqttObserver.isEmpty && ([mqttIata, mqttObserverKey, mqttObserverPasswordFile, mqttObserverAudience, mqttObserverOwner, mqttObserverEmail, mqttObserverDecode].contains(where: { $0 != nil }) || mqttObserverNeighbors != nil) {
             throw ValidationError("--mqtt-iata and the other --mqtt-observer-… options go with --mqtt-observer URL.")
         }
         guard !mqttObserver.isEmpty else { return }
         guard let mqttIata else { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
         if ObserverFormat.iata(mqttIata) == nil { throw ValidationError(ObserverFormat.iataRefusal(mqttIata)) }
         if let o = mqttObserverOwner, ObserverFormat.owner(o) == nil { throw ValidationError("--mqtt-observer-owner: give the owner's public key as 64 hex digits.") }
+        if let h = mqttObserverNeighbors, !(12...336).contains(h) { throw ValidationError(ObserverFormat.neighborsRefusal) }
         if let d = mqttObserverDecode, ObserverFormat.channels(d) == nil { throw ValidationError(ObserverFormat.channelsRefusal(d)) }
         if let e = mqttObserverEmail, ObserverFormat.email(e) == nil { throw ValidationError("--mqtt-observer-email \"\(e)\": not an email address.") }
     }
@@ -277,6 +279,7 @@ struct ObserverOptions: ParsableArguments {
             o.owner = mqttObserverOwner
             o.email = mqttObserverEmail
             o.decode = mqttObserverDecode
+            o.neighbors = mqttObserverNeighbors
             return o
         }
     }

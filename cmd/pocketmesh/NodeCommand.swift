@@ -100,6 +100,7 @@ struct NodeCommand: ParsableCommand {
             if let lat, !(-90...90).contains(lat) { throw ValidationError("--lat must be -90 to 90") }
             if let lon, !(-180...180).contains(lon) { throw ValidationError("--lon must be -180 to 180") }
             try observer.check()
+            if observer.mqttObserverNeighbors != nil { throw ValidationError("--mqtt-observer-neighbors is for the daemon: a node keeps its own neighbour table.") }
         }
 
         func run() throws {

@@ -9,12 +9,12 @@ extension Executor {
     func anonymous(_ who: String, _ type: AnonRequestType) async throws(ClientError) -> Outcome {
         let c: ContactSummary
         var stranger: MeshCompanion.PublicKey? = nil
-        do { c = try await resolve(who) } catch {
+        do throws(ClientError) { c = try await resolve(who) } catch {
             // A node that is no contact (one that answered a discovery), by its whole key: a contact
             // with a zero-hop path for the request, removed after it.
             guard error.kind == .notFound, who.utf8.count == 64, let k = Hex.decode(who), let key = MeshCompanion.PublicKey(k) else { throw error }
             var (contact, _) = try await contactToAdd(key, name: String(who.prefix(8)), type: ContactType.repeater.rawValue, path: nil)
-            do { try contact.setOutPath(.zeroHop, []) } catch { throw .link("cannot give \(who.prefix(8)) a zero-hop path: \(error).") }
+            do { try contact.setOutPath(.zeroHop, []) } catch { throw ClientError.link("cannot give \(who.prefix(8)) a zero-hop path: \(error).") }
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
             _ = try await call(frame, expecting: .ok, what: "adding \(who.prefix(8)) for the request")
             stranger = key

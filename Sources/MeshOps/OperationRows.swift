@@ -270,17 +270,17 @@ extension OperationTable {
         Operation("regions", .read, api: "regions", result: .json(.regions),
                   help: "Ask a repeater which regions it lets floods through for (anonymous request, no login; direct route only).",
                   args: OperationArgument.link + [
-                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix."),
+                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix, or its whole key when it is no contact (asked zero-hop)."),
                   ]),
         Operation("owner", .read, api: "owner", result: .json(.owner),
                   help: "Ask a repeater for its name and owner information (anonymous request, no login; direct route only).",
                   args: OperationArgument.link + [
-                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix."),
+                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix, or its whole key when it is no contact (asked zero-hop)."),
                   ]),
         Operation("clock", .read, api: "clock", result: .json(.clock),
                   help: "Ask a repeater for its clock (anonymous request, no login; direct route only).",
                   args: OperationArgument.link + [
-                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix."),
+                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix, or its whole key when it is no contact (asked zero-hop)."),
                   ]),
         Operation("scope", .config, api: "scope", result: .json(.scope),
                   help: "Scope this connection's floods to a region (#name), to none, or back to the radio's default.",

@@ -153,9 +153,9 @@ public final class MQTTObserver {
     private var nbQueryAt: UInt64 = 0
 
     private func neighboursOp(_ id: Int64, _ args: String, now: UInt64) {
-        nbWaiting = true
         let line = Array(#"{"id":\#(id),\#(args)}"#.utf8)
         guard case .success(let req) = line.withUnsafeBytes({ DaemonRequest.parse(line: $0) }) else { return }
+        nbWaiting = true
         if let r = execute(req, clientIndex) { answer(r, now: now) }
     }
 
@@ -328,9 +328,8 @@ public final class MQTTObserver {
 
     /// The next time this observer wants to run, after its connection's own timers.
     public func tick(now: UInt64) -> UInt64? {
-        if settings.signedByRadio, radioSelf != nil, !tokenPending {
-            if token == nil && now >= tokenRetryAt { requestToken(now: now) }
-            if let t = token, wallClock() / 1_000_000 >= t.renewAt { requestToken(now: now) }
+        if settings.signedByRadio, radioSelf != nil, !tokenPending, now >= tokenRetryAt {
+            if token == nil || wallClock() / 1_000_000 >= token!.renewAt { requestToken(now: now) }
         }
         let retry: UInt64? = settings.signedByRadio && token == nil && !tokenPending && radioSelf != nil ? tokenRetryAt : nil
         guard let connection else { return retry }

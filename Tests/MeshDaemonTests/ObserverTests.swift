@@ -302,6 +302,44 @@ import MeshDaemonClient
     }
 }
 
+/// The broker token the radio signs: asked of the daemon as a `sign` operation whose answer comes
+/// later (the loop goes on meanwhile); nothing connects before it; a busy radio is asked again a
+/// second later, not at every turn; the token's signing input is the tokenInput of the radio's key.
+@Suite struct ObserverRadioTokenTests {
+    final class Host: BridgeHost {
+        var requests: [DaemonRequest] = []
+        func bridgeExecute(_ request: DaemonRequest, client: Int) -> DaemonResponse? { requests.append(request); return nil }
+    }
+
+    @Test func theFirstConnectionWaitsForTheRadiosSignature() throws {
+        let url = try BrokerURL(parsing: "mqtt://127.0.0.1:1")
+        var s = MQTTObserver.Settings(connection: BrokerConnection.Settings(url: url), iata: "SEA")
+        s.signedByRadio = true
+        s.claims.client = "c"
+        let o = MQTTObserver(settings: s, clientIdSuffix: "", index: 0)
+        let host = Host()
+        o.host = host
+        o.wallClock = { 1_764_000_000_000_000 }
+        let key = PublicKey(HexCodec.decode(String(repeating: "ab", count: 32))!)!
+        o.ready(name: "r", publicKey: key, radio: nil, now: 1_000)
+        #expect(host.requests.map(\.name) == ["sign"] && o.connection == nil)
+        var bare = ObserverFormat.Claims()
+        bare.audience = "127.0.0.1"
+        bare.client = "c"
+        let input = ObserverFormat.tokenInput(publicKey: key, issuedAt: 1_764_000_000, lifetimeS: 86_400, claims: bare)
+        #expect(host.requests[0].args["data"]?.string == HexCodec.encode(Array(input.utf8)))
+        // Busy (an API client's signing): asked again after a second, not before.
+        o.answer(DaemonResponse(id: 2, error: DaemonError(.busy, "sign: busy")), now: 1_000)
+        _ = o.tick(now: 1_500)
+        #expect(host.requests.count == 1 && o.connection == nil)
+        _ = o.tick(now: 2_000)
+        #expect(host.requests.count == 2 && o.connection == nil)
+        o.answer(DaemonResponse(id: 2, ok: [("signature", .string(String(repeating: "00", count: 64)))]), now: 2_100)
+        #expect(o.connection != nil)
+        o.stop(now: 2_200)
+    }
+}
+
 /// SHA-256 (libsodium), computed here as the firmware does.
 private func sha256(_ bytes: [UInt8]) -> [UInt8] {
     var out = [UInt8](repeating: 0, count: 32)

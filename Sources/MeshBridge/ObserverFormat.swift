@@ -18,11 +18,17 @@ public enum ObserverFormat {
         "meshcore/\(iata)/\(publicKey.hex.uppercased())"
     }
 
-    /// An IATA code as the observer networks use it: 3 to 8 letters or digits, upper case.
+    /// An IATA code as the public observer brokers take it: three letters (upper-cased here), not
+    /// a placeholder (`XXX`, or `LOC`, the uploader's "not set"); the brokers disconnect others.
     public static func iata(_ text: String) -> String? {
         let up = text.uppercased()
-        guard (3...8).contains(up.utf8.count), up.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }) else { return nil }
+        guard up.utf8.count == 3, up.utf8.allSatisfy({ (0x41...0x5A).contains($0) }), up != "XXX", up != "LOC" else { return nil }
         return up
+    }
+
+    /// The one sentence a refused `--mqtt-iata` gets.
+    public static func iataRefusal(_ text: String) -> String {
+        "--mqtt-iata \"\(text)\": the observer brokers take the three-letter airport code (IATA) of your region, e.g. SEA, and disconnect a client with any other (XXX and LOC are placeholders)."
     }
 
     /// SNR in dB from quarter dB, as Python prints a float (12.0, -1.25).
@@ -70,6 +76,8 @@ public enum ObserverFormat {
         public var payloadType: UInt8
         /// The path's hops, lower-case hex, each as wide as the path length byte says.
         public var hops: [String]
+        /// The application payload (after the header, transport codes and path).
+        public var payload: [UInt8] = []
     }
 
     /// The path length byte as the uploader reads it (`_decode_packed_path_length`): hop count in
@@ -124,7 +132,7 @@ public enum ObserverFormat {
             hops.append(String(hex[at..<next]))
             at = next
         }
-        return Decoded(route: routeLetter(header.routeType), payloadType: header.payloadType.rawValue, hops: hops)
+        return Decoded(route: routeLetter(header.routeType), payloadType: header.payloadType.rawValue, hops: hops, payload: Array(payload))
     }
 
     /// `Packet::calculatePacketHash` as the uploader computes it (`calculate_packet_hash`):
@@ -145,7 +153,7 @@ public enum ObserverFormat {
     /// One received packet (LOG_RX_DATA), as `format_packet_data` writes it; then PocketMesh's
     /// `score` and `duration` when the radio settings are known.
     public static func packet(raw: [UInt8], snrQuarterDb: Int8, rssi: Int8, origin: String, originId: PublicKey,
-                       radio: RadioParams?, epochMicros: Int64) -> JSON {
+                       radio: RadioParams?, epochMicros: Int64, channels: [Channel]? = nil) -> JSON {
         let c = clock(epochMicros: epochMicros)
         let d = decode(raw)
         var fields: [(String, JSON)] = [
@@ -158,11 +166,174 @@ public enum ObserverFormat {
             ("SNR", .string(snr(snrQuarterDb))), ("RSSI", .string("\(rssi)")), ("hash", .string(hash(raw))),
         ]
         if let d, d.route == "D" { fields.append(("path", .string(d.hops.joined(separator: ",")))) }
+        // `--mqtt-observer-decode`: the payload's plain text and fields; a flood path as a list.
+        if let channels, let d {
+            var o = payloadFields(type: d.payloadType, d.payload, channels: channels)
+            if d.route != "D" && !d.hops.isEmpty { o.append(("path", .array(d.hops.map { .string($0) }))) }
+            fields.append(("decoded", .object(o)))
+        }
         if let radio {
             let lora = LoRaSettings(spreadingFactor: Int(radio.spreadingFactor), bandwidthHz: Int(radio.bandwidthHz), codingRate: Int(radio.codingRate))
             fields.append(("score", .string("\(score(snrQuarterDb: snrQuarterDb, spreadingFactor: Int(radio.spreadingFactor), length: raw.count))")))
             fields.append(("duration", .string("\(lora.airtimeMilliseconds(length: raw.count))")))
         }
+        return .object(fields)
+    }
+
+    // MARK: the decoded object
+
+    /// A channel the `decoded` object's group texts are decrypted with, and the name it is shown by.
+    public struct Channel: Sendable {
+        public var name: String
+        public var secret: ChannelSecret
+        public init(name: String, secret: ChannelSecret) { self.name = name; self.secret = secret }
+    }
+
+    /// `--mqtt-observer-decode`: `#name` (a hashtag channel), `NAME=KEY` (32 hex digits) or `public`,
+    /// comma-separated; the Public channel last, as the uploader adds it. Nil for anything else.
+    public static func channels(_ text: String) -> [Channel]? {
+        var out: [Channel] = []
+        for item in text.split(separator: ",").map({ String($0.filter { $0 != " " }) }) where item.lowercased() != "public" {
+            if item.hasPrefix("#"), item.count > 1 {
+                out.append(Channel(name: item.lowercased(), secret: ChannelSecret(hashtag: item.lowercased())))
+            } else if let eq = item.firstIndex(of: "="), eq > item.startIndex, let k = HexCodec.decode(String(item[item.index(after: eq)...])),
+                      k.count == 16, let secret = try? ChannelSecret(k) {
+                out.append(Channel(name: String(item[..<eq]), secret: secret))
+            } else { return nil }
+        }
+        return out + [Channel(name: "public", secret: .publicChannel)]
+    }
+
+    public static let neighborsRefusal = "--mqtt-observer-neighbors: give the hours between snapshots, 12 to 336 (as the observer firmware and packet-capture)."
+
+    public static func channelsRefusal(_ text: String) -> String {
+        "--mqtt-observer-decode \"\(text)\": give channels as public, #NAME or NAME=KEY (32 hex digits), comma-separated."
+    }
+
+    static let payloadNames = ["REQ", "RESPONSE", "TXT_MSG", "ACK", "ADVERT", "GRP_TXT", "GRP_DATA", "ANON_REQ", "PATH", "TRACE",
+                               "MULTIPART", "Type11", "Type12", "Type13", "Type14", "RAW_CUSTOM"]
+
+    /// `bytes.decode("utf-8", errors="ignore")`: what is not UTF-8 left out.
+    static func text<C: Collection<UInt8>>(_ bytes: C) -> String {
+        var s = String.UnicodeScalarView()
+        s.append(contentsOf: String(decoding: bytes, as: UTF8.self).unicodeScalars.filter { $0 != "\u{FFFD}" })
+        return String(s)
+    }
+
+    /// The uploader's `decoded` object (`decode_payload`) for a payload: group texts decrypted with
+    /// the first channel whose hash and MAC match, adverts' fields, a direct message's note, an
+    /// ACK's bytes, and the type's name for the rest.
+    public static func payloadFields(type: UInt8, _ p: [UInt8], channels: [Channel]) -> [(String, JSON)] {
+        let kind = payloadNames[Int(type & 15)]
+        switch type {
+        case 5:
+            guard p.count >= 3 else { return [("kind", .string(kind)), ("decrypted", false), ("error", "payload_too_short")] }
+            var o: [(String, JSON)] = [("kind", .string(kind)), ("channel_hash", .string(HexCodec.encode([p[0]]))),
+                                       ("cipher_mac", .string(HexCodec.encode(Array(p[1..<3])))), ("ciphertext_len", .int(Int64(p.count - 3))),
+                                       ("decrypted", false)]
+            guard p.count >= 19, (p.count - 3) % 16 == 0 else { return o }
+            for c in channels where c.secret.hash == p[0] {
+                guard let plain = try? c.secret.sharedSecret.decrypt(p[1...]), plain.count >= 5 else { continue }
+                let ts = Int64(plain[0]) | Int64(plain[1]) << 8 | Int64(plain[2]) << 16 | Int64(plain[3]) << 24
+                // Cut at the first NUL; "sender: text" split where the uploader splits it.
+                var body = Array(text(plain[5...]).unicodeScalars)
+                if let nul = body.firstIndex(of: "\0") { body.removeSubrange(nul...) }
+                var sender: JSON = .null
+                if let colon = body.indices.dropLast().first(where: { body[$0] == ":" && body[$0 + 1] == " " }), colon > 0, colon < 50,
+                   !body[..<colon].contains(where: { $0 == ":" || $0 == "[" || $0 == "]" }) {
+                    sender = .string(String(String.UnicodeScalarView(body[..<colon])))
+                    body.removeSubrange(...(colon + 1))
+                }
+                o[4].1 = true
+                var iso = clock(epochMicros: ts * 1_000_000).iso
+                iso.removeLast(6)
+                o += [("channel", .string(c.name)), ("sender", sender), ("text", .string(String(String.UnicodeScalarView(body)))),
+                      ("flags", .int(Int64(plain[4]))), ("msg_timestamp", .string(iso + "Z"))]
+                break
+            }
+            return o
+        case 4:
+            // Adverts shorter than key, time and signature are not decoded at all (`decode`).
+            func u32(_ i: Int) -> UInt32 { UInt32(p[i]) | UInt32(p[i + 1]) << 8 | UInt32(p[i + 2]) << 16 | UInt32(p[i + 3]) << 24 }
+            var o: [(String, JSON)] = [("kind", .string(kind)), ("advert_parse_ok", true), ("public_key", .string(HexCodec.encode(Array(p[0..<32])))),
+                                       ("advert_time", .int(Int64(u32(32)))), ("signature", .string(HexCodec.encode(Array(p[36..<100]))))]
+            guard p.count > 100 else { return o }
+            let flags = p[100], mode = Int(flags & 15)
+            o.append(("mode", .string((1...4).contains(mode) ? ["Companion", "Repeater", "RoomServer", "Sensor"][mode - 1] : "Type\(mode)")))
+            var i = 101
+            if flags & 0x10 != 0 {
+                guard p.count >= i + 8 else { return o }
+                o.append(("lat", .double(Double(Int32(bitPattern: u32(i))) / 1_000_000)))
+                o.append(("lon", .double(Double(Int32(bitPattern: u32(i + 4))) / 1_000_000)))
+                i += 8
+            }
+            for (bit, name) in [(UInt8(0x20), "feat1"), (0x40, "feat2")] where flags & bit != 0 {
+                guard p.count >= i + 2 else { return o }
+                o.append((name, .int(Int64(p[i]) | Int64(p[i + 1]) << 8)))
+                i += 2
+            }
+            if flags & 0x80 != 0 && p.count > i {
+                var name = text(p[i...])
+                while name.unicodeScalars.last == "\0" { name.unicodeScalars.removeLast() }
+                o.append(("name", .string(name)))
+            }
+            return o
+        case 2: return [("kind", .string(kind)), ("encrypted", true), ("note", "direct message; not decryptable by observer")]
+        case 3: return [("kind", .string(kind)), ("ack", .string(HexCodec.encode(p)))]
+        default: return [("kind", .string(kind))]
+        }
+    }
+
+    // MARK: neighbours
+
+    /// One neighbour of the `neighbors` snapshot: a repeater that answered the zero-hop discovery.
+    public struct Neighbour: Sendable {
+        public var publicKey: String
+        public var snr: Double
+        /// Wall clock (µs) of its answer.
+        public var heardAt: Int64
+        public var scopes = ""
+        public var status = "timeout"
+        public init(publicKey: String, snr: Double, heardAt: Int64) { self.publicKey = publicKey; self.snr = snr; self.heardAt = heardAt }
+    }
+
+    /// The firmware's order, as the uploader sorts: most recently heard (whole seconds), then the
+    /// stronger SNR, then the key.
+    public static func sorted(_ n: [Neighbour], now: Int64) -> [Neighbour] {
+        n.sorted { a, b in
+            let (x, y) = (max(0, (now - a.heardAt) / 1_000_000), max(0, (now - b.heardAt) / 1_000_000))
+            if x != y { return x < y }
+            if a.snr != b.snr { return a.snr > b.snr }
+            return a.publicKey.lowercased() < b.publicKey.lowercased()
+        }
+    }
+
+    /// `meshcore/{IATA}/{KEY}/neighbors` as packet-capture's `build_neighbors_message` writes it:
+    /// `total_neighbors` (discovered), `queried_neighbors`, `truncated`, `self.scopes` and the
+    /// neighbours in the firmware's order, the tail dropped where the text would reach 10240 bytes.
+    public static func neighbors(origin: String, originId: PublicKey, selfScopes: String, entries: [Neighbour], total: Int,
+                                 epochMicros: Int64) -> JSON {
+        var fields: [(String, JSON)] = [
+            ("timestamp", .string(clock(epochMicros: epochMicros).iso)), ("origin", .string(origin)),
+            ("origin_id", .string(originId.hex.uppercased())), ("total_neighbors", .int(Int64(total))),
+            ("queried_neighbors", .int(Int64(entries.count))), ("truncated", .bool(total > entries.count)),
+            ("self", .object([("scopes", .string(selfScopes))])), ("neighbors", .array([])),
+        ]
+        var list: [JSON] = []
+        var dropped = false
+        for e in sorted(entries, now: epochMicros) {
+            list.append(.object([("pubkey", .string(e.publicKey.uppercased())), ("snr", .double(e.snr)),
+                                 ("heard_secs_ago", .int(max(0, (epochMicros - e.heardAt) / 1_000_000))),
+                                 ("scopes", .string(e.scopes)), ("status", .string(e.status))]))
+            fields[7].1 = .array(list)
+            if dumps(.object(fields)).count >= 10_240 {
+                list.removeLast()
+                fields[7].1 = .array(list)
+                dropped = true
+                break
+            }
+        }
+        fields[5].1 = .bool(dropped || total > entries.count)
         return .object(fields)
     }
 
@@ -172,6 +343,11 @@ public enum ObserverFormat {
     /// Python floats (`869.618`, `250.0`).
     public static func radio(_ r: RadioParams) -> String {
         "\(thousandths(r.frequencyKHz)),\(thousandths(r.bandwidthHz)),\(r.spreadingFactor),\(r.codingRate)"
+    }
+
+    /// A node's radio settings as a companion radio's (for `radio` above).
+    public static func radio(frequencyKHz: UInt32, bandwidthHz: UInt32, spreadingFactor: UInt8, codingRate: UInt8) -> RadioParams {
+        RadioParams(frequencyKHz: frequencyKHz, bandwidthHz: bandwidthHz, spreadingFactor: spreadingFactor, codingRate: codingRate)
     }
 
     /// `v / 1000` as Python prints the float: the shortest decimal, at least one digit after the point.
@@ -196,8 +372,9 @@ public enum ObserverFormat {
     /// The status (`publish_status`): `online` (with the radio's stats when known) or, on a clean
     /// stop, `offline`. `clientVersion` names the software, as the uploader's names itself.
     public static func status(_ status: String, origin: String, originId: PublicKey, device: RadioDevice?, radio: RadioParams?,
-                       stats: JSON?, epochMicros: Int64, clientVersion: String = "pocketmesh/" + PocketMeshVersion.string) -> JSON {
-        let fw = firmware(device)
+                       stats: JSON?, epochMicros: Int64, clientVersion: String = "pocketmesh/" + PocketMeshVersion.string,
+                       firmware given: (model: String, version: String)? = nil) -> JSON {
+        let fw = device == nil ? given ?? firmware(nil) : firmware(device)
         var fields: [(String, JSON)] = [
             ("status", .string(status)), ("timestamp", .string(clock(epochMicros: epochMicros).iso)),
             ("origin", .string(origin)), ("origin_id", .string(originId.hex.uppercased())),
@@ -329,19 +506,55 @@ public enum ObserverFormat {
         return String(s.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
     }
 
-    /// The password the public observer brokers take with the user name `v1_{PUBLIC KEY}`: a JWT
-    /// (`{"alg":"Ed25519","typ":"JWT"}`) whose claims name the key, issue and expiry times and the
-    /// broker (`aud`), signed with the node's Ed25519 key; the signature is hex, as those brokers
-    /// verify it.
-    public static func token(identity: LocalIdentity, issuedAt: Int64, lifetimeS: Int64, audience: String?) -> String {
-        let header = base64url(Array(#"{"alg":"Ed25519","typ":"JWT"}"#.utf8))
-        var claims: [(String, JSON)] = [("publicKey", .string(identity.publicKey.hex.uppercased())), ("iat", .int(issuedAt)),
-                                        ("exp", .int(issuedAt + lifetimeS))]
-        if let audience { claims.append(("aud", .string(audience))) }
-        var body: [UInt8] = []
-        JSON.object(claims).write(into: &body)
-        let input = header + "." + base64url(body)
-        return input + "." + HexCodec.encode(identity.sign(Array(input.utf8)))
+    /// The claims of the token, as the uploader orders them: `publicKey`, `iat`, `exp`, then `aud`,
+    /// `owner` (the operator's 64-hex key), `email` and `client` when given.
+    public struct Claims: Sendable {
+        public var audience: String? = nil
+        public var owner: String? = nil
+        public var email: String? = nil
+        public var client: String? = "pocketmesh/" + PocketMeshVersion.string
+        public init() {}
+    }
+
+    /// The signing input of the token the public observer brokers take with the user name
+    /// `v1_{PUBLIC KEY}`: base64url of the header `{"alg":"Ed25519","typ":"JWT"}` and of the
+    /// claims (compact `json.dumps`), joined by a dot. The token is this, a dot, and the
+    /// Ed25519 signature by the node's key in hex (`token`), which the radio may make.
+    public static func tokenInput(publicKey: PublicKey, issuedAt: Int64, lifetimeS: Int64, claims c: Claims) -> String {
+        var body = Array(#"{"publicKey":""#.utf8) + Array(publicKey.hex.uppercased().utf8)
+        body += #"","iat":\#(issuedAt),"exp":\#(issuedAt + lifetimeS)"#.utf8
+        for (k, v) in [("aud", c.audience), ("owner", c.owner), ("email", c.email), ("client", c.client)] {
+            guard let v else { continue }
+            body += #","\#(k)":"#.utf8
+            pythonString(v, into: &body)
+        }
+        body.append(UInt8(ascii: "}"))
+        return base64url(Array(#"{"alg":"Ed25519","typ":"JWT"}"#.utf8)) + "." + base64url(body)
+    }
+
+    public static func token(input: String, signature: [UInt8]) -> String { input + "." + HexCodec.encode(signature) }
+
+    /// The token signed here with the node's key (a key file, or the node's own).
+    public static func token(identity: LocalIdentity, issuedAt: Int64, lifetimeS: Int64, claims: Claims) -> String {
+        let input = tokenInput(publicKey: identity.publicKey, issuedAt: issuedAt, lifetimeS: lifetimeS, claims: claims)
+        return token(input: input, signature: identity.sign(Array(input.utf8)))
+    }
+
+    /// `--mqtt-observer-owner`: 64 hex digits (upper-cased, as the uploader sends it), else nil.
+    public static func owner(_ text: String) -> String? {
+        guard text.utf8.count == 64, HexCodec.decode(text) != nil else { return nil }
+        return text.uppercased()
+    }
+
+    /// `--mqtt-observer-email`: lower-cased; the uploader's pattern (local part of letters, digits
+    /// and `._%+-`, a domain of letters, digits, `.` and `-` ending in a dot and two letters or more).
+    public static func email(_ text: String) -> String? {
+        let e = Array(text.lowercased().utf8)
+        guard let at = e.firstIndex(of: 0x40), at > 0, let dot = e.lastIndex(of: 0x2E), dot > at + 1, e.count - dot > 2 else { return nil }
+        func ok(_ b: UInt8, _ extra: String) -> Bool { (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) || extra.utf8.contains(b) }
+        guard e[..<at].allSatisfy({ ok($0, "._%+-") }), e[(at + 1)..<dot].allSatisfy({ ok($0, ".-") }),
+              e[(dot + 1)...].allSatisfy({ (0x61...0x7A).contains($0) }) else { return nil }
+        return String(decoding: e, as: UTF8.self)
     }
 
     /// A private key file: the 64-byte expanded key (`pocketmesh key export`) as 128 hex digits

@@ -30,25 +30,8 @@ extension Daemon {
     }
 
     func brokerSettings(_ text: String, flag: String) throws(DaemonError) -> BrokerConnection.Settings {
-        let url: BrokerURL
-        do throws(MQTTError) { url = try BrokerURL(parsing: text) } catch { throw DaemonError(.usage, "\(flag): \(error).") }
-        if let ca = config.mqttCAFile, url.usesTLS {
-            guard access(ca, R_OK) == 0 else { throw DaemonError(.usage, "--mqtt-ca-file \(ca): \(String(cString: strerror(errno))).") }
-            // The certificates a broker must chain to: whoever can write them can be the broker.
-            if let problem = FileTrust.problem(ca) { throw DaemonError(.usage, "--mqtt-ca-file: \(problem).") }
-        }
-        var s = BrokerConnection.Settings(url: url)
-        s.caFile = config.mqttCAFile
-        s.connectTimeoutMS = UInt64(max(1_000, config.connectTimeoutMS * 2))
-        // Where names are looked up: the system's files unless the environment says otherwise
-        // (tests, and systems that keep them elsewhere).
-        if let h = config.environment["POCKETMESH_HOSTS"], !h.isEmpty { s.hostsPath = h }
-        if let r = config.environment["POCKETMESH_RESOLV_CONF"], !r.isEmpty { s.resolvConfPath = r }
-        if let p = config.environment["POCKETMESH_DNS_PORT"] {
-            guard let n = UInt16(p), n > 0 else { throw DaemonError(.usage, "POCKETMESH_DNS_PORT=\(p): not a port number.") }
-            s.dnsPort = n
-        }
-        return s
+        try BrokerConnection.Settings.parse(text, flag: flag, caFile: config.mqttCAFile, connectTimeoutMS: config.connectTimeoutMS,
+                                            environment: config.environment)
     }
 
     /// The radio's public key is known (from an earlier run, or the handshake): the bridges connect,
@@ -85,26 +68,14 @@ extension Daemon {
             log("mqtt: bridge to \(s.connection.url), prefix \(s.prefix); commands allowed: \(s.allowed)")
         }
         for (i, m) in config.mqttObservers.enumerated() {
-            guard let raw = m.iata else { throw DaemonError(.usage, "--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
-            guard let iata = ObserverFormat.iata(raw) else {
-                throw DaemonError(.usage, "--mqtt-iata \"\(raw)\": an airport code is 3 to 8 letters or digits (e.g. SEA).")
-            }
-            var s = MQTTObserver.Settings(connection: try brokerSettings(m.url, flag: "--mqtt-observer"), iata: iata)
-            if let f = m.keyFile {
-                s.identity = try ObserverFormat.readIdentity(f, flag: "--mqtt-observer-key")
-                if s.connection.url.user != nil { throw DaemonError(.usage, "--mqtt-observer-key signs in as v1_{PUBLIC KEY}: leave the user out of the URL.") }
-            }
-            if let f = m.passwordFile {
-                guard s.identity == nil else { throw DaemonError(.usage, "--mqtt-observer-password-file and --mqtt-observer-key exclude each other.") }
-                guard s.connection.url.user != nil else { throw DaemonError(.usage, "--mqtt-observer-password-file needs a user name in the URL (mqtt://USER@host).") }
-                s.password = try SecretFile.password(f, flag: "--mqtt-observer-password-file")
-            }
-            s.audience = m.audience
+            var s = try m.observer(try brokerSettings(m.url, flag: "--mqtt-observer"))
+            // Tests shorten the discovery's listening (packet-capture's floor is 5 s).
+            if let w = config.environment["POCKETMESH_NEIGHBORS_WINDOW"].flatMap(Double.init) { s.neighborsWindowS = max(5, w) }
             let o = MQTTObserver(settings: s, clientIdSuffix: config.mqttObservers.count > 1 ? "-\(i + 1)" : "", index: i)
             o.log = { [unowned self] in self.log($0) }
             o.host = self
             observers.append(o)
-            log("mqtt-observer: \(s.connection.url), region \(iata)\(s.identity != nil ? ", signed in with the node's key" : "")")
+            log("mqtt-observer: \(s.connection.url), region \(s.iata)\(s.identity != nil ? ", signed in with the node's key" : s.signedByRadio ? ", signed in with a token the radio signs" : "")")
         }
     }
 

@@ -30,6 +30,11 @@ extension Daemon {
                 throw DaemonError(.busy, "\(req.name): \(remote) operations from MQTT are running, the most MQTT may run at once; try again when one is done.")
             }
         }
+        // SIGN_START to SIGN_FINISH is one buffer on the radio: two signings at once would mix
+        // their data (the observer's broker token and an API client's `sign`).
+        if req.name == "sign", operations.values.contains(where: { $0.name == "sign" }) {
+            throw DaemonError(.busy, "sign: the radio is signing other data; try again when that is done.")
+        }
         var fields: [String: Value] = [:]
         if case .object(let pairs) = req.args { for (k, v) in pairs { fields[k] = v.value } }
         let request = try Request(apiOp: req.name, fields: fields)

@@ -14,6 +14,8 @@ public final class RadioAir: Air {
     public var send: (([UInt8]) -> Void)?
     public private(set) var sentCount: UInt64 = 0
     public private(set) var heardCount: UInt64 = 0
+    /// Each packet heard, with its SNR (dB) and RSSI (dBm), before the node has it (the observer uploader).
+    public var onHeard: (([UInt8], Double, Int) -> Void)?
 
     /// `start`: the host's monotonic clock now, in ms; `epochNow`: wall-clock epoch seconds now.
     public init(seed: UInt64, start: UInt64, epochNow: UInt32) {
@@ -41,6 +43,7 @@ public final class RadioAir: Air {
     public func heard(_ bytes: [UInt8], snr: Double, rssi: Int) {
         guard let node, !bytes.isEmpty else { return }
         heardCount &+= 1
+        onHeard?(bytes, snr, rssi)
         deliver(to: node, bytes: bytes, snr: snr, rssi: rssi, airtime: UInt64(node.radio.airtime(bytes.count)))
     }
 

@@ -7,7 +7,20 @@ import MeshSession
 /// afterwards, as meshcore-cli does).
 extension Executor {
     func anonymous(_ who: String, _ type: AnonRequestType) async throws(ClientError) -> Outcome {
-        let c = try await resolve(who)
+        let c: ContactSummary
+        var stranger: MeshCompanion.PublicKey? = nil
+        do throws(ClientError) { c = try await resolve(who) } catch {
+            // A node that is no contact (one that answered a discovery), by its whole key: a contact
+            // with a zero-hop path for the request, removed after it.
+            guard error.kind == .notFound, who.utf8.count == 64, let k = Hex.decode(who), let key = MeshCompanion.PublicKey(k) else { throw error }
+            var (contact, _) = try await contactToAdd(key, name: String(who.prefix(8)), type: ContactType.repeater.rawValue, path: nil)
+            do { try contact.setOutPath(.zeroHop, []) } catch { throw ClientError.link("cannot give \(who.prefix(8)) a zero-hop path: \(error).") }
+            let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
+            _ = try await call(frame, expecting: .ok, what: "adding \(who.prefix(8)) for the request")
+            stranger = key
+            contactCache = nil
+            c = try await resolve(who)
+        }
         let known = PathLength(rawValue: c.outPathLength)
         var replyLength = known
         var replyPath = c.outPath
@@ -37,6 +50,10 @@ extension Executor {
         }
         if zeroHopSet {
             _ = try? await call(CommandFrame.resetPath(publicKey(c)), expecting: .ok, what: "resetting the path of \(c.name)")
+            contactCache = nil
+        }
+        if let stranger {
+            _ = try? await call(CommandFrame.removeContact(stranger), expecting: .ok, what: "removing \(c.name)")
             contactCache = nil
         }
         if let failure { throw failure }

@@ -2,6 +2,20 @@
 // order `pocketmesh --help` lists them. The types and the lookups are in OperationTable.swift.
 
 extension OperationTable {
+    /// The observer uploader's options, the same for the daemon and the node.
+    static let observerArguments: [OperationArgument] = [
+        .option("mqtt-ca-file", value: "file", help: "CA certificates (PEM) that mqtts:// and wss:// brokers must chain to (default: the system's CA bundle)."),
+        .option("mqtt-observer", value: "url", repeatable: true, help: "Upload every packet the radio hears to this MQTT broker in the observer networks' format (meshcore/IATA/KEY/packets, retained status), as meshcore-packet-capture does; repeatable."),
+        .option("mqtt-iata", value: "code", help: "Region of the observer topics: the three-letter IATA code of the nearest airport (e.g. SEA); placeholders such as XXX are refused."),
+        .option("mqtt-observer-key", value: "file", help: "Sign the broker token here with this private key (hex, as `pocketmesh key export` prints; mode 0600) rather than on the radio. Without it (and without a user in the URL), the radio signs the token: the key never leaves it."),
+        .option("mqtt-observer-password-file", value: "file", help: "File holding the observer broker's password, for the user in its URL (mode 0600)."),
+        .option("mqtt-observer-audience", value: "name", help: "The token's audience (default: the broker's host name)."),
+        .option("mqtt-observer-owner", value: "key", help: "The token's owner claim: the operator's public key (64 hex digits), which links the observer to an account on the analyzer."),
+        .option("mqtt-observer-email", value: "address", help: "The token's email claim: the operator's address."),
+        .option("mqtt-observer-decode", value: "channels", help: "Add the `decoded` object to each packet, as meshcore-packet-capture's decode_payloads does: adverts' fields, and group texts decrypted with these channels: public, #NAME (a hashtag channel) or NAME=KEY (32 hex digits), comma-separated (Public is always tried, last)."),
+        .option("mqtt-observer-neighbors", value: "hours", type: .integer, help: "Daemon: publish meshcore/IATA/KEY/neighbors (not retained) at start and then every so many hours (12 to 336), as meshcore-packet-capture's neighbors option: repeaters that answer a zero-hop discovery (60 s), each asked for its regions, and the radio's default flood scope. It costs airtime: one request per neighbour, at most 32."),
+    ]
+
     /// `--hat`'s names: MeshNode's `SX1262Hat.all` (a test keeps the two the same).
     public static let hatNames = ["waveshare", "meshadv", "meshadv-mini", "pimesh-1w-v1", "pimesh-1w-v2", "zebrahat", "nebrahat",
                                   "rak6421-slot1", "rak6421-slot2"]
@@ -256,17 +270,17 @@ extension OperationTable {
         Operation("regions", .read, api: "regions", result: .json(.regions),
                   help: "Ask a repeater which regions it lets floods through for (anonymous request, no login; direct route only).",
                   args: OperationArgument.link + [
-                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix."),
+                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix, or its whole key when it is no contact (asked zero-hop)."),
                   ]),
         Operation("owner", .read, api: "owner", result: .json(.owner),
                   help: "Ask a repeater for its name and owner information (anonymous request, no login; direct route only).",
                   args: OperationArgument.link + [
-                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix."),
+                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix, or its whole key when it is no contact (asked zero-hop)."),
                   ]),
         Operation("clock", .read, api: "clock", result: .json(.clock),
                   help: "Ask a repeater for its clock (anonymous request, no login; direct route only).",
                   args: OperationArgument.link + [
-                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix."),
+                      .positional("node", api: ["name"], help: "Repeater name or hex key prefix, or its whole key when it is no contact (asked zero-hop)."),
                   ]),
         Operation("scope", .config, api: "scope", result: .json(.scope),
                   help: "Scope the radio's floods to a region (#name), to none, or back to its default, until the radio reboots.",
@@ -402,13 +416,7 @@ extension OperationTable {
                       .option("mqtt-user", value: "user", help: "User name for the MQTT brokers (or mqtt://USER@HOST)."),
                       .option("mqtt-password-file", value: "file", help: "File holding the MQTT password (first line; mode 0600). Never the password itself."),
                       .option("mqtt-allow", value: "classes", help: "Operation classes MQTT commands may use besides read and message: config, admin (comma-separated), or none for no commands at all (no command topic is subscribed to); secret is never allowed over MQTT."),
-                      .option("mqtt-ca-file", value: "file", help: "CA certificates (PEM) that mqtts:// and wss:// brokers must chain to (default: the system's CA bundle)."),
-                      .option("mqtt-observer", value: "url", repeatable: true, help: "Upload every packet the radio hears to this MQTT broker in the observer networks' format (meshcore/IATA/KEY/packets, retained status); repeatable."),
-                      .option("mqtt-iata", value: "code", help: "Region (airport code, e.g. SEA) of the observer topics."),
-                      .option("mqtt-observer-key", value: "file", help: "The node's private key (hex, as `pocketmesh key export` prints; mode 0600): sign in to the observer brokers as v1_KEY with a JWT."),
-                      .option("mqtt-observer-password-file", value: "file", help: "File holding the observer broker's password, for the user in its URL (mode 0600)."),
-                      .option("mqtt-observer-audience", value: "name", help: "The JWT's audience (default: the broker's host name)."),
-                  ]),
+                  ] + observerArguments),
         Operation("daemon hook-exec", nil, hidden: true,
                   help: "Run one hook under its delivery marker (internal).",
                   args: [
@@ -540,7 +548,7 @@ extension OperationTable {
                       .option("cs", value: "line", type: .integer, help: "SX1262: NSS on this GPIO line, driven by the node (boards that do not use the SPI device's CE0/CE1)."),
                       .option("hold-high", value: "line", type: .integer, repeatable: true, help: "SX1262: a GPIO line held high while the node runs (an antenna switch, a module's power enable); repeatable."),
                       .option("for", value: "seconds", type: .number, help: "Stop after this many seconds (default: run until SIGINT or SIGTERM)."),
-                  ]),
+                  ] + observerArguments),
         Operation("node cli", nil,
                   help: "Run one admin CLI command on the node running in a state folder (as its serial console).",
                   args: [

@@ -152,22 +152,191 @@ import MeshDaemonClient
             #"{"status": "offline", "timestamp": "2025-11-24T16:00:00.000001+00:00", "origin": "o", "origin_id": "\#(key.hex.uppercased())"}"#)
     }
 
+    /// The public brokers disconnect a client whose topic has anything but a three-letter airport
+    /// code: placeholders, digits and other lengths are refused before anything connects.
+    @Test func onlyThreeLetterAirportCodesAreTaken() {
+        #expect(["sea", "SEA", "Ams", "lhr"].map(ObserverFormat.iata) == ["SEA", "SEA", "AMS", "LHR"])
+        for bad in ["XXX", "xxx", "LOC", "loc", "POCK", "SEATTLE", "AB", "", "S1A", "123", "SÉA", "S A", "SE/"] {
+            #expect(ObserverFormat.iata(bad) == nil, "\(bad)")
+        }
+        let refusal = ObserverFormat.iataRefusal("XXX")
+        #expect(refusal.hasPrefix("--mqtt-iata \"XXX\": ") && !refusal.contains("\n") && refusal.hasSuffix("."))
+    }
+
+    @Test func ownerAndEmailAreTakenAsTheUploaderTakesThem() {
+        let owner = String(repeating: "ab", count: 32)
+        #expect(ObserverFormat.owner(owner) == owner.uppercased())
+        #expect(ObserverFormat.owner(String(owner.dropLast())) == nil && ObserverFormat.owner(String(owner.dropLast()) + "g") == nil)
+        #expect(ObserverFormat.email("Ops.Team+mesh@Example.co.UK") == "ops.team+mesh@example.co.uk")
+        for bad in ["a@b", "a@b.c", "@example.com", "a@.com", "a b@example.com", "a@exa mple.com", "a@example.c0m", "a@b@c.com", "a@example."] {
+            #expect(ObserverFormat.email(bad) == nil, "\(bad)")
+        }
+    }
+
+    /// The claims in the uploader's order and compact form (`publicKey`, `iat`, `exp`, `aud`,
+    /// `owner`, `email`, `client`), each optional claim left out when not given; the token is the
+    /// signing input, a dot and the hex signature, whoever signs it.
+    @Test func theTokenCarriesTheClientOwnerAndEmailClaims() throws {
+        let id = try LocalIdentity(seed: [UInt8](repeating: 9, count: 32))
+        let k = id.publicKey.hex.uppercased()
+        var claims = ObserverFormat.Claims()
+        claims.audience = "mqtt-us-v1.letsmesh.net"
+        claims.owner = String(repeating: "AB", count: 32)
+        claims.email = "ops@example.org"
+        claims.client = "pocketmesh/1.2.3"
+        let input = ObserverFormat.tokenInput(publicKey: id.publicKey, issuedAt: 1_764_000_000, lifetimeS: 86_400, claims: claims)
+        let body = #"{"publicKey":"\#(k)","iat":1764000000,"exp":1764086400,"aud":"mqtt-us-v1.letsmesh.net","owner":"\#(claims.owner!)","email":"ops@example.org","client":"pocketmesh/1.2.3"}"#
+        #expect(input == "eyJhbGciOiJFZDI1NTE5IiwidHlwIjoiSldUIn0." + ObserverFormat.base64url(Array(body.utf8)))
+        var bare = ObserverFormat.Claims()
+        bare.client = nil
+        #expect(ObserverFormat.tokenInput(publicKey: id.publicKey, issuedAt: 5, lifetimeS: 10, claims: bare)
+            == "eyJhbGciOiJFZDI1NTE5IiwidHlwIjoiSldUIn0." + ObserverFormat.base64url(Array(#"{"publicKey":"\#(k)","iat":5,"exp":15}"#.utf8)))
+        // The default client claim names PocketMesh and its version, as the status's client_version.
+        #expect(ObserverFormat.Claims().client == "pocketmesh/" + PocketMeshVersion.string)
+        // A claim with a quote or non-ASCII is escaped as json.dumps escapes it.
+        var odd = ObserverFormat.Claims()
+        odd.client = "p\"é"
+        #expect(ObserverFormat.tokenInput(publicKey: id.publicKey, issuedAt: 5, lifetimeS: 10, claims: odd).hasSuffix(
+            ObserverFormat.base64url(Array(#"{"publicKey":"\#(k)","iat":5,"exp":15,"client":"p\"\u00e9"}"#.utf8))))
+        let token = ObserverFormat.token(identity: id, issuedAt: 1_764_000_000, lifetimeS: 86_400, claims: claims)
+        #expect(token.hasPrefix(input + "."))
+        let signature = HexCodec.decode(String(token.dropFirst(input.count + 1))) ?? []
+        let signed = Array(input.utf8)
+        #expect(signature.count == 64 && crypto_sign_verify_detached(signature, signed, UInt64(signed.count), id.publicKey.bytes) == 0)
+    }
+
+    /// The `decoded` object as meshcore-packet-capture's `decode_payload` writes it (its output for
+    /// these payloads, recorded with the Public channel and `#Mesh`): group texts decrypted or not,
+    /// the sender split off or not, adverts with and without location, features and name, and the
+    /// types it only names.
+    @Test func theDecodedObjectIsTheUploaders() throws {
+        let channels = try #require(ObserverFormat.channels("#Mesh"))
+        #expect(channels.map(\.name) == ["#mesh", "public"])
+        let cases: [(UInt8, String, String)] = [
+            (5, "119a62988c6a71b1d4c5ad9bf9081ed0fa92711efae8e72bf0bf18d70f9da0372c5452",
+             ##"{"kind": "GRP_TXT", "channel_hash": "11", "cipher_mac": "9a62", "ciphertext_len": 32, "decrypted": true, "channel": "public", "sender": "alice", "text": "hello \u00e9 \ud83d\ude00", "flags": 0, "msg_timestamp": "2025-11-24T16:00:00Z"}"##),
+            (5, "b0e616f1d6815ca509a8b4adf84b87023bc32094fa5fe953562f259021200e11721989",
+             ##"{"kind": "GRP_TXT", "channel_hash": "b0", "cipher_mac": "e616", "ciphertext_len": 32, "decrypted": true, "channel": "#mesh", "sender": null, "text": "[bot]: hi: there", "flags": 1, "msg_timestamp": "2023-11-14T22:13:21Z"}"##),
+            (5, "b85deb989db9cde76e744fbf33f6c01c26c935cbda0c046760806879c6ccf7ac63d62a",
+             ##"{"kind": "GRP_TXT", "channel_hash": "b8", "cipher_mac": "5deb", "ciphertext_len": 32, "decrypted": false}"##),
+            (5, "0102",
+             ##"{"kind": "GRP_TXT", "decrypted": false, "error": "payload_too_short"}"##),
+            (4, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f008124696465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a392e0d31103c01dfeff52707420c3a9ff0000",
+             ##"{"kind": "ADVERT", "advert_parse_ok": true, "public_key": "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", "advert_time": 1764000000, "signature": "6465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a3", "mode": "Repeater", "lat": 51.5, "lon": -0.123456, "name": "Rpt \u00e9"}"##),
+            (4, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f070000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000061010203",
+             ##"{"kind": "ADVERT", "advert_parse_ok": true, "public_key": "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", "advert_time": 7, "signature": "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", "mode": "Companion", "feat1": 513}"##),
+            (2, "01020304",
+             ##"{"kind": "TXT_MSG", "encrypted": true, "note": "direct message; not decryptable by observer"}"##),
+            (3, "deadbeef",
+             ##"{"kind": "ACK", "ack": "deadbeef"}"##),
+            (9, "00",
+             ##"{"kind": "TRACE"}"##),
+            (11, "",
+             ##"{"kind": "Type11"}"##),
+        ]
+        for (type, hex, expected) in cases {
+            let fields = ObserverFormat.payloadFields(type: type, HexCodec.decode(hex) ?? [], channels: channels)
+            #expect(String(decoding: ObserverFormat.dumps(.object(fields)), as: UTF8.self) == expected)
+        }
+        // In a packet: after the uploader's keys (a flood path as a list), before PocketMesh's own.
+        let raw = [0x15, 0x02, 0xAB, 0xCD] + (HexCodec.decode(cases[0].1) ?? [])
+        let packet = ObserverFormat.packet(raw: raw, snrQuarterDb: 20, rssi: -70, origin: "o", originId: key, radio: radio,
+                                           epochMicros: 1_764_000_000_000_000, channels: channels)
+        guard case .object(let pairs) = packet else { Issue.record("not an object"); return }
+        #expect(Array(pairs.map(\.0).suffix(3)) == ["decoded", "score", "duration"])
+        let decoded = String(decoding: ObserverFormat.dumps(pairs[pairs.count - 3].1), as: UTF8.self)
+        #expect(decoded == String(cases[0].2.dropLast()) + #", "path": ["ab", "cd"]}"#)
+        #expect(ObserverFormat.packet(raw: raw, snrQuarterDb: 20, rssi: -70, origin: "o", originId: key, radio: nil, epochMicros: 0)["decoded"] == nil)
+        for bad in ["#", "ops=12", "=00112233445566778899aabbccddeeff", "mesh"] { #expect(ObserverFormat.channels(bad) == nil, "\(bad)") }
+        #expect(ObserverFormat.channels("public, ops=00112233445566778899AABBCCDDEEFF")?.map(\.name) == ["ops", "public"])
+    }
+
+    /// The neighbours snapshot as packet-capture's `build_neighbors_message` writes it (its output
+    /// for these entries): the firmware's order (recency in whole seconds, then SNR, then key),
+    /// `truncated` for a capped discovery, and the tail past 10240 bytes dropped.
+    @Test func theNeighboursSnapshotIsTheUploaders() {
+        let now: Int64 = 1_764_000_000_000_000
+        func n(_ k: String, _ snr: Double, _ ago: Int64, _ scopes: String, _ status: String) -> ObserverFormat.Neighbour {
+            var e = ObserverFormat.Neighbour(publicKey: String(repeating: k, count: 32).uppercased(), snr: snr, heardAt: now - ago)
+            e.scopes = scopes
+            e.status = status
+            return e
+        }
+        let entries = [n("bb", -3.25, 10_500_000, "", "timeout"), n("aa", 8, 10_200_000, "#ams,#nl", "responded"),
+                       n("cc", 8, 10_900_000, "", "send_failed"), n("dd", 1.5, 2_000_000, "", "responded")]
+        let origin = PublicKey(HexCodec.decode(String(repeating: "7f", count: 32))!)!
+        let m = ObserverFormat.neighbors(origin: "Obs é", originId: origin, selfScopes: "#ams", entries: entries, total: 5, epochMicros: now)
+        let k = { (x: String) in String(repeating: x, count: 32) }
+        #expect(String(decoding: ObserverFormat.dumps(m), as: UTF8.self) ==
+            ##"{"timestamp": "2025-11-24T16:00:00+00:00", "origin": "Obs \u00e9", "origin_id": "\##(k("7F"))", "total_neighbors": 5, "queried_neighbors": 4, "truncated": true, "self": {"scopes": "#ams"}, "neighbors": [{"pubkey": "\##(k("DD"))", "snr": 1.5, "heard_secs_ago": 2, "scopes": "", "status": "responded"}, {"pubkey": "\##(k("AA"))", "snr": 8.0, "heard_secs_ago": 10, "scopes": "#ams,#nl", "status": "responded"}, {"pubkey": "\##(k("CC"))", "snr": 8.0, "heard_secs_ago": 10, "scopes": "", "status": "send_failed"}, {"pubkey": "\##(k("BB"))", "snr": -3.25, "heard_secs_ago": 10, "scopes": "", "status": "timeout"}]}"##)
+        // 40 entries of 300-byte scopes: 22 fit under the budget (the uploader's count), truncated.
+        let many = (0..<40).map { i in
+            var e = ObserverFormat.Neighbour(publicKey: String(repeating: "0", count: 62) + (i < 16 ? "0" : "") + String(i, radix: 16), snr: 5, heardAt: now - 1_000_000)
+            e.scopes = String(repeating: "x", count: 300)
+            e.status = "responded"
+            return e
+        }
+        let big = ObserverFormat.neighbors(origin: "o", originId: origin, selfScopes: "", entries: many, total: 40, epochMicros: now)
+        #expect(big["neighbors"]?.array?.count == 22 && big["truncated"] == .bool(true))
+    }
+
     @Test func theTokenIsAJWTSignedWithTheNodesKeyWhetherSeededOrImported() throws {
         let seeded = try LocalIdentity(seed: [UInt8](repeating: 7, count: 32))
         let imported = try LocalIdentity(privateKey: seeded.privateKey)
         for id in [seeded, imported] {
-            let token = ObserverFormat.token(identity: id, issuedAt: 1_764_000_000, lifetimeS: 3600, audience: "mqtt.example")
+            var claims = ObserverFormat.Claims()
+            claims.audience = "mqtt.example"
+            claims.client = nil
+            let token = ObserverFormat.token(identity: id, issuedAt: 1_764_000_000, lifetimeS: 3600, claims: claims)
             let parts = token.split(separator: ".").map(String.init)
             #expect(parts.count == 3)
             #expect(parts[0] == "eyJhbGciOiJFZDI1NTE5IiwidHlwIjoiSldUIn0")  // {"alg":"Ed25519","typ":"JWT"}
             #expect(!token.contains("=") && !token.contains("+") && !token.contains("/"))
-            let claims = #"{"publicKey":"\#(id.publicKey.hex.uppercased())","iat":1764000000,"exp":1764003600,"aud":"mqtt.example"}"#
-            #expect(parts[1] == ObserverFormat.base64url(Array(claims.utf8)))
+            let body = #"{"publicKey":"\#(id.publicKey.hex.uppercased())","iat":1764000000,"exp":1764003600,"aud":"mqtt.example"}"#
+            #expect(parts[1] == ObserverFormat.base64url(Array(body.utf8)))
             let signature = HexCodec.decode(parts[2]) ?? []
             let signed = Array((parts[0] + "." + parts[1]).utf8)
             #expect(signature.count == 64 && crypto_sign_verify_detached(signature, signed, UInt64(signed.count), id.publicKey.bytes) == 0)
         }
         #expect(ObserverFormat.base64url([0xFB, 0xFF]) == "-_8")
+    }
+}
+
+/// The broker token the radio signs: asked of the daemon as a `sign` operation whose answer comes
+/// later (the loop goes on meanwhile); nothing connects before it; a busy radio is asked again a
+/// second later, not at every turn; the token's signing input is the tokenInput of the radio's key.
+@Suite struct ObserverRadioTokenTests {
+    final class Host: BridgeHost {
+        var requests: [DaemonRequest] = []
+        func bridgeExecute(_ request: DaemonRequest, client: Int) -> DaemonResponse? { requests.append(request); return nil }
+    }
+
+    @Test func theFirstConnectionWaitsForTheRadiosSignature() throws {
+        let url = try BrokerURL(parsing: "mqtt://127.0.0.1:1")
+        var s = MQTTObserver.Settings(connection: BrokerConnection.Settings(url: url), iata: "SEA")
+        s.signedByRadio = true
+        s.claims.client = "c"
+        let o = MQTTObserver(settings: s, clientIdSuffix: "", index: 0)
+        let host = Host()
+        o.host = host
+        o.wallClock = { 1_764_000_000_000_000 }
+        let key = PublicKey(HexCodec.decode(String(repeating: "ab", count: 32))!)!
+        o.ready(name: "r", publicKey: key, radio: nil, now: 1_000)
+        #expect(host.requests.map(\.name) == ["sign"] && o.connection == nil)
+        var bare = ObserverFormat.Claims()
+        bare.audience = "127.0.0.1"
+        bare.client = "c"
+        let input = ObserverFormat.tokenInput(publicKey: key, issuedAt: 1_764_000_000, lifetimeS: 86_400, claims: bare)
+        #expect(host.requests[0].args["data"]?.string == HexCodec.encode(Array(input.utf8)))
+        // Busy (an API client's signing): asked again after a second, not before.
+        o.answer(DaemonResponse(id: 2, error: DaemonError(.busy, "sign: busy")), now: 1_000)
+        _ = o.tick(now: 1_500)
+        #expect(host.requests.count == 1 && o.connection == nil)
+        _ = o.tick(now: 2_000)
+        #expect(host.requests.count == 2 && o.connection == nil)
+        o.answer(DaemonResponse(id: 2, ok: [("signature", .string(String(repeating: "00", count: 64)))]), now: 2_100)
+        #expect(o.connection != nil)
+        o.stop(now: 2_200)
     }
 }
 

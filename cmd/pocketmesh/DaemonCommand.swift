@@ -58,17 +58,8 @@ struct DaemonCommand: ParsableCommand {
 
     @Option var mqttAllow: String?
 
-    @Option var mqttCaFile: String?
-
-    @Option var mqttObserver: [String] = []
-
-    @Option var mqttIata: String?
-
-    @Option var mqttObserverKey: String?
-
-    @Option var mqttObserverPasswordFile: String?
-
-    @Option var mqttObserverAudience: String?
+    @OptionGroup var observer: ObserverOptions
+    var mqttCaFile: String? { observer.mqttCaFile }
 
     /// The MQTT bridge's classes: the default (read, message) widened by --mqtt-allow.
     func mqttAllowed() throws -> AllowedClasses {
@@ -143,10 +134,7 @@ struct DaemonCommand: ParsableCommand {
             throw ValidationError("--mqtt-user, --mqtt-password-file, --mqtt-prefix and --mqtt-allow go with --mqtt URL.")
         }
         if hooksFromStart && onMessage == nil { throw ValidationError("--hooks-from-start goes with --on-message CMD.") }
-        if mqttObserver.isEmpty && (mqttIata != nil || mqttObserverKey != nil || mqttObserverPasswordFile != nil || mqttObserverAudience != nil) {
-            throw ValidationError("--mqtt-iata, --mqtt-observer-key, --mqtt-observer-password-file and --mqtt-observer-audience go with --mqtt-observer URL.")
-        }
-        if !mqttObserver.isEmpty && mqttIata == nil { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
+        try observer.check()
     }
 
     func run() throws {
@@ -188,14 +176,7 @@ struct DaemonCommand: ParsableCommand {
         }
         config.mqtt = mqtt.map(broker)
         config.mqttCAFile = mqttCaFile
-        config.mqttObservers = mqttObserver.map { url in
-            var o = ObserverSettings(url: url)
-            o.iata = mqttIata
-            o.keyFile = mqttObserverKey
-            o.passwordFile = mqttObserverPasswordFile
-            o.audience = mqttObserverAudience
-            return o
-        }
+        config.mqttObservers = observer.settings
         if let cmd = onMessage {
             config.hook = Spawn.splitCommand(cmd)
             config.hookWrapper = [selfExecutable(), "daemon", "hook-exec"]
@@ -260,3 +241,46 @@ func selfExecutable() -> String {
 }
 
 func writeStderr(_ s: String) { writeError(s) }
+
+/// The observer uploader's options (`--mqtt-observer URL --mqtt-iata CODE` and what goes with
+/// them): the same for the daemon and `pocketmesh node`.
+struct ObserverOptions: ParsableArguments {
+    @Option var mqttCaFile: String?
+    @Option var mqttObserver: [String] = []
+    @Option var mqttIata: String?
+    @Option var mqttObserverKey: String?
+    @Option var mqttObserverPasswordFile: String?
+    @Option var mqttObserverAudience: String?
+    @Option var mqttObserverOwner: String?
+    @Option var mqttObserverEmail: String?
+    @Option var mqttObserverDecode: String?
+    @Option var mqttObserverNeighbors: Int?
+
+    func check() throws {
+        if mqttObserver.isEmpty && ([mqttIata, mqttObserverKey, mqttObserverPasswordFile, mqttObserverAudience, mqttObserverOwner, mqttObserverEmail, mqttObserverDecode].contains(where: { $0 != nil }) || mqttObserverNeighbors != nil) {
+            throw ValidationError("--mqtt-iata and the other --mqtt-observer-… options go with --mqtt-observer URL.")
+        }
+        guard !mqttObserver.isEmpty else { return }
+        guard let mqttIata else { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
+        if ObserverFormat.iata(mqttIata) == nil { throw ValidationError(ObserverFormat.iataRefusal(mqttIata)) }
+        if let o = mqttObserverOwner, ObserverFormat.owner(o) == nil { throw ValidationError("--mqtt-observer-owner: give the owner's public key as 64 hex digits.") }
+        if let h = mqttObserverNeighbors, !(12...336).contains(h) { throw ValidationError(ObserverFormat.neighborsRefusal) }
+        if let d = mqttObserverDecode, ObserverFormat.channels(d) == nil { throw ValidationError(ObserverFormat.channelsRefusal(d)) }
+        if let e = mqttObserverEmail, ObserverFormat.email(e) == nil { throw ValidationError("--mqtt-observer-email \"\(e)\": not an email address.") }
+    }
+
+    var settings: [ObserverSettings] {
+        mqttObserver.map { url in
+            var o = ObserverSettings(url: url)
+            o.iata = mqttIata
+            o.keyFile = mqttObserverKey
+            o.passwordFile = mqttObserverPasswordFile
+            o.audience = mqttObserverAudience
+            o.owner = mqttObserverOwner
+            o.email = mqttObserverEmail
+            o.decode = mqttObserverDecode
+            o.neighbors = mqttObserverNeighbors
+            return o
+        }
+    }
+}

@@ -46,6 +46,7 @@ struct NodeCommand: ParsableCommand {
         @Option var cs: Int?
         @Option var holdHigh: [Int] = []
         @Option var seconds: Double?
+        @OptionGroup var observer: ObserverOptions
 
         /// The options of the config file's `[node.NAME]` table, as values by option name (typed
         /// as the table's row says; the parser takes those the command line does not give).
@@ -98,6 +99,8 @@ struct NodeCommand: ParsableCommand {
             if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
             if let lat, !(-90...90).contains(lat) { throw ValidationError("--lat must be -90 to 90") }
             if let lon, !(-180...180).contains(lon) { throw ValidationError("--lon must be -180 to 180") }
+            try observer.check()
+            if observer.mqttObserverNeighbors != nil { throw ValidationError("--mqtt-observer-neighbors is for the daemon: a node keeps its own neighbour table.") }
         }
 
         func run() throws {
@@ -122,6 +125,7 @@ struct NodeCommand: ParsableCommand {
             let host = try NodeHost(state: state, role: NodeRole(rawValue: role)!, radio: spec,
                                     firstRun: firstRunLines(password: adminPassword, guestPassword: guest), companionListen: companionListen,
                                     pins: pins, identitySource: NodeIdentitySource(rawValue: identity ?? "host")!, sensors: sensors)
+            try host.observe(observer.settings, caFile: observer.mqttCaFile)
             for line in host.announcement { print(line) }
             fflush(stdout)
             try host.run(seconds: seconds)

@@ -1,5 +1,6 @@
 import Glibc
 import MeshAir
+import MeshBridge
 import struct MeshCompanion.PublicKey
 import MeshDaemonClient
 import MeshLink
@@ -257,6 +258,8 @@ final class NodeHost {
     /// so a burst of logins or path updates is one write; and at exit.
     static let aclWriteDelayMs: UInt64 = 5000
     private var liveness: NodeLiveness!
+    /// `--mqtt-observer`: uploaders of every packet the node hears.
+    private var observers: [MQTTObserver] = []
 
     init(state: NodeState, role: NodeRole, radio spec: NodeRadioSpec, firstRun: [String], companionListen: String? = nil,
          pins: SX1262Pins? = nil, identitySource: NodeIdentitySource = .host, sensors: HostSensors? = nil) throws {
@@ -339,6 +342,39 @@ final class NodeHost {
         radio.onRecovery = { [unowned self] kind, text in self.recovered(kind, text) }
         node.radio.driverRecoveries = { [unowned self] in self.radio.recoveries ?? RadioRecoveries() }
         liveness = NodeLiveness(radio: radio)
+    }
+
+    /// `--mqtt-observer`: every packet the radio hears goes to these brokers as the daemon's
+    /// observer sends a companion radio's, under the node's key, with a token the node signs (with
+    /// its key, or its modem's).
+    func observe(_ list: [ObserverSettings], caFile: String?) throws {
+        var env: [String: String] = [:]
+        for k in ["POCKETMESH_HOSTS", "POCKETMESH_RESOLV_CONF", "POCKETMESH_DNS_PORT"] { if let v = getenv(k) { env[k] = String(cString: v) } }
+        for (i, m) in list.enumerated() {
+            var s: MQTTObserver.Settings
+            do throws(DaemonError) {
+                s = try m.observer(try BrokerConnection.Settings.parse(m.url, flag: "--mqtt-observer", caFile: caFile, connectTimeoutMS: 5_000, environment: env))
+            } catch { throw ClientError.usage(error.message) }
+            s.firmware = ("Linux (pocketmesh)", "v" + PocketMeshVersion.string)
+            let o = MQTTObserver(settings: s, clientIdSuffix: list.count > 1 ? "-\(i + 1)" : "", index: i)
+            o.log = { writeError("pocketmesh node: " + $0) }
+            o.signer = { [unowned self] message, done in (self.node as! MeshNode).sign(message, done) }
+            observers.append(o)
+        }
+        guard !observers.isEmpty else { return }
+        air.onHeard = { [unowned self] bytes, snr, rssi in
+            let now = monotonicMilliseconds()
+            for o in self.observers { o.packet(raw: bytes, snrQuarterDb: Int8(clamping: Int((snr * 4).rounded())), rssi: Int8(clamping: rssi), now: now) }
+        }
+    }
+
+    /// The observers' origin: the node's name, key and radio settings (again after a CLI command).
+    private func observersReady() {
+        guard !observers.isEmpty else { return }
+        let p = node.radio.params
+        let radio = ObserverFormat.radio(frequencyKHz: p.freqKHz, bandwidthHz: p.bwHz, spreadingFactor: p.sf, codingRate: p.cr)
+        let key = server?.publicKey ?? companion!.publicKey
+        for o in observers { o.ready(name: node.name, publicKey: key, radio: radio, now: monotonicMilliseconds()) }
     }
 
     /// The radio's driver got past some trouble: one line in the log, the node's error count
@@ -435,6 +471,8 @@ final class NodeHost {
         try radio.attach(to: loop, air: air, params: node.radio.params, pump: { [unowned self] in self.pump() },
                          fail: { [unowned self] e in self.fail(e) })
         try loop.handleSignals()
+        for o in observers { loop.add(o) }
+        observersReady()
         pump()
         liveness.start(loop: loop, clock: { [unowned self] in
             let now = monotonicMilliseconds()
@@ -444,6 +482,7 @@ final class NodeHost {
         releaseStartupPages()
         let deadline = seconds.map { monotonicMilliseconds() &+ UInt64($0 * 1000) }
         _ = loop.run(until: deadline)
+        for o in observers { o.stop(now: monotonicMilliseconds()) }
         loop.restoreSignals()
         radio.close()
         try keepPrefs()
@@ -504,6 +543,7 @@ final class NodeHost {
         guard !text.isEmpty else { closeCLI(c); return }
         air.run(until: monotonicMilliseconds())
         let reply = server?.command(text, senderTimestamp: 0) ?? companion!.cliCommand(text)
+        observersReady()
         pump()
         c.answered = true
         c.output.append(contentsOf: reply.utf8)

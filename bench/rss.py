@@ -10,7 +10,8 @@ from file-backed (RssFile: the binary's pages, shared and reclaimable).
     .venv-interop/bin/python bench/rss.py [--arch x86_64|aarch64|both] [--runs 5] [--storm-runs 1]
 
 `info` runs against an openhop-core companion peer on loopback (Tests/interop/harness), as does
-meshcore-cli's `infos` (x86_64 only), --runs times each; a command's figures are read from
+meshcore-cli's `infos` (x86_64 only), and `send` (a direct message, waiting for the ACK) against
+meshcore-cli's `msg … wait_ack` on `pocketmesh sim`, --runs times each; a command's figures are read from
 /proc/PID/status at its exit (ptrace's exit stop), with its CPU time from its CPU-time clock (ns,
 bench/procstat.py); medians printed. The daemon runs bench/stack/storm.py's pocketmesh side:
 1,000 channel messages at 1,000/minute on `pocketmesh sim` with the MQTT bridge and observer
@@ -132,6 +133,42 @@ def cli(arch, binary, qemu, runs, tmp):
         peer.wait(10)
 
 
+def cli_send(binary, qemu, runs, tmp):
+    """`send sim1 TEXT` (a direct message, waiting for its ACK) from sim0 of `pocketmesh sim`, against
+    meshcore-cli's `msg sim1 TEXT wait_ack` on the same node; the two nodes know each other (adverts)."""
+    port = free_port()
+    sim_bin = REPO / "dist" / "pocketmesh"
+    sim = subprocess.Popen([str(sim_bin), "sim", "--nodes", "2", "--tcp-base", str(port), "--for", "3600"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for _ in range(2):
+            if not sim.stdout.readline().startswith("node "):
+                raise SystemExit("rss: the simulator did not start")
+        for p in (port + 1, port):
+            subprocess.run([str(sim_bin), "--tcp", f"127.0.0.1:{p}", "advert"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+        time.sleep(3)
+        prefix = [qemu] if qemu else []
+        out = {}
+        for state in ("installed", "cold"):
+            res = []
+            for i in range(runs):
+                b = installed_copy(binary, tmp, cold=state == "cold")
+                res.append(at_exit(prefix + [str(b), "--tcp", f"127.0.0.1:{port}", "send", "sim1", f"bench {state} {i}"]))
+                time.sleep(0.2)
+            out[state] = median_status(res)
+        if not qemu and (VENV / "bin" / "meshcore-cli").exists():
+            res = []
+            for i in range(runs):
+                res.append(at_exit([str(VENV / "bin" / "meshcore-cli"), "-q", "-t", "127.0.0.1", "-p", str(port),
+                                    "msg", "sim1", f"bench mc {i}", "wait_ack"]))
+                time.sleep(0.2)
+            out["meshcore-cli"] = median_status(res)
+        return out
+    finally:
+        sim.terminate()
+        sim.wait(10)
+
+
 def storm(binary, qemu, runs, cold):
     """bench/stack/storm.py's pocketmesh side (the daemon from an installed copy); its JSON."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
@@ -173,6 +210,15 @@ def table(arch, size, c, d):
         for x in r["runs"]:
             print(f"storm, {name}: complete={x['complete']} stored {x.get('daemon_stored')} of {x['messages']}, clients got "
                   f"{[g['unique'] for g in x['clients_got']]}, bridge {x['bridge_unique']} unique, observer packets {x['observer_packets']}")
+    snd = c["send"]
+    si, sc = snd["installed"], snd["cold"]
+    print(f"\n`send` (direct message, waits for the ACK): installed {mb(si['VmHWM'])} MB ({mb(si['RssAnon'])} / {mb(si['RssFile'])}), "
+          f"{si['cpu_us'] / 1000:.2f} ms CPU; cold {mb(sc['VmHWM'])} MB ({mb(sc['RssAnon'])} / {mb(sc['RssFile'])})")
+    if "meshcore-cli" in snd:
+        m = snd["meshcore-cli"]
+        print(f"meshcore-cli `msg … wait_ack`: {mb(m['VmHWM'])} MB max RSS, {m['cpu_us'] / 1000:.1f} ms CPU; `send` installed "
+              f"{si['VmHWM'] / m['VmHWM']:.3f} (1/{m['VmHWM'] / si['VmHWM']:.2f}) of its memory, 1/{m['cpu_us'] / max(si['cpu_us'], 1):.0f} of its CPU; "
+              f"cold {sc['VmHWM'] / m['VmHWM']:.3f} (1/{m['VmHWM'] / sc['VmHWM']:.2f})")
     if "meshcore-cli" in c:
         m = c["meshcore-cli"]
         print(f"\nmeshcore-cli `infos`: {mb(m['VmHWM'])} MB max RSS, {m['cpu_us'] / 1000:.1f} ms CPU; `info` installed "
@@ -181,6 +227,7 @@ def table(arch, size, c, d):
 
 
 def main():
+    os.environ["POCKETMESH_NO_DAEMON"] = "1"  # the commands talk to the radio, not to a daemon
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", choices=["x86_64", "aarch64", "both"], default="both")
     ap.add_argument("--runs", type=int, default=5)
@@ -198,6 +245,7 @@ def main():
             raise SystemExit("rss: qemu-aarch64-static missing (apt-get install qemu-user-static).")
         with tempfile.TemporaryDirectory() as tmp:
             c = cli(arch, binary, qemu, a.runs, tmp)
+            c["send"] = cli_send(binary, qemu, a.runs, tmp)
         d = {"installed": storm(binary, qemu, a.storm_runs, False), "cold": storm(binary, qemu, a.storm_runs, True)}
         results[arch] = {"size": binary.stat().st_size, "cli": c, "daemon": d}
         table(arch, binary.stat().st_size, c, d)

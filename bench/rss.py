@@ -37,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 import procstat  # noqa: E402
+LINK = "serial"  # the daemon's link in the storm (--daemon-link)
 VENV = Path(os.environ.get("POCKETMESH_VENV", sys.prefix))  # the interop venv this runs in
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
@@ -173,7 +174,8 @@ def storm(binary, qemu, runs, cold):
     """bench/stack/storm.py's pocketmesh side (the daemon from an installed copy); its JSON."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         cmd = [str(VENV / "bin" / "python"), str(REPO / "bench/stack/storm.py"), "--bin", str(binary),
-               "--sim-bin", str(REPO / "dist" / "pocketmesh"), "--side", "pocketmesh", "--runs", str(runs), "--json", out.name]
+               "--sim-bin", str(REPO / "dist" / "pocketmesh"), "--side", "pocketmesh", "--runs", str(runs), "--json", out.name,
+               "--daemon-link", LINK]
         if qemu:
             cmd += ["--qemu", qemu]
         if cold:
@@ -232,8 +234,12 @@ def main():
     ap.add_argument("--arch", choices=["x86_64", "aarch64", "both"], default="both")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--storm-runs", type=int, default=1, help="storms per state (installed, cold); medians")
+    ap.add_argument("--daemon-link", choices=["serial", "tcp"], default="serial",
+                    help="the daemon's link to the simulated radio in the storm: its serial port (a pty) or TCP")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
+    global LINK
+    LINK = a.daemon_link
     archs = ["x86_64", "aarch64"] if a.arch == "both" else [a.arch]
     results = {}
     for arch in archs:

@@ -196,6 +196,7 @@ class Run:
             subprocess.run([a.sim_bin, "set", "radio", *FAST_RADIO, "--tcp", f"127.0.0.1:{nodes[name][0]}"],
                            check=True, stdout=subprocess.DEVNULL, timeout=60)
         self.pty = nodes["sim0"][1]
+        self.sim0_port = nodes["sim0"][0]
         self.sender_port = nodes["sim1"][0]
         if not self.pty:
             raise SystemExit("storm: the simulator gave sim0 no pty")
@@ -214,7 +215,8 @@ class Run:
         sock = f"{self.tmp}/d.sock"
         url = f"mqtt://127.0.0.1:{self.broker.port}"
         self.client_ports = [free_port() for _ in range(a.clients)]
-        cmd = ([a.qemu] if a.qemu else []) + [str(installed), "daemon", "--serial", self.pty, "--state-dir", f"{self.tmp}/state", "--socket", sock,
+        link = ["--serial", self.pty] if a.daemon_link == "serial" else ["--tcp", f"127.0.0.1:{self.sim0_port}"]
+        cmd = ([a.qemu] if a.qemu else []) + [str(installed), "daemon", *link, "--state-dir", f"{self.tmp}/state", "--socket", sock,
                "--mqtt", url, "--mqtt-observer", url, "--mqtt-iata", "BCH", "--companion-max-clients", str(a.clients)]
         for i, p in enumerate(self.client_ports):
             cmd += ["--companion-listen", f"127.0.0.1:{p},app=bench{i}"]
@@ -289,11 +291,17 @@ class Run:
                 got.append({"got": 0, "unique": 0})
         return got
 
-    def delivered(self):
+    def delivered(self, since=None):
+        """Everything everywhere; with `since`, notes (in self.done_at) when each part got there."""
         n = self.a.messages
         with self.broker.lock:
-            broker_ok = len(self.broker.unique) >= n and self.broker.packets >= n
-        return broker_ok and all(c["unique"] >= n for c in self.counts())
+            parts = {"bridge": len(self.broker.unique) >= n, "observer": self.broker.packets >= n}
+        parts.update({f"client{i}": c["unique"] >= n for i, c in enumerate(self.counts())})
+        if since is not None:
+            for k, ok in parts.items():
+                if ok and k not in self.done_at:
+                    self.done_at[k] = round(time.time() - since, 1)
+        return all(parts.values())
 
     def measure(self, procs):
         out = []
@@ -322,16 +330,18 @@ class Run:
             asyncio.run(send_storm(self.sender_port, a.messages, a.rate))
             sent_at = time.time()
             end = sent_at + a.drain_timeout
-            while time.time() < end and not self.delivered():
+            self.done_at = {}
+            while time.time() < end and not self.delivered(since=sent_at):
                 time.sleep(0.2)
             drained_s = time.time() - sent_at
             end_service, end_clients = self.measure(self.service), self.measure(self.clients)
             with self.broker.lock:
                 broker = {"bridge_messages": self.broker.messages, "bridge_unique": len(self.broker.unique),
                           "observer_packets": self.broker.packets}
-            result = {"side": self.side, "messages": a.messages, "storm_s": round(sent_at - t0, 1),
+            result = {"side": self.side, "daemon_link": a.daemon_link if self.side == "pocketmesh" else "serial",
+                      "messages": a.messages, "storm_s": round(sent_at - t0, 1),
                       "drain_after_last_send_s": round(drained_s, 1), "complete": self.delivered(),
-                      "clients_got": self.counts(), **broker}
+                      "clients_got": self.counts(), "complete_after_last_send_s": self.done_at, **broker}
             if self.side == "pocketmesh":
                 st = daemon_call(self.sock, {"id": 2, "op": "status"})
                 result["daemon_stored"] = st.get("messages")
@@ -431,6 +441,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep each run's folder (logs) in /tmp")
     ap.add_argument("--cold", action="store_true",
                     help="the daemon's installed copy dropped from the page cache before it starts (as after a reboot)")
+    ap.add_argument("--daemon-link", choices=["serial", "tcp"], default="serial",
+                    help="the daemon's link to sim0: its serial port (a pty, as meshcore-proxy's; default) or its TCP port")
     ap.add_argument("--qemu", default="", help="run the daemon under this qemu-user (an aarch64 --bin on x86_64)")
     a = ap.parse_args()
     a.bin = str(Path(a.bin).resolve())

@@ -5,7 +5,10 @@ pocketmesh hub or meshcore-proxy), fetching messages as meshcore_py apps do
 it gets (CHANNEL_MSG_RECV events to a subscriber). Writes {"got": N, "unique": U} to OUT whenever
 the count changes (at most twice a second) and at SIGTERM, and prints "ready" once connected.
 
-    client.py HOST PORT OUT
+    client.py HOST PORT OUT [nopause]
+
+With `nopause` the client fetches with its own loop (GET_MSG until NO_MORE_MSGS on each
+MSG_WAITING) instead of meshcore_py's auto-fetch, which waits 0.1 s after every message.
 """
 import asyncio
 import json
@@ -19,7 +22,34 @@ from meshcore import EventType, MeshCore
 STORM = re.compile(r"storm-(\d+)")
 
 
-async def main(host, port, out):
+async def fetch_without_pause(mc):
+    state = {"running": False, "again": False}
+
+    async def loop():
+        state["running"] = True
+        try:
+            while True:
+                state["again"] = False
+                while True:
+                    r = await mc.commands.get_msg()
+                    if r.type in (EventType.NO_MORE_MSGS, EventType.ERROR):
+                        break
+                if not state["again"]:  # no MSG_WAITING came while this round ran
+                    break
+        finally:
+            state["running"] = False
+
+    def on_waiting(event):
+        if state["running"]:
+            state["again"] = True
+        else:
+            asyncio.get_running_loop().create_task(loop())
+
+    mc.subscribe(EventType.MESSAGES_WAITING, on_waiting)
+    await loop()
+
+
+async def main(host, port, out, mode="auto"):
     mc = await MeshCore.create_tcp(host, int(port))
     if mc is None:
         sys.exit(f"client: no connection to {host}:{port}")
@@ -32,7 +62,10 @@ async def main(host, port, out):
             unique.add(m.group(1))
 
     mc.subscribe(EventType.CHANNEL_MSG_RECV, on_message)
-    await mc.start_auto_message_fetching()
+    if mode == "nopause":
+        await fetch_without_pause(mc)
+    else:
+        await mc.start_auto_message_fetching()
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     print("ready", flush=True)
@@ -57,4 +90,4 @@ async def main(host, port, out):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    asyncio.run(main(*sys.argv[1:5]))

@@ -217,7 +217,9 @@ class Run:
         self.client_ports = [free_port() for _ in range(a.clients)]
         link = ["--serial", self.pty] if a.daemon_link == "serial" else ["--tcp", f"127.0.0.1:{self.sim0_port}"]
         cmd = ([a.qemu] if a.qemu else []) + [str(installed), "daemon", *link, "--state-dir", f"{self.tmp}/state", "--socket", sock,
-               "--mqtt", url, "--mqtt-observer", url, "--mqtt-iata", "BCH", "--companion-max-clients", str(a.clients)]
+               "--mqtt", url, "--mqtt-observer", url, "--mqtt-iata", "BCH"]
+        if a.clients:
+            cmd += ["--companion-max-clients", str(a.clients)]
         for i, p in enumerate(self.client_ports):
             cmd += ["--companion-listen", f"127.0.0.1:{p},app=bench{i}"]
         d = self.start(cmd)
@@ -276,7 +278,7 @@ class Run:
     def start_clients(self):
         for i, port in enumerate(self.client_ports):
             out = f"{self.tmp}/client{i}.json"
-            p = self.start([sys.executable, str(HERE / "client.py"), "127.0.0.1", str(port), out],
+            p = self.start([sys.executable, str(HERE / "client.py"), "127.0.0.1", str(port), out, self.a.client_fetch],
                            stdout=subprocess.PIPE, text=True)
             if (readline(p, 60) or "").strip() != "ready":
                 raise SystemExit(f"storm: client {i} did not connect")
@@ -435,6 +437,9 @@ def main():
     ap.add_argument("--messages", type=int, default=1000)
     ap.add_argument("--rate", type=int, default=1000, help="messages per minute")
     ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--client-fetch", choices=["auto", "nopause"], default="auto",
+                    help="auto: meshcore_py's start_auto_message_fetching (waits 0.1 s after each message); "
+                         "nopause: the client's own GET_MSG loop without that wait")
     ap.add_argument("--side", choices=["both", "pocketmesh", "python"], default="both")
     ap.add_argument("--drain-timeout", type=float, default=120, help="seconds after the last send to wait for delivery")
     ap.add_argument("--json", default="")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CLI round trip: `pocketmesh --tcp 127.0.0.1:P info` (release build) versus
 # `meshcore-cli -q -t 127.0.0.1 -p P infos`, against the same openhop-core peer on loopback.
-# Prints wall time and max RSS per run, the means, and the ratios.
+# Prints wall time and max RSS per run, the means, and the ratios. pocketmesh runs from an installed
+# copy of the binary (`install -m 755` into a fresh folder, as a package install writes it), not the
+# file the release build wrote (whose page-cache state differs).
 #
 # Env: POCKETMESH_BIN (default dist/pocketmesh, from scripts/release.sh), POCKETMESH_VENV (default .venv-interop),
 #      RUNS (default 10).
@@ -20,7 +22,10 @@ PORT=$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0
 LOG=$(mktemp)
 "$VENV/bin/python" "$REPO/Tests/interop/harness/companion_peer.py" --nodes 1 --base-port "$PORT" >"$LOG" 2>/dev/null &
 PEER=$!
-trap 'kill $PEER 2>/dev/null; wait $PEER 2>/dev/null; rm -f "$LOG"' EXIT
+INST=$(mktemp -d)
+install -m 755 "$BIN" "$INST/pocketmesh"
+BIN="$INST/pocketmesh"
+trap 'kill $PEER 2>/dev/null; wait $PEER 2>/dev/null; rm -rf "$LOG" "$INST"' EXIT
 for _ in $(seq 100); do grep -q "^node " "$LOG" && break; sleep 0.1; done
 grep -q "^node " "$LOG" || { echo "bench: the peer did not start." >&2; exit 1; }
 sleep 0.5

@@ -6,13 +6,18 @@ hear only the node under test (the topology's external node "relay"). Measured f
 
 - idle wake-ups per second: voluntary + involuntary context switches over IDLE seconds with
   nothing on the air (after the node's boot advert has settled);
-- CPU per relayed packet: user + system time over the storm (each companion sends MESSAGES channel
-  messages, flooded), divided by the packets the node relayed (the capture's floods with a hop in
-  their path: only the node under test adds one);
+- CPU per relayed packet: the process's CPU time over the storm (each companion sends MESSAGES
+  channel messages, flooded), from its CPU-time clock (nanoseconds, every thread; bench/procstat.py),
+  divided by the packets the node relayed (the capture's floods with a hop in their path: only the
+  node under test adds one);
 - RSS: VmHWM (the peak resident set), and VmRSS and RssAnon (the process's own memory) after the
   storm.
 
-    bench/node_storm.py [--bin .build/release/pocketmesh] [--companions 6] [--messages 40] [--idle 60]
+pocketmesh's node runs from an installed copy of --bin (`install -m 755` into a fresh folder, as a
+package install writes it), not from the file the release build wrote. With --runs N each node runs
+N times, alternating, and the medians are printed last.
+
+    bench/node_storm.py [--bin dist/pocketmesh] [--companions 6] [--messages 40] [--idle 60] [--runs 1]
 
 Environment: POCKETMESH_VENV (openhop-core; default .venv-interop).
 """
@@ -21,14 +26,16 @@ import json
 import os
 import pathlib
 import socket
+import statistics
 import subprocess
 import sys
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+import procstat  # noqa: E402
 VENV = pathlib.Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
 PEER = REPO / "Tests" / "interop" / "harness" / "air_peer.py"
-HZ = os.sysconf("SC_CLK_TCK")
 
 
 def free_port():
@@ -51,8 +58,7 @@ def switches(pid):
 
 
 def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / HZ  # utime, stime
+    return procstat.cpu_ns(pid) / 1e9
 
 
 def relayed(capture):
@@ -88,7 +94,10 @@ def run(binary, which, companions, messages, idle, workdir):
     for _ in names:
         assert sim.stdout.readline().startswith("node "), sim.stderr.read()
     if which == "pocketmesh":
-        node = subprocess.Popen([str(binary), "node", "--role", "repeater", "--radio", f"air:127.0.0.1:{air}/relay",
+        installed = workdir / "bin" / "pocketmesh"
+        installed.parent.mkdir()
+        subprocess.run(["install", "-m", "755", str(binary), str(installed)], check=True)
+        node = subprocess.Popen([str(installed), "node", "--role", "repeater", "--radio", f"air:127.0.0.1:{air}/relay",
                                  "--state-dir", str(workdir / "state"), "--name", "relay"], stdout=subprocess.PIPE, text=True)
     else:
         py = VENV / "bin" / "python"
@@ -123,18 +132,27 @@ def run(binary, which, companions, messages, idle, workdir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", default=str(REPO / ".build" / "release" / "pocketmesh"))
+    ap.add_argument("--bin", default=str(REPO / "dist" / "pocketmesh"))
     ap.add_argument("--companions", type=int, default=6)
     ap.add_argument("--messages", type=int, default=40)
     ap.add_argument("--idle", type=int, default=60)
     ap.add_argument("--only", choices=["pocketmesh", "openhop"])
+    ap.add_argument("--runs", type=int, default=1)
     args = ap.parse_args()
     import tempfile
-    for which in ["pocketmesh", "openhop"]:
-        if args.only and which != args.only:
-            continue
-        with tempfile.TemporaryDirectory(prefix="pm-storm-") as d:
-            print(json.dumps(run(pathlib.Path(args.bin), which, args.companions, args.messages, args.idle, pathlib.Path(d))), flush=True)
+    results = {}
+    for _ in range(args.runs):
+        for which in ["pocketmesh", "openhop"]:
+            if args.only and which != args.only:
+                continue
+            with tempfile.TemporaryDirectory(prefix="pm-storm-") as d:
+                r = run(pathlib.Path(args.bin).resolve(), which, args.companions, args.messages, args.idle, pathlib.Path(d))
+            results.setdefault(which, []).append(r)
+            print(json.dumps(r), flush=True)
+    if args.runs > 1:
+        for which, rs in results.items():
+            print(json.dumps({"node": which, "runs": len(rs), "median": {
+                k: statistics.median(r[k] for r in rs) for k in rs[0] if isinstance(rs[0][k], (int, float))}}), flush=True)
 
 
 if __name__ == "__main__":

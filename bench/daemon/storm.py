@@ -21,6 +21,11 @@ The openhop-core peer then pushes LOG_RX_DATA for every packet node 0 hears (com
 With --hub-clients N the daemon also serves the companion hub and N raw companion clients drain
 every message through it (each must get every message once); --latency K then times K
 GET_DEVICE_TIME round trips through the hub (node 0) and K straight to node 1, after the storm.
+
+This is the daemon's own probe (raw-socket hub clients, the daemon only). The comparison with the
+Python stack (meshcore_py clients, meshcore-proxy, an MQTT bridge, packet capture) on the same
+workload, CPU and memory of both sides, is bench/stack/storm.py. The daemon's CPU time here comes
+from its CPU-time clock (ns; bench/procstat.py): `cpu_storm_ms` from just before the storm to the end.
 """
 import argparse
 import asyncio
@@ -39,6 +44,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+import procstat  # noqa: E402
 
 
 def free_base():
@@ -204,6 +211,7 @@ def run(a, d, sock, base, tmp):
     rss_idle = status_kb(d.pid, "VmRSS")
     idle_anon, idle_file = status_kb(d.pid, "RssAnon"), status_kb(d.pid, "RssFile")
     t0 = time.time()
+    cpu0 = procstat.cpu_ns(d.pid)
     sent = asyncio.run(storm(base + 1, a.rate, a.seconds))
     time.sleep(3)
     call(sock, {"id": 2, "op": "sync"})
@@ -222,6 +230,7 @@ def run(a, d, sock, base, tmp):
                    "ratio": round(statistics.median(via) / statistics.median(direct), 3),
                    "added_ms": round((statistics.median(via) - statistics.median(direct)) * 1000, 3)}
     st = call(sock, {"id": 3, "op": "status"})
+    cpu1 = procstat.cpu_ns(d.pid)
     stop.set()
     hwm = status_kb(d.pid, "VmHWM")
     mappings = smaps(d.pid) if a.smaps else None
@@ -234,6 +243,7 @@ def run(a, d, sock, base, tmp):
         "vm_peak_kb": vsz, "hook_cursor": st.get("hook_cursor"),
         "rss_anon_idle_kb": idle_anon, "rss_file_idle_kb": idle_file,
         "rss_anon_max_sampled_kb": max(anon) if anon else None, "rss_file_max_sampled_kb": max(file_backed) if file_backed else None,
+        "cpu_start_ms": round(cpu0 / 1e6, 1), "cpu_storm_ms": round((cpu1 - cpu0) / 1e6, 1),
         "hub_clients_got": [len(h.texts) for h in hub], "hub_clients_unique": [len(set(h.texts)) for h in hub],
         **latency,
     }

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <sys/auxv.h>
 
 // Each libudev function used, as a pointer filled by cml_udev_load().
 #define CML_UDEV_FUNCTIONS(X) \
@@ -39,6 +40,10 @@ static int cml_udev_state = 0;  // 0 not tried, 1 loaded, -1 unavailable
 
 static int cml_udev_load(void) {
     if (cml_udev_state != 0) return cml_udev_state > 0;
+    // A static executable (no program interpreter: AT_BASE is 0) loads no library: glibc's dlopen
+    // there brings in a second libc and the dynamic loader (about 2 MB more for a daemon on a serial
+    // port), and two libcs in one process are fragile. It reads sysfs and the kernel's uevents.
+    if (getauxval(AT_BASE) == 0) { cml_udev_state = -1; return 0; }
     void *library = dlopen("libudev.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!library) { cml_udev_state = -1; return 0; }
     int complete = 1;

@@ -178,6 +178,20 @@ def test_sync_through_the_daemon_prints_each_message_once(mesh, tmpdir_short):
         d.stop()
 
 
+def has_interpreter(path):
+    """Whether an ELF executable names a program interpreter (is dynamically linked); a wrapper
+    script (the aarch64 binary under qemu) counts as dynamic."""
+    data = Path(path).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        return True
+    little = data[5] == 1
+    order = "little" if little else "big"
+    phoff = int.from_bytes(data[32:40], order)
+    phentsize = int.from_bytes(data[54:56], order)
+    phnum = int.from_bytes(data[56:58], order)
+    return any(int.from_bytes(data[phoff + i * phentsize:phoff + i * phentsize + 4], order) == 3 for i in range(phnum))
+
+
 def test_daemon_over_a_serial_pty(mesh, tmpdir_short):
     """The daemon's link is a pty (socat) bridged to the peer's TCP port, as a USB radio would be;
     CLI commands for that serial port go through the daemon while it holds the pty."""
@@ -216,6 +230,11 @@ def test_daemon_over_a_serial_pty(mesh, tmpdir_short):
         assert d.texts(name1)[-1] == "over the pty"
         log = (Path(tmpdir_short) / "daemon.log").read_text()
         assert "link: lost" not in log and "serial:" in log
+        # A static binary (the release build) loads no shared library for a serial port: glibc's
+        # dlopen of libudev there brings a second libc and the loader into the daemon.
+        if not has_interpreter(BIN):
+            maps = Path(f"/proc/{d.proc.pid}/maps").read_text()
+            assert ".so" not in maps, [l for l in maps.splitlines() if ".so" in l]
     finally:
         if d:
             d.stop()

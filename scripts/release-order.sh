@@ -11,8 +11,8 @@
 # toolchain or library update, then scripts/release-order-aarch64.sh --base for the aarch64 build's
 # copy of it), and scripts/release-order-project.txt, the package's own functions,
 # specialisations and data, whose names change with its code. `--project` redoes only the second
-# (callgrind's and lackey's runs of the commands and the daemon, about 2.5 minutes; CI runs it before its release
-# link); scripts/release.sh fails when more than 5% of the list names nothing in the binary.
+# (callgrind's and lackey's runs of the commands and the daemon, about 2.5 minutes; run it by hand after
+# large changes and commit the list); scripts/release.sh fails when more than 5% of the list names nothing in the binary.
 #
 # Needs valgrind and a release build from scripts/release.sh (the binary and its link map). Uses
 # the built-in simulator on loopback as the radio; stops everything it starts.
@@ -50,11 +50,15 @@ trap cleanup EXIT
 strip --strip-debug -o "$WORK/pm" "$BIN"   # valgrind reads the symbol table, not the DWARF
 PM="$WORK/pm"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$PM" sim --nodes 2 --tcp-base "$PORT" >"$WORK/sim.log" 2>&1 &
+mkdir -p "$WORK/pty"
+"$PM" sim --nodes 2 --tcp-base "$PORT" --pty "$WORK/pty" >"$WORK/sim.log" 2>&1 &
 SIM=$!
 for _ in $(seq 100); do grep -q "^node sim1" "$WORK/sim.log" && break; sleep 0.1; done
 grep -q "^node sim1" "$WORK/sim.log" || { echo "release-order: the simulator did not start." >&2; exit 1; }
 A="127.0.0.1:$PORT"; B="127.0.0.1:$((PORT + 1))"
+# The daemon holds sim1 through its serial port (a pty), as a daemon on a USB radio does: the
+# serial link's code is placed with the rest (the commands above and below use TCP).
+B_SERIAL="$WORK/pty/sim1"
 
 n=0
 profile() {  # runs one command under callgrind; its output is not needed
@@ -96,7 +100,7 @@ fi
 HUB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
   local messages=$1; shift
-  "$@" "$PM" daemon --tcp "$B" --on-message true --companion-listen "127.0.0.1:$HUB_PORT" "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
+  "$@" "$PM" daemon --serial "$B_SERIAL" --on-message true --companion-listen "127.0.0.1:$HUB_PORT" "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
   sleep 1
@@ -119,9 +123,9 @@ s.sendall((json.dumps({"id": 1, "op": sys.argv[2]}) + "\n").encode()); s.recv(65
       >>"$WORK/api.log" 2>&1 || echo "release-order: the daemon's $op failed" >>"$WORK/api.log"
   done
   kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true
-  "$PM" --tcp "$B" info >/dev/null 2>&1 || true
-  "$PM" --tcp "$B" sync >/dev/null 2>&1 || true
-  "$PM" --tcp "$B" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
+  "$PM" --serial "$B_SERIAL" info >/dev/null 2>&1 || true
+  "$PM" --serial "$B_SERIAL" sync >/dev/null 2>&1 || true
+  "$PM" --serial "$B_SERIAL" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
   "$PM" chats >/dev/null 2>&1 || true
   sleep 3
   kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""

@@ -1,4 +1,5 @@
-import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// What the MQTT bridge and observer need from the daemon they run in: an API request run for one
 /// of their clients (an operation of the daemon's table, under the bridge's allowed classes, which

@@ -1,7 +1,6 @@
 import Glibc
 import MeshLink
 import MeshOps
-import MeshDaemonClient
 
 /// `--mqtt URL` and what goes with it.
 public struct MQTTSettings: Sendable {

@@ -4,7 +4,6 @@ import MeshCompanion
 import MeshNet
 import MeshOps
 import MeshStore
-import MeshDaemonClient
 
 /// `--mqtt URL`: the chat bridge to one broker.
 ///

@@ -3,7 +3,7 @@ import Glibc
 import MeshAir
 import MeshCompanion
 import MeshNet
-import MeshDaemonClient
+import MeshOps
 
 /// `--mqtt-observer URL --mqtt-iata XXX`: the packet uploader of the MeshCore observer networks.
 ///

@@ -3,7 +3,8 @@ import MeshAir
 import MeshCompanion
 import MeshNet
 import MeshSession
-import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// What the observer uploader publishes, exactly as meshcore-packet-capture (the uploader the
 /// MeshCore analyzer and map sites are built on) publishes it for the same packet and status: the

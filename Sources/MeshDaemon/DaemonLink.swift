@@ -4,6 +4,7 @@ import MeshLink
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshOps
 
 // The radio link: connect, reconnect with backoff, read frames into the session, write its frames.
 

@@ -6,6 +6,7 @@ import MeshSession
 import MeshStore
 import MeshDaemonClient
 import MeshBridge
+import MeshOps
 
 // Received messages into the store (each stored before the next is asked for), the store, the outbox.
 

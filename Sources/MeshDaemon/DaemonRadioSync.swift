@@ -5,6 +5,7 @@ import MeshNet
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshOps
 
 // The session's events: handshake, contacts and channels sync, replies, pushes.
 

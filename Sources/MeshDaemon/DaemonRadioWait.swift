@@ -2,6 +2,7 @@ import Glibc
 import MeshLink
 import MeshNet
 import MeshDaemonClient
+import MeshOps
 
 /// A request that needs the radio, come while the daemon is reaching it (connecting or in the
 /// handshake, `radioPending`): it waits, as long as that attempt goes on and at most its own

@@ -2,6 +2,8 @@ import Glibc
 import CMeshLink
 import MeshNet
 import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// A stored message handed to the hook: its store id (ascending) and its JSON form.
 public struct HookMessage: Sendable {

@@ -4,6 +4,7 @@ import MeshNet
 import MeshOps
 import MeshSession
 import MeshDaemonClient
+import MeshLink
 
 /// Pushes from the radio as the API's typed events (`subscribe`): one JSON object per push with
 /// `"event"` naming its kind and the push's fields decoded. MSG_WAITING and SEND_CONFIRMED are

@@ -2,6 +2,8 @@ import MeshDaemonClient
 import MeshNet
 import Testing
 @testable import MeshDaemon
+import MeshLink
+import MeshOps
 
 /// The daemon's own answers read their fields through the operation table before anything else:
 /// a bad field is the usage error every op gives, whether or not the radio is there (this daemon

@@ -7,6 +7,7 @@ import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshNode
 @testable import MeshSim
+import MeshOps
 
 /// A stop (SIGTERM, SIGINT) or a reconnect (SIGHUP) that comes while a SYNC_NEXT_MESSAGE is on its
 /// way: the radio forgets a message once it hands it over, so the daemon waits (bounded) for the

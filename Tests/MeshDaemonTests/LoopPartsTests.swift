@@ -3,6 +3,7 @@ import MeshLink
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshOps
 
 /// The daemon's loop runs parts, and nothing else by name: a part it has never heard of gets its
 /// descriptor polled, its readiness handled and its deadline honoured, like the radio owner, the

@@ -5,6 +5,7 @@ import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshBridge
+import MeshLink
 
 /// The MQTT bridge's commands, driven directly (no broker): which run, where results go, what
 /// they hold; and the client id.

@@ -7,6 +7,7 @@ import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshNode
 @testable import MeshSim
+import MeshOps
 
 /// File operations whose writes to the message log fail while `full` is set (a full disk, as
 /// the log sees it); everything else works.

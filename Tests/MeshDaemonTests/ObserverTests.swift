@@ -7,6 +7,8 @@ import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshBridge
+import MeshLink
+import MeshOps
 
 /// The observer uploader's format (what analyzer sites read), byte for byte.
 @Suite struct ObserverTests {

@@ -4,6 +4,7 @@ import MeshNet
 import MeshOps
 import MeshSession
 import Testing
+import MeshLink
 
 /// The ops the daemon answers itself (`send`, `history`, `hooks_retry`, its `status` ...) read
 /// their fields through their rows of the operation table, as every other op does: the same

@@ -6,6 +6,7 @@ import MeshLink
 import MeshStore
 import Testing
 @testable import pocketmesh
+import MeshOps
 
 /// The runtime's name for an enum value's case, read from reflection metadata: what printing a
 /// value without a description showed. The release binary has no reflection metadata

@@ -1,6 +1,8 @@
 import MeshSession
 import MeshNet
 import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// `contacts pending` and `contacts add-pending PREFIX`: adverts of nodes that are not contacts
 /// (with `set manual-add on` the radio only reports them). The daemon keeps them as they come

@@ -1,5 +1,4 @@
 import MeshNet
-import MeshOps
 
 /// MeshNet's JSON and the operation layer's results (`Value`).
 extension JSON {

@@ -1,6 +1,5 @@
 import MeshCompanion
 import MeshNet
-import MeshOps
 import MeshSession
 import MeshStore
 

@@ -1,6 +1,5 @@
 import MeshNet
 import MeshSession
-import MeshOps
 
 // The local API's messages: one JSON object per line, in both directions.
 //
@@ -172,4 +171,11 @@ public struct DaemonResponse: Sendable {
         for (k, v) in fields where k == key { return v }
         return nil
     }
+}
+
+// Release builds carry no reflection metadata (-disable-reflection-metadata): a value printed
+// without a description would print its type's name alone. This spells out what reflection printed.
+extension DaemonRequest.ParseFailure: CustomStringConvertible {
+    /// `ParseFailure(id: 3, error: ...)`, as reflection printed it.
+    public var description: String { "ParseFailure(id: \(id), error: \(error))" }
 }

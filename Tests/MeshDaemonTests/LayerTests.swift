@@ -49,22 +49,37 @@ enum SourceTree {
         let text = read(root + "/Package.swift")
         var deps: [String: [String]] = [:]
         var rest = Substring(text)
-        while let start = rest.range(of: "arget(name: \"") ?? rest.range(of: "arget(\n            name: \"") {
+        while let start = find("arget(name: \"", in: rest) ?? find("arget(\n            name: \"", in: rest) {
             rest = rest[start.upperBound...]
             guard let q = rest.firstIndex(of: "\"") else { break }
             let name = String(rest[..<q])
             // The target's call ends before the next target's; its dependencies are quoted names in
             // the `dependencies: [...]` list.
-            let end = rest.range(of: "arget(")?.lowerBound ?? rest.endIndex
+            let end = find("arget(", in: rest)?.lowerBound ?? rest.endIndex
             let call = rest[q..<end]
             var list: [String] = []
-            if let d = call.range(of: "dependencies: [") {
+            if let d = find("dependencies: [", in: call) {
                 let inner = call[d.upperBound...].prefix { $0 != "]" }
-                list = inner.split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+                list = inner.split(separator: "\"", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
             }
             deps[name] = list
         }
         return deps
+    }
+
+    /// Where `needle` first occurs in `text` (the standard library has no substring search).
+    static func find(_ needle: String, in text: Substring) -> Range<Substring.Index>? {
+        let n = Array(needle.utf8)
+        let u = text.utf8
+        var i = u.startIndex
+        while i != u.endIndex {
+            var j = i
+            var k = 0
+            while k < n.count, j != u.endIndex, u[j] == n[k] { j = u.index(after: j); k += 1 }
+            if k == n.count { return i..<j }
+            i = u.index(after: i)
+        }
+        return nil
     }
 
     /// The modules `target` depends on, directly or through others.
@@ -83,7 +98,12 @@ enum SourceTree {
             var l = line.drop { $0 == " " }
             if l.hasPrefix("@_exported ") { l = l.dropFirst("@_exported ".count) }
             guard l.hasPrefix("import ") else { return nil }
-            return String(l.dropFirst("import ".count).prefix { $0 != " " && $0 != "." })
+            var rest = l.dropFirst("import ".count)
+            // `import struct Module.Name` and the like: the module is after the kind.
+            for kind in ["struct ", "class ", "enum ", "protocol ", "func ", "var ", "let ", "typealias "] where rest.hasPrefix(kind) {
+                rest = rest.dropFirst(kind.count)
+            }
+            return String(rest.prefix { $0 != " " && $0 != "." })
         }
     }
 }

@@ -1,6 +1,6 @@
 import Glibc
 import MeshCompanion
-import MeshDaemonClient
+@testable import MeshDaemonClient
 import Testing
 @testable import MeshOps
 @testable import MeshSession

@@ -1,7 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshLink
-import MeshDaemonClient
+@testable import MeshDaemonClient
 import Testing
 @testable import MeshOps
 @testable import MeshSession

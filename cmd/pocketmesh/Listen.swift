@@ -1,5 +1,6 @@
 import Glibc
 import MeshCompanion
+import MeshDaemonClient
 import MeshSession
 import MeshOps
 

@@ -1,4 +1,5 @@
 import MeshOps
+import MeshDaemonClient
 import MeshSession
 
 /// `send --split` and `channel send --split`: a text longer than one message goes as numbered

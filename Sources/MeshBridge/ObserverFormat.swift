@@ -266,7 +266,7 @@ public enum ObserverFormat {
         switch j {
         case .null: out += "null".utf8
         case .bool(let b): out += (b ? "true" : "false").utf8
-        case .int(let v): out += String(v).utf8
+        case .integer(let v): out += String(v).utf8
         case .double(let d): out += pythonFloat(d).utf8
         case .string(let s): pythonString(s, into: &out)
         case .array(let items):

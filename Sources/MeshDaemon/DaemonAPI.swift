@@ -248,7 +248,7 @@ extension Daemon {
     /// The `info` op: the same fields as `pocketmesh info --json` (`RadioInfo`).
     func infoFields() -> [(String, JSON)] {
         guard let s = radioSelf, case .object(let fields) = RadioInfo.value(s, radioDevice) else { return [] }
-        return fields.map { ($0.key, JSON($0.value)) }
+        return fields.map { ($0.key, $0.value) }
     }
 
     func clientGone(_ client: APIServer.ClientID) {

@@ -31,7 +31,7 @@ extension Daemon {
             }
         }
         var fields: [String: Value] = [:]
-        if case .object(let pairs) = req.args { for (k, v) in pairs { fields[k] = v.value } }
+        if case .object(let pairs) = req.args { for (k, v) in pairs { fields[k] = v } }
         let request = try Request(apiOp: req.name, fields: fields)
         try request.validate()
         guard phase == .ready || phase == .syncing, let port = operationPort else {
@@ -61,7 +61,7 @@ extension Daemon {
         }
         if let e = outcome.error { return DaemonResponse(id: id, error: e) }
         // The command's --json value: an object's fields, or anything else as "result".
-        switch JSON(outcome.value) {
+        switch outcome.value {
         case .object(let fields): return DaemonResponse(id: id, ok: fields.filter { $0.0 != "id" && $0.0 != "ok" })
         case .null: return DaemonResponse(id: id, ok: [])
         case let v: return DaemonResponse(id: id, ok: [("result", v)])

@@ -23,7 +23,7 @@ public struct HookMessage: Sendable {
             let value: String
             switch v {
             case .string(let s): value = s
-            case .int(let i): value = String(i)
+            case .integer(let i): value = String(i)
             case .double, .bool: value = v.text
             default: continue
             }

@@ -25,7 +25,7 @@ enum PushJSON {
         case .newAdvert(let c):
             var pairs: [(String, JSON)] = [("event", "new_advert")]
             if let s = ContactSummary(record: p.frame.count >= CompanionLimits.contactRecordSize ? [ResponseCode.contact.rawValue] + p.frame.dropFirst() : []),
-               case .object(let fields) = JSON(s.value) {
+               case .object(let fields) = s.value {
                 pairs += fields
             } else {
                 pairs += [("public_key", key(c.publicKey)), ("name", .string(c.name))]

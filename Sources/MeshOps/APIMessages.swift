@@ -123,7 +123,7 @@ public struct DaemonRequest: Sendable {
     /// The request's fields as values (`id` and `op` too).
     public var fields: [String: Value] {
         var out: [String: Value] = [:]
-        if case .object(let pairs) = args { for (k, v) in pairs { out[k] = v.value } }
+        if case .object(let pairs) = args { for (k, v) in pairs { out[k] = v } }
         return out
     }
 

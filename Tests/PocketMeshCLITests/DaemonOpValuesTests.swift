@@ -11,7 +11,7 @@ import MeshLink
 /// names, types, defaults and usage errors.
 @Suite struct DaemonOpValuesTests {
     static func request(_ op: DaemonOp, _ fields: [String: Value]) -> DaemonRequest {
-        DaemonRequest(id: 9, op: op, args: .object(fields.sorted { $0.key < $1.key }.map { ($0.key, JSON($0.value)) }))
+        DaemonRequest(id: 9, op: op, args: .object(fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
     }
 
     static func failure(_ op: DaemonOp, _ fields: [String: Value]) -> String {

@@ -6,5 +6,5 @@ import MeshOps
 /// the daemon checks). The answer comes back now, or later through the bridge's `answer`. The
 /// daemon implements it (DaemonMQTT.swift).
 public protocol BridgeHost: AnyObject {
-    func bridgeExecute(_ request: DaemonRequest, client: Int) -> DaemonResponse?
+    func bridgeExecute(_ request: DaemonRequest, client: Caller) -> DaemonResponse?
 }

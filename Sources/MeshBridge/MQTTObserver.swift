@@ -48,7 +48,7 @@ public final class MQTTObserver {
     public weak var host: BridgeHost? = nil
     func execute(_ r: DaemonRequest, _ client: Int) -> DaemonResponse? {
         guard let host else { return DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
-        return host.bridgeExecute(r, client: client)
+        return host.bridgeExecute(r, client: .observer(ObjectIdentifier(self)))
     }
     /// The wall clock in microseconds since 1970 (a test sets its own).
     public var wallClock: () -> Int64 = {

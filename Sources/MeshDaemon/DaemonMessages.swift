@@ -22,10 +22,6 @@ extension Daemon {
         if save(rec), storeTakesMessages { session?.resumeMessages(now: now) }
     }
 
-    /// True when a message taken off the radio now would be on disk whatever the log does: the
-    /// store is open, its inbox is ready and empty, and nothing waits in memory. While it is not,
-    /// the radio is asked for nothing and keeps its queue (a stop then loses nothing).
-    var storeTakesMessages: Bool { unsaved.isEmpty && store?.canTakeMessage == true }
 
     /// Appends one received message durably. When the log cannot take it, it goes to the store's
     /// inbox (room written in advance, on disk), and the radio keeps the rest of its queue until
@@ -35,7 +31,7 @@ extension Daemon {
         guard let store else { holdInMemory(rec, "the store is not open"); return false }
         do {
             // In order: after messages that still wait for the log (one in flight during a stop).
-            if !store.heldMessages.isEmpty || !unsaved.isEmpty {
+            if !store.heldMessages.isEmpty || !storage.unsaved.isEmpty {
                 throw StoreError.invalidArgument("earlier messages still wait for the log")
             }
             stored(try store.append(rec), store)
@@ -48,7 +44,7 @@ extension Daemon {
             } catch let inboxError {
                 holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
             }
-            if storePart.retryAt == 0 { storePart.retryAt = monotonicMilliseconds() + 5_000 }
+            if storage.retryAt == 0 { storage.retryAt = monotonicMilliseconds() + 5_000 }
             return false
         }
     }
@@ -57,15 +53,15 @@ extension Daemon {
     func stored(_ result: AppendResult, _ store: RadioStore) {
         switch result {
         case .stored(let id):
-            storedCount += 1
+            storage.storedCount += 1
             notifyTunnels()
             if let m = try? store.message(id: id) {
                 api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
             }
-            for b in bridges { b.messageStored(id, now: monotonicMilliseconds()) }
+            for b in mqtt.bridges { b.messageStored(id, now: monotonicMilliseconds()) }
             _ = hooks?.tick(now: monotonicMilliseconds())
         case .duplicate:
-            duplicateCount += 1
+            storage.duplicateCount += 1
         }
     }
 
@@ -74,9 +70,9 @@ extension Daemon {
     func holdInMemory(_ rec: StoredMessage, _ why: String) {
         log("store: cannot store a received message (\(why)); it is held in memory only, and lost if the daemon stops "
             + "before the store works again; the radio keeps the rest of its queue")
-        if unsaved.count >= unsavedCapacity { unsaved.removeFirst() }
-        unsaved.append(rec)
-        if storePart.retryAt == 0 { storePart.retryAt = monotonicMilliseconds() + 1_000 }
+        if storage.unsaved.count >= storage.unsavedCapacity { storage.unsaved.removeFirst() }
+        storage.unsaved.append(rec)
+        if storage.retryAt == 0 { storage.retryAt = monotonicMilliseconds() + 1_000 }
     }
 
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
@@ -88,28 +84,28 @@ extension Daemon {
     /// Tries again what waits for the store (held messages, the inbox itself); once the next
     /// message has a place on disk again, draining resumes.
     func retryStore(now: UInt64) {
-        storePart.retryAt = now + 5_000
+        storage.retryAt = now + 5_000
         guard let store else { return }
-        let held = store.heldMessages.count + unsaved.count
+        let held = store.heldMessages.count + storage.unsaved.count
         do {
             for r in try store.storeHeld() { stored(r, store) }
-            while let rec = unsaved.first {
+            while let rec = storage.unsaved.first {
                 stored(try store.append(rec), store)
-                unsaved.removeFirst()
+                storage.unsaved.removeFirst()
             }
         } catch {
             return
         }
         store.prepareInbox()
         guard store.canTakeMessage else {
-            if let p = store.inboxProblem, !inboxProblemLogged {
-                inboxProblemLogged = true
+            if let p = store.inboxProblem, !storage.inboxProblemLogged {
+                storage.inboxProblemLogged = true
                 log("store: cannot prepare the inbox: \(p); the radio keeps its messages until it can (tried every 5 s)")
             }
             return
         }
-        storePart.retryAt = 0
-        inboxProblemLogged = false
+        storage.retryAt = 0
+        storage.inboxProblemLogged = false
         if held > 0 { log("store: writing works again; \(held) held message(s) stored; draining the radio") }
         if let s = session {
             s.resumeMessages(now: now)
@@ -141,12 +137,12 @@ extension Daemon {
             store = nil
             hooks = nil
         }
-        defer { if let s = store { for b in bridges { b.attach(store: s) } } }
+        defer { if let s = store { for b in mqtt.bridges { b.attach(store: s) } } }
         let s = try RadioStore(publicKey: publicKey, stateDir: config.stateDir, options: config.storeOptions)
         let floor: UInt64
         do { floor = try deliveryFloor(dir, s) } catch { s.close(); throw error }
         store = s
-        readDamageLogged = 0
+        storage.readDamageLogged = 0
         if floor > s.nextMessageId {
             s.ensureNextId(atLeast: floor)
             log("store: the hook or an MQTT bridge has seen ids up to \(floor - 1), past the message log; new messages continue from id \(s.nextMessageId)")
@@ -258,9 +254,9 @@ extension Daemon {
     func reportReadDamage() {
         guard let store else { return }
         let found = store.readDamage
-        while readDamageLogged < found.count {
-            log("store: \(found[readDamageLogged]) (a damaged record: its message cannot be shown or handed to a hook)")
-            readDamageLogged += 1
+        while storage.readDamageLogged < found.count {
+            log("store: \(found[storage.readDamageLogged]) (a damaged record: its message cannot be shown or handed to a hook)")
+            storage.readDamageLogged += 1
         }
     }
 
@@ -269,25 +265,25 @@ extension Daemon {
     func openTunnelQueue(_ s: RadioStore) {
         do {
             if let c = try s.storedCursor("sync") {
-                tunnelQueue = TunnelQueue(cursor: c)
+                requests.tunnelQueue = TunnelQueue(cursor: c)
             } else {
                 let c = s.nextMessageId > 0 ? s.nextMessageId - 1 : 0
                 try s.setCursor("sync", c)
-                tunnelQueue = TunnelQueue(cursor: c)
+                requests.tunnelQueue = TunnelQueue(cursor: c)
                 log("store: sync cursor starts after message \(c)")
             }
         } catch {
             // Deliver again rather than skip.
             log("store: cannot read the sync cursor: \(error); starting from the oldest message")
-            tunnelQueue = TunnelQueue(cursor: 0)
+            requests.tunnelQueue = TunnelQueue(cursor: 0)
         }
     }
 
     // MARK: - outbox
 
     func sendOutbox(now: UInt64) {
-        guard phase == .ready, session != nil, let port = operationPort, let store else { return }
-        outbox.send(port: port, jobs: operationJobs, store: store)
+        guard phase == .ready, session != nil, let port = ops.port, let store else { return }
+        outbox.send(port: port, jobs: ops.jobs, store: store)
         pump(now: now)
     }
 
@@ -300,7 +296,7 @@ extension Daemon {
             case .acked(let id, let rtt):
                 log("outbox: message \(id) acknowledged (round trip \(rtt) ms)")
                 publishDelivery(id, "acked")
-                for w in sendWaiters.removeValue(forKey: id) ?? [] {
+                for w in outboxPart.sendWaiters.removeValue(forKey: id) ?? [] {
                     let m = store.flatMap { try? $0.message(id: id) }
                     reply(DaemonResponse(id: w.1, ok: m.map { [("message", MessageJSON.message($0, store: store!))] } ?? []), to: w.0)
                 }
@@ -310,7 +306,7 @@ extension Daemon {
             case .failed(let id, let error):
                 log("outbox: message \(id) failed: \(error.message)")
                 publishDelivery(id, "failed")
-                for w in sendWaiters.removeValue(forKey: id) ?? [] {
+                for w in outboxPart.sendWaiters.removeValue(forKey: id) ?? [] {
                     reply(DaemonResponse(id: w.1, error: error), to: w.0)
                 }
             case .storeFailed(let id, let error):
@@ -322,6 +318,6 @@ extension Daemon {
     func publishDelivery(_ id: UInt64, _ status: String) {
         let e = JSON.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status)))
         api.publish(e)
-        for b in bridges { b.apiEvent(e, now: monotonicMilliseconds()) }
+        for b in mqtt.bridges { b.apiEvent(e, now: monotonicMilliseconds()) }
     }
 }

@@ -15,7 +15,7 @@ import MeshOps
         case .success(let r): req = r
         case .failure(let f): return (f.error.kind.rawValue, f.error.message)
         }
-        guard let r = d.handle(req, 1) else { return ("", "no answer yet") }
+        guard let r = d.handle(req, .api(1)) else { return ("", "no answer yet") }
         switch r.result {
         case .success: return ("ok", "")
         case .failure(let e): return (e.kind.rawValue, e.message)

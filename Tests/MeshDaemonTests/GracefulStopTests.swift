@@ -72,7 +72,7 @@ import MeshOps
         let heldAt = monotonicMilliseconds()
         #expect(drive(d, r, limitMS: 400) { d.stopping || d.link == nil } == false)
         r.node.receive(frame: held!)
-        #expect(drive(d, r) { reconnect ? d.link == nil || d.connections >= 2 : d.stopping }, "\(g.log)")
+        #expect(drive(d, r) { reconnect ? d.link == nil || d.radio.connections >= 2 : d.stopping }, "\(g.log)")
         #expect(monotonicMilliseconds() - heldAt < 1_500)
         #expect(texts(d).map { $0.hasSuffix("m2") } == [false, false, true])
         #expect(syncs == 3, "a SYNC_NEXT_MESSAGE went out after the stop was asked for")

@@ -109,8 +109,8 @@ import MeshOps
         let d = try daemon(dir)
         defer { d.shutdown() }
         let parts = d.loop.allParts
-        #expect(parts.first === d.radioPart)
-        for p in [d.hotplugPart, d.storePart, d.outboxPart, d.operationsPart, d.api, d.notify] as [PollPart] {
+        #expect(parts.first === d.radio)
+        for p in [d.hotplug, d.storage, d.outboxPart, d.ops, d.api, d.notify] as [PollPart] {
             #expect(parts.contains { $0 === p })
         }
     }

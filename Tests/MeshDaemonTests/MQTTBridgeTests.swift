@@ -33,7 +33,7 @@ import MeshLink
             _ = c.takeOutput()
         }
 
-        func bridgeExecute(_ req: DaemonRequest, client: Int) -> DaemonResponse? {
+        func bridgeExecute(_ req: DaemonRequest, client: Caller) -> DaemonResponse? {
             ran.append(req.name)
             return answer(req)
         }

@@ -276,7 +276,12 @@ public final class Daemon {
         storage.retry = { [unowned self] in self.retryStore(now: $0) }
         outboxPart.readyStore = { [unowned self] in self.phase == .ready && self.session != nil ? self.store : nil }
         outboxPart.send = { [unowned self] in self.sendOutbox(now: $0) }
-        hotplug.ready = { [unowned self] in self.hotplugReady(now: $0) }
+        hotplug.linkDown = { [unowned self] in self.link == nil }
+        hotplug.reconnect = { [unowned self] at in
+            self.radio.backoffMS = 0
+            self.radio.reconnectAt = at
+        }
+        hotplug.log = { [unowned self] in self.log($0) }
         ops.turn = { [unowned self] in self.operationsTimers(now: $0) }
         // The parts, in the order the loop runs them; the hooks join when a store opens.
         for part in [radio, outboxPart, storage, hotplug] as [PollPart] { loop.add(part) }
@@ -305,7 +310,7 @@ public final class Daemon {
         // radio unplugged at boot must not hold `systemctl start` for its timeout and make the
         // unit restart in a loop; STATUS= says whether the radio is there.
         notify.ready(status: "serving the API; connecting to \(config.link)")
-        startHotplug()
+        hotplug.start(link: config.link)
         if !stopping { loop.run() }
         shutdown()
         return exitCode

@@ -104,7 +104,7 @@ extension Daemon {
         let spec = config.link
         if spec.hasPrefix("serial:") {
             guard let speed = SerialSpeed(baud: config.baud) else { throw DaemonError(.usage, "unsupported baud rate \(config.baud)") }
-            return try SerialLink(path: serialPath(String(spec.dropFirst(7))), speed: speed)
+            return try SerialLink(path: hotplug.serialPath(String(spec.dropFirst(7))), speed: speed)
         }
         throw DaemonError(.usage, "unknown link \(spec): use serial:PATH, tcp:HOST[:PORT] or ble:ADDRESS")
     }

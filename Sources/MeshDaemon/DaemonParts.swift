@@ -242,7 +242,10 @@ final class HotplugPart: PollPart {
     var monitor: HotplugMonitor? = nil
     /// The serial radio's identity (configured path, by-id name, last node, USB vendor:product).
     var identity: SerialRadioIdentity? = nil
-    var ready: (UInt64) -> Void = { _ in }
+    /// Whether the radio's link is down, and reconnecting (now) at a time; the daemon's log.
+    var linkDown: () -> Bool = { false }
+    var reconnect: (UInt64) -> Void = { _ in }
+    var log: (String) -> Void = { _ in }
 
     func pollDescriptors(into fds: inout [pollfd]) {
         if let m = monitor { fds.append(pollfd(fd: m.fd, events: Int16(POLLIN), revents: 0)) }
@@ -250,7 +253,7 @@ final class HotplugPart: PollPart {
 
     func handle(_ p: pollfd, now: UInt64) -> Bool {
         guard let m = monitor, p.fd == m.fd else { return false }
-        ready(now)
+        monitorReady(now: now)
         return true
     }
 

@@ -94,7 +94,7 @@ extension Daemon {
         if let s = session {
             if storeTakesMessages { s.resumeMessages(now: now) } else { s.pauseMessages() }
         }
-        try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(registryLink), socket: api.path,
+        try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(hotplug.registryLink(config.link)), socket: api.path,
                                         radio: key, name: config.name ?? (name.isEmpty ? nil : name)), group: config.apiGroup?.group.gid)
         phase = .syncing
         radio.radioProblem = nil

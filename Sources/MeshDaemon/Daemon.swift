@@ -140,7 +140,7 @@ public final class Daemon {
     let outboxPart: OutboxPart
     let api: APIServer
     let requests = APIWork()
-    let ops = OperationsPart()
+    let ops: OperationsPart
     let hubPart = HubPart()
     let mqtt = MQTTPart()
     let hotplug = HotplugPart()
@@ -198,6 +198,7 @@ public final class Daemon {
 
     public init(config: Config) throws {
         self.config = config
+        ops = OperationsPart(timeoutMS: config.operationTimeoutMS, commandTimeoutMS: config.commandTimeoutMS)
         var policy = OutboxSender.Policy()
         policy.maxAttempts = config.outboxMaxAttempts
         policy.retryBaseS = config.outboxRetryBaseS
@@ -283,6 +284,7 @@ public final class Daemon {
         }
         hotplug.log = { [unowned self] in self.log($0) }
         ops.turn = { [unowned self] in self.operationsTimers(now: $0) }
+        ops.reply = { [unowned self] r, client in self.reply(r, to: client) }
         // The parts, in the order the loop runs them; the hooks join when a store opens.
         for part in [radio, outboxPart, storage, hotplug] as [PollPart] { loop.add(part) }
         loop.add(api)
@@ -429,7 +431,7 @@ public final class Daemon {
         func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
         if hub != nil { soon(hubTimers(now: now)) }
         if !ops.runs.isEmpty || ops.port?.nextDeadline != nil {
-            soon(operationTimers(now: now))
+            soon(ops.timers(now: now))
             if ops.jobs.hasReady { pump(now: now) }
         }
         return next
@@ -442,7 +444,7 @@ public final class Daemon {
         life.isShutDown = true
         notify.stopping()
         hooks?.detachAll()
-        stopOperations()
+        ops.stop()
         stopMQTT()
         connector?.cancel()
         connector = nil

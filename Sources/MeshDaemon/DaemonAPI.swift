@@ -264,10 +264,7 @@ extension Daemon {
         requests.tunnelQueue.disconnected(client)
         radioWaitsGone(.api(client))
         // Its operations are cancelled: nobody is left to answer, and they leave the radio.
-        for (run, op) in ops.runs where op.client == .api(client) {
-            ops.runs[run] = nil
-            op.lease.cancel(DaemonError(.link, "\(op.name): the client went away."))
-        }
+        ops.clientGone(.api(client))
     }
 
     // MARK: - tunnel

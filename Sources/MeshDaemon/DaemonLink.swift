@@ -77,7 +77,11 @@ extension Daemon {
         sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
         let s = Session(config: sc)
         session = s
-        openOperationPort(s)
+        // What an operation's command changed on the radio, the store follows (as for tunnel clients).
+        ops.open(s) { [unowned self] frame, r in
+            self.recordTunnelSend(frame, r)
+            self.keepListedContacts(frame, r)
+        }
         phase = .handshaking
         // No place on disk for a message yet (the store not open, or failing): the radio keeps
         // its queue until there is (`radioReady`, `retryStore`).
@@ -139,7 +143,7 @@ extension Daemon {
         if let s = session {
             s.close()
             processEvents(now: monotonicMilliseconds())
-            closeOperationPort(reason)
+            ops.close(reason)
             if let si = s.selfInfo { radio.lastSelfInfo = si }
             if let di = s.deviceInfo { radio.lastDeviceInfo = di }
         }

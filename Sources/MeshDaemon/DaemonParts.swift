@@ -207,7 +207,17 @@ final class OperationsPart: PollPart {
     var port: SessionPort? = nil
     var runs: [Int: OperationRun] = [:]
     var next = 0
+    /// How long an operation may take, and each of its commands.
+    let timeoutMS: UInt64
+    let commandTimeoutMS: UInt64
+    /// Where an operation's answer goes, and the turn (the daemon's `operationsTimers`).
+    var reply: (DaemonResponse, Caller) -> Void = { _, _ in }
     var turn: (UInt64) -> UInt64? = { _ in nil }
+
+    init(timeoutMS: UInt64, commandTimeoutMS: UInt64) {
+        self.timeoutMS = timeoutMS
+        self.commandTimeoutMS = commandTimeoutMS
+    }
 
     func pollDescriptors(into fds: inout [pollfd]) {}
     func handle(_ p: pollfd, now: UInt64) -> Bool { false }

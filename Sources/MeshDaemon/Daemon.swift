@@ -275,6 +275,7 @@ public final class Daemon {
             return self.radioTimers(now: now)
         }
         storage.retry = { [unowned self] in self.retryStore(now: $0) }
+        storage.log = { [unowned self] in self.log($0) }
         outboxPart.readyStore = { [unowned self] in self.phase == .ready && self.session != nil ? self.store : nil }
         outboxPart.send = { [unowned self] in self.sendOutbox(now: $0) }
         hotplug.linkDown = { [unowned self] in self.link == nil }

@@ -28,7 +28,7 @@ extension Daemon {
     /// the log works again (`retryStore`). Only when even the inbox fails is it held in memory.
     @discardableResult
     func save(_ rec: StoredMessage) -> Bool {
-        guard let store else { holdInMemory(rec, "the store is not open"); return false }
+        guard let store else { storage.holdInMemory(rec, "the store is not open"); return false }
         do {
             // In order: after messages that still wait for the log (one in flight during a stop).
             if !store.heldMessages.isEmpty || !storage.unsaved.isEmpty {
@@ -42,7 +42,7 @@ extension Daemon {
                 log("store: cannot store a received message: \(error); it waits in the store's inbox (on disk), and the "
                     + "radio keeps the rest of its queue until the log takes messages again (tried every 5 s)")
             } catch let inboxError {
-                holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
+                storage.holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
             }
             if storage.retryAt == 0 { storage.retryAt = monotonicMilliseconds() + 5_000 }
             return false
@@ -63,16 +63,6 @@ extension Daemon {
         case .duplicate:
             storage.duplicateCount += 1
         }
-    }
-
-    /// A message already taken off the radio with no place on disk (the store not open, or its
-    /// inbox failing too): the last resort, said plainly.
-    func holdInMemory(_ rec: StoredMessage, _ why: String) {
-        log("store: cannot store a received message (\(why)); it is held in memory only, and lost if the daemon stops "
-            + "before the store works again; the radio keeps the rest of its queue")
-        if storage.unsaved.count >= storage.unsavedCapacity { storage.unsaved.removeFirst() }
-        storage.unsaved.append(rec)
-        if storage.retryAt == 0 { storage.retryAt = monotonicMilliseconds() + 1_000 }
     }
 
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
@@ -251,14 +241,7 @@ extension Daemon {
     }
 
     /// Logs each damaged record found while reading messages (hooks, API), once: it is skipped.
-    func reportReadDamage() {
-        guard let store else { return }
-        let found = store.readDamage
-        while storage.readDamageLogged < found.count {
-            log("store: \(found[storage.readDamageLogged]) (a damaged record: its message cannot be shown or handed to a hook)")
-            storage.readDamageLogged += 1
-        }
-    }
+    func reportReadDamage() { storage.reportReadDamage() }
 
     /// The tunnel's delivery cursor ("sync"). The first time a store is used, it starts at the
     /// newest stored message: tunnel clients get what arrives from then on, not the whole history.

@@ -93,13 +93,6 @@ final class RadioSync {
     var batteryTicket: Ticket? = nil
     var batteryCheckAt: UInt64 = 0
     var batteryLow = false
-
-    /// The link went: the listings in flight end (their cancelled replies must not finish them).
-    func linkLost() {
-        contactsTicket = nil
-        channelTickets.removeAll()
-        keepaliveTicket = nil
-    }
 }
 
 /// The store: the open radio store, the hooks that follow it, what could not be put on disk, and
@@ -121,10 +114,31 @@ final class StorePart: PollPart {
     var storedCount = 0
     var duplicateCount = 0
     var retry: (UInt64) -> Void = { _ in }
+    var log: (String) -> Void = { _ in }
 
     /// True when a message taken off the radio now would be on disk whatever the log does: the
     /// store is open, its inbox is ready and empty, and nothing waits in memory.
     var takesMessages: Bool { unsaved.isEmpty && store?.canTakeMessage == true }
+
+    /// A message already taken off the radio with no place on disk (the store not open, or its
+    /// inbox failing too): the last resort, said plainly.
+    func holdInMemory(_ rec: StoredMessage, _ why: String) {
+        log("store: cannot store a received message (\(why)); it is held in memory only, and lost if the daemon stops "
+            + "before the store works again; the radio keeps the rest of its queue")
+        if unsaved.count >= unsavedCapacity { unsaved.removeFirst() }
+        unsaved.append(rec)
+        if retryAt == 0 { retryAt = monotonicMilliseconds() + 1_000 }
+    }
+
+    /// Logs each damaged record found while reading messages (hooks, API), once: it is skipped.
+    func reportReadDamage() {
+        guard let store else { return }
+        let found = store.readDamage
+        while readDamageLogged < found.count {
+            log("store: \(found[readDamageLogged]) (a damaged record: its message cannot be shown or handed to a hook)")
+            readDamageLogged += 1
+        }
+    }
 
     func pollDescriptors(into fds: inout [pollfd]) {}
     func handle(_ p: pollfd, now: UInt64) -> Bool { false }

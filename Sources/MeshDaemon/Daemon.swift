@@ -13,7 +13,9 @@ import MeshHub
 ///
 /// One thread, one `poll()` loop (MeshLink's `PollLoop`) running parts, each with its descriptors,
 /// readiness handler and deadline (DaemonParts.swift): the radio owner, hotplug, the store, the
-/// outbox, hooks, the API server, the hub and the MQTT connections; signals come through the
+/// outbox, hooks, the API server, the operations, the hub and the MQTT connections. Each part
+/// owns its state and is given what it needs of the others as closures; this class is the wiring
+/// between them (`init`) and the order of their work (`pump`). Signals come through the
 /// loop's self-pipe (SIGTERM/SIGINT stop, SIGHUP reconnects, SIGCHLD reaps hooks). The radio conversation is a
 /// `MeshSession.Session` (sans-I/O); this class is its shell, and it orders the work so that
 /// **every message drained from the radio is appended to the store (fsync) before the next

@@ -43,7 +43,14 @@ objects() {
     local m f
     for m in "$@"; do
         [ -d "$deps/$m.build" ] || continue
-        while IFS= read -r -d '' f; do objs+=("$f"); done < <(find "$deps/$m.build" -name '*.o' -print0)
+        while IFS= read -r -d '' f; do
+            # An incremental build leaves the object of a removed or moved source behind: only
+            # the objects of sources the module still has.
+            case "$f" in
+                *.swift.o|*.c.o) [ -n "$(find "$root/Sources/$m" -name "$(basename "$f" .o)" -print -quit 2>/dev/null)" ] || continue ;;
+            esac
+            objs+=("$f")
+        done < <(find "$deps/$m.build" -name '*.o' -print0)
     done
 }
 

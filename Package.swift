@@ -2,10 +2,11 @@
 import PackageDescription
 
 // Dependencies point down only (see the module map in docs/design.md); each target lists what it imports:
-//   pocketmesh (cmd) -> MeshDaemon -> MeshHub, MeshBridge -> MeshDaemonClient -> MeshOps -> MeshSession; MeshDaemonClient -> MeshStore;
-//   MeshSession, MeshSim -> MeshLink, MeshAir; MeshSim -> MeshNode -> MeshAir;
-//   MeshDaemon, MeshDaemonClient, MeshSim -> MeshNet (JSON, MQTT, DNS, WebSocket: codecs without I/O, standard library only);
-//   MeshStore -> MeshLink (its Errno layer); MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
+//   pocketmesh (cmd) -> MeshDaemon -> MeshHub, MeshBridge, MeshDaemonClient -> MeshOps -> MeshSession, MeshStore, MeshNet;
+//   MeshDaemonClient (the command line's `Radio`), MeshOps, MeshSim -> MeshLink; MeshSession, MeshSim -> MeshAir; MeshSim -> MeshNode -> MeshAir;
+//   MeshOps, MeshDaemon, MeshSim -> MeshNet (JSON, MQTT, DNS, WebSocket: codecs without I/O, standard library only);
+//   MeshLink, MeshStore -> MeshErrno (errno, EINTR); MeshStore, MeshAir and everything above -> MeshCompanion (standard library only);
+//   never: MeshStore -> MeshLink, MeshHub/MeshBridge -> MeshDaemonClient, MeshSession -> MeshLink (LayerTests holds these);
 //   MeshAir -> CMeshCrypto (libsodium, mbedTLS's libmbedcrypto); MeshBridge -> CMeshTLS (mbedTLS)
 // Release builds skip the run-time exclusivity checks (debug builds and the tests keep them): in the
 // simulator's inner loop they were an eighth of the time, and the binary is smaller without them.
@@ -54,8 +55,11 @@ let package = Package(
         // BlueZ headers only (libbluetooth-dev): structs and constants; nothing is linked, so the
         // binary starts on systems without BlueZ.
         .systemLibrary(name: "CBluetooth"),
-        // Byte links (serial, TCP, BLE), discovery and the poll loop.
-        .target(name: "MeshLink", dependencies: ["CBluetooth", "CMeshLink"], swiftSettings: releaseSettings),
+        // The one errno type and EINTR policy (`Errno`, `sys`, `retryingOnInterrupt`): below the
+        // links and the store, which both make system calls. Glibc only.
+        .target(name: "MeshErrno", swiftSettings: releaseSettings),
+        // Byte links (serial, TCP, BLE), discovery, the poll loop, Unix sockets and state files.
+        .target(name: "MeshLink", dependencies: ["MeshErrno", "CBluetooth", "CMeshLink"], swiftSettings: releaseSettings),
         // C helpers for MeshLink: _GNU_SOURCE calls, the signal self-pipe, and libudev loaded with
         // dlopen (so the binary starts without libudev and falls back to sysfs).
         .target(name: "CMeshLink"),
@@ -65,14 +69,17 @@ let package = Package(
         // daemon's MQTT connections.
         .target(name: "CMeshTLS", dependencies: ["CMbedTLS"],
                 linkerSettings: [.linkedLibrary("mbedtls"), .linkedLibrary("mbedx509"), .linkedLibrary("mbedcrypto")]),
-        // One conversation with one radio.
-        .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir", "MeshLink"], swiftSettings: releaseSettings),
+        // One conversation with one radio, sans-I/O (the command line's blocking shell over a
+        // link, `Radio`, is MeshDaemonClient's).
+        .target(name: "MeshSession", dependencies: ["MeshCompanion", "MeshAir"], swiftSettings: releaseSettings),
         // One operation per user action (device and settings, contacts, channels, messaging, remote
         // nodes) over a session, with one result model (`Value`, JSON) and one error type: the
-        // command line and the daemon's socket API are two front ends of it.
-        .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshLink"], swiftSettings: releaseSettings),
-        // Flat-file persistence; its system calls go through MeshLink's Errno layer (one EINTR policy).
-        .target(name: "MeshStore", dependencies: ["MeshCompanion", "MeshLink"], swiftSettings: releaseSettings),
+        // command line and the daemon's socket API are two front ends of it; the API's messages
+        // and the JSON of stored records, which the daemon, the hub and the bridges share.
+        .target(name: "MeshOps", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshLink", "MeshStore", "MeshNet"],
+                swiftSettings: releaseSettings),
+        // Flat-file persistence; its system calls go through MeshErrno (one EINTR policy).
+        .target(name: "MeshStore", dependencies: ["MeshCompanion", "MeshErrno"], swiftSettings: releaseSettings),
         // Network codecs with no I/O (bytes in, bytes and events out): JSON, the MQTT 3.1.1 client
         // session, broker URLs and reconnect backoff, DNS, WebSocket client and server. Standard
         // library only.
@@ -84,18 +91,19 @@ let package = Package(
         .target(name: "MeshNode", dependencies: ["MeshCompanion", "MeshAir"], swiftSettings: releaseSettings),
         // Simulated radios and the air between them.
         .target(name: "MeshSim", dependencies: ["MeshCompanion", "MeshAir", "MeshNode", "MeshLink", "MeshNet"], swiftSettings: releaseSettings),
-        // What a command uses to reach a running daemon: the API's messages, the client, the frame
-        // tunnel, the registry of running daemons and the runtime folder, the JSON of stored records.
+        // What a command uses to reach a radio: a running daemon (the client, the frame tunnel, the
+        // registry of running daemons and the runtime folder) or its own link (`Radio`, the blocking
+        // shell of a session on a poll loop).
         .target(name: "MeshDaemonClient", dependencies: ["MeshCompanion", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "MeshNet"],
                 swiftSettings: releaseSettings),
         // The companion hub: TCP and WebSocket listeners for companion apps, each client's queue and
         // turn at the radio, and the apps' cursors; a part of the daemon's loop.
-        .target(name: "MeshHub", dependencies: ["MeshCompanion", "MeshAir", "MeshLink", "MeshNet", "MeshOps", "MeshDaemonClient"],
+        .target(name: "MeshHub", dependencies: ["MeshCompanion", "MeshAir", "MeshLink", "MeshNet", "MeshOps"],
                 swiftSettings: releaseSettings),
         // The MQTT chat bridge and the packet observer, their broker connections (DNS, TCP, TLS over
         // mbedTLS, WebSocket); parts of the daemon's loop.
         .target(name: "MeshBridge", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshLink", "MeshNet", "MeshOps", "MeshStore",
-                                                   "MeshDaemonClient", "CMeshTLS"], swiftSettings: releaseSettings),
+                                                   "CMeshTLS"], swiftSettings: releaseSettings),
         // The long-running service.
         .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink",
                                                    "MeshNet", "MeshDaemonClient", "MeshHub", "MeshBridge"], swiftSettings: releaseSettings),
@@ -110,7 +118,7 @@ let package = Package(
         .testTarget(name: "MeshCompanionTests", dependencies: ["MeshCompanion"]),
         .testTarget(name: "MeshAirTests", dependencies: ["MeshAir", "CSodium"]),  // libsodium's own signing checks ours
         .testTarget(name: "MeshLinkTests", dependencies: ["MeshLink"]),
-        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshNode", "MeshSim"]),  // the session and the operations over it
+        .testTarget(name: "MeshSessionTests", dependencies: ["MeshSession", "MeshOps", "MeshNode", "MeshSim", "MeshDaemonClient", "MeshLink"]),  // the session and the operations over it
         .testTarget(name: "MeshStoreTests", dependencies: ["MeshStore", "MeshLink"]),  // MeshLink: the EINTR layer the store uses
         .testTarget(name: "MeshTerminalTests", dependencies: ["MeshTerminal", "MeshSession"]),
         .testTarget(name: "MeshNetTests", dependencies: ["MeshNet"]),

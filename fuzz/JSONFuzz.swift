@@ -54,7 +54,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         }
         if r.op == .operation, case .object(let pairs) = r.args {
             var fields: [String: Value] = [:]
-            for (k, v) in pairs { fields[k] = v.value }
+            for (k, v) in pairs { fields[k] = v }
             do throws(ClientError) {
                 let request = try Request(apiOp: r.name, fields: fields)
                 if let least = Request.operationClass(apiOp: r.name) {

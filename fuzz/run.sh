@@ -7,8 +7,8 @@
 #   air       on-air packets, payloads, adverts, plaintexts (MeshAir)
 #   att       ATT PDUs into the GATT client and the simulated GATT server (MeshLink)
 #   store     store records, the index file, contacts/channels/outbox/state files (MeshStore; its file
-#             calls go through MeshLink's errno layer)
-#   json      API request lines: JSONParser (MeshNet) and DaemonRequest.parse (MeshDaemonClient), the
+#             calls go through MeshErrno's errno layer)
+#   json      API request lines: JSONParser (MeshNet) and DaemonRequest.parse (MeshOps), the
 #             companion-stream deframer (MeshCompanion), the WebSocket client with SHA-1 from MeshAir (built
 #             with the MeshDaemon sources, which link MeshHub and MeshBridge)
 #   topology  simulator topology files (MeshSim)
@@ -43,12 +43,19 @@ objects() {
     local m f
     for m in "$@"; do
         [ -d "$deps/$m.build" ] || continue
-        while IFS= read -r -d '' f; do objs+=("$f"); done < <(find "$deps/$m.build" -name '*.o' -print0)
+        while IFS= read -r -d '' f; do
+            # An incremental build leaves the object of a removed or moved source behind: only
+            # the objects of sources the module still has.
+            case "$f" in
+                *.swift.o|*.c.o) [ -n "$(find "$root/Sources/$m" -name "$(basename "$f" .o)" -print -quit 2>/dev/null)" ] || continue ;;
+            esac
+            objs+=("$f")
+        done < <(find "$deps/$m.build" -name '*.o' -print0)
     done
 }
 
 crypto=(CMeshCrypto)  # with libsodium and mbedTLS's libmbedcrypto
-link=(MeshLink CMeshLink)
+link=(MeshLink MeshErrno CMeshLink)
 
 # build TARGET FILE MODULE "SOURCES..." DEP-MODULES...: compiles fuzz/FILE.swift into $out/TARGET-fuzz.
 build() {

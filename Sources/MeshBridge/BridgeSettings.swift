@@ -1,8 +1,7 @@
 import Glibc
+import MeshNet
 import MeshLink
 import MeshOps
-import MeshNet
-import MeshDaemonClient
 
 /// `--mqtt URL` and what goes with it.
 public struct MQTTSettings: Sendable {

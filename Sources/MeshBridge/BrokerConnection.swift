@@ -2,7 +2,7 @@ import Glibc
 import MeshAir
 import MeshLink
 import MeshNet
-import MeshDaemonClient
+import MeshOps
 
 /// One broker, kept connected from the daemon's poll loop: find the host's addresses (an IP
 /// literal, /etc/hosts, else DNS over UDP to the servers of /etc/resolv.conf through `DNSLookup`:

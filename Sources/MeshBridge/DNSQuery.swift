@@ -1,7 +1,7 @@
 import Glibc
 import MeshLink
 import MeshNet
-import MeshDaemonClient
+import MeshOps
 
 /// One name asked of the servers of /etc/resolv.conf, on a poll loop: MeshNet's `DNSLookup` (the
 /// protocol: queries, answers, retries, the next server) with the I/O it needs, one connected,

@@ -4,7 +4,6 @@ import MeshCompanion
 import MeshNet
 import MeshOps
 import MeshStore
-import MeshDaemonClient
 
 /// `--mqtt URL`: the chat bridge to one broker.
 ///
@@ -65,7 +64,7 @@ public final class MQTTBridge {
     public weak var host: BridgeHost? = nil
     func execute(_ r: DaemonRequest, _ client: Int) -> DaemonResponse? {
         guard let host else { return DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
-        return host.bridgeExecute(r, client: client)
+        return host.bridgeExecute(r, client: .bridge(ObjectIdentifier(self), client))
     }
 
     private weak var store: RadioStore? = nil

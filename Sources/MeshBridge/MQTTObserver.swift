@@ -3,7 +3,7 @@ import Glibc
 import MeshAir
 import MeshCompanion
 import MeshNet
-import MeshDaemonClient
+import MeshOps
 
 /// `--mqtt-observer URL --mqtt-iata XXX`: the packet uploader of the MeshCore observer networks.
 ///
@@ -62,7 +62,7 @@ public final class MQTTObserver {
     public weak var host: BridgeHost? = nil
     func execute(_ r: DaemonRequest, _ client: Int) -> DaemonResponse? {
         guard let host else { return DaemonResponse(id: r.id, error: DaemonError(.unsupported, "no handler")) }
-        return host.bridgeExecute(r, client: client)
+        return host.bridgeExecute(r, client: .observer(ObjectIdentifier(self)))
     }
     /// The wall clock in microseconds since 1970 (a test sets its own).
     public var wallClock: () -> Int64 = {
@@ -194,7 +194,7 @@ public final class MQTTObserver {
                 guard let k = n["public_key"]?.string, k.utf8.count == 64, k.lowercased() != me, n["type"]?.string == "repeater",
                       !found.contains(where: { $0.publicKey == k.uppercased() }) else { continue }
                 let snr: Double
-                switch n["snr"] { case .double(let d)?: snr = d; case .int(let i)?: snr = Double(i); default: snr = 0 }
+                switch n["snr"] { case .double(let d)?: snr = d; case .integer(let i)?: snr = Double(i); default: snr = 0 }
                 found.append(ObserverFormat.Neighbour(publicKey: k.uppercased(), snr: snr, heardAt: at))
             }
             nbTotal = found.count

@@ -3,7 +3,8 @@ import MeshAir
 import MeshCompanion
 import MeshNet
 import MeshSession
-import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// What the observer uploader publishes, exactly as meshcore-packet-capture (the uploader the
 /// MeshCore analyzer and map sites are built on) publishes it for the same packet and status: the
@@ -442,7 +443,7 @@ public enum ObserverFormat {
         switch j {
         case .null: out += "null".utf8
         case .bool(let b): out += (b ? "true" : "false").utf8
-        case .int(let v): out += String(v).utf8
+        case .integer(let v): out += String(v).utf8
         case .double(let d): out += pythonFloat(d).utf8
         case .string(let s): pythonString(s, into: &out)
         case .array(let items):

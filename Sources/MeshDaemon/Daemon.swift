@@ -13,7 +13,9 @@ import MeshHub
 ///
 /// One thread, one `poll()` loop (MeshLink's `PollLoop`) running parts, each with its descriptors,
 /// readiness handler and deadline (DaemonParts.swift): the radio owner, hotplug, the store, the
-/// outbox, hooks, the API server, the hub and the MQTT connections; signals come through the
+/// outbox, hooks, the API server, the operations, the hub and the MQTT connections. Each part
+/// owns its state and is given what it needs of the others as closures; this class is the wiring
+/// between them (`init`) and the order of their work (`pump`). Signals come through the
 /// loop's self-pipe (SIGTERM/SIGINT stop, SIGHUP reconnects, SIGCHLD reaps hooks). The radio conversation is a
 /// `MeshSession.Session` (sans-I/O); this class is its shell, and it orders the work so that
 /// **every message drained from the radio is appended to the store (fsync) before the next
@@ -26,24 +28,13 @@ public final class Daemon {
         public var stateDir: String? = nil
         public var socketPath: String? = nil
         public var name: String? = nil
-        public var hook: [String]? = nil
-        /// The wrapper hooks run under (`[self-exe, "daemon", "hook-exec"]`); nil runs them directly.
-        public var hookWrapper: [String]? = nil
-        public var hookConcurrency = 2
+        /// The hooks' settings (`--on-message` and its options): the hook part's own.
+        public var hookSettings = HookSettings()
         /// Command-line operations running at once for API, hub and MQTT clients (in this
         /// process, DaemonOperations.swift); further requests are refused as busy.
         public var operationConcurrency = 16
-        /// An operation not finished after this long is answered with a timeout.
+        /// An operation not finished after this long is cancelled and answered with a timeout.
         public var operationTimeoutMS: UInt64 = 120_000
-        public var hookTimeoutMS: UInt64 = 30_000
-        /// The daemon is a child subreaper: what a hook leaves behind outside its process group
-        /// comes back to it and is ended (HookRunner.Config.adoptOrphans; the command sets it).
-        public var adoptHookOrphans = false
-        /// Runs of one message's hook before it is given up.
-        public var hookMaxAttempts = 10
-        /// `--hooks-from-start`: a hook without a delivery cursor gets every stored message (by
-        /// default it starts after the newest).
-        public var hooksFromStart = false
         /// Safety-net drain and link check interval.
         public var drainIntervalMS: UInt64 = 60_000
         public var reconnectMinMS: UInt64 = 1_000
@@ -79,6 +70,55 @@ public final class Daemon {
         /// this group, whose members get its classes; root and the daemon's user keep every class.
         public var apiGroup: APIGroup? = nil
         public init(link: String) { self.link = link }
+
+        // The hooks' settings by their flags' names (the command line sets them so).
+        public var hook: [String]? {
+            get { hookSettings.command }
+            set { hookSettings.command = newValue }
+        }
+        public var hookWrapper: [String]? {
+            get { hookSettings.wrapper }
+            set { hookSettings.wrapper = newValue }
+        }
+        public var hookConcurrency: Int {
+            get { hookSettings.concurrency }
+            set { hookSettings.concurrency = newValue }
+        }
+        public var hookTimeoutMS: UInt64 {
+            get { hookSettings.timeoutMS }
+            set { hookSettings.timeoutMS = newValue }
+        }
+        public var adoptHookOrphans: Bool {
+            get { hookSettings.adoptOrphans }
+            set { hookSettings.adoptOrphans = newValue }
+        }
+        public var hookMaxAttempts: Int {
+            get { hookSettings.maxAttempts }
+            set { hookSettings.maxAttempts = newValue }
+        }
+        public var hooksFromStart: Bool {
+            get { hookSettings.fromStart }
+            set { hookSettings.fromStart = newValue }
+        }
+    }
+
+    /// `--on-message` and its options.
+    public struct HookSettings {
+        /// The hook's command line (nil: no hook).
+        public var command: [String]? = nil
+        /// The wrapper hooks run under (`[self-exe, "daemon", "hook-exec"]`); nil runs them directly.
+        public var wrapper: [String]? = nil
+        public var concurrency = 2
+        public var timeoutMS: UInt64 = 30_000
+        /// The daemon is a child subreaper: what a hook leaves behind outside its process group
+        /// comes back to it and is ended (HookRunner.Config.adoptOrphans; the command sets it).
+        public var adoptOrphans = false
+        /// Runs of one message's hook before it is given up.
+        public var maxAttempts = 10
+        /// `--hooks-from-start`: a hook without a delivery cursor gets every stored message (by
+        /// default it starts after the newest).
+        public var fromStart = false
+        public init() {}
     }
 
     /// `connecting`: the link is being made (a TCP radio's host looked up and connected, a BLE
@@ -91,138 +131,80 @@ public final class Daemon {
         l.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, stderr) }
         fflush(stderr)
     }
-
-    public internal(set) var phase: Phase = .down
-    public internal(set) var store: RadioStore? = nil
-    let api: APIServer
     /// The one loop everything runs on.
     let loop = PollLoop()
+    var life = Lifecycle()
+
+    // The parts (DaemonParts.swift), each with its own state; the daemon wires them.
+    let radio = RadioPart()
+    let sync = RadioSync()
+    let storage = StorePart()
+    let outboxPart: OutboxPart
+    let api: APIServer
+    let requests = APIWork()
+    let ops: OperationsPart
+    let hubPart = HubPart()
+    let mqtt = MQTTPart()
+    let hotplug = HotplugPart()
     let notify: SystemdNotify
+
+    // What the daemon's own code and its users read of the parts.
+    public internal(set) var phase: Phase {
+        get { radio.phase }
+        set { radio.phase = newValue }
+    }
+    public internal(set) var store: RadioStore? {
+        get { storage.store }
+        set { storage.store = newValue }
+    }
+    public var exitCode: Int32 { life.exitCode }
+    public var storedCount: Int { storage.storedCount }
+    public var duplicateCount: Int { storage.duplicateCount }
+    var link: ByteLink? {
+        get { radio.link }
+        set { radio.link = newValue }
+    }
+    var connector: RadioConnector? {
+        get { radio.connector }
+        set { radio.connector = newValue }
+    }
+    var session: Session? {
+        get { radio.session }
+        set { radio.session = newValue }
+    }
+    var hub: HubServer? { hubPart.server }
+    var outbox: OutboxSender { outboxPart.sender }
     /// The hook runner is a part of the loop while there is one (one per store).
-    var hooks: HookRunner? = nil {
-        didSet {
-            if let old = oldValue, old !== hooks { loop.remove(old) }
-            if let h = hooks { loop.add(h) }
+    var hooks: HookRunner? {
+        get { storage.hooks }
+        set {
+            if let old = storage.hooks, old !== newValue { loop.remove(old) }
+            storage.hooks = newValue
+            if let h = newValue { loop.add(h) }
         }
     }
-    let startedAt = monotonicMilliseconds()
     /// Set once the daemon is to stop: the loop returns after the handler that set it.
-    var stopping = false {
-        didSet { if stopping { loop.stop() } }
+    var stopping: Bool {
+        get { life.stopping }
+        set {
+            life.stopping = newValue
+            if newValue { loop.stop() }
+        }
     }
-    /// A stop or reconnect asked for by a signal, waiting for the answer to a SYNC_NEXT_MESSAGE
-    /// already sent (the radio forgets a message once it hands it over), until `settleDeadline`.
-    enum Settle { case reconnect, stop }
-    var settling: Settle? = nil
-    var settleDeadline: UInt64 = 0
-
-    // link and session
-    var link: ByteLink? = nil
-    /// The link being made (`DaemonConnect.swift`), while `phase` is `connecting`.
-    var connector: RadioConnector? = nil
-    /// Requests that need the radio, waiting for the connect and handshake under way
-    /// (DaemonRadioWait.swift).
-    var radioWaits: [RadioWait] = []
-    /// Why the last attempt to reach the radio failed (nil once it answered): `status` and STATUS=.
-    var radioProblem: String? = nil
-    var session: Session? = nil
-    var deframer = StreamDeframer(marker: UInt8(ascii: ">"))
-    var reconnectAt: UInt64 = 0
-    var backoffMS: UInt64 = 0
-    /// DEVICE_INFO and SELF_INFO as the radio last reported them: the session's copies, which it
-    /// reads again whenever a command changes a setting, and the last ones kept while the link is down.
-    var lastDeviceInfo: [UInt8] = []
-    var lastSelfInfo: [UInt8] = []
-    var deviceInfo: [UInt8] { session?.deviceInfo ?? lastDeviceInfo }
-    var selfInfo: [UInt8] { session?.selfInfo ?? lastSelfInfo }
+    var deviceInfo: [UInt8] { radio.deviceInfo }
+    var selfInfo: [UInt8] { radio.selfInfo }
     /// The same, decoded.
-    var radioSelf: RadioSelf? { session?.radioSelf ?? RadioSelf(frame: lastSelfInfo) }
-    var radioDevice: RadioDevice? { session?.radioDevice ?? RadioDevice(frame: lastDeviceInfo) }
-    var syncedOnce = false
-    var connections = 0
-    var readBuffer = [UInt8](repeating: 0, count: 4096)
-    // the daemon's own parts of the loop (DaemonParts.swift)
-    lazy var radioPart = RadioPart(self)
-    lazy var hotplugPart = HotplugPart(self)
-    lazy var storePart = StorePart(self)
-    lazy var outboxPart = OutboxPart(self)
-    lazy var operationsPart = OperationsPart(self)
-    // serial hotplug (DaemonHotplug.swift)
-    var radioIdentity: SerialRadioIdentity? = nil
-
-    // sync bookkeeping
-    var contactsTicket: Ticket? = nil
-    /// Whether the contacts listing in flight is a full one (not `since` the watermark).
-    var contactsListingFull = false
-    /// The next contacts sync lists every contact: the radio has fewer than the store (one was
-    /// removed behind the daemon's back), so the store finds out which.
-    var contactsFullSyncWanted = false
-    var contactsResyncAt: UInt64? = nil
-    var channelTickets: [Ticket: UInt8] = [:]
-    var channelsFound: [StoredChannel] = []
-    var nextDrainAt: UInt64 = 0
-    var keepaliveTicket: Ticket? = nil
-    var batteryTicket: Ticket? = nil
-    var batteryCheckAt: UInt64 = 0
-    var batteryLow = false
-    /// The last SET_FLOOD_SCOPE_KEY a client set (`scope`): the radio forgets it with the
-    /// connection, so it is sent again after each reconnect.
-    var floodScopeFrame: [UInt8]? = nil
-    var pendingLinkLoss: String? = nil
-    var isShutDown = false
-    /// Damaged records found while reading the store that have been logged.
-    var readDamageLogged = 0
-    /// Received messages with no place on disk (store not open and its inbox failing): a last
-    /// resort; the radio is asked for nothing more meanwhile (DaemonMessages.swift).
-    var unsaved: [StoredMessage] = []
-    let unsavedCapacity = 256
-    var inboxProblemLogged = false
-    /// The exit code when the daemon stops on its own (a state folder it will not use: 2).
-    public internal(set) var exitCode: Int32 = 0
-    public internal(set) var storedCount = 0
-    public internal(set) var duplicateCount = 0
-
-    // outbox and API work in flight
-    let outbox: OutboxSender
-    var sendWaiters: [UInt64: [(APIServer.ClientID, Int64)]] = [:]
-    var replyTickets: [Ticket: (client: APIServer.ClientID, id: Int64, what: String, record: StoredMessage?)] = [:]
-    /// After an OK to a `replyTickets` command: what else to do, and the fields of the answer.
-    var replyAfterOK: [Ticket: () -> [(String, JSON)]] = [:]
-    var tunnelTickets: [Ticket: (client: APIServer.ClientID, frame: [UInt8])] = [:]
-    /// The radio's message queue as tunnel clients see it: answered from the store (TunnelQueue.swift).
-    var tunnelQueue = TunnelQueue(cursor: 0)
-    /// Command-line operations running for API, hub and MQTT clients, in this process
-    /// (DaemonOperations.swift): their steps, the session's port they wait on, and who asked.
-    let operationJobs = OperationJobs()
-    var operationPort: SessionPort? = nil
-    var operations: [Int: OperationRun] = [:]
-    var nextOperation = 0
-    /// ACK tags of direct messages sent through a tunnel, to mark them acked in the store.
-    var tunnelAckTags: [(tag: UInt32, id: UInt64)] = []
-    /// The companion hub (DaemonHub.swift), its clients' sessions, and whose send each ACK code confirms.
-    var hub: HubServer? = nil
-    var hubSessions: [Int: HubSession] = [:]
-    /// The hub clients' requests, in order per client, and their turns at the radio (HubQueue.swift).
-    var hubQueue = HubQueue()
-    /// The hub request at the radio: its client and frame.
-    var hubTickets: [Ticket: (client: Int, frame: [UInt8])] = [:]
-    /// When this daemon last wrote each app cursor (wall-clock seconds): it marks the app seen.
-    var hubCursorTouched: [String: Int] = [:]
-    var hubAckOwners: [(ack: UInt32, client: Int)] = []
-    /// The radio's contact table as last listed whole, while current: hub clients' GET_CONTACTS is answered from it.
-    var hubContacts = HubContacts()
-    /// Refusals logged per door (DaemonPermissions.swift).
-    var refusalLog = RefusalLog()
-    /// MQTT (DaemonMQTT.swift).
-    var bridges: [MQTTBridge] = []
-    var observers: [MQTTObserver] = []
+    var radioSelf: RadioSelf? { session?.radioSelf ?? RadioSelf(frame: radio.lastSelfInfo) }
+    var radioDevice: RadioDevice? { session?.radioDevice ?? RadioDevice(frame: radio.lastDeviceInfo) }
+    enum Settle { case reconnect, stop }
 
     public init(config: Config) throws {
         self.config = config
+        ops = OperationsPart(timeoutMS: config.operationTimeoutMS, commandTimeoutMS: config.commandTimeoutMS)
         var policy = OutboxSender.Policy()
         policy.maxAttempts = config.outboxMaxAttempts
         policy.retryBaseS = config.outboxRetryBaseS
-        outbox = OutboxSender(policy: policy, sessionConfig: Self.sessionConfig(config), wallClock: { UInt32(truncatingIfNeeded: time(nil)) })
+        outboxPart = OutboxPart(OutboxSender(policy: policy, sessionConfig: Self.sessionConfig(config), wallClock: { UInt32(truncatingIfNeeded: time(nil)) }))
         if let name = config.name, !RuntimeDirectory.isValidName(name) { throw DaemonError(.usage, RuntimeDirectory.nameRule) }
         if let program = config.hook?.first,
            let problem = Spawn.problem(running: program, path: config.environment["PATH"] ?? getenv("PATH").map { String(cString: $0) }) {
@@ -250,12 +232,12 @@ public final class Daemon {
         api = try APIServer(path: socket)
         notify = SystemdNotify(environment: config.environment)
         api.log = { [unowned self] in self.log($0) }
-        api.onRequest = { [unowned self] req, client in self.handle(req, client) }
+        api.onRequest = { [unowned self] req, client in self.handle(req, .api(client)) }
         api.onDisconnect = { [unowned self] client in self.clientGone(client) }
         api.admit = { [unowned self] peer in APIGroup.admit(peer, owner: geteuid(), group: self.config.apiGroup) }
         api.onTunnelOpen = { [unowned self] req, client in
             if self.radioPending {
-                self.waitForRadio(.tunnel(req), client, now: monotonicMilliseconds())
+                self.waitForRadio(.tunnel(req), .api(client), now: monotonicMilliseconds())
                 return nil
             }
             return self.tunnelOpenResult(client)
@@ -268,7 +250,7 @@ public final class Daemon {
             h.partialFrameTimeoutMS = config.companionPartialFrameMS
             h.log = { [unowned self] in self.log($0) }
             h.host = self
-            hub = h
+            hubPart.server = h
         }
         if let g = config.apiGroup {
             api.groupNote = " and members of group \(g.group.name)"
@@ -287,18 +269,41 @@ public final class Daemon {
         warnOpenDoors()
         loop.onSignal = { [unowned self] s in self.signalled(s) }
         outbox.emit = { [unowned self] in self.outboxEvents($0) }
+        // What each part needs of the others.
+        radio.linkReady = { [unowned self] in self.linkReady($0) }
+        radio.connectorProgress = { [unowned self] in self.connectorProgress(now: $0) }
+        radio.turn = { [unowned self] now in
+            self.pump(now: now)
+            return self.radioTimers(now: now)
+        }
+        storage.retry = { [unowned self] in self.retryStore(now: $0) }
+        storage.log = { [unowned self] in self.log($0) }
+        outboxPart.readyStore = { [unowned self] in self.phase == .ready && self.session != nil ? self.store : nil }
+        outboxPart.send = { [unowned self] in self.sendOutbox(now: $0) }
+        hotplug.linkDown = { [unowned self] in self.link == nil }
+        hotplug.reconnect = { [unowned self] at in
+            self.radio.backoffMS = 0
+            self.radio.reconnectAt = at
+        }
+        hotplug.log = { [unowned self] in self.log($0) }
+        ops.turn = { [unowned self] in self.operationsTimers(now: $0) }
+        ops.reply = { [unowned self] r, client in self.reply(r, to: client) }
         // The parts, in the order the loop runs them; the hooks join when a store opens.
-        for part in [radioPart, outboxPart, storePart, hotplugPart] as [PollPart] { loop.add(part) }
+        for part in [radio, outboxPart, storage, hotplug] as [PollPart] { loop.add(part) }
         loop.add(api)
         if let h = hub { loop.add(h) }
-        for b in bridges { loop.add(b) }
-        for o in observers { loop.add(o) }
-        loop.add(operationsPart)
+        for b in mqtt.bridges { loop.add(b) }
+        for o in mqtt.observers { loop.add(o) }
+        loop.add(ops)
         loop.add(notify)
         try openKnownStore()
     }
 
     deinit { shutdown() }
+
+    /// Whether a message taken off the radio now would be on disk whatever the log does
+    /// (`StorePart.takesMessages`); while it is not, the radio is asked for nothing.
+    var storeTakesMessages: Bool { storage.takesMessages }
 
     var radioKeyHex: String? { radioSelf?.publicKey.hex }
 
@@ -310,7 +315,7 @@ public final class Daemon {
         // radio unplugged at boot must not hold `systemctl start` for its timeout and make the
         // unit restart in a loop; STATUS= says whether the radio is there.
         notify.ready(status: "serving the API; connecting to \(config.link)")
-        startHotplug()
+        hotplug.start(link: config.link)
         if !stopping { loop.run() }
         shutdown()
         return exitCode
@@ -325,7 +330,7 @@ public final class Daemon {
             log("daemon: SIGHUP: reconnecting to the radio")
             settle(.reconnect, now: monotonicMilliseconds())
         default:
-            if settling == .stop {
+            if radio.settling == .stop {
                 log("daemon: signal \(s) again: stopping now")
                 stopping = true
             } else {
@@ -338,10 +343,10 @@ public final class Daemon {
     /// Stops or reconnects once no message is in flight from the radio: a SYNC_NEXT_MESSAGE
     /// already sent is answered and its message stored first, for at most the command timeout.
     func settle(_ what: Settle, now: UInt64) {
-        if settling != .stop { settling = what }
+        if radio.settling != .stop { radio.settling = what }
         if let s = session, s.awaitsMessage {
-            if settleDeadline == 0 {
-                settleDeadline = now + config.commandTimeoutMS + 500
+            if radio.settleDeadline == 0 {
+                radio.settleDeadline = now + config.commandTimeoutMS + 500
                 log("radio: waiting for the message in flight before \(what == .stop ? "stopping" : "reconnecting")")
             }
             s.stopDraining()
@@ -352,17 +357,17 @@ public final class Daemon {
 
     /// Finishes a pending stop or reconnect once nothing is in flight (or its time is up).
     func settled(now: UInt64) {
-        guard let what = settling else { return }
-        if let s = session, s.awaitsMessage, now < settleDeadline { return }
+        guard let what = radio.settling else { return }
+        if let s = session, s.awaitsMessage, now < radio.settleDeadline { return }
         if let s = session, s.awaitsMessage { log("radio: no answer to SYNC_NEXT_MESSAGE in time; it stays on the radio if not yet sent") }
-        settling = nil
-        settleDeadline = 0
+        radio.settling = nil
+        radio.settleDeadline = 0
         switch what {
         case .stop:
             stopping = true
         case .reconnect:
             linkLost("reconnect requested (SIGHUP)")
-            reconnectAt = 0
+            radio.reconnectAt = 0
         }
     }
 
@@ -372,11 +377,11 @@ public final class Daemon {
         var next: UInt64? = nil
         func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
         // Operations whose wait ended outside a pump (a lost link): their next steps.
-        if operationJobs.hasReady { pump(now: now) }
-        if settling != nil {
+        if ops.jobs.hasReady { pump(now: now) }
+        if radio.settling != nil {
             settled(now: now)
             if stopping { return nil }
-            if settling != nil { soon(settleDeadline) }
+            if radio.settling != nil { soon(radio.settleDeadline) }
         }
 
         if let c = connector {  // the link being made: its deadlines (DNS, connect, GATT setup)
@@ -386,8 +391,8 @@ public final class Daemon {
         if connector != nil {
             // still connecting
         } else if link == nil {  // down: the next attempt (after a failed one, at its backoff)
-            if now >= reconnectAt { connect(now: now) }
-            if let c = connector { soon(c.tick(now: now)) } else if link == nil { soon(reconnectAt) }
+            if now >= radio.reconnectAt { connect(now: now) }
+            if let c = connector { soon(c.tick(now: now)) } else if link == nil { soon(radio.reconnectAt) }
         } else if let l = link, let d = l.deadline {  // a link's own protocol timeout (BLE: ATT request)
             if now >= d {
                 do throws(LinkError) { try l.handleDeadline(now: now) } catch { linkLost(error.description) }
@@ -398,20 +403,20 @@ public final class Daemon {
             if let d = s.nextDeadline, now >= d { s.tick(now: now); pump(now: now) }
             soon(s.nextDeadline)
             if phase == .ready {
-                if now >= nextDrainAt && storeTakesMessages {
+                if now >= sync.nextDrainAt && storeTakesMessages {
                     // Safety net: drain even without MSG_WAITING, and check the radio still answers.
-                    nextDrainAt = now + config.drainIntervalMS
+                    sync.nextDrainAt = now + config.drainIntervalMS
                     s.drain(now: now)
-                    if keepaliveTicket == nil {
-                        keepaliveTicket = try? s.submit(frame: CommandFrame.getDeviceTime().bytes, expecting: .answering([CommandCode.getDeviceTime.rawValue]), now: now)
+                    if sync.keepaliveTicket == nil {
+                        sync.keepaliveTicket = try? s.submit(frame: CommandFrame.getDeviceTime().bytes, expecting: .answering([CommandCode.getDeviceTime.rawValue]), now: now)
                     }
                     pump(now: now)
                 }
-                soon(nextDrainAt)
+                soon(sync.nextDrainAt)
                 if config.lowBatteryMV != nil { soon(checkBattery(s, now: now)) }
-                if let at = contactsResyncAt {
-                    if now >= at, contactsTicket == nil {
-                        contactsResyncAt = nil
+                if let at = sync.contactsResyncAt {
+                    if now >= at, sync.contactsTicket == nil {
+                        sync.contactsResyncAt = nil
                         syncContacts(now: now)
                     } else { soon(at) }
                 }
@@ -428,9 +433,9 @@ public final class Daemon {
         var next: UInt64? = nil
         func soon(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
         if hub != nil { soon(hubTimers(now: now)) }
-        if !operations.isEmpty || operationPort?.nextDeadline != nil {
-            soon(operationTimers(now: now))
-            if operationJobs.hasReady { pump(now: now) }
+        if !ops.runs.isEmpty || ops.port?.nextDeadline != nil {
+            soon(ops.timers(now: now))
+            if ops.jobs.hasReady { pump(now: now) }
         }
         return next
     }
@@ -438,11 +443,11 @@ public final class Daemon {
     // MARK: - shutdown
 
     public func shutdown() {
-        if isShutDown { return }
-        isShutDown = true
+        if life.isShutDown { return }
+        life.isShutDown = true
         notify.stopping()
         hooks?.detachAll()
-        stopOperations()
+        ops.stop()
         stopMQTT()
         connector?.cancel()
         connector = nil

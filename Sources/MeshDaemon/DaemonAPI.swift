@@ -10,7 +10,7 @@ import MeshDaemonClient
 /// The daemon's answers to local API requests, and the frame tunnel the command line uses for
 /// everything else.
 extension Daemon {
-    func handle(_ req: DaemonRequest, _ client: APIServer.ClientID) -> DaemonResponse? {
+    func handle(_ req: DaemonRequest, _ client: Caller) -> DaemonResponse? {
         defer { reportReadDamage() }
         do throws(DaemonError) {
             try authorize(req, client)
@@ -26,14 +26,14 @@ extension Daemon {
     }
 
     /// A request that waited for the radio (authorized when it came), answered now.
-    func answerAfterWait(_ req: DaemonRequest, _ client: APIServer.ClientID) -> DaemonResponse? {
+    func answerAfterWait(_ req: DaemonRequest, _ client: Caller) -> DaemonResponse? {
         defer { reportReadDamage() }
         do throws(DaemonError) { return try answer(req, client) } catch { return DaemonResponse(id: req.id, error: error) }
     }
 
     func requireStore() throws(DaemonError) -> RadioStore {
         guard let store else {
-            throw DaemonError(.link, "the daemon has not reached the radio on \(config.link) yet" + (radioProblem.map { " (\($0))" } ?? "")
+            throw DaemonError(.link, "the daemon has not reached the radio on \(config.link) yet" + (radio.radioProblem.map { " (\($0))" } ?? "")
                               + "; it keeps trying.")
         }
         return store
@@ -41,7 +41,7 @@ extension Daemon {
 
     func requireSession(_ what: String) throws(DaemonError) -> Session {
         guard phase == .ready || phase == .syncing, let s = session else {
-            throw DaemonError(.link, "cannot \(what): the link to the radio (\(config.link)) is down" + (radioProblem.map { " (\($0))" } ?? "")
+            throw DaemonError(.link, "cannot \(what): the link to the radio (\(config.link)) is down" + (radio.radioProblem.map { " (\($0))" } ?? "")
                               + "; the daemon is reconnecting.")
         }
         return s
@@ -53,7 +53,7 @@ extension Daemon {
         return DaemonError(.storage, "\(e)")
     }
 
-    func answer(_ req: DaemonRequest, _ client: APIServer.ClientID) throws(DaemonError) -> DaemonResponse? {
+    func answer(_ req: DaemonRequest, _ client: Caller) throws(DaemonError) -> DaemonResponse? {
         let now = monotonicMilliseconds()
         if req.op == .operation {
             try startOperation(req, client, now: now)
@@ -68,19 +68,19 @@ extension Daemon {
 
         case .status:
             var f: [(String, JSON)] = [("state", .string(phase.rawValue)), ("link", .string(config.link)),
-                                       ("uptime_s", .int(Int64((now - startedAt) / 1000))),
-                                       ("connections", .int(Int64(connections))),
-                                       ("stored", .int(Int64(storedCount))), ("duplicates", .int(Int64(duplicateCount))),
-                                       ("held", .int(Int64((store?.heldMessages.count ?? 0) + unsaved.count))),
-                                       ("held_in_memory", .int(Int64(unsaved.count))),
+                                       ("uptime_s", .int(Int64((now - life.startedAt) / 1000))),
+                                       ("connections", .int(Int64(radio.connections))),
+                                       ("stored", .int(Int64(storage.storedCount))), ("duplicates", .int(Int64(storage.duplicateCount))),
+                                       ("held", .int(Int64((store?.heldMessages.count ?? 0) + storage.unsaved.count))),
+                                       ("held_in_memory", .int(Int64(storage.unsaved.count))),
                                        ("subscribers", .int(Int64(api.subscriberCount))),
-                                       ("operations", .int(Int64(operations.count)))]
+                                       ("operations", .int(Int64(ops.runs.count)))]
             if let k = radioKeyHex { f.append(("radio", .string(k))) }
             if let store {
                 f.append(("store", .string(store.directory)))
                 f.append(("messages", .int(Int64(store.messageCount))))
                 f.append(("outbox", .int(Int64(store.outbox.count))))
-                f.append(("sync_cursor", .int(Int64(tunnelQueue.cursor))))
+                f.append(("sync_cursor", .int(Int64(requests.tunnelQueue.cursor))))
             }
             if let h = hooks {
                 f.append(("hook_cursor", .int(Int64(h.cursor))))
@@ -88,7 +88,7 @@ extension Daemon {
                 f.append(("hooks_failed", .int(Int64(h.failed.count))))
             }
             f.append(("radio_connected", .bool(phase == .ready || phase == .syncing)))
-            if let p = radioProblem { f.append(("radio_problem", .string(p))) }
+            if let p = radio.radioProblem { f.append(("radio_problem", .string(p))) }
             // The loop's wake-ups since the start (poll returns): an idle daemon's grow only with
             // work that is due (keepalive, watchdog), never every second.
             f.append(("loop_wakeups", .int(Int64(clamping: loop.wakeups))))
@@ -129,10 +129,10 @@ extension Daemon {
             do { t = try s.submit(frame: frame, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), now: now) } catch {
                 throw DaemonError(.busy, "contacts_add_pending: \(error)")
             }
-            replyTickets[t] = (client, req.id, "adding \(c.name)", nil)
-            replyAfterOK[t] = { [unowned self] in
+            requests.replyTickets[t] = (client, req.id, "adding \(c.name)", nil)
+            requests.replyAfterOK[t] = { [unowned self] in
                 try? self.store?.dropPending(publicKey: c.publicKey)
-                if self.contactsResyncAt == nil { self.contactsResyncAt = monotonicMilliseconds() }
+                if self.sync.contactsResyncAt == nil { self.sync.contactsResyncAt = monotonicMilliseconds() }
                 return [("status", .string("ok")), ("name", .string(c.name)), ("public_key", .string(c.publicKeyHex))]
             }
             pump(now: now)
@@ -165,7 +165,7 @@ extension Daemon {
             log("outbox: message \(item.messageId) queued for \(thread.peer)")
             sendOutbox(now: now)
             if wait {
-                sendWaiters[item.messageId, default: []].append((client, req.id))
+                outboxPart.sendWaiters[item.messageId, default: []].append((client, req.id))
                 return nil
             }
             let m = (try? store.message(id: item.messageId)).flatMap { $0 }
@@ -248,21 +248,23 @@ extension Daemon {
     /// The `info` op: the same fields as `pocketmesh info --json` (`RadioInfo`).
     func infoFields() -> [(String, JSON)] {
         guard let s = radioSelf, case .object(let fields) = RadioInfo.value(s, radioDevice) else { return [] }
-        return fields.map { ($0.key, JSON($0.value)) }
+        return fields.map { ($0.key, $0.value) }
     }
 
     func clientGone(_ client: APIServer.ClientID) {
-        for (k, v) in sendWaiters {
-            let rest = v.filter { $0.0 != client }
-            sendWaiters[k] = rest.isEmpty ? nil : rest
+        for (k, v) in outboxPart.sendWaiters {
+            let rest = v.filter { $0.0 != .api(client) }
+            outboxPart.sendWaiters[k] = rest.isEmpty ? nil : rest
         }
-        for (t, w) in replyTickets where w.client == client {
+        for (t, w) in requests.replyTickets where w.client == .api(client) {
             // The command still completes on the radio; only the answer has nobody to go to.
-            replyTickets[t] = (-1, w.id, w.what, w.record)
+            requests.replyTickets[t] = (.gone, w.id, w.what, w.record)
         }
-        for (t, w) in tunnelTickets where w.client == client { tunnelTickets[t] = (-1, w.frame) }
-        tunnelQueue.disconnected(client)
-        radioWaitsGone(client)
+        for (t, w) in requests.tunnelTickets where w.client == client { requests.tunnelTickets[t] = (-1, w.frame) }
+        requests.tunnelQueue.disconnected(client)
+        radioWaitsGone(.api(client))
+        // Its operations are cancelled: nobody is left to answer, and they leave the radio.
+        ops.clientGone(.api(client))
     }
 
     // MARK: - tunnel
@@ -298,7 +300,7 @@ extension Daemon {
             // A remote CLI command (txt_type 1, or 3 to a companion on protocol 14): its reply is
             // this client's answer.
             if case .sendTextMessage(let m)? = try? CompanionCommand.decode(frame), m.textType == .cliData || m.textType == .cliCommand {
-                tunnelQueue.expectCLIReply(from: m.recipientPrefix.bytes, to: client)
+                requests.tunnelQueue.expectCLIReply(from: m.recipientPrefix.bytes, to: client)
             }
         default:
             break
@@ -310,7 +312,7 @@ extension Daemon {
         do {
             let bytes = Array(frame)
             let t = try s.submit(frame: bytes, expecting: .answering(bytes), now: now)
-            tunnelTickets[t] = (client, Array(frame))
+            requests.tunnelTickets[t] = (client, Array(frame))
         } catch {
             api.sendFrame(ResponseFrame.error(.tableFull).bytes, to: client)  // the command queue is full
             return
@@ -327,7 +329,7 @@ extension Daemon {
         }
         while true {
             var found: StoredMessage? = nil
-            let step = tunnelQueue.next(for: client) { after in
+            let step = requests.tunnelQueue.next(for: client) { after in
                 // A read error ends the round; the cursor then moves only past what was handed over.
                 found = (try? store.messages(after: after, limit: 1, incomingOnly: true))?.first
                 reportReadDamage()
@@ -360,7 +362,7 @@ extension Daemon {
     func routedToTunnel(_ m: ReceivedMessage) -> Bool {
         guard m.kind == .contact, m.textType == .cliData,
               let f = TunnelQueue.frame(for: MessageJSON.stored(m, receivedAt: 0)),
-              let client = tunnelQueue.routeCLIReply(from: m.senderPrefix, frame: f) else { return false }
+              let client = requests.tunnelQueue.routeCLIReply(from: m.senderPrefix, frame: f) else { return false }
         api.sendFrame(PushFrame.messageWaiting().bytes, to: client)
         return true
     }
@@ -412,15 +414,15 @@ extension Daemon {
                                             senderTimestamp: m.timestamp, receivedAt: wall, status: .sent, attempts: 1,
                                             ackTag: sent.tag, text: Array(m.textBytes))
                     if let res = try? store.append(rec) {
-                        tunnelAckTags.append((sent.tag, res.id))
-                        if tunnelAckTags.count > 64 { tunnelAckTags.removeFirst() }
+                        outboxPart.tunnelAckTags.append((sent.tag, res.id))
+                        if outboxPart.tunnelAckTags.count > 64 { outboxPart.tunnelAckTags.removeFirst() }
                     }
-                } else if let i = tunnelAckTags.lastIndex(where: { ts in (try? store.message(id: ts.id))??.senderTimestamp == m.timestamp }) {
-                    tunnelAckTags.append((sent.tag, tunnelAckTags[i].id))
+                } else if let i = outboxPart.tunnelAckTags.lastIndex(where: { ts in (try? store.message(id: ts.id))??.senderTimestamp == m.timestamp }) {
+                    outboxPart.tunnelAckTags.append((sent.tag, outboxPart.tunnelAckTags[i].id))
                 }
             case .setFloodScopeKey:
                 guard case .ok = r else { return }
-                floodScopeFrame = frame
+                radio.floodScopeFrame = frame
             case .removeContact(let k):
                 // The store follows the radio: a removed contact is no longer live (its history
                 // keeps the name), so its next advert is pending again in manual-add mode.
@@ -446,9 +448,9 @@ extension Daemon {
     }
 
     func tunnelAcked(_ tag: UInt32) {
-        guard let i = tunnelAckTags.firstIndex(where: { $0.tag == tag }), let store else { return }
-        let id = tunnelAckTags[i].id
-        tunnelAckTags.removeAll { $0.id == id }
+        guard let i = outboxPart.tunnelAckTags.firstIndex(where: { $0.tag == tag }), let store else { return }
+        let id = outboxPart.tunnelAckTags[i].id
+        outboxPart.tunnelAckTags.removeAll { $0.id == id }
         try? store.setDelivery(id: id, DeliveryUpdate(status: .acked, ackTag: tag), at: UInt32(truncatingIfNeeded: time(nil)))
     }
 }

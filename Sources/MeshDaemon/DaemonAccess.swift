@@ -1,5 +1,7 @@
 import Glibc
 import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 extension Daemon {
     /// `--api-group`: the socket file goes to the group, mode 0660, and its folder lets the group

@@ -6,13 +6,13 @@ import MeshSession
 extension Daemon {
     /// Asks for the battery when due; the next time to look.
     func checkBattery(_ s: Session, now: UInt64) -> UInt64 {
-        if now >= batteryCheckAt, batteryTicket == nil {
-            batteryCheckAt = now + config.batteryCheckMS
-            batteryTicket = try? s.submit(frame: CommandFrame.getBatteryAndStorage().bytes,
+        if now >= sync.batteryCheckAt, sync.batteryTicket == nil {
+            sync.batteryCheckAt = now + config.batteryCheckMS
+            sync.batteryTicket = try? s.submit(frame: CommandFrame.getBatteryAndStorage().bytes,
                                           expecting: .codes(CodeSet(ResponseCode.batteryAndStorage.rawValue)), now: now)
             pump(now: now)
         }
-        return batteryCheckAt
+        return sync.batteryCheckAt
     }
 
     func batteryReply(_ r: Reply) {
@@ -21,9 +21,9 @@ extension Daemon {
                   if case .batteryAndStorage(let b) = frame { return Int(b.millivolts) }
                   return nil
               }) else { return }
-        let wasLow = batteryLow
-        if let event = Daemon.batteryEvent(mv: mv, limit: limit, low: &batteryLow) {
-            if wasLow != batteryLow { log("battery: \(mv) mV, " + (batteryLow ? "below the \(limit) mV threshold" : "back above the \(limit) mV threshold")) }
+        let wasLow = sync.batteryLow
+        if let event = Daemon.batteryEvent(mv: mv, limit: limit, low: &sync.batteryLow) {
+            if wasLow != sync.batteryLow { log("battery: \(mv) mV, " + (sync.batteryLow ? "below the \(limit) mV threshold" : "back above the \(limit) mV threshold")) }
             api.publish(.obj(("event", .string(event)), ("battery_mv", .int(Int64(mv))), ("threshold_mv", .int(Int64(limit)))))
         }
     }
@@ -40,7 +40,7 @@ extension Daemon {
     /// Sends the flood scope a client set again after a reconnect: the radio keeps it until it
     /// reboots, and it may have rebooted meanwhile.
     func reapplyFloodScope(now: UInt64) {
-        guard let f = floodScopeFrame, let s = session else { return }
+        guard let f = radio.floodScopeFrame, let s = session else { return }
         if (try? s.submit(frame: f, expecting: .codes(CodeSet(ResponseCode.ok.rawValue)), now: now)) != nil {
             log("radio: flood scope set again (the radio forgets it when it reboots)")
             pump(now: now)

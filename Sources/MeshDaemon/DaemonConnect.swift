@@ -3,6 +3,7 @@ import MeshLink
 import MeshNet
 import MeshBridge
 import MeshDaemonClient
+import MeshOps
 
 /// The radio link being made, without blocking the daemon's loop (the API, the hub, MQTT, hooks
 /// and the watchdog go on meanwhile): a TCP radio's host is found (an IP literal, /etc/hosts, else

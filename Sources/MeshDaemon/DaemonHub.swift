@@ -11,7 +11,7 @@ import MeshOps
 extension Daemon: HubHost {
     /// How many more frames a hub client may queue now (the hub does not read it at 0).
     public func hubRoom(_ client: Int) -> Int {
-        hubQueue.clients[client] == nil ? HubQueue.capacity : hubQueue.room(client)
+        hubPart.queue.clients[client] == nil ? HubQueue.capacity : hubPart.queue.room(client)
     }
 
     /// A frame from a hub client: checked against its listener's classes (a refusal is logged now
@@ -34,15 +34,15 @@ extension Daemon: HubHost {
                 kind = .radio
             }
         }
-        hubQueue.push(client, HubQueue.Request(frame: Array(frame), kind: kind), now: now)
+        hubPart.queue.push(client, HubQueue.Request(frame: Array(frame), kind: kind), now: now)
     }
 
     func hubSession(_ client: Int) -> HubSession {
-        if let s = hubSessions[client] { return s }
+        if let s = hubPart.sessions[client] { return s }
         let s = HubSession()
         s.app = hub?.listener(of: client)?.app ?? ""
-        hubSessions[client] = s
-        hubQueue.add(client, now: monotonicMilliseconds())
+        hubPart.sessions[client] = s
+        hubPart.queue.add(client, now: monotonicMilliseconds())
         return s
     }
 
@@ -58,8 +58,8 @@ extension Daemon: HubHost {
         let holdLocal = radioPending && selfInfo.isEmpty
         while progress {
             progress = false
-            for id in hubSessions.keys where !holdLocal {
-                while let r = hubQueue.takeLocal(id, contacts: hubContacts.current, now: now) {
+            for id in hubPart.sessions.keys where !holdLocal {
+                while let r = hubPart.queue.takeLocal(id, contacts: hubPart.contacts.current, now: now) {
                     hubAnswerLocal(id, r)
                     progress = true
                 }
@@ -67,21 +67,21 @@ extension Daemon: HubHost {
             if let s = session, phase == .ready || phase == .syncing {
                 // The daemon's own commands (sync, keepalive, outbox, API clients) go first: a hub
                 // request gets the radio only when none of those waits.
-                if s.commandsPending == 0, let (id, r) = hubQueue.nextRadio(now: now) {
+                if s.commandsPending == 0, let (id, r) = hubPart.queue.nextRadio(now: now) {
                     do {
                         let t = try s.submit(frame: r.frame, expecting: .answering(r.frame), now: now)
-                        hubTickets[t] = (id, r.frame)
+                        hubPart.tickets[t] = (id, r.frame)
                         submitted = true
                     } catch {
                         hub.send(ResponseFrame.error(.tableFull).bytes, to: id)
-                        hubQueue.answered(id)
+                        hubPart.queue.answered(id)
                     }
                     progress = true
                 }
             } else if !radioPending {
                 // No radio right now: each request for it gets ERR (bad state) in its turn.
-                for id in hubSessions.keys {
-                    while hubQueue.takeRadioHead(id) != nil {
+                for id in hubPart.sessions.keys {
+                    while hubPart.queue.takeRadioHead(id) != nil {
                         hub.send(ResponseFrame.error(.badState).bytes, to: id)
                         progress = true
                     }
@@ -95,17 +95,17 @@ extension Daemon: HubHost {
     /// When the hub next needs `hubDispatch` for a client waiting on its request rate.
     func hubTimers(now: UInt64) -> UInt64? {
         // Requests waiting for the radio being reached: its handshake wakes the loop, not a timer.
-        guard phase == .ready || phase == .syncing, let d = hubQueue.nextDeadline(now: now) else { return nil }
+        guard phase == .ready || phase == .syncing, let d = hubPart.queue.nextDeadline(now: now) else { return nil }
         if d <= now {
             pump(now: now)
-            return hubQueue.nextDeadline(now: now).map { max($0, now + 1) }
+            return hubPart.queue.nextDeadline(now: now).map { max($0, now + 1) }
         }
         return d
     }
 
     /// A request the daemon answers itself, in its client's turn.
     func hubAnswerLocal(_ client: Int, _ r: HubQueue.Request) {
-        guard let hub, let s = hubSessions[client] else { return }
+        guard let hub, let s = hubPart.sessions[client] else { return }
         if r.kind == .refused {
             hub.send(ResponseFrame.error(.unsupportedCommand).bytes, to: client)
             return
@@ -136,7 +136,7 @@ extension Daemon: HubHost {
         case CommandCode.getContacts.rawValue:
             // The daemon's copy of the radio's table is current (HubContacts): answered as the radio would.
             // CONTACTS_START goes at once, the records and END_OF_CONTACTS in one write after it.
-            if !hubContacts.answer(r.frame, { hub.send(hubReplyFrame($0, to: client), to: client, flush: $0.first == ResponseCode.contactsStart.rawValue) }) {
+            if !hubPart.contacts.answer(r.frame, { hub.send(hubReplyFrame($0, to: client), to: client, flush: $0.first == ResponseCode.contactsStart.rawValue) }) {
                 hub.send(ResponseFrame.error(.badState).bytes, to: client, flush: false)
             }
             hub.flush(client)
@@ -163,10 +163,10 @@ extension Daemon: HubHost {
         let stored = (try? store.storedCursor(name)) ?? nil
         s.cursor = stored ?? start
         let wall = Int(time(nil))
-        if stored == nil || wall - (hubCursorTouched[name] ?? 0) >= HubCursors.touchEveryS {
+        if stored == nil || wall - (hubPart.cursorTouched[name] ?? 0) >= HubCursors.touchEveryS {
             do {
                 try store.setCursor(name, s.cursor)
-                hubCursorTouched[name] = wall
+                hubPart.cursorTouched[name] = wall
             } catch { log("store: cannot save the cursor \(name): \(error)") }
             if stored == nil { hubCursorHousekeeping() }
         }
@@ -175,14 +175,14 @@ extension Daemon: HubHost {
     /// Removes the cursors of apps unseen for 30 days, and the least recently seen beyond 64.
     func hubCursorHousekeeping() {
         guard let store, !store.readOnly else { return }
-        let inUse = Set(hubSessions.values.compactMap(\.cursorName))
+        let inUse = Set(hubPart.sessions.values.compactMap(\.cursorName))
         let gone = HubCursors.expired(store.cursors(prefix: "hub-"), now: Int(time(nil)), inUse: inUse)
         guard !gone.isEmpty else { return }
         var removed = 0
         for name in gone {
             do {
                 try store.removeCursor(name)
-                hubCursorTouched[name] = nil
+                hubPart.cursorTouched[name] = nil
                 removed += 1
             } catch { log("store: cannot remove the cursor \(name): \(error)") }
         }
@@ -208,7 +208,7 @@ extension Daemon: HubHost {
         guard s.cursor > old else { return }
         do {
             try store.setCursor(name, s.cursor)
-            hubCursorTouched[name] = Int(time(nil))
+            hubPart.cursorTouched[name] = Int(time(nil))
         } catch { log("store: cannot save the cursor \(name): \(error)") }
     }
 
@@ -231,10 +231,10 @@ extension Daemon: HubHost {
     /// The radio answered (or did not) a hub client's request: the answer to that client, in one
     /// write; the radio's turn is free again. False if the ticket is not the hub's.
     func hubReply(_ t: Ticket, _ r: Reply) -> Bool {
-        guard let w = hubTickets.removeValue(forKey: t) else { return false }
-        hubQueue.answered(w.client)
+        guard let w = hubPart.tickets.removeValue(forKey: t) else { return false }
+        hubPart.queue.answered(w.client)
         // The answer goes out first, in one write; the store's bookkeeping after it.
-        if let hub, hubSessions[w.client] != nil {
+        if let hub, hubPart.sessions[w.client] != nil {
             // A contacts listing went to the client frame by frame as it came (`hubRadioFrame`).
             if case .contacts = r {} else {
                 tunnelReplyFrames(w.frame, r) { hub.send(hubReplyFrame($0, to: w.client), to: w.client, flush: false) }
@@ -243,8 +243,8 @@ extension Daemon: HubHost {
             case .timeout, .cancelled: hub.send(ResponseFrame.error(.badState).bytes, to: w.client, flush: false)
             case .frame(let f):
                 if let sent = Self.sentInfo(f) {
-                    hubAckOwners.append((sent.tag, w.client))
-                    if hubAckOwners.count > 256 { hubAckOwners.removeFirst() }
+                    hubPart.ackOwners.append((sent.tag, w.client))
+                    if hubPart.ackOwners.count > 256 { hubPart.ackOwners.removeFirst() }
                 }
             default: break
             }
@@ -255,9 +255,9 @@ extension Daemon: HubHost {
         // Contacts and channels a client changed: the daemon's copies follow.
         switch CommandCode(rawValue: w.frame.first ?? 0) {
         case .addUpdateContact, .removeContact, .importContact, .resetPath, .setAdvertName, .setAdvertLatLon, .setOtherParams:
-            if contactsResyncAt == nil { contactsResyncAt = monotonicMilliseconds() }
+            if sync.contactsResyncAt == nil { sync.contactsResyncAt = monotonicMilliseconds() }
         case .setChannel:
-            if case .ok = r, channelTickets.isEmpty { syncChannels(now: monotonicMilliseconds()) }
+            if case .ok = r, sync.channelTickets.isEmpty { syncChannels(now: monotonicMilliseconds()) }
         default:
             break
         }
@@ -278,9 +278,9 @@ extension Daemon: HubHost {
     /// hub request is in flight at the radio whenever it has a ticket (`hubDispatch` hands the
     /// turn out only when the session has nothing else queued).
     func hubRadioFrame(_ f: UnsafeRawBufferPointer) {
-        hubContacts.received(f)
+        hubPart.contacts.received(f)
         guard let hub, let code = f.first, code >= ResponseCode.contactsStart.rawValue, code <= ResponseCode.endOfContacts.rawValue,
-              let w = hubTickets.values.first, w.frame.first == CommandCode.getContacts.rawValue, hubSessions[w.client] != nil else { return }
+              let w = hubPart.tickets.values.first, w.frame.first == CommandCode.getContacts.rawValue, hubPart.sessions[w.client] != nil else { return }
         hub.send(hubReplyFrame(Array(f), to: w.client), to: w.client)
     }
 
@@ -289,8 +289,8 @@ extension Daemon: HubHost {
     func hubPush(_ p: Push) {
         guard let hub else { return }
         if case .sendConfirmed(let c) = p.kind {
-            if let i = hubAckOwners.firstIndex(where: { $0.ack == c.ack }) {
-                let owner = hubAckOwners.remove(at: i).client
+            if let i = hubPart.ackOwners.firstIndex(where: { $0.ack == c.ack }) {
+                let owner = hubPart.ackOwners.remove(at: i).client
                 hub.send(p.frame, to: owner)
             }
             return
@@ -307,15 +307,15 @@ extension Daemon: HubHost {
     /// The radio link went down: a request at the radio was cancelled with the session (and got
     /// ERR); the waiting ones get theirs in their turn (`hubDispatch`).
     func hubLinkLost() {
-        hubContacts.forget()
-        for (t, _) in hubTickets { _ = hubReply(t, .cancelled) }
+        hubPart.contacts.forget()
+        for (t, _) in hubPart.tickets { _ = hubReply(t, .cancelled) }
         hubDispatch(now: monotonicMilliseconds())
     }
 
     public func hubGone(_ client: Int) {
-        if let s = hubSessions.removeValue(forKey: client) { hubSaveCursor(s) }
-        hubQueue.remove(client)
-        hubAckOwners.removeAll { $0.client == client }
+        if let s = hubPart.sessions.removeValue(forKey: client) { hubSaveCursor(s) }
+        hubPart.queue.remove(client)
+        hubPart.ackOwners.removeAll { $0.client == client }
     }
 
     /// Each hub client as `status` shows it.
@@ -324,7 +324,7 @@ extension Daemon: HubHost {
         let now = monotonicMilliseconds()
         let list: [JSON] = hub.clientIDs.sorted().compactMap { id in
             guard let info = hub.info(id) else { return nil }
-            let s = hubSessions[id]
+            let s = hubPart.sessions[id]
             let listener: String = info.listener.address.description + (info.listener.webSocket ? " (WebSocket)" : "")
             let idle: UInt64 = now >= info.lastHeard ? now - info.lastHeard : 0
             var f: [(String, JSON)] = []
@@ -336,13 +336,13 @@ extension Daemon: HubHost {
             f.append(("requests", .int(Int64(s?.requests ?? 0))))
             f.append(("refused", .int(Int64(s?.refused ?? 0))))
             f.append(("messages_delivered", .int(Int64(s?.delivered ?? 0))))
-            f.append(("waiting", .int(Int64(hubQueue.waitingCount(id)))))
+            f.append(("waiting", .int(Int64(hubPart.queue.waitingCount(id)))))
             f.append(("connected_s", .int(Int64((now - info.connectedAt) / 1000))))
             f.append(("idle_s", .int(Int64(idle / 1000))))
             return JSON.object(f)
         }
         // The copy of the radio's contacts that hub clients' GET_CONTACTS is answered from, while current.
-        let copy: JSON = .object([("current", .bool(hubContacts.current)), ("contacts", .int(Int64(hubContacts.records.count)))])
+        let copy: JSON = .object([("current", .bool(hubPart.contacts.current)), ("contacts", .int(Int64(hubPart.contacts.records.count)))])
         return [("hub_clients", .array(list)), ("hub_contacts", copy)]
     }
 }

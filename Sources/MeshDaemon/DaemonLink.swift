@@ -4,6 +4,7 @@ import MeshLink
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshOps
 
 // The radio link: connect, reconnect with backoff, read frames into the session, write its frames.
 
@@ -14,8 +15,8 @@ extension Daemon {
     /// a TCP or BLE radio is connected on the loop (`RadioConnector`), which goes on serving the
     /// API, the hub, MQTT, hooks and the watchdog meanwhile.
     func connect(now: UInt64) {
-        connections += 1
-        log("link: connecting to \(config.link) (attempt \(connections))")
+        radio.connections += 1
+        log("link: connecting to \(config.link) (attempt \(radio.connections))")
         let spec = config.link
         do {
             if spec.hasPrefix("tcp:") {
@@ -44,7 +45,7 @@ extension Daemon {
     func startConnector(_ c: RadioConnector, now: UInt64) {
         connector = c
         phase = .connecting
-        notify.status("connecting to \(config.link)" + (radioProblem.map { " (last attempt: \($0))" } ?? ""))
+        notify.status("connecting to \(config.link)" + (radio.radioProblem.map { " (last attempt: \($0))" } ?? ""))
         connectorProgress(now: now)
     }
 
@@ -61,7 +62,7 @@ extension Daemon {
     func connectFailed(_ why: String, now: UInt64) {
         log("link: cannot connect to \(config.link): \(why)")
         phase = .down
-        radioProblem = why
+        radio.radioProblem = why
         scheduleReconnect(now: now)
         // Hub requests that waited for this attempt get their answer (requests of the API get
         // theirs at the waits' turn, `radioWaitTimers`).
@@ -71,12 +72,16 @@ extension Daemon {
     /// A link is open: the session starts its handshake on it.
     func linkOpened(_ l: ByteLink, now: UInt64) {
         link = l
-        deframer.reset()
+        radio.deframer.reset()
         var sc = Self.sessionConfig(config)
         sc.clockEpoch = UInt32(truncatingIfNeeded: time(nil))
         let s = Session(config: sc)
         session = s
-        openOperationPort(s)
+        // What an operation's command changed on the radio, the store follows (as for tunnel clients).
+        ops.open(s) { [unowned self] frame, r in
+            self.recordTunnelSend(frame, r)
+            self.keepListedContacts(frame, r)
+        }
         phase = .handshaking
         // No place on disk for a message yet (the store not open, or failing): the radio keeps
         // its queue until there is (`radioReady`, `retryStore`).
@@ -103,19 +108,19 @@ extension Daemon {
         let spec = config.link
         if spec.hasPrefix("serial:") {
             guard let speed = SerialSpeed(baud: config.baud) else { throw DaemonError(.usage, "unsupported baud rate \(config.baud)") }
-            return try SerialLink(path: serialPath(String(spec.dropFirst(7))), speed: speed)
+            return try SerialLink(path: hotplug.serialPath(String(spec.dropFirst(7))), speed: speed)
         }
         throw DaemonError(.usage, "unknown link \(spec): use serial:PATH, tcp:HOST[:PORT] or ble:ADDRESS")
     }
 
     func scheduleReconnect(now: UInt64) {
-        backoffMS = backoffMS == 0 ? config.reconnectMinMS : min(backoffMS * 2, config.reconnectMaxMS)
+        radio.backoffMS = radio.backoffMS == 0 ? config.reconnectMinMS : min(radio.backoffMS * 2, config.reconnectMaxMS)
         // Jitter: 75–125 % of the backoff.
-        let jitter = UInt64.random(in: 0...(backoffMS / 2))
-        let delay = backoffMS - backoffMS / 4 + jitter
-        reconnectAt = now + delay
+        let jitter = UInt64.random(in: 0...(radio.backoffMS / 2))
+        let delay = radio.backoffMS - radio.backoffMS / 4 + jitter
+        radio.reconnectAt = now + delay
         log("link: reconnecting in \(delay / 1000).\((delay % 1000) / 100) s")
-        let why = radioProblem.map { p in ": " + (p.hasSuffix(".") ? String(p.dropLast()) : p) } ?? ""
+        let why = radio.radioProblem.map { p in ": " + (p.hasSuffix(".") ? String(p.dropLast()) : p) } ?? ""
         notify.status("serving the API; radio \(config.link) not connected\(why); reconnecting in \(max(1, (delay + 500) / 1000)) s")
     }
 
@@ -131,30 +136,30 @@ extension Daemon {
         }
         guard link != nil || session != nil else { return }
         log("link: lost \(config.link): \(reason)")
-        radioProblem = reason
+        radio.radioProblem = reason
         // The contacts and channels sync end here: their cancelled replies must not finish it.
-        contactsTicket = nil
-        channelTickets.removeAll()
+        sync.contactsTicket = nil
+        sync.channelTickets.removeAll()
         if let s = session {
             s.close()
             processEvents(now: monotonicMilliseconds())
-            closeOperationPort(reason)
-            if let si = s.selfInfo { lastSelfInfo = si }
-            if let di = s.deviceInfo { lastDeviceInfo = di }
+            ops.close(reason)
+            if let si = s.selfInfo { radio.lastSelfInfo = si }
+            if let di = s.deviceInfo { radio.lastDeviceInfo = di }
         }
         session = nil
         link?.close()
         link = nil
         phase = .down
-        keepaliveTicket = nil
+        sync.keepaliveTicket = nil
         outbox.sessionClosed()
-        for (t, r) in replyTickets {
+        for (t, r) in requests.replyTickets {
             _ = t
             reply(DaemonResponse(id: r.id, error: DaemonError(.link, "the link to the radio was lost during \(r.what); try again.")), to: r.client)
         }
-        replyTickets.removeAll()
+        requests.replyTickets.removeAll()
         hubLinkLost()
-        tunnelTickets.removeAll()
+        requests.tunnelTickets.removeAll()
         api.publish(.obj(("event", "link"), ("state", "down"), ("reason", .string(reason))))
         scheduleReconnect(now: monotonicMilliseconds())
     }
@@ -170,10 +175,10 @@ extension Daemon {
                     let n: Int
                     if l.framing == .datagram {  // BLE: one whole frame per read
                         n = try readChunk(l)
-                        if n > 0 { readBuffer.withUnsafeBytes { raw in received(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now) } }
+                        if n > 0 { radio.readBuffer.withUnsafeBytes { raw in received(UnsafeRawBufferPointer(rebasing: raw[0..<n]), now: now) } }
                     } else {  // serial, TCP: read straight into the deframer's ring
                         var failure: LinkError? = nil
-                        n = deframer.feed(now: now, reading: { room in
+                        n = radio.deframer.feed(now: now, reading: { room in
                             do throws(LinkError) { return try l.read(into: room) } catch { failure = error; return 0 }
                         }) { frame in received(frame, now: now) }
                         if let failure { throw failure }
@@ -192,7 +197,7 @@ extension Daemon {
 
     func readChunk(_ l: ByteLink) throws(LinkError) -> Int {
         var result: Result<Int, LinkError> = .success(0)
-        readBuffer.withUnsafeMutableBytes { raw in
+        radio.readBuffer.withUnsafeMutableBytes { raw in
             do throws(LinkError) { result = .success(try l.read(into: raw)) } catch { result = .failure(error) }
         }
         return try result.get()
@@ -211,12 +216,12 @@ extension Daemon {
     func pump(now: UInt64) {
         processEvents(now: now)
         // The operations' next steps (their replies just arrived): what they submit goes out below.
-        while operationJobs.runReady() { processEvents(now: now) }
+        while ops.jobs.runReady() { processEvents(now: now) }
         // The hub's turn at the radio comes when the daemon's own commands are done.
         if hub != nil { while hubDispatch(now: now) { processEvents(now: now) } }
         guard let s = session, let l = link else { return }
         while let payload = s.nextFrame() {
-            if hub != nil { hubContacts.sent(payload) }
+            if hub != nil { hubPart.contacts.sent(payload) }
             do throws(LinkError) {
                 try l.write(l.framing == .datagram ? payload : StreamDeframer.frame(payload, marker: UInt8(ascii: "<")))
             } catch {

@@ -10,23 +10,22 @@ import MeshBridge
 
 /// Commands from the brokers run as API requests of the bridge's clients.
 extension Daemon: BridgeHost {
-    public func bridgeExecute(_ request: DaemonRequest, client: Int) -> DaemonResponse? {
+    public func bridgeExecute(_ request: DaemonRequest, client: Caller) -> DaemonResponse? {
         handle(request, client)
     }
 }
 
 extension Daemon {
     /// Answers an API request: to its socket client, or to the MQTT bridge it came from.
-    func reply(_ r: DaemonResponse, to client: APIServer.ClientID) {
-        if client >= MQTTObserver.firstClientID && client <= MQTTObserver.lastClientID {
-            for o in observers where o.clientIndex == client { o.answer(r, now: monotonicMilliseconds()) }
-            return
+    func reply(_ r: DaemonResponse, to client: Caller) {
+        switch client {
+        case .api(let id): api.reply(r, to: id)
+        case .bridge(let bridge, let id):
+            for b in mqtt.bridges where ObjectIdentifier(b) == bridge { b.answer(r, client: id, now: monotonicMilliseconds()) }
+        case .observer(let observer):
+            for o in mqtt.observers where ObjectIdentifier(o) == observer { o.answer(r, now: monotonicMilliseconds()) }
+        case .gone: break
         }
-        if client >= MQTTBridge.firstClientID && client <= MQTTBridge.lastClientID {
-            for b in bridges where b.owns(client: client) { b.answer(r, client: client, now: monotonicMilliseconds()) }
-            return
-        }
-        api.reply(r, to: client)
     }
 
     func brokerSettings(_ text: String, flag: String) throws(DaemonError) -> BrokerConnection.Settings {
@@ -39,7 +38,7 @@ extension Daemon {
     func mqttRadioKnown(publicKey: [UInt8]) {
         guard publicKey.count == 32 else { return }
         let now = monotonicMilliseconds()
-        for b in bridges { b.radioKnown(publicKey: publicKey, now: now) }
+        for b in mqtt.bridges { b.radioKnown(publicKey: publicKey, now: now) }
     }
 
     func setUpMQTT() throws(DaemonError) {
@@ -64,7 +63,7 @@ extension Daemon {
             let b = MQTTBridge(settings: s, index: config.mqtt.count > 1 ? i + 1 : nil)
             b.log = { [unowned self] in self.log($0) }
             b.host = self
-            bridges.append(b)
+            mqtt.bridges.append(b)
             log("mqtt: bridge to \(s.connection.url), prefix \(s.prefix); commands allowed: \(s.allowed)")
         }
         for (i, m) in config.mqttObservers.enumerated() {
@@ -74,21 +73,21 @@ extension Daemon {
             let o = MQTTObserver(settings: s, clientIdSuffix: config.mqttObservers.count > 1 ? "-\(i + 1)" : "", index: i)
             o.log = { [unowned self] in self.log($0) }
             o.host = self
-            observers.append(o)
+            mqtt.observers.append(o)
             log("mqtt-observer: \(s.connection.url), region \(s.iata)\(s.identity != nil ? ", signed in with the node's key" : s.signedByRadio ? ", signed in with a token the radio signs" : "")")
         }
     }
 
     func stopMQTT() {
         let now = monotonicMilliseconds()
-        for b in bridges { b.stop(now: now) }
-        for o in observers { o.stop(now: now) }
+        for b in mqtt.bridges { b.stop(now: now) }
+        for o in mqtt.observers { o.stop(now: now) }
     }
 
     var mqttStatus: [(String, JSON)] {
         var f: [(String, JSON)] = []
-        if !bridges.isEmpty { f.append(("mqtt", .array(bridges.map(\.statusFields)))) }
-        if !observers.isEmpty { f.append(("mqtt_observer", .array(observers.map(\.statusFields)))) }
+        if !mqtt.bridges.isEmpty { f.append(("mqtt", .array(mqtt.bridges.map(\.statusFields)))) }
+        if !mqtt.observers.isEmpty { f.append(("mqtt_observer", .array(mqtt.observers.map(\.statusFields)))) }
         return f
     }
 }

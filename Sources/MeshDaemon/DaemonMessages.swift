@@ -6,6 +6,7 @@ import MeshSession
 import MeshStore
 import MeshDaemonClient
 import MeshBridge
+import MeshOps
 
 // Received messages into the store (each stored before the next is asked for), the store, the outbox.
 
@@ -21,20 +22,16 @@ extension Daemon {
         if save(rec), storeTakesMessages { session?.resumeMessages(now: now) }
     }
 
-    /// True when a message taken off the radio now would be on disk whatever the log does: the
-    /// store is open, its inbox is ready and empty, and nothing waits in memory. While it is not,
-    /// the radio is asked for nothing and keeps its queue (a stop then loses nothing).
-    var storeTakesMessages: Bool { unsaved.isEmpty && store?.canTakeMessage == true }
 
     /// Appends one received message durably. When the log cannot take it, it goes to the store's
     /// inbox (room written in advance, on disk), and the radio keeps the rest of its queue until
     /// the log works again (`retryStore`). Only when even the inbox fails is it held in memory.
     @discardableResult
     func save(_ rec: StoredMessage) -> Bool {
-        guard let store else { holdInMemory(rec, "the store is not open"); return false }
+        guard let store else { storage.holdInMemory(rec, "the store is not open"); return false }
         do {
             // In order: after messages that still wait for the log (one in flight during a stop).
-            if !store.heldMessages.isEmpty || !unsaved.isEmpty {
+            if !store.heldMessages.isEmpty || !storage.unsaved.isEmpty {
                 throw StoreError.invalidArgument("earlier messages still wait for the log")
             }
             stored(try store.append(rec), store)
@@ -45,9 +42,9 @@ extension Daemon {
                 log("store: cannot store a received message: \(error); it waits in the store's inbox (on disk), and the "
                     + "radio keeps the rest of its queue until the log takes messages again (tried every 5 s)")
             } catch let inboxError {
-                holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
+                storage.holdInMemory(rec, "\(error), nor keep it in the store's inbox: \(inboxError)")
             }
-            if storePart.retryAt == 0 { storePart.retryAt = monotonicMilliseconds() + 5_000 }
+            if storage.retryAt == 0 { storage.retryAt = monotonicMilliseconds() + 5_000 }
             return false
         }
     }
@@ -56,26 +53,16 @@ extension Daemon {
     func stored(_ result: AppendResult, _ store: RadioStore) {
         switch result {
         case .stored(let id):
-            storedCount += 1
+            storage.storedCount += 1
             notifyTunnels()
             if let m = try? store.message(id: id) {
                 api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
             }
-            for b in bridges { b.messageStored(id, now: monotonicMilliseconds()) }
+            for b in mqtt.bridges { b.messageStored(id, now: monotonicMilliseconds()) }
             _ = hooks?.tick(now: monotonicMilliseconds())
         case .duplicate:
-            duplicateCount += 1
+            storage.duplicateCount += 1
         }
-    }
-
-    /// A message already taken off the radio with no place on disk (the store not open, or its
-    /// inbox failing too): the last resort, said plainly.
-    func holdInMemory(_ rec: StoredMessage, _ why: String) {
-        log("store: cannot store a received message (\(why)); it is held in memory only, and lost if the daemon stops "
-            + "before the store works again; the radio keeps the rest of its queue")
-        if unsaved.count >= unsavedCapacity { unsaved.removeFirst() }
-        unsaved.append(rec)
-        if storePart.retryAt == 0 { storePart.retryAt = monotonicMilliseconds() + 1_000 }
     }
 
     /// A message was stored: tells every tunnel client with MSG_WAITING, as the radio would.
@@ -87,28 +74,28 @@ extension Daemon {
     /// Tries again what waits for the store (held messages, the inbox itself); once the next
     /// message has a place on disk again, draining resumes.
     func retryStore(now: UInt64) {
-        storePart.retryAt = now + 5_000
+        storage.retryAt = now + 5_000
         guard let store else { return }
-        let held = store.heldMessages.count + unsaved.count
+        let held = store.heldMessages.count + storage.unsaved.count
         do {
             for r in try store.storeHeld() { stored(r, store) }
-            while let rec = unsaved.first {
+            while let rec = storage.unsaved.first {
                 stored(try store.append(rec), store)
-                unsaved.removeFirst()
+                storage.unsaved.removeFirst()
             }
         } catch {
             return
         }
         store.prepareInbox()
         guard store.canTakeMessage else {
-            if let p = store.inboxProblem, !inboxProblemLogged {
-                inboxProblemLogged = true
+            if let p = store.inboxProblem, !storage.inboxProblemLogged {
+                storage.inboxProblemLogged = true
                 log("store: cannot prepare the inbox: \(p); the radio keeps its messages until it can (tried every 5 s)")
             }
             return
         }
-        storePart.retryAt = 0
-        inboxProblemLogged = false
+        storage.retryAt = 0
+        storage.inboxProblemLogged = false
         if held > 0 { log("store: writing works again; \(held) held message(s) stored; draining the radio") }
         if let s = session {
             s.resumeMessages(now: now)
@@ -140,12 +127,12 @@ extension Daemon {
             store = nil
             hooks = nil
         }
-        defer { if let s = store { for b in bridges { b.attach(store: s) } } }
+        defer { if let s = store { for b in mqtt.bridges { b.attach(store: s) } } }
         let s = try RadioStore(publicKey: publicKey, stateDir: config.stateDir, options: config.storeOptions)
         let floor: UInt64
         do { floor = try deliveryFloor(dir, s) } catch { s.close(); throw error }
         store = s
-        readDamageLogged = 0
+        storage.readDamageLogged = 0
         if floor > s.nextMessageId {
             s.ensureNextId(atLeast: floor)
             log("store: the hook or an MQTT bridge has seen ids up to \(floor - 1), past the message log; new messages continue from id \(s.nextMessageId)")
@@ -254,39 +241,32 @@ extension Daemon {
     }
 
     /// Logs each damaged record found while reading messages (hooks, API), once: it is skipped.
-    func reportReadDamage() {
-        guard let store else { return }
-        let found = store.readDamage
-        while readDamageLogged < found.count {
-            log("store: \(found[readDamageLogged]) (a damaged record: its message cannot be shown or handed to a hook)")
-            readDamageLogged += 1
-        }
-    }
+    func reportReadDamage() { storage.reportReadDamage() }
 
     /// The tunnel's delivery cursor ("sync"). The first time a store is used, it starts at the
     /// newest stored message: tunnel clients get what arrives from then on, not the whole history.
     func openTunnelQueue(_ s: RadioStore) {
         do {
             if let c = try s.storedCursor("sync") {
-                tunnelQueue = TunnelQueue(cursor: c)
+                requests.tunnelQueue = TunnelQueue(cursor: c)
             } else {
                 let c = s.nextMessageId > 0 ? s.nextMessageId - 1 : 0
                 try s.setCursor("sync", c)
-                tunnelQueue = TunnelQueue(cursor: c)
+                requests.tunnelQueue = TunnelQueue(cursor: c)
                 log("store: sync cursor starts after message \(c)")
             }
         } catch {
             // Deliver again rather than skip.
             log("store: cannot read the sync cursor: \(error); starting from the oldest message")
-            tunnelQueue = TunnelQueue(cursor: 0)
+            requests.tunnelQueue = TunnelQueue(cursor: 0)
         }
     }
 
     // MARK: - outbox
 
     func sendOutbox(now: UInt64) {
-        guard phase == .ready, session != nil, let port = operationPort, let store else { return }
-        outbox.send(port: port, jobs: operationJobs, store: store)
+        guard phase == .ready, session != nil, let port = ops.port, let store else { return }
+        outbox.send(port: port, jobs: ops.jobs, store: store)
         pump(now: now)
     }
 
@@ -299,7 +279,7 @@ extension Daemon {
             case .acked(let id, let rtt):
                 log("outbox: message \(id) acknowledged (round trip \(rtt) ms)")
                 publishDelivery(id, "acked")
-                for w in sendWaiters.removeValue(forKey: id) ?? [] {
+                for w in outboxPart.sendWaiters.removeValue(forKey: id) ?? [] {
                     let m = store.flatMap { try? $0.message(id: id) }
                     reply(DaemonResponse(id: w.1, ok: m.map { [("message", MessageJSON.message($0, store: store!))] } ?? []), to: w.0)
                 }
@@ -309,7 +289,7 @@ extension Daemon {
             case .failed(let id, let error):
                 log("outbox: message \(id) failed: \(error.message)")
                 publishDelivery(id, "failed")
-                for w in sendWaiters.removeValue(forKey: id) ?? [] {
+                for w in outboxPart.sendWaiters.removeValue(forKey: id) ?? [] {
                     reply(DaemonResponse(id: w.1, error: error), to: w.0)
                 }
             case .storeFailed(let id, let error):
@@ -321,6 +301,6 @@ extension Daemon {
     func publishDelivery(_ id: UInt64, _ status: String) {
         let e = JSON.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status)))
         api.publish(e)
-        for b in bridges { b.apiEvent(e, now: monotonicMilliseconds()) }
+        for b in mqtt.bridges { b.apiEvent(e, now: monotonicMilliseconds()) }
     }
 }

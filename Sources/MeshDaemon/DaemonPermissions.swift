@@ -47,25 +47,30 @@ struct FrontEnd {
 
 extension Daemon {
     /// The front end an API client id belongs to.
-    func frontEnd(of client: Int) -> FrontEnd {
-        if client >= MQTTObserver.firstClientID && client <= MQTTObserver.lastClientID {
+    func frontEnd(of client: Caller) -> FrontEnd {
+        switch client {
+        case .observer:
             // The observer's own status queries: internal, never a remote client's.
             return FrontEnd(name: "mqtt-observer", allowed: .everything, widen: "")
-        }
-        if client >= MQTTBridge.firstClientID && client <= MQTTBridge.lastClientID,
-           let b = bridges.first(where: { $0.owns(client: client) }) {
+        case .bridge(let bridge, _):
+            guard let b = mqtt.bridges.first(where: { ObjectIdentifier($0) == bridge }) else {
+                return FrontEnd(name: "mqtt (gone)", allowed: AllowedClasses([]), widen: "")
+            }
             return FrontEnd(name: "mqtt \(b.settings.connection.url) (\(b.prefix)/command)", allowed: b.settings.allowed,
                             widen: "--mqtt-allow")
+        case .api(let id):
+            // An API socket client: every class for root and the daemon's user, its group's for an
+            // `--api-group` member (`APIServer.admit`).
+            return FrontEnd(name: "api client \(id)" + (api.peer(id).map { " (uid \($0.uid))" } ?? ""),
+                            allowed: api.allowed(id) ?? .everything, widen: "")
+        case .gone:
+            return FrontEnd(name: "a client that has gone", allowed: AllowedClasses([]), widen: "")
         }
-        // An API socket client: every class for root and the daemon's user, its group's for an
-        // `--api-group` member (`APIServer.admit`).
-        return FrontEnd(name: "api client \(client)" + (api.peer(client).map { " (uid \($0.uid))" } ?? ""),
-                        allowed: api.allowed(client) ?? .everything, widen: "")
     }
 
     /// Checks a request against its front end: throws the refusal (and logs it once), logs what
     /// runs of class config, admin or secret.
-    func authorize(_ req: DaemonRequest, _ client: Int) throws(DaemonError) {
+    func authorize(_ req: DaemonRequest, _ client: Caller) throws(DaemonError) {
         let fe = frontEnd(of: client)
         let c: OperationClass
         do { c = try req.operationClass() } catch {
@@ -91,7 +96,7 @@ extension Daemon {
         let what = frame.first.map { CommandCode(rawValue: $0).map { "\($0)" } ?? "command \($0)" } ?? "an empty frame"
         let who = hubClientName(client)
         if let why = listener.refusal(frame) {
-            hubSessions[client]?.refused += 1
+            hubPart.sessions[client]?.refused += 1
             logRefusal("hub client \(HubServer.number(client))", what: what, "permission: \(who): refused \(what): \(why)")
             return false
         }
@@ -104,7 +109,7 @@ extension Daemon {
     /// sending refused requests as fast as it can must not fill the log).
     func logRefusal(_ door: String, what: String, _ line: String) {
         let now = monotonicMilliseconds()
-        switch refusalLog.note(door, what: what, now: now) {
+        switch requests.refusalLog.note(door, what: what, now: now) {
         case .log: log(line)
         case .summary(let n): log("permission: \(door): \(n) more refusal(s) in the last minute, not logged one by one; the last: " + line)
         case .quiet: break
@@ -112,8 +117,8 @@ extension Daemon {
     }
 
     func hubClientName(_ client: Int) -> String {
-        let app = hubSessions[client]?.app ?? ""
-        return "hub client \(client - HubServer.firstID + 1)" + (app.isEmpty ? "" : " (\(app))")
+        let app = hubPart.sessions[client]?.app ?? ""
+        return "hub client \(HubServer.number(client))" + (app.isEmpty ? "" : " (\(app))")
     }
 }
 
@@ -132,14 +137,15 @@ enum OutboxBounds {
 extension Daemon {
     /// Whether a client is one of a remote door's (an MQTT bridge's commands): what it is answered
     /// leaves out this host's file paths and other clients' addresses.
-    func isRemoteDoor(_ client: Int) -> Bool {
-        client >= MQTTBridge.firstClientID && client <= MQTTBridge.lastClientID
+    func isRemoteDoor(_ client: Caller) -> Bool {
+        if case .bridge = client { return true }
+        return false
     }
 
     /// The door number an outbox item records for a client: 0 for the API socket, 1... for the
     /// MQTT bridges in the order they were given.
-    func outboxOrigin(of client: Int) -> UInt8 {
-        guard isRemoteDoor(client), let i = bridges.firstIndex(where: { $0.owns(client: client) }) else { return 0 }
+    func outboxOrigin(of client: Caller) -> UInt8 {
+        guard case .bridge(let bridge, _) = client, let i = mqtt.bridges.firstIndex(where: { ObjectIdentifier($0) == bridge }) else { return 0 }
         return UInt8(clamping: i + 1)
     }
 
@@ -225,7 +231,7 @@ extension Daemon {
                     + "changing its settings, contacts and channels")
             }
         }
-        for b in bridges {
+        for b in mqtt.bridges {
             let above = b.settings.allowed.classes.filter { $0 > .message }.sorted()
             if !above.isEmpty {
                 log("warning: mqtt: \(b.settings.connection.url): commands of class \(above.map(\.rawValue).joined(separator: ", ")) are allowed: "

@@ -5,6 +5,7 @@ import MeshNet
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshOps
 
 // The session's events: handshake, contacts and channels sync, replies, pushes.
 
@@ -16,24 +17,24 @@ extension Daemon {
         while let e = s.nextEvent() {
             // An operation's reply, delivery or request outcome goes to it (and every event to
             // the operations that listen, e.g. for discovery answers or heard repeats).
-            if let port = operationPort, port.handle(e) {
+            if let port = ops.port, port.handle(e) {
                 // A command a live radio leaves unanswered: see `handleReply`.
-                if case .reply(_, .timeout) = e, pendingLinkLoss == nil {
+                if case .reply(_, .timeout) = e, radio.pendingLinkLoss == nil {
                     linkLostLater("the radio did not answer a command in time (it may have rebooted)")
                 }
                 continue
             }
             switch e {
             case .ready(let di, let si):
-                lastDeviceInfo = di
-                lastSelfInfo = si
+                radio.lastDeviceInfo = di
+                radio.lastSelfInfo = si
                 radioReady(now: now)
-                if !observers.isEmpty, let rs = RadioSelf(frame: si) {
-                    for o in observers { o.radioReady(self: rs, device: RadioDevice(frame: di), now: now) }
+                if !mqtt.observers.isEmpty, let rs = RadioSelf(frame: si) {
+                    for o in mqtt.observers { o.radioReady(self: rs, device: RadioDevice(frame: di), now: now) }
                 }
             case .handshakeFailed(let r):
                 log("link: handshake with \(config.link) failed (\(r)); is it a MeshCore companion radio?")
-                pendingLinkLoss = "handshake failed"
+                radio.pendingLinkLoss = "handshake failed"
             case .clock(let c):
                 switch c {
                 case .set: log("radio: clock set")
@@ -48,7 +49,7 @@ extension Daemon {
                 if case .timeout = r {
                     // The radio went quiet mid-drain: it may have rebooted (queue, clock and
                     // handshake lost) behind a link that stayed open. Handshake again.
-                    pendingLinkLoss = "the radio did not answer SYNC_NEXT_MESSAGE (it may have rebooted)"
+                    radio.pendingLinkLoss = "the radio did not answer SYNC_NEXT_MESSAGE (it may have rebooted)"
                 } else {
                     log("radio: draining stopped (\(r))")
                 }
@@ -63,8 +64,8 @@ extension Daemon {
                 break
             }
         }
-        if let reason = pendingLinkLoss {
-            pendingLinkLoss = nil
+        if let reason = radio.pendingLinkLoss {
+            radio.pendingLinkLoss = nil
             linkLost(reason)
         }
     }
@@ -84,7 +85,7 @@ extension Daemon {
             }
             if Self.refusesStateFolder(error) {
                 log("daemon: the radio's state folder is not safe to use (above); stopping")
-                exitCode = 2
+                life.exitCode = 2
                 stopping = true
                 return
             }
@@ -93,58 +94,58 @@ extension Daemon {
         if let s = session {
             if storeTakesMessages { s.resumeMessages(now: now) } else { s.pauseMessages() }
         }
-        try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(registryLink), socket: api.path,
+        try? DaemonRegistry.write(.init(pid: getpid(), link: DaemonRegistry.canonicalLink(hotplug.registryLink(config.link)), socket: api.path,
                                         radio: key, name: config.name ?? (name.isEmpty ? nil : name)), group: config.apiGroup?.group.gid)
         phase = .syncing
-        radioProblem = nil
-        backoffMS = 0
-        nextDrainAt = now + config.drainIntervalMS
+        radio.radioProblem = nil
+        radio.backoffMS = 0
+        sync.nextDrainAt = now + config.drainIntervalMS
         // With a hub, the first sync lists the whole table: hub clients' GET_CONTACTS is answered from it.
-        if hub != nil { contactsFullSyncWanted = true }
+        if hubPart.server != nil { sync.contactsFullSyncWanted = true }
         syncContacts(now: now)
         syncChannels(now: now)
         reapplyFloodScope(now: now)
-        batteryCheckAt = now
+        sync.batteryCheckAt = now
         api.publish(.obj(("event", "link"), ("state", "up"), ("radio", .string(key))))
     }
 
     func syncContacts(now: UInt64) {
-        guard let s = session, contactsTicket == nil else { return }
-        let since = contactsFullSyncWanted ? 0 : (try? store?.contactsWatermark()) ?? 0
+        guard let s = session, sync.contactsTicket == nil else { return }
+        let since = sync.contactsFullSyncWanted ? 0 : (try? store?.contactsWatermark()) ?? 0
         log("radio: syncing contacts" + (since > 0 ? " changed since \(since)" : ""))
-        contactsTicket = try? s.listContacts(since: since == 0 ? nil : since, now: now)
-        contactsListingFull = since == 0
-        if contactsTicket != nil { contactsFullSyncWanted = false }
+        sync.contactsTicket = try? s.listContacts(since: since == 0 ? nil : since, now: now)
+        sync.contactsListingFull = since == 0
+        if sync.contactsTicket != nil { sync.contactsFullSyncWanted = false }
     }
 
     func syncChannels(now: UInt64) {
         guard let s = session else { return }
         let count = radioDevice?.maxChannels ?? 8
-        channelsFound = []
+        sync.channelsFound = []
         for i in 0..<max(1, min(count, 64)) {
             if let t = try? s.submit(frame: CommandFrame.getChannel(UInt8(i)).bytes, expecting: .codes(CodeSet(ResponseCode.channelInfo.rawValue)), now: now) {
-                channelTickets[t] = UInt8(i)
+                sync.channelTickets[t] = UInt8(i)
             }
         }
     }
 
     func syncDone(now: UInt64) {
-        guard phase == .syncing, contactsTicket == nil, channelTickets.isEmpty else { return }
+        guard phase == .syncing, sync.contactsTicket == nil, sync.channelTickets.isEmpty else { return }
         phase = .ready
         let status = "connected to \(config.link); radio \(radioKeyHex?.prefix(12) ?? ""); \(store?.contacts.count ?? 0) contacts"
         log("radio: synced; " + status)
         notify.ready(status: status)
-        syncedOnce = true
+        sync.syncedOnce = true
     }
 
     func handleReply(_ t: Ticket, _ r: Reply, now: UInt64) {
         // Every command is answered at once by a live radio: silence means it went away or
         // rebooted behind a link that stayed open (a USB bridge). Handshake again.
-        if case .timeout = r, pendingLinkLoss == nil {
+        if case .timeout = r, radio.pendingLinkLoss == nil {
             linkLostLater("the radio did not answer a command in time (it may have rebooted)")
         }
-        if t == contactsTicket {
-            contactsTicket = nil
+        if t == sync.contactsTicket {
+            sync.contactsTicket = nil
             if case .contacts(let listing) = r {
                 var cs: [StoredContact] = []
                 for rec in listing.records { if let c = try? StoredContact(frame: rec) { cs.append(c) } }
@@ -164,12 +165,12 @@ extension Daemon {
                         // has; after an incremental one, a radio with fewer contacts than the store
                         // lost some (removed by another program, or while the daemon was away).
                         let wall = UInt32(truncatingIfNeeded: time(nil))
-                        if contactsListingFull {
+                        if sync.contactsListingFull {
                             let removed = try store.markContactsRemoved(except: Set(cs.map(\.publicKey)), now: wall)
                             if removed > 0 { log("store: \(removed) contact(s) no longer on the radio") }
                         } else if store.contacts.filter({ !$0.removed }).count > Int(listing.total) {
-                            contactsFullSyncWanted = true
-                            if contactsResyncAt == nil { contactsResyncAt = now }
+                            sync.contactsFullSyncWanted = true
+                            if sync.contactsResyncAt == nil { sync.contactsResyncAt = now }
                         }
                     }
                     log("radio: \(cs.count) contact(s) updated (radio has \(listing.total))")
@@ -183,33 +184,33 @@ extension Daemon {
             syncDone(now: now)
             return
         }
-        if let idx = channelTickets.removeValue(forKey: t) {
+        if let idx = sync.channelTickets.removeValue(forKey: t) {
             if case .frame(let f) = r, let c = try? StoredChannel(frame: f) {
-                channelsFound.append(StoredChannel(index: idx, name: c.name, secret: c.secret))
+                sync.channelsFound.append(StoredChannel(index: idx, name: c.name, secret: c.secret))
             }
-            if channelTickets.isEmpty {
-                do { try store?.saveChannels(channelsFound) } catch { log("store: saving channels failed: \(error)") }
-                log("radio: \(channelsFound.filter { !$0.name.isEmpty }.count) channel(s)")
+            if sync.channelTickets.isEmpty {
+                do { try store?.saveChannels(sync.channelsFound) } catch { log("store: saving channels failed: \(error)") }
+                log("radio: \(sync.channelsFound.filter { !$0.name.isEmpty }.count) channel(s)")
                 syncDone(now: now)
             }
             return
         }
-        if t == batteryTicket {
-            batteryTicket = nil
+        if t == sync.batteryTicket {
+            sync.batteryTicket = nil
             batteryReply(r)
         }
-        if t == keepaliveTicket {
-            keepaliveTicket = nil
+        if t == sync.keepaliveTicket {
+            sync.keepaliveTicket = nil
             if case .timeout = r { linkLostLater("the radio stopped answering") }
             return
         }
         if hubReply(t, r) { return }
-        if let w = tunnelTickets.removeValue(forKey: t) {
+        if let w = requests.tunnelTickets.removeValue(forKey: t) {
             tunnelReply(w.client, frame: w.frame, r)
             return
         }
-        if let w = replyTickets.removeValue(forKey: t) {
-            let after = replyAfterOK.removeValue(forKey: t)
+        if let w = requests.replyTickets.removeValue(forKey: t) {
+            let after = requests.replyAfterOK.removeValue(forKey: t)
             switch r {
             case .ok, .frame:
                 var fields: [(String, JSON)] = after?() ?? []
@@ -231,7 +232,7 @@ extension Daemon {
     }
 
     /// Tears the link down after the current event walk (not in the middle of it).
-    func linkLostLater(_ reason: String) { pendingLinkLoss = reason }
+    func linkLostLater(_ reason: String) { radio.pendingLinkLoss = reason }
 
     func handlePush(_ p: Push, now: UInt64) {
         // Pushes the session did not take as a reply go on to tunnel clients, except MSG_WAITING:
@@ -242,11 +243,11 @@ extension Daemon {
         }
         if let e = PushJSON.event(p) {
             if case .logRxData = p.kind { api.publish(e, logRx: true) } else { api.publish(e) }
-            if !bridges.isEmpty { for b in bridges { b.apiEvent(e, now: now) } }
+            if !mqtt.bridges.isEmpty { for b in mqtt.bridges { b.apiEvent(e, now: now) } }
         }
-        if !observers.isEmpty, case .logRxData(let q, let rssi, let packet) = p.kind {
+        if !mqtt.observers.isEmpty, case .logRxData(let q, let rssi, let packet) = p.kind {
             let raw = Array(packet)
-            for o in observers { o.packet(raw: raw, snrQuarterDb: q, rssi: rssi, now: now) }
+            for o in mqtt.observers { o.packet(raw: raw, snrQuarterDb: q, rssi: rssi, now: now) }
         }
         if case .newAdvert = p.kind, let store, var c = try? StoredContact(frame: p.frame),
            store.contact(publicKey: c.publicKey).map({ $0.removed }) ?? true {
@@ -263,7 +264,7 @@ extension Daemon {
         switch p.kind {
         case .advert, .newAdvert, .contactDeleted:
             // A contact changed on the radio: resync incrementally, debounced.
-            if contactsResyncAt == nil { contactsResyncAt = now + 2_000 }
+            if sync.contactsResyncAt == nil { sync.contactsResyncAt = now + 2_000 }
         case .sendConfirmed(let c):
             // SEND_CONFIRMED the session did not match: a tunnel client's send, or an attempt sent
             // before a restart or a lost link.

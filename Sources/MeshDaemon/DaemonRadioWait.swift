@@ -2,6 +2,7 @@ import Glibc
 import MeshLink
 import MeshNet
 import MeshDaemonClient
+import MeshOps
 
 /// A request that needs the radio, come while the daemon is reaching it (connecting or in the
 /// handshake, `radioPending`): it waits, as long as that attempt goes on and at most its own
@@ -17,7 +18,7 @@ struct RadioWait {
         case tunnel(DaemonRequest)
     }
 
-    var client: APIServer.ClientID
+    var client: Caller
     var what: What
     var deadline: UInt64
 }
@@ -39,14 +40,14 @@ extension Daemon {
         }
     }
 
-    func waitForRadio(_ what: RadioWait.What, _ client: APIServer.ClientID, now: UInt64) {
-        radioWaits.append(RadioWait(client: client, what: what, deadline: now + config.operationTimeoutMS))
+    func waitForRadio(_ what: RadioWait.What, _ client: Caller, now: UInt64) {
+        radio.radioWaits.append(RadioWait(client: client, what: what, deadline: now + config.operationTimeoutMS))
     }
 
     /// The answer to a tunnel request now.
     func tunnelOpenResult(_ client: APIServer.ClientID) -> Result<[(String, JSON)], DaemonError> {
         guard phase == .ready || phase == .syncing, !selfInfo.isEmpty else {
-            return .failure(DaemonError(.link, "the daemon's radio link (\(config.link)) is down" + (radioProblem.map { " (\($0))" } ?? "")
+            return .failure(DaemonError(.link, "the daemon's radio link (\(config.link)) is down" + (radio.radioProblem.map { " (\($0))" } ?? "")
                                         + "; it is reconnecting."))
         }
         var fields: [(String, JSON)] = [("radio", .string(radioKeyHex ?? ""))]
@@ -60,28 +61,28 @@ extension Daemon {
     /// request runs (the radio is there) or fails (the attempt failed); one past its time gets a
     /// timeout. Returns the next deadline.
     func radioWaitTimers(now: UInt64) -> UInt64? {
-        guard !radioWaits.isEmpty else { return nil }
+        guard !radio.radioWaits.isEmpty else { return nil }
         if !radioPending {
-            let waits = radioWaits
-            radioWaits.removeAll()
+            let waits = radio.radioWaits
+            radio.radioWaits.removeAll()
             for w in waits { resume(w, now: now) }
-            return radioWaits.map(\.deadline).min()
+            return radio.radioWaits.map(\.deadline).min()
         }
         var next: UInt64? = nil
         var kept: [RadioWait] = []
-        for w in radioWaits {
+        for w in radio.radioWaits {
             if now >= w.deadline {
                 let e = DaemonError(.timeout, "the daemon did not reach the radio (\(config.link)) within \(config.operationTimeoutMS / 1000) s; it keeps trying.")
                 switch w.what {
                 case .request(let req): reply(DaemonResponse(id: req.id, error: e), to: w.client)
-                case .tunnel(let req): api.completeTunnel(w.client, requestID: req.id, .failure(e))
+                case .tunnel(let req): if case .api(let c) = w.client { api.completeTunnel(c, requestID: req.id, .failure(e)) }
                 }
             } else {
                 kept.append(w)
                 next = min(next ?? w.deadline, w.deadline)
             }
         }
-        radioWaits = kept
+        radio.radioWaits = kept
         return next
     }
 
@@ -90,12 +91,12 @@ extension Daemon {
         case .request(let req):
             if let r = answerAfterWait(req, w.client) { reply(r, to: w.client) }
         case .tunnel(let req):
-            api.completeTunnel(w.client, requestID: req.id, tunnelOpenResult(w.client))
+            if case .api(let c) = w.client { api.completeTunnel(c, requestID: req.id, tunnelOpenResult(c)) }
         }
     }
 
     /// A client went away: its waits go too.
-    func radioWaitsGone(_ client: APIServer.ClientID) {
-        radioWaits.removeAll { $0.client == client }
+    func radioWaitsGone(_ client: Caller) {
+        radio.radioWaits.removeAll { $0.client == client }
     }
 }

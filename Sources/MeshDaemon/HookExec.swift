@@ -3,6 +3,7 @@ import CMeshLink
 import Glibc
 import MeshSession
 import MeshDaemonClient
+import MeshOps
 
 /// The wrapper a hook runs under (`pocketmesh daemon hook-exec [--timeout-ms N] [--grace-ms N]
 /// [--output-limit N] MARKER -- CMD...`), started by the daemon as the leader of a new process group.

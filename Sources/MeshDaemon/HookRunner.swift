@@ -2,6 +2,8 @@ import Glibc
 import CMeshLink
 import MeshNet
 import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// A stored message handed to the hook: its store id (ascending) and its JSON form.
 public struct HookMessage: Sendable {
@@ -21,7 +23,7 @@ public struct HookMessage: Sendable {
             let value: String
             switch v {
             case .string(let s): value = s
-            case .int(let i): value = String(i)
+            case .integer(let i): value = String(i)
             case .double, .bool: value = v.text
             default: continue
             }

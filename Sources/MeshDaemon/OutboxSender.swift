@@ -2,6 +2,7 @@ import MeshSession
 import MeshOps
 import MeshStore
 import MeshDaemonClient
+import MeshLink
 
 /// Sends the store's outbox through the daemon's session, with retries and backoff: each round is
 /// an operation on the daemon's `OperationJobs` over its `SessionPort` (the caller owns both, and

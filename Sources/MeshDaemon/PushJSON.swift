@@ -4,6 +4,7 @@ import MeshNet
 import MeshOps
 import MeshSession
 import MeshDaemonClient
+import MeshLink
 
 /// Pushes from the radio as the API's typed events (`subscribe`): one JSON object per push with
 /// `"event"` naming its kind and the push's fields decoded. MSG_WAITING and SEND_CONFIRMED are
@@ -24,7 +25,7 @@ enum PushJSON {
         case .newAdvert(let c):
             var pairs: [(String, JSON)] = [("event", "new_advert")]
             if let s = ContactSummary(record: p.frame.count >= CompanionLimits.contactRecordSize ? [ResponseCode.contact.rawValue] + p.frame.dropFirst() : []),
-               case .object(let fields) = JSON(s.value) {
+               case .object(let fields) = s.value {
                 pairs += fields
             } else {
                 pairs += [("public_key", key(c.publicKey)), ("name", .string(c.name))]

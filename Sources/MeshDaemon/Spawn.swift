@@ -1,6 +1,7 @@
 import Glibc
 import MeshLink
 import MeshDaemonClient
+import MeshOps
 
 /// Starts programs with `posix_spawnp`: an argv array, never a shell string.
 public enum Spawn {

@@ -1,6 +1,7 @@
 import MeshLink
 import Glibc
 import MeshDaemonClient
+import MeshOps
 
 /// The systemd notification protocol (`sd_notify(3)`), by hand: one datagram of `KEY=value` lines
 /// to the `AF_UNIX` socket named by `$NOTIFY_SOCKET` (a leading "@" means the abstract namespace).

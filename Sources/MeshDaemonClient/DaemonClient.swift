@@ -1,6 +1,7 @@
 import MeshLink
 import Glibc
 import MeshNet
+import MeshOps
 
 /// Where daemons put their sockets, and the small registry entry (`<name>.json` next to
 /// `<name>.sock`) that says which link each one owns, so the CLI can find the daemon that holds

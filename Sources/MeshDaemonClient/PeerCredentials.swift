@@ -1,5 +1,6 @@
 import Glibc
 import MeshOps
+import MeshLink
 
 /// Who is at the other end of a connected Unix socket, as the kernel recorded it at connect time:
 /// the process, its effective uid and gid (`SO_PEERCRED`) and its supplementary groups

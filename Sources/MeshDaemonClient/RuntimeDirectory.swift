@@ -1,4 +1,6 @@
 import Glibc
+import MeshLink
+import MeshOps
 
 /// The folder that holds a user's daemon sockets and registry entries, and the checks that make it
 /// safe to trust: whatever is in it decides which socket the command line sends secrets through.

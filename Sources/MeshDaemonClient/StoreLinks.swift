@@ -1,5 +1,7 @@
 import MeshCompanion
 import MeshStore
+import MeshLink
+import MeshOps
 
 /// Which radio a link last reached: `STATE/links/<link slug>` holds the radio's public key (hex),
 /// so `history --tcp HOST` finds the store of the radio behind that link. Whoever opens a radio's

@@ -4,7 +4,6 @@ import MeshCompanion
 import MeshAir
 import MeshLink
 import MeshOps
-import MeshDaemonClient
 
 /// One `--companion-listen` or `--companion-ws` listener: where, which operation classes its
 /// clients may use, and who they are.

@@ -1,4 +1,6 @@
-// A small JSON value, parser and writer for the local API's newline-delimited messages.
+// The program's one JSON value, with its one parser and one writer: the local API's
+// newline-delimited messages, the operations' results (MeshOps' `Value` is this type), hooks,
+// MQTT payloads and topology files.
 //
 // Hand-written rather than Codable: requests are tiny, the parser must reject bad input with a
 // typed error (never trap), cap nesting depth, and keep the daemon's RSS and binary small.
@@ -7,19 +9,22 @@
 public enum JSON: Equatable, Sendable {
     case null
     case bool(Bool)
-    case int(Int64)
+    case integer(Int64)
     case double(Double)
     case string(String)
     case array([JSON])
-    case object([(String, JSON)])
+    case object([Field])
+
+    /// An object's member. Objects keep their members in the order they were built in.
+    public typealias Field = (key: String, value: JSON)
 
     public static func == (a: JSON, b: JSON) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
         case let (.bool(x), .bool(y)): return x == y
-        case let (.int(x), .int(y)): return x == y
+        case let (.integer(x), .integer(y)): return x == y
         case let (.double(x), .double(y)): return x == y
-        case let (.int(x), .double(y)), let (.double(y), .int(x)): return Double(x) == y
+        case let (.integer(x), .double(y)), let (.double(y), .integer(x)): return Double(x) == y
         case let (.string(x), .string(y)): return x == y
         case let (.array(x), .array(y)): return x == y
         case let (.object(x), .object(y)):
@@ -38,7 +43,7 @@ public enum JSON: Equatable, Sendable {
     public var bool: Bool? { if case .bool(let b) = self { return b }; return nil }
     public var int: Int64? {
         switch self {
-        case .int(let i): return i
+        case .integer(let i): return i
         case .double(let d):
             guard d.rounded() == d, d >= -9.2e18, d <= 9.2e18 else { return nil }
             return Int64(d)
@@ -286,15 +291,8 @@ extension JSON {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let v): out.append(contentsOf: String(v).utf8)
-        case .double(let d):
-            if d.isFinite {
-                if d.rounded() == d && abs(d) < 1e15 { out.append(contentsOf: String(Int64(d)).utf8) } else {
-                    out.append(contentsOf: "\(d)".utf8)
-                }
-            } else {
-                out.append(contentsOf: "null".utf8)
-            }
+        case .integer(let v): out.append(contentsOf: String(v).utf8)
+        case .double(let d): out.append(contentsOf: (d.isFinite ? JSON.formatDouble(d) : "null").utf8)
         case .string(let s): JSON.writeString(s, into: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))
@@ -338,6 +336,38 @@ extension JSON {
 }
 
 extension JSON {
+    /// Shortest round-trip form from the standard library; a whole number below 1e15 without ".0".
+    public static func formatDouble(_ d: Double) -> String {
+        if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
+        return String(d)
+    }
+
+    /// A string as a JSON string literal (quotes and escapes).
+    public static func quoted(_ s: String) -> String {
+        var out: [UInt8] = []
+        writeString(s, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// A whole number of any integer type.
+    public static func int<I: BinaryInteger>(_ v: I) -> JSON { .integer(Int64(v)) }
+
+    public static func object(_ pairs: KeyValuePairs<String, JSON>) -> JSON {
+        .object(pairs.map { ($0.key, $0.value) })
+    }
+
+    public var stringValue: String? { string }
+    /// A whole number as it was written (not a double that happens to be whole: see `int`).
+    public var intValue: Int64? { if case .integer(let i) = self { return i }; return nil }
+    /// A number, whole or not.
+    public var doubleValue: Double? {
+        switch self {
+        case .integer(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+
     /// Builds an object, dropping keys whose value is nil.
     public static func obj(_ pairs: (String, JSON?)...) -> JSON {
         .object(pairs.compactMap { k, v in v.map { (k, $0) } })

@@ -39,11 +39,8 @@ public final class CompanionNode: MeshNode {
     /// The model DEVICE_INFO and `board` name.
     public var board = CompanionNode.model
 
-    // Preferences (persisted on a real radio).
-    public var advertLatitude: Int32 = 0
-    public var advertLongitude: Int32 = 0
-    public var manualAddContacts: UInt8 = 0
-    public var telemetryModes: UInt8 = 0
+    /// Preferences (persisted on a real radio).
+    public var preferences = CompanionPreferences()
     /// The simulated battery and sensors telemetry and status report.
     public var sensors = Sensors()
     /// Where a real host's measurements come from, read when a status or telemetry is answered
@@ -51,15 +48,6 @@ public final class CompanionNode: MeshNode {
     public var sensorSource: (() -> Sensors)?
     /// What status and telemetry report now.
     var readings: Sensors { sensorSource?() ?? sensors }
-    public var advertLocationPolicy: UInt8 = 0
-    public var multiAcks: UInt8 = 0
-    public var autoAddFlags: UInt8 = 0
-    public var autoAddMaxHops: UInt8 = 0
-    public var blePin: UInt32 = 0
-    public var clientRepeat = false
-    public var maxTxPower: Int8 = 22
-    /// Time zone offset in hours (the protocol 14 CLI's `tz.offset`).
-    public var tzOffset: Int8 = 0
     /// Channel access settings of the protocol 14 CLI (`cad`, `radio.rxgain`, `rssi.lbt`, ...).
     var radioPrefs = RadioCLIPrefs()
     /// Whether to listen (CAD) before each transmission (`set cad on`); a real radio's driver asks.
@@ -553,5 +541,75 @@ public final class CompanionNode: MeshNode {
         name = String(publicKey.hex.prefix(8)).uppercased()
         radio.params = RadioParams()
         pathHashSize = 1
+    }
+}
+
+/// A companion's preferences (persisted on a real radio).
+public struct CompanionPreferences: Sendable {
+    public var advertLatitude: Int32 = 0
+    public var advertLongitude: Int32 = 0
+    public var manualAddContacts: UInt8 = 0
+    public var telemetryModes: UInt8 = 0
+    public var advertLocationPolicy: UInt8 = 0
+    public var multiAcks: UInt8 = 0
+    public var autoAddFlags: UInt8 = 0
+    public var autoAddMaxHops: UInt8 = 0
+    public var blePin: UInt32 = 0
+    public var clientRepeat: Bool = false
+    public var maxTxPower: Int8 = 22
+    /// Time zone offset in hours (the protocol 14 CLI's `tz.offset`).
+    public var tzOffset: Int8 = 0
+    public init() {}
+}
+
+/// The preferences by their names (as the companion protocol and the CLI read and set them).
+extension CompanionNode {
+    public var advertLatitude: Int32 {
+        get { preferences.advertLatitude }
+        set { preferences.advertLatitude = newValue }
+    }
+    public var advertLongitude: Int32 {
+        get { preferences.advertLongitude }
+        set { preferences.advertLongitude = newValue }
+    }
+    public var manualAddContacts: UInt8 {
+        get { preferences.manualAddContacts }
+        set { preferences.manualAddContacts = newValue }
+    }
+    public var telemetryModes: UInt8 {
+        get { preferences.telemetryModes }
+        set { preferences.telemetryModes = newValue }
+    }
+    public var advertLocationPolicy: UInt8 {
+        get { preferences.advertLocationPolicy }
+        set { preferences.advertLocationPolicy = newValue }
+    }
+    public var multiAcks: UInt8 {
+        get { preferences.multiAcks }
+        set { preferences.multiAcks = newValue }
+    }
+    public var autoAddFlags: UInt8 {
+        get { preferences.autoAddFlags }
+        set { preferences.autoAddFlags = newValue }
+    }
+    public var autoAddMaxHops: UInt8 {
+        get { preferences.autoAddMaxHops }
+        set { preferences.autoAddMaxHops = newValue }
+    }
+    public var blePin: UInt32 {
+        get { preferences.blePin }
+        set { preferences.blePin = newValue }
+    }
+    public var clientRepeat: Bool {
+        get { preferences.clientRepeat }
+        set { preferences.clientRepeat = newValue }
+    }
+    public var maxTxPower: Int8 {
+        get { preferences.maxTxPower }
+        set { preferences.maxTxPower = newValue }
+    }
+    public var tzOffset: Int8 {
+        get { preferences.tzOffset }
+        set { preferences.tzOffset = newValue }
     }
 }

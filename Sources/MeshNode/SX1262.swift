@@ -147,9 +147,8 @@ public final class SX1262 {
     public var onChannelBusy: (() -> Void)?
     /// How long a packet waits before the channel is looked at again (the firmware's 120-360 ms).
     public var retryDelay: () -> UInt64 = { 120 * UInt64.random(in: 1...3) }
-    public internal(set) var channelBusyCount = 0
-    public internal(set) var crcErrors = 0
-    public internal(set) var dropped = 0
+    /// Packets that waited for a busy channel, received with a bad CRC, dropped.
+    public internal(set) var counters = SX1262Counters()
     var queue: [[UInt8]] = []
     /// The packet waiting for CAD or for the channel to clear.
     var waitingPacket: [UInt8]? = nil
@@ -387,4 +386,26 @@ public final class SX1262 {
 public struct SX1262ParamError: Error, CustomStringConvertible {
     public init() {}
     public var description: String { "the SX1262 takes bandwidths 7.8 to 500 kHz of the LoRa set, SF 5-12 and CR 5-8" }
+}
+
+/// What an SX1262 counts as it runs.
+public struct SX1262Counters: Sendable, Equatable {
+    public var channelBusy = 0
+    public var crcErrors = 0
+    public var dropped = 0
+}
+
+extension SX1262 {
+    public internal(set) var channelBusyCount: Int {
+        get { counters.channelBusy }
+        set { counters.channelBusy = newValue }
+    }
+    public internal(set) var crcErrors: Int {
+        get { counters.crcErrors }
+        set { counters.crcErrors = newValue }
+    }
+    public internal(set) var dropped: Int {
+        get { counters.dropped }
+        set { counters.dropped = newValue }
+    }
 }

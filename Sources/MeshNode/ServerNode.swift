@@ -39,12 +39,8 @@ open class ServerNode: MeshNode {
     public internal(set) var longitudeE6: Int32 = 0
     /// `set repeat off`: relays nothing (and repeaters then answer no discovery).
     public var disableForward = false
-    /// Hop limits for relayed floods: any flood, unscoped (plain FLOOD) ones, adverts.
-    public var floodMax = 64
-    public var floodMaxUnscoped = 64
-    public var floodMaxAdvert = 8
-    /// 0 off, 1 minimal, 2 moderate, 3 strict (`loop.detect`).
-    public var loopDetect: UInt8 = 0
+    /// Hop limits for relayed floods, and loop detection.
+    public var floodLimits = FloodLimits()
     /// Regions this server relays scoped floods for (and names to `req_regions`).
     public var regions = RegionMap()
     /// The regions as last saved (`region save`, `region default`), what a boot starts from.
@@ -403,4 +399,33 @@ open class ServerNode: MeshNode {
     func formatNeighbours() -> String { "not supported" }
     func removeNeighbours(prefix: [UInt8]) {}
     func discoverNeighbours() {}
+}
+
+/// A server's limits on the floods it relays.
+public struct FloodLimits: Sendable, Equatable {
+    /// Hop limits for relayed floods: any flood, unscoped (plain FLOOD) ones, adverts.
+    public var max = 64
+    public var maxUnscoped = 64
+    public var maxAdvert = 8
+    /// 0 off, 1 minimal, 2 moderate, 3 strict (`loop.detect`).
+    public var loopDetect: UInt8 = 0
+}
+
+extension ServerNode {
+    public var floodMax: Int {
+        get { floodLimits.max }
+        set { floodLimits.max = newValue }
+    }
+    public var floodMaxUnscoped: Int {
+        get { floodLimits.maxUnscoped }
+        set { floodLimits.maxUnscoped = newValue }
+    }
+    public var floodMaxAdvert: Int {
+        get { floodLimits.maxAdvert }
+        set { floodLimits.maxAdvert = newValue }
+    }
+    public var loopDetect: UInt8 {
+        get { floodLimits.loopDetect }
+        set { floodLimits.loopDetect = newValue }
+    }
 }

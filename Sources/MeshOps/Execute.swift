@@ -42,16 +42,16 @@ public struct ContactSummary: Sendable, Equatable {
 
     public var value: Value {
         .object([
-            .init("name", .string(name)),
-            .init("public_key", .hex(publicKey)),
-            .init("type", .string(typeName)),
-            .init("flags", .int(flags)),
-            .init("path_length", PathLength(rawValue: outPathLength).isUnknown ? .int(-1) : .int(PathLength(rawValue: outPathLength).hopCount)),
-            .init("path", .hex(outPath)),
-            .init("last_advert", .int(lastAdvert)),
-            .init("latitude", .double(Double(latitude) / 1e6)),
-            .init("longitude", .double(Double(longitude) / 1e6)),
-            .init("lastmod", .int(lastModified)),
+            ("name", .string(name)),
+            ("public_key", .hex(publicKey)),
+            ("type", .string(typeName)),
+            ("flags", .int(flags)),
+            ("path_length", PathLength(rawValue: outPathLength).isUnknown ? .int(-1) : .int(PathLength(rawValue: outPathLength).hopCount)),
+            ("path", .hex(outPath)),
+            ("last_advert", .int(lastAdvert)),
+            ("latitude", .double(Double(latitude) / 1e6)),
+            ("longitude", .double(Double(longitude) / 1e6)),
+            ("lastmod", .int(lastModified)),
         ])
     }
 }
@@ -62,7 +62,7 @@ public struct ChannelSummary: Sendable, Equatable {
     public var secret: [UInt8]
     public var isEmpty: Bool { name.isEmpty && !secret.contains { $0 != 0 } }
     public var value: Value {
-        .object([.init("index", .int(index)), .init("name", .string(name)), .init("secret", .hex(secret))])
+        .object([("index", .int(index)), ("name", .string(name)), ("secret", .hex(secret))])
     }
 }
 
@@ -88,28 +88,28 @@ public func messageValue(_ m: ReceivedMessage, contacts: [ContactSummary] = []) 
     var fields: [Value.Field] = []
     switch m.kind {
     case .contact:
-        fields.append(.init("kind", .string(contactMessageKind(m.textType))))
-        fields.append(.init("from", .hex(m.senderPrefix)))
+        fields.append(("kind", .string(contactMessageKind(m.textType))))
+        fields.append(("from", .hex(m.senderPrefix)))
         if let c = contacts.first(where: { Array($0.publicKey.prefix(6)) == m.senderPrefix }) {
-            fields.append(.init("name", .string(c.name)))
+            fields.append(("name", .string(c.name)))
         }
-        if !m.authorPrefix.isEmpty { fields.append(.init("author", .hex(m.authorPrefix))) }
+        if !m.authorPrefix.isEmpty { fields.append(("author", .hex(m.authorPrefix))) }
     case .channel:
-        fields.append(.init("kind", .string("channel")))
-        fields.append(.init("channel", .int(m.channelIndex)))
+        fields.append(("kind", .string("channel")))
+        fields.append(("channel", .int(m.channelIndex)))
     case .channelData:
-        fields.append(.init("kind", .string("channel_data")))
-        fields.append(.init("channel", .int(m.channelIndex)))
-        fields.append(.init("data_type", .int(m.dataType)))
+        fields.append(("kind", .string("channel_data")))
+        fields.append(("channel", .int(m.channelIndex)))
+        fields.append(("data_type", .int(m.dataType)))
     }
     // CHANNEL_DATA_RECV carries no timestamp (as meshcore_py, the field is left out).
-    if m.kind != .channelData { fields.append(.init("timestamp", .int(m.timestamp))) }
-    fields.append(.init("hops", m.hops.map { .int($0) } ?? .null))
-    fields.append(.init("snr", m.snrQuarterDb.map { .double(Double($0) / 4) } ?? .null))
+    if m.kind != .channelData { fields.append(("timestamp", .int(m.timestamp))) }
+    fields.append(("hops", m.hops.map { .int($0) } ?? .null))
+    fields.append(("snr", m.snrQuarterDb.map { .double(Double($0) / 4) } ?? .null))
     if m.kind == .channelData {
-        fields.append(.init("data", .hex(m.text)))
+        fields.append(("data", .hex(m.text)))
     } else {
-        fields.append(.init("text", .string(m.textString)))
+        fields.append(("text", .string(m.textString)))
     }
     return .object(fields)
 }
@@ -222,7 +222,7 @@ public final class Executor {
 
     func publicKey(_ c: ContactSummary) -> MeshCompanion.PublicKey { MeshCompanion.PublicKey(c.publicKey)! }
 
-    func ok(_ what: String) -> Value { .object([.init("status", .string("ok")), .init("done", .string(what))]) }
+    func ok(_ what: String) -> Value { .object([("status", .string("ok")), ("done", .string(what))]) }
 
     // MARK: execute
 
@@ -289,7 +289,7 @@ public final class Executor {
             var key: MeshCompanion.PublicKey? = nil
             if let w = who { key = publicKey(try await resolve(w)) }
             let f = try await call(CommandFrame.exportContact(key), expecting: .exportContact, what: "exporting the contact")
-            return Outcome(.object([.init("advert", .hex(f.dropFirst()))]))
+            return Outcome(.object([("advert", .hex(f.dropFirst()))]))
         case .contactImport(let hex):
             guard let bytes = Hex.decode(hex), bytes.count > 98 else {
                 throw .usage("give the exported advert as hex (more than 98 bytes), as `pocketmesh contacts export` prints it.")
@@ -323,9 +323,9 @@ public final class Executor {
         case .contactPath(let who):
             let c = try await resolve(who)
             var fields: [Value.Field] = [
-                .init("name", .string(c.name)),
-                .init("out_path_length", .int(PathLength(rawValue: c.outPathLength).isUnknown ? -1 : PathLength(rawValue: c.outPathLength).hopCount)),
-                .init("out_path", .hex(c.outPath)),
+                ("name", .string(c.name)),
+                ("out_path_length", .int(PathLength(rawValue: c.outPathLength).isUnknown ? -1 : PathLength(rawValue: c.outPathLength).hopCount)),
+                ("out_path", .hex(c.outPath)),
             ]
             let r = try await radio.call(CommandFrame.getAdvertPath(publicKey(c)).bytes,
                                    expecting: .codes(CodeSet(ResponseCode.advertPath.rawValue)), timeout: timeout)
@@ -333,8 +333,8 @@ public final class Executor {
                 if case .advertPath(let p) = frame { return (p.receivedTimestamp, Array(p.path)) }
                 return nil
             }) {
-                fields.append(.init("advert_received", .int(at)))
-                fields.append(.init("advert_path", .hex(path)))
+                fields.append(("advert_received", .int(at)))
+                fields.append(("advert_path", .hex(path)))
             }
             return Outcome(.object(fields))
         case .contactDiscoverPath(let who):
@@ -344,7 +344,7 @@ public final class Executor {
             guard case .pathDiscovery(_, _, let out, _, let inPath) = Push(frame: f).kind else {
                 throw .link("the radio sent a malformed path discovery reply: try again.")
             }
-            return Outcome(.object([.init("name", .string(c.name)), .init("out_path", .hex(out)), .init("in_path", .hex(inPath))]))
+            return Outcome(.object([("name", .string(c.name)), ("out_path", .hex(out)), ("in_path", .hex(inPath))]))
         case .send(let to, let text, let wait):
             return try await send(to: to, text: text, wait: wait)
         case .channels:
@@ -380,11 +380,11 @@ public final class Executor {
                 listening?.stop()
                 throw error
             }
-            var fields: [Value.Field] = [.init("status", .string("sent")), .init("channel", .int(c.index)), .init("name", .string(c.name))]
+            var fields: [Value.Field] = [("status", .string("sent")), ("channel", .int(c.index)), ("name", .string(c.name))]
             if let listening {
                 let heard = try await listening.finish(waitMs: waitMs)
-                fields.append(.init("heard_repeats", .int(heard.count)))
-                fields.append(.init("repeats", .array(heard)))
+                fields.append(("heard_repeats", .int(heard.count)))
+                fields.append(("repeats", .array(heard)))
             }
             return Outcome(.object(fields))
         case .sync:
@@ -401,8 +401,8 @@ public final class Executor {
             guard let t = CompanionFrame.owned(f, { if case .currentTime(let t) = $0 { return t }; return nil }) else {
                 throw .link("the radio sent a malformed time frame: try again.")
             }
-            return Outcome(.object([.init("epoch", .int(t)), .init("host_epoch", .int(wallClockEpoch())),
-                                    .init("offset_s", .int(Int64(t) - Int64(wallClockEpoch())))]))
+            return Outcome(.object([("epoch", .int(t)), ("host_epoch", .int(wallClockEpoch())),
+                                    ("offset_s", .int(Int64(t) - Int64(wallClockEpoch())))]))
         case .timeSync:
             let now = wallClockEpoch()
             let r = try await radio.call(CommandFrame.setDeviceTime(now).bytes, expecting: .codes(CodeSet(0)), timeout: timeout)
@@ -410,7 +410,7 @@ public final class Executor {
                 throw .refused("the radio refused the time with ERR 6 (illegal argument): its clock is ahead of this host's and cannot move backwards; fix the host clock or reboot the radio.", code: 6)
             }
             _ = try check(r, what: "setting the time")
-            return Outcome(.object([.init("status", .string("ok")), .init("epoch", .int(now))]))
+            return Outcome(.object([("status", .string("ok")), ("epoch", .int(now))]))
         case .get(let key):
             return Outcome(try await getSetting(key))
         case .set(let key, let values):
@@ -420,10 +420,10 @@ public final class Executor {
             guard let b = CompanionFrame.owned(f, { if case .batteryAndStorage(let b) = $0 { return b }; return nil }) else {
                 throw .link("the radio sent a malformed battery frame: try again.")
             }
-            var fields: [Value.Field] = [.init("millivolts", .int(b.millivolts))]
+            var fields: [Value.Field] = [("millivolts", .int(b.millivolts))]
             if let used = b.usedKB, let total = b.totalKB {
-                fields.append(.init("storage_used_kb", .int(used)))
-                fields.append(.init("storage_total_kb", .int(total)))
+                fields.append(("storage_used_kb", .int(used)))
+                fields.append(("storage_total_kb", .int(total)))
             }
             return Outcome(.object(fields))
         case .stats(let which):
@@ -433,14 +433,14 @@ public final class Executor {
             let o = try await radio.request(.login(publicKey: c.publicKey, password: password))
             let f = try requestReply(o, what: "login to \(c.name)", timeoutHint: "check the password (servers do not answer a wrong one)")
             guard case .loginSuccess(let l) = Push(frame: f).kind else {
-                return Outcome(.object([.init("status", .string("failed")), .init("name", .string(c.name))]),
+                return Outcome(.object([("status", .string("failed")), ("name", .string(c.name))]),
                                error: .refused("\(c.name) rejected the login: check the password.", code: 0))
             }
-            var fields: [Value.Field] = [.init("status", .string("ok")), .init("name", .string(c.name)),
-                                         .init("admin", .bool(l.isAdmin))]
+            var fields: [Value.Field] = [("status", .string("ok")), ("name", .string(c.name)),
+                                         ("admin", .bool(l.isAdmin))]
             if let acl = l.aclPermissions, let level = l.firmwareLevel {
-                fields.append(.init("acl_permissions", .int(acl)))
-                fields.append(.init("firmware_level", .int(level)))
+                fields.append(("acl_permissions", .int(acl)))
+                fields.append(("firmware_level", .int(level)))
             }
             return Outcome(.object(fields))
         case .logout(let who):
@@ -469,7 +469,7 @@ public final class Executor {
             let o = try await radio.request(.binary(publicKey: c.publicKey, data: RemoteRequestData.accessList()))
             let f = try requestReply(o, what: "the ACL of \(c.name)", timeoutHint: "log in as admin first")
             let entries = AccessListEntry.list(frame: f) ?? []
-            return Outcome(.array(entries.map { .object([.init("prefix", .hex($0.prefix)), .init("permissions", .int($0.permissions))]) }))
+            return Outcome(.array(entries.map { .object([("prefix", .hex($0.prefix)), ("permissions", .int($0.permissions))]) }))
         case .command(let who, let text):
             return try await command(text, to: try await resolve(who))
         case .trace(let pathText):
@@ -496,10 +496,10 @@ public final class Executor {
                 i += 128
             }
             let f = try await call(CommandFrame.signFinish(), expecting: .signature, what: "SIGN_FINISH")
-            return Outcome(.object([.init("signature", .hex(f.dropFirst()))]))
+            return Outcome(.object([("signature", .hex(f.dropFirst()))]))
         case .keyExport:
             let f = try await call(CommandFrame.exportPrivateKey(), expecting: .privateKey, what: "exporting the private key")
-            return Outcome(.object([.init("private_key", .hex(f.dropFirst()))]))
+            return Outcome(.object([("private_key", .hex(f.dropFirst()))]))
         case .keyImport(let hex):
             guard let key = Hex.decode(hex), key.count == 64 else { throw .usage("the private key must be 128 hex digits (64 bytes).") }
             let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.importPrivateKey(key) }
@@ -520,10 +520,10 @@ public final class Executor {
             }
             let r = try await radio.call(bytes, expecting: .anyResponse, timeout: timeout)
             switch r {
-            case .ok: return Outcome(.object([.init("reply", .hex([ResponseCode.ok.rawValue]))]))
-            case .frame(let f): return Outcome(.object([.init("reply", .hex(f))]))
-            case .error(let e): return Outcome(.object([.init("reply", .hex(ResponseFrame.error(rawCode: e).bytes))]))
-            case .disabled: return Outcome(.object([.init("reply", .hex([ResponseCode.disabled.rawValue]))]))
+            case .ok: return Outcome(.object([("reply", .hex([ResponseCode.ok.rawValue]))]))
+            case .frame(let f): return Outcome(.object([("reply", .hex(f))]))
+            case .error(let e): return Outcome(.object([("reply", .hex(ResponseFrame.error(rawCode: e).bytes))]))
+            case .disabled: return Outcome(.object([("reply", .hex([ResponseCode.disabled.rawValue]))]))
             default: _ = try check(r, what: "the raw frame"); return Outcome(.null)
             }
         }
@@ -604,8 +604,8 @@ public final class Executor {
         let cs = (try? await contacts()) ?? []
         let others = collected.map { messageValue($0, contacts: cs) }
         collected.removeAll()
-        return Outcome(.object([.init("name", .string(c.name)), .init("reply", reply.map { .string($0) } ?? .null),
-                                .init("messages", .array(others))]), error: failure)
+        return Outcome(.object([("name", .string(c.name)), ("reply", reply.map { .string($0) } ?? .null),
+                                ("messages", .array(others))]), error: failure)
     }
 
     /// The CLI reply when no MSG_WAITING announced it: one last look at the radio's queue.

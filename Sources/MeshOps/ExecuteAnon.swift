@@ -58,18 +58,18 @@ extension Executor {
         }
         if let failure { throw failure }
         guard let r = AnonReply(frame: reply) else { throw .link("\(c.name) sent a malformed answer to \(what): try again.") }
-        var fields: [Value.Field] = [.init("name", .string(c.name)), .init("clock", .int(r.clock))]
+        var fields: [Value.Field] = [("name", .string(c.name)), ("clock", .int(r.clock))]
         switch type {
         case .regions:
             let names = r.text.split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
-            fields.append(.init("regions", .array(names.map { .string($0) })))
+            fields.append(("regions", .array(names.map { .string($0) })))
         case .owner:
             let parts = r.text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            fields.append(.init("node_name", .string(parts.first ?? "")))
-            fields.append(.init("owner", .string(parts.count > 1 ? parts[1] : "")))
+            fields.append(("node_name", .string(parts.first ?? "")))
+            fields.append(("owner", .string(parts.count > 1 ? parts[1] : "")))
         case .basic:
-            fields.append(.init("offset_s", .int(Int64(r.clock) - Int64(wallClockEpoch()))))
-            if let features = r.body.first { fields.append(.init("repeating", .bool(features & 0x80 == 0))) }
+            fields.append(("offset_s", .int(Int64(r.clock) - Int64(wallClockEpoch()))))
+            if let features = r.body.first { fields.append(("repeating", .bool(features & 0x80 == 0))) }
         }
         return Outcome(.object(fields))
     }

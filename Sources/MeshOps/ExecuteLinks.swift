@@ -120,7 +120,7 @@ extension Executor {
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
         _ = try await call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil
-        return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)), .init("favourite", .bool(on))]))
+        return Outcome(.object([("status", .string("ok")), ("name", .string(c.name)), ("favourite", .bool(on))]))
     }
 
     /// ADD_UPDATE_CONTACT with the last advert time 0 (meshcore-cli's `reset_advert_time`): the
@@ -133,7 +133,7 @@ extension Executor {
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
         _ = try await call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil
-        return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)), .init("last_advert", .int(0))]))
+        return Outcome(.object([("status", .string("ok")), ("name", .string(c.name)), ("last_advert", .int(0))]))
     }
 
     func contactURI(_ who: String) async throws(ClientError) -> Outcome {
@@ -141,7 +141,7 @@ extension Executor {
         let f = try await call(CommandFrame.exportContact(publicKey(c)), expecting: .exportContact, what: "exporting \(c.name)")
         let card = MeshLinkURI.contactCard(advert: Array(f.dropFirst()))
         let byKey = MeshLinkURI.contact(name: c.name, publicKey: publicKey(c), type: c.type)
-        return Outcome(.object([.init("name", .string(c.name)), .init("uri", .string(card.text)), .init("contact_uri", .string(byKey.text))]))
+        return Outcome(.object([("name", .string(c.name)), ("uri", .string(card.text)), ("contact_uri", .string(byKey.text))]))
     }
 
     func importLink(_ text: String) async throws(ClientError) -> Outcome {
@@ -161,7 +161,7 @@ extension Executor {
     func channelURI(_ which: String) async throws(ClientError) -> Outcome {
         let c = try await resolveChannel(which, inUse: true)
         let uri = MeshLinkURI.channel(name: c.name, secret: c.secret).text
-        return Outcome(.object([.init("index", .int(c.index)), .init("name", .string(c.name)), .init("uri", .string(uri))]))
+        return Outcome(.object([("index", .int(c.index)), ("name", .string(c.name)), ("uri", .string(uri))]))
     }
 
     /// A channel link into the slot that has this name already, else the first free slot.
@@ -182,7 +182,7 @@ extension Executor {
             throw .refused("every channel slot is in use: remove one first (`pocketmesh channel remove`).", code: 3)
         }
         _ = try await run(.channelSet(index: Int(s.index), name: name, secret: secret, hashtag: secret == nil && name.hasPrefix("#")))
-        return Outcome(.object([.init("status", .string("ok")), .init("index", .int(s.index)), .init("name", .string(name))]))
+        return Outcome(.object([("status", .string("ok")), ("index", .int(s.index)), ("name", .string(name))]))
     }
 
     func timeSet(_ epoch: UInt32) async throws(ClientError) -> Outcome {
@@ -191,7 +191,7 @@ extension Executor {
             throw .refused("the radio refused the time with ERR 6 (illegal argument): its clock cannot move backwards; reboot the radio to set an earlier time.", code: 6)
         }
         _ = try check(r, what: "setting the time")
-        return Outcome(.object([.init("status", .string("ok")), .init("epoch", .int(epoch))]))
+        return Outcome(.object([("status", .string("ok")), ("epoch", .int(epoch))]))
     }
 
     /// SET_FLOOD_SCOPE_KEY (kept by the radio until it reboots, not per connection): floods carry the region's transport codes
@@ -212,6 +212,6 @@ extension Executor {
         }
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.setFloodScopeKey(override) }
         _ = try await call(frame, expecting: .ok, what: "the flood scope")
-        return Outcome(.object([.init("status", .string("ok")), .init("scope", .string(shown))]))
+        return Outcome(.object([("status", .string("ok")), ("scope", .string(shown))]))
     }
 }

@@ -26,16 +26,16 @@ extension Executor {
         }
         let elapsed = radio.now - started
         func result(_ status: String, _ extra: [Value.Field] = []) -> Value {
-            var fields: [Value.Field] = [.init("status", .string(status)), .init("to", .string(c.name)), .init("attempts", .int(attempts)),
-                                         .init("flood", .bool(flood))]
-            if let l = listening { fields.append(.init("heard_repeats", .int(l.heard.count))) }
+            var fields: [Value.Field] = [("status", .string(status)), ("to", .string(c.name)), ("attempts", .int(attempts)),
+                                         ("flood", .bool(flood))]
+            if let l = listening { fields.append(("heard_repeats", .int(l.heard.count))) }
             return .object(fields + extra)
         }
         switch d {
         case .sent(let a, let f, let est, _):
-            return Outcome(result("sent", [.init("estimated_timeout_ms", .int(est))]).with(attempts: a + 1, flood: f))
+            return Outcome(result("sent", [("estimated_timeout_ms", .int(est))]).with(attempts: a + 1, flood: f))
         case .acked(let a, let rtt):
-            return Outcome(result("acked", [.init("round_trip_ms", .int(rtt)), .init("elapsed_ms", .int(elapsed))]).with(attempts: a + 1, flood: flood))
+            return Outcome(result("acked", [("round_trip_ms", .int(rtt)), ("elapsed_ms", .int(elapsed))]).with(attempts: a + 1, flood: flood))
         case .failed(let n):
             return Outcome(result("failed").with(attempts: n, flood: flood),
                            error: .timeout("\(c.name) did not acknowledge after \(n) attempts: the node may be out of range; try again later or check `pocketmesh contacts path \(c.name)`."))

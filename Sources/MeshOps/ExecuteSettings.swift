@@ -27,31 +27,31 @@ extension Executor {
         guard let key else {
             var fields: [Value.Field] = []
             for k in Executor.settingNames {
-                if let v = try? await getSetting(k) { fields.append(.init(k, v[k] ?? v)) }
+                if let v = try? await getSetting(k) { fields.append((k, v[k] ?? v)) }
             }
             return .object(fields)
         }
         guard let s = radio.session.radioSelf else { throw .link("the radio sent a malformed SELF_INFO frame: check its firmware.") }
         let d = radio.session.radioDevice
-        func one(_ v: Value) -> Value { .object([.init(key, v)]) }
+        func one(_ v: Value) -> Value { .object([(key, v)]) }
         func optional<T>(_ v: T?, _ f: (T) -> Value) -> Value { v.map(f) ?? .null }
         switch key {
         case "name": return one(.string(s.name))
         case "coords":
-            return one(.object([.init("latitude", .double(Double(s.latitude) / 1e6)),
-                                .init("longitude", .double(Double(s.longitude) / 1e6))]))
+            return one(.object([("latitude", .double(Double(s.latitude) / 1e6)),
+                                ("longitude", .double(Double(s.longitude) / 1e6))]))
         case "radio":
-            return one(.object([.init("frequency_mhz", .double(Double(s.radio.frequencyKHz) / 1000)),
-                                .init("bandwidth_khz", .double(Double(s.radio.bandwidthHz) / 1000)),
-                                .init("spreading_factor", .int(s.radio.spreadingFactor)), .init("coding_rate", .int(s.radio.codingRate))]))
+            return one(.object([("frequency_mhz", .double(Double(s.radio.frequencyKHz) / 1000)),
+                                ("bandwidth_khz", .double(Double(s.radio.bandwidthHz) / 1000)),
+                                ("spreading_factor", .int(s.radio.spreadingFactor)), ("coding_rate", .int(s.radio.codingRate))]))
         case "tx": return one(.int(s.txPowerDbm))
         case "tuning":
             let f = try await call(CommandFrame.getTuningParams(), expecting: .tuningParams, what: "GET_TUNING_PARAMS")
             guard let t = CompanionFrame.owned(f, { if case .tuningParams(let t) = $0 { return t }; return nil }) else {
                 throw .link("the radio sent a malformed tuning frame: try again.")
             }
-            return one(.object([.init("rx_delay_base", .double(Double(t.rxDelayBaseMilli) / 1000)),
-                                .init("airtime_factor", .double(Double(t.airtimeFactorMilli) / 1000))]))
+            return one(.object([("rx_delay_base", .double(Double(t.rxDelayBaseMilli) / 1000)),
+                                ("airtime_factor", .double(Double(t.airtimeFactorMilli) / 1000))]))
         case "manual-add": return one(.bool(s.manualAddContacts & 1 != 0))
         case "telemetry": return one(telemetryModesValue(s.telemetryModes.packed))
         case "advert-loc-policy": return one(.int(s.advertLocationPolicy))
@@ -60,7 +60,7 @@ extension Executor {
         case "auto-add":
             let f = try await call(CommandFrame.getAutoAddConfig(), expecting: .autoAddConfig, what: "GET_AUTOADD_CONFIG")
             let c = CompanionFrame.owned(f, { if case .autoAddConfig(let c) = $0 { return c }; return nil })
-            return one(.object([.init("flags", .int(c?.flags ?? 0)), .init("max_hops", .int(c?.maxHops ?? 0))]))
+            return one(.object([("flags", .int(c?.flags ?? 0)), ("max_hops", .int(c?.maxHops ?? 0))]))
         case "path-hash-mode": return one(optional(d?.pathHashMode) { .int($0) })
         case "flood-scope":
             let f = try await call(CommandFrame.getDefaultFloodScope(), expecting: .defaultFloodScope, what: "GET_DEFAULT_FLOOD_SCOPE")
@@ -72,7 +72,7 @@ extension Executor {
             var fields: [Value.Field] = []
             for pair in text.split(separator: ",") {
                 let kv = pair.split(separator: ":", maxSplits: 1)
-                if kv.count == 2 { fields.append(.init(String(kv[0]), .string(String(kv[1])))) }
+                if kv.count == 2 { fields.append((String(kv[0]), .string(String(kv[1])))) }
             }
             return one(.object(fields))
         case "public-key": return one(.string(s.publicKey.hex))
@@ -269,7 +269,7 @@ extension Executor {
         }
         // A secret setting's new value is not echoed: the answer may go to a log, a broker or a hub app.
         let echoed = Secrets.settings.contains(key) ? [] : v
-        return .object([.init("status", .string("ok")), .init("setting", .string(key)), .init("value", .array(echoed.map { .string($0) }))])
+        return .object([("status", .string("ok")), ("setting", .string(key)), ("value", .array(echoed.map { .string($0) }))])
     }
 
     func stats(_ which: String?) async throws(ClientError) -> Value {
@@ -286,21 +286,21 @@ extension Executor {
             let f = try await call(CommandFrame.getStats(t), expecting: .stats, what: "GET_STATS")
             switch CompanionFrame.owned(f, { if case .stats(let st) = $0 { return st }; return nil }) {
             case .core(let c)?:
-                fields.append(.init("core", .object([
-                    .init("battery_mv", .int(c.batteryMillivolts)), .init("uptime_s", .int(c.uptimeSeconds)),
-                    .init("error_flags", .int(c.errorFlags)), .init("queue_length", .int(c.queueLength))])))
+                fields.append(("core", .object([
+                    ("battery_mv", .int(c.batteryMillivolts)), ("uptime_s", .int(c.uptimeSeconds)),
+                    ("error_flags", .int(c.errorFlags)), ("queue_length", .int(c.queueLength))])))
             case .radio(let r)?:
-                fields.append(.init("radio", .object([
-                    .init("noise_floor", .int(r.noiseFloor)),
-                    .init("last_rssi", .int(r.lastRSSI)), .init("last_snr", .double(Double(r.lastSNRQuarterDb) / 4)),
-                    .init("tx_air_s", .int(r.txAirSeconds)), .init("rx_air_s", .int(r.rxAirSeconds))])))
+                fields.append(("radio", .object([
+                    ("noise_floor", .int(r.noiseFloor)),
+                    ("last_rssi", .int(r.lastRSSI)), ("last_snr", .double(Double(r.lastSNRQuarterDb) / 4)),
+                    ("tx_air_s", .int(r.txAirSeconds)), ("rx_air_s", .int(r.rxAirSeconds))])))
             case .packets(let p)?:
-                fields.append(.init("packets", .object([
-                    .init("received", .int(p.received)), .init("sent", .int(p.sent)), .init("sent_flood", .int(p.sentFlood)),
-                    .init("sent_direct", .int(p.sentDirect)), .init("received_flood", .int(p.receivedFlood)),
-                    .init("received_direct", .int(p.receivedDirect)), .init("receive_errors", p.receiveErrors.map { .int($0) } ?? .null)])))
+                fields.append(("packets", .object([
+                    ("received", .int(p.received)), ("sent", .int(p.sent)), ("sent_flood", .int(p.sentFlood)),
+                    ("sent_direct", .int(p.sentDirect)), ("received_flood", .int(p.receivedFlood)),
+                    ("received_direct", .int(p.receivedDirect)), ("receive_errors", p.receiveErrors.map { .int($0) } ?? .null)])))
             default:
-                fields.append(.init(["core", "radio", "packets"][Int(t.rawValue)], .hex(f)))
+                fields.append((["core", "radio", "packets"][Int(t.rawValue)], .hex(f)))
             }
         }
         return .object(fields)

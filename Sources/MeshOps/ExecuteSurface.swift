@@ -82,15 +82,15 @@ extension Executor {
         let nodes: [Value] = heard.map { h in
             let c = known.first { $0.publicKey.starts(with: h.key) }
             return .object([
-                .init("name", c.map { .string($0.name) } ?? .null),
-                .init("public_key", .hex(c?.publicKey ?? h.key)),
-                .init("type", .string(ContactType(rawValue: h.type.rawValue).description)),
-                .init("snr", .double(Double(h.snr) / 4)),
-                .init("rssi", .int(h.rssi)),
-                .init("snr_there", .double(Double(h.snrThere) / 4)),
+                ("name", c.map { .string($0.name) } ?? .null),
+                ("public_key", .hex(c?.publicKey ?? h.key)),
+                ("type", .string(ContactType(rawValue: h.type.rawValue).description)),
+                ("snr", .double(Double(h.snr) / 4)),
+                ("rssi", .int(h.rssi)),
+                ("snr_there", .double(Double(h.snrThere) / 4)),
             ])
         }
-        let value = Value.object([.init("tag", .int(tag)), .init("nodes", .array(nodes))])
+        let value = Value.object([("tag", .int(tag)), ("nodes", .array(nodes))])
         if nodes.isEmpty {
             return Outcome(value, error: .notFound("no node answered the discovery request within \(Value.formatDouble(Double(waitMs) / 1000)) s: repeaters answer only a request they hear directly, at most 4 times in 2 minutes."))
         }
@@ -138,8 +138,8 @@ extension Executor {
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
         _ = try await call(frame, expecting: .ok, what: "setting the path of \(c.name)")
         contactCache = nil
-        return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)), .init("path", .hex(contact.outPath)),
-                                .init("hops", .int(contact.outPathLength.hopCount))]))
+        return Outcome(.object([("status", .string("ok")), ("name", .string(c.name)), ("path", .hex(contact.outPath)),
+                                ("hops", .int(contact.outPathLength.hopCount))]))
     }
 
     /// Permissions granted to a contact (flags bits 1–4): telemetry (bits 1–3, used when the radio's
@@ -169,11 +169,11 @@ extension Executor {
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.addUpdateContact(contact, includeLastModified: false) }
         _ = try await call(frame, expecting: .ok, what: "updating \(c.name)")
         contactCache = nil
-        return Outcome(.object([.init("status", .string("ok")), .init("name", .string(c.name)),
-                                .init("base", .bool(bits & ContactFlags.telemetryBase != 0)),
-                                .init("location", .bool(bits & ContactFlags.telemetryLocation != 0)),
-                                .init("environment", .bool(bits & ContactFlags.telemetryEnvironment != 0)),
-                                .init("cli", .bool(bits & ContactFlags.remoteCLI != 0)), .init("flags", .int(contact.flags))]))
+        return Outcome(.object([("status", .string("ok")), ("name", .string(c.name)),
+                                ("base", .bool(bits & ContactFlags.telemetryBase != 0)),
+                                ("location", .bool(bits & ContactFlags.telemetryLocation != 0)),
+                                ("environment", .bool(bits & ContactFlags.telemetryEnvironment != 0)),
+                                ("cli", .bool(bits & ContactFlags.remoteCLI != 0)), ("flags", .int(contact.flags))]))
     }
 
     /// GET_CONTACT_BY_KEY: also finds contacts the listing leaves out (transient ones).
@@ -196,7 +196,7 @@ extension Executor {
         case .error(2): connected = false
         default: _ = try check(r, what: "the connection check"); connected = false
         }
-        return Outcome(.object([.init("name", .string(c.name)), .init("connected", .bool(connected))]))
+        return Outcome(.object([("name", .string(c.name)), ("connected", .bool(connected))]))
     }
 
     /// SEND_BINARY_REQ with the data as given (its first byte is the request type); the reply's data.
@@ -207,7 +207,7 @@ extension Executor {
         let o = try await radio.request(.binary(publicKey: c.publicKey, data: data))
         let f = try requestReply(o, what: "the request to \(c.name)")
         guard case .binary(_, let reply) = Push(frame: f).kind else { throw .link("\(c.name) sent a malformed reply: try again.") }
-        return Outcome(.object([.init("name", .string(c.name)), .init("data", .hex(reply))]))
+        return Outcome(.object([("name", .string(c.name)), ("data", .hex(reply))]))
     }
 
     /// Min/max/avg of a sensor's readings over a time window (seconds ago), binary request 0x04.
@@ -221,11 +221,11 @@ extension Executor {
             throw .link("\(c.name) sent a malformed min/max/avg reply: try again.")
         }
         let values: [Value] = records.map { r in
-            .object([.init("channel", .int(r.channel)), .init("type", .string(r.type.name)),
-                     .init("min", lppValue(r.min)), .init("max", lppValue(r.max)), .init("avg", lppValue(r.avg))])
+            .object([("channel", .int(r.channel)), ("type", .string(r.type.name)),
+                     ("min", lppValue(r.min)), ("max", lppValue(r.max)), ("avg", lppValue(r.avg))])
         }
-        return Outcome(.object([.init("name", .string(c.name)), .init("from_s_ago", .int(from)), .init("to_s_ago", .int(to)),
-                                .init("records", .array(values))]))
+        return Outcome(.object([("name", .string(c.name)), ("from_s_ago", .int(from)), ("to_s_ago", .int(to)),
+                                ("records", .array(values))]))
     }
 
     func lppValue(_ v: LPPValue) -> Value {
@@ -242,8 +242,8 @@ extension Executor {
         let c = try await resolveChannel(which, inUse: true)
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendChannelData(channel: c.index, dataType: dataType, payload: payload) }
         _ = try await call(frame, expecting: .ok, what: "sending data to channel \(c.index)")
-        return Outcome(.object([.init("status", .string("sent")), .init("channel", .int(c.index)), .init("name", .string(c.name)),
-                                .init("data_type", .int(dataType)), .init("bytes", .int(payload.count))]))
+        return Outcome(.object([("status", .string("sent")), ("channel", .int(c.index)), ("name", .string(c.name)),
+                                ("data_type", .int(dataType)), ("bytes", .int(payload.count))]))
     }
 
     /// SEND_RAW_DATA: a RAW_CUSTOM payload sent direct along `path` (hex hop hashes). Up to
@@ -268,8 +268,8 @@ extension Executor {
             hops = p.count
         }
         _ = try await call(frame, expecting: .ok, what: "sending raw data")
-        return Outcome(.object([.init("status", .string("sent")), .init("path", .hex(pathBytes)), .init("hops", .int(hops)),
-                                .init("bytes", .int(payload.count))]))
+        return Outcome(.object([("status", .string("sent")), ("path", .hex(pathBytes)), ("hops", .int(hops)),
+                                ("bytes", .int(payload.count))]))
     }
 
     /// SEND_RAW_PACKET: a whole on-air packet, checked first by MeshAir's parser.
@@ -278,7 +278,7 @@ extension Executor {
         do { _ = try Packet(bytes: bytes) } catch { throw .usage("not a MeshCore packet: \(error).") }
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.sendRawPacket(priority: priority, packet: bytes) }
         _ = try await call(frame, expecting: .ok, what: "sending the packet")
-        return Outcome(.object([.init("status", .string("sent")), .init("bytes", .int(bytes.count))]))
+        return Outcome(.object([("status", .string("sent")), ("bytes", .int(bytes.count))]))
     }
 
     /// RUN_CLI_COMMAND (companion protocol 14): the radio's own CLI; CLI_REPLY carries the text.
@@ -286,7 +286,7 @@ extension Executor {
         try requireCLIProtocol("`cli` (RUN_CLI_COMMAND)", alternative: "use `get`/`set`")
         let frame = try encode { () throws(CompanionEncodeError) in try CommandFrame.runCLICommand(text) }
         let f = try await call(frame, expecting: .cliReply, what: "the CLI command")
-        return Outcome(.object([.init("reply", .string(String(decoding: f.dropFirst().prefix { $0 != 0 }, as: UTF8.self)))]))
+        return Outcome(.object([("reply", .string(String(decoding: f.dropFirst().prefix { $0 != 0 }, as: UTF8.self)))]))
     }
 
     /// The radio's companion protocol version (DEVICE_INFO); 0 before the handshake.
@@ -307,7 +307,7 @@ extension Executor {
             if case .allowedRepeatFrequencies(let r) = frame { return Array(r) }
             return nil
         } ?? []
-        return .array(ranges.map { r in .object([.init("from_mhz", .double(Double(r.lowerBound) / 1000)), .init("to_mhz", .double(Double(r.upperBound) / 1000))]) })
+        return .array(ranges.map { r in .object([("from_mhz", .double(Double(r.lowerBound) / 1000)), ("to_mhz", .double(Double(r.upperBound) / 1000))]) })
     }
 
     /// Client repeat on or off, with the radio's current parameters (SET_RADIO_PARAMS).

@@ -29,8 +29,8 @@ final class RepeatListener {
                   let packet = try? Packet(bytes: bytes), self.matches(packet) else { return }
             let path = packet.path
             guard !path.isEmpty else { return }
-            self.heard.append(.object([.init("path", .hex(path)), .init("hops", .int(packet.pathLength.hopCount)),
-                                       .init("snr", .double(Double(snr) / 4)), .init("rssi", .int(rssi))]))
+            self.heard.append(.object([("path", .hex(path)), ("hops", .int(packet.pathLength.hopCount)),
+                                       ("snr", .double(Double(snr) / 4)), ("rssi", .int(rssi))]))
         }
     }
 

@@ -5,25 +5,25 @@ extension OperationArgument {
     /// The argument as `ops --json` prints it.
     public var value: Value {
         var fields: [Value.Field] = [
-            .init("name", .string(name)),
-            .init("kind", .string(kind.rawValue)),
-            .init("type", .string(type.rawValue)),
-            .init("required", .bool(required)),
+            ("name", .string(name)),
+            ("kind", .string(kind.rawValue)),
+            ("type", .string(type.rawValue)),
+            ("required", .bool(required)),
         ]
-        if let short { fields.append(.init("short", .string(String(short)))) }
-        if let valueName, kind != .positional { fields.append(.init("value_name", .string(valueName))) }
-        fields.append(.init("default", defaultValue.map { .string($0) } ?? .null))
-        if !choices.isEmpty { fields.append(.init("choices", .array(choices.map { .string($0) }))) }
-        fields.append(.init("repeatable", .bool(repeatable)))
-        if hidden { fields.append(.init("hidden", .bool(true))) }
+        if let short { fields.append(("short", .string(String(short)))) }
+        if let valueName, kind != .positional { fields.append(("value_name", .string(valueName))) }
+        fields.append(("default", defaultValue.map { .string($0) } ?? .null))
+        if !choices.isEmpty { fields.append(("choices", .array(choices.map { .string($0) }))) }
+        fields.append(("repeatable", .bool(repeatable)))
+        if hidden { fields.append(("hidden", .bool(true))) }
         if !apiNames.isEmpty {
-            fields.append(.init("api", .string(apiField)))
-            if apiNames.count > 1 { fields.append(.init("api_aliases", .array(apiNames.dropFirst().map { .string($0) }))) }
+            fields.append(("api", .string(apiField)))
+            if apiNames.count > 1 { fields.append(("api_aliases", .array(apiNames.dropFirst().map { .string($0) }))) }
         }
-        if commandLineOnly { fields.append(.init("command_line_only", .bool(true))) }
-        if let apiDefault { fields.append(.init("api_default", .string(apiDefault))) }
-        if apiRequired { fields.append(.init("api_required", .bool(true))) }
-        fields.append(.init("help", .string(help)))
+        if commandLineOnly { fields.append(("command_line_only", .bool(true))) }
+        if let apiDefault { fields.append(("api_default", .string(apiDefault))) }
+        if apiRequired { fields.append(("api_required", .bool(true))) }
+        fields.append(("help", .string(help)))
         return .object(fields)
     }
 
@@ -32,8 +32,8 @@ extension OperationArgument {
     var apiOnlyValue: Value {
         guard case .object(var fields) = value else { return value }
         let at = fields.firstIndex { $0.key == "help" } ?? fields.endIndex
-        var added: [Value.Field] = [.init("api_only", .bool(true))]
-        if apiNames.isEmpty { added.insert(.init("api", .string(apiField)), at: 0) }
+        var added: [Value.Field] = [("api_only", .bool(true))]
+        if apiNames.isEmpty { added.insert(("api", .string(apiField)), at: 0) }
         fields.insert(contentsOf: added, at: at)
         return .object(fields)
     }
@@ -43,19 +43,19 @@ extension Operation {
     /// The row as `ops --json` prints it.
     public var value: Value {
         var fields: [Value.Field] = [
-            .init("cli", path.isEmpty ? .null : .string(cli)),
-            .init("api", api.map { .string($0) } ?? .null),
-            .init("class", opClass.map { .string($0.rawValue) } ?? .null),
-            .init("daemon", .bool(daemon)),
+            ("cli", path.isEmpty ? .null : .string(cli)),
+            ("api", api.map { .string($0) } ?? .null),
+            ("class", opClass.map { .string($0.rawValue) } ?? .null),
+            ("daemon", .bool(daemon)),
         ]
-        if !aliases.isEmpty { fields.append(.init("aliases", .array(aliases.map { .string($0) }))) }
-        if hidden { fields.append(.init("hidden", .bool(true))) }
-        fields.append(.init("help", .string(help)))
-        if !discussion.isEmpty { fields.append(.init("discussion", .string(discussion))) }
-        fields.append(.init("args", .array(args.map(\.value) + apiOnly.map(\.apiOnlyValue))))
-        var r: [Value.Field] = [.init("format", .string(result.format))]
-        if result.shape != nil { r.append(.init("schema", .string(OperationTable.schemaName(self)))) }
-        fields.append(.init("result", .object(r)))
+        if !aliases.isEmpty { fields.append(("aliases", .array(aliases.map { .string($0) }))) }
+        if hidden { fields.append(("hidden", .bool(true))) }
+        fields.append(("help", .string(help)))
+        if !discussion.isEmpty { fields.append(("discussion", .string(discussion))) }
+        fields.append(("args", .array(args.map(\.value) + apiOnly.map(\.apiOnlyValue))))
+        var r: [Value.Field] = [("format", .string(result.format))]
+        if result.shape != nil { r.append(("schema", .string(OperationTable.schemaName(self)))) }
+        fields.append(("result", .object(r)))
         return .object(fields)
     }
 }
@@ -67,8 +67,8 @@ extension OperationTable {
     /// says so (`command_line_only`, `api_only`).
     public static var value: Value {
         .object([
-            .init("operations", .array(rows.filter { !$0.hidden }.map(\.value))),
-            .init("api_ops", .array(apiOnly.map(\.value))),
+            ("operations", .array(rows.filter { !$0.hidden }.map(\.value))),
+            ("api_ops", .array(apiOnly.map(\.value))),
         ])
     }
 

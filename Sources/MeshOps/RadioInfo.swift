@@ -12,31 +12,31 @@ public enum RadioInfo {
 
     public static func value(_ s: RadioSelf, _ d: RadioDevice?) -> Value {
         var fields: [Value.Field] = [
-            .init("name", .string(s.name)),
-            .init("public_key", .string(s.publicKey.hex)),
-            .init("type", .string(s.advertType.description)),
-            .init("tx_power_dbm", .int(s.txPowerDbm)),
-            .init("max_tx_power_dbm", .int(s.maxTxPowerDbm)),
-            .init("latitude", .double(Double(s.latitude) / 1e6)),
-            .init("longitude", .double(Double(s.longitude) / 1e6)),
-            .init("frequency_mhz", .double(Double(s.radio.frequencyKHz) / 1000)),
-            .init("bandwidth_khz", .double(Double(s.radio.bandwidthHz) / 1000)),
-            .init("spreading_factor", .int(s.radio.spreadingFactor)),
-            .init("coding_rate", .int(s.radio.codingRate)),
-            .init("multi_acks", .int(s.multiAcks)),
-            .init("advert_location_policy", .int(s.advertLocationPolicy)),
-            .init("telemetry_modes", telemetryModes(s.telemetryModes.packed)),
-            .init("manual_add_contacts", .bool(s.manualAddContacts & 1 != 0)),
+            ("name", .string(s.name)),
+            ("public_key", .string(s.publicKey.hex)),
+            ("type", .string(s.advertType.description)),
+            ("tx_power_dbm", .int(s.txPowerDbm)),
+            ("max_tx_power_dbm", .int(s.maxTxPowerDbm)),
+            ("latitude", .double(Double(s.latitude) / 1e6)),
+            ("longitude", .double(Double(s.longitude) / 1e6)),
+            ("frequency_mhz", .double(Double(s.radio.frequencyKHz) / 1000)),
+            ("bandwidth_khz", .double(Double(s.radio.bandwidthHz) / 1000)),
+            ("spreading_factor", .int(s.radio.spreadingFactor)),
+            ("coding_rate", .int(s.radio.codingRate)),
+            ("multi_acks", .int(s.multiAcks)),
+            ("advert_location_policy", .int(s.advertLocationPolicy)),
+            ("telemetry_modes", telemetryModes(s.telemetryModes.packed)),
+            ("manual_add_contacts", .bool(s.manualAddContacts & 1 != 0)),
         ]
         if let d {
-            fields.append(.init("protocol_version", .int(d.firmwareVersionCode)))
-            if let n = d.maxContacts { fields.append(.init("max_contacts", .int(n))) }
-            if let n = d.maxChannels { fields.append(.init("max_channels", .int(n))) }
-            if let v = d.version { fields.append(.init("firmware_version", .string(v))) }
-            if let v = d.buildDate { fields.append(.init("firmware_build_date", .string(v))) }
-            if let v = d.model { fields.append(.init("model", .string(v))) }
-            if let v = d.clientRepeat { fields.append(.init("client_repeat", .bool(v))) }
-            if let v = d.pathHashMode { fields.append(.init("path_hash_mode", .int(v))) }
+            fields.append(("protocol_version", .int(d.firmwareVersionCode)))
+            if let n = d.maxContacts { fields.append(("max_contacts", .int(n))) }
+            if let n = d.maxChannels { fields.append(("max_channels", .int(n))) }
+            if let v = d.version { fields.append(("firmware_version", .string(v))) }
+            if let v = d.buildDate { fields.append(("firmware_build_date", .string(v))) }
+            if let v = d.model { fields.append(("model", .string(v))) }
+            if let v = d.clientRepeat { fields.append(("client_repeat", .bool(v))) }
+            if let v = d.pathHashMode { fields.append(("path_hash_mode", .int(v))) }
         }
         return .object(fields)
     }
@@ -44,6 +44,6 @@ public enum RadioInfo {
     /// SELF_INFO's packed telemetry modes (`env<<4 | loc<<2 | base`) by name.
     public static func telemetryModes(_ packed: UInt8) -> Value {
         func mode(_ v: UInt8) -> Value { .string(["deny", "flags", "allow", "3"][Int(v & 3)]) }
-        return .object([.init("base", mode(packed)), .init("location", mode(packed >> 2)), .init("environment", mode(packed >> 4))])
+        return .object([("base", mode(packed)), ("location", mode(packed >> 2)), ("environment", mode(packed >> 4))])
     }
 }

@@ -4,28 +4,28 @@ import MeshSession
 /// Replies of remote nodes (repeaters, room servers, sensors) as printed values.
 extension Executor {
     func statusValue(_ f: [UInt8], name: String) -> Value {
-        var fields: [Value.Field] = [.init("name", .string(name))]
+        var fields: [Value.Field] = [("name", .string(name))]
         let ok: Value? = f.withUnsafeBytes { b in
             guard case .statusResponse(let r)? = try? CompanionFrame.decode(b), let st = r.stats else { return nil }
             var o: [Value.Field] = [
-                .init("battery_mv", .int(st.batteryMillivolts)), .init("tx_queue", .int(st.txQueueLength)),
-                .init("noise_floor", .int(st.noiseFloor)), .init("last_rssi", .int(st.lastRSSI)),
-                .init("last_snr", .double(Double(st.lastSNRQuarterDb) / 4)),
-                .init("packets_received", .int(st.packetsReceived)), .init("packets_sent", .int(st.packetsSent)),
-                .init("air_time_s", .int(st.airTimeSeconds)), .init("uptime_s", .int(st.uptimeSeconds)),
-                .init("sent_flood", .int(st.sentFlood)), .init("sent_direct", .int(st.sentDirect)),
-                .init("received_flood", .int(st.receivedFlood)), .init("received_direct", .int(st.receivedDirect)),
-                .init("error_events", .int(st.errorEvents)), .init("direct_duplicates", .int(st.directDuplicates)),
-                .init("flood_duplicates", .int(st.floodDuplicates)),
+                ("battery_mv", .int(st.batteryMillivolts)), ("tx_queue", .int(st.txQueueLength)),
+                ("noise_floor", .int(st.noiseFloor)), ("last_rssi", .int(st.lastRSSI)),
+                ("last_snr", .double(Double(st.lastSNRQuarterDb) / 4)),
+                ("packets_received", .int(st.packetsReceived)), ("packets_sent", .int(st.packetsSent)),
+                ("air_time_s", .int(st.airTimeSeconds)), ("uptime_s", .int(st.uptimeSeconds)),
+                ("sent_flood", .int(st.sentFlood)), ("sent_direct", .int(st.sentDirect)),
+                ("received_flood", .int(st.receivedFlood)), ("received_direct", .int(st.receivedDirect)),
+                ("error_events", .int(st.errorEvents)), ("direct_duplicates", .int(st.directDuplicates)),
+                ("flood_duplicates", .int(st.floodDuplicates)),
             ]
             // The tail differs by server type (the names of `stats radio` and `stats packets`).
-            if let a = st.rxAirTimeSeconds { o.append(.init("rx_air_s", .int(a))) }
-            if let e = st.receiveErrors { o.append(.init("receive_errors", .int(e))) }
-            if let p = st.postedCount { o.append(.init("posted", .int(p))) }
-            if let p = st.postPushCount { o.append(.init("post_pushes", .int(p))) }
+            if let a = st.rxAirTimeSeconds { o.append(("rx_air_s", .int(a))) }
+            if let e = st.receiveErrors { o.append(("receive_errors", .int(e))) }
+            if let p = st.postedCount { o.append(("posted", .int(p))) }
+            if let p = st.postPushCount { o.append(("post_pushes", .int(p))) }
             return .object(o)
         }
-        fields.append(.init("stats", ok ?? .hex(f.dropFirst(8))))
+        fields.append(("stats", ok ?? .hex(f.dropFirst(8))))
         return .object(fields)
     }
 
@@ -46,26 +46,26 @@ extension Executor {
             }
         }
         var fields: [Value.Field] = []
-        if let name { fields.append(.init("name", .string(name))) }
-        fields.append(.init("lpp", .hex(f.dropFirst(8))))
-        fields.append(.init("records", .array(records)))
-        if !undecoded.isEmpty { fields.append(.init("undecoded", .hex(undecoded))) }
+        if let name { fields.append(("name", .string(name))) }
+        fields.append(("lpp", .hex(f.dropFirst(8))))
+        fields.append(("records", .array(records)))
+        if !undecoded.isEmpty { fields.append(("undecoded", .hex(undecoded))) }
         return .object(fields)
     }
 
     /// One LPP record: channel, type, value(s) in the type's unit, and the record as a person reads it.
     static func lppValue(_ r: LPPRecord) -> Value {
-        var fields: [Value.Field] = [.init("channel", .int(r.channel)), .init("type", .string(r.type.name))]
+        var fields: [Value.Field] = [("channel", .int(r.channel)), ("type", .string(r.type.name))]
         switch r.value {
-        case .scalar(let v): fields.append(.init("value", .double(v)))
-        case .vector(let x, let y, let z): fields += [.init("x", .double(x)), .init("y", .double(y)), .init("z", .double(z))]
+        case .scalar(let v): fields.append(("value", .double(v)))
+        case .vector(let x, let y, let z): fields += [("x", .double(x)), ("y", .double(y)), ("z", .double(z))]
         case .gps(let lat, let lon, let alt):
-            fields += [.init("latitude", .double(lat)), .init("longitude", .double(lon)), .init("altitude", .double(alt))]
-        case .colour(let red, let green, let blue): fields.append(.init("value", .hex([red, green, blue])))
-        case .unixTime(let t): fields.append(.init("value", .int(t)))
+            fields += [("latitude", .double(lat)), ("longitude", .double(lon)), ("altitude", .double(alt))]
+        case .colour(let red, let green, let blue): fields.append(("value", .hex([red, green, blue])))
+        case .unixTime(let t): fields.append(("value", .int(t)))
         }
-        if !r.type.unit.isEmpty, r.type != .gps { fields.append(.init("unit", .string(r.type.unit))) }
-        fields.append(.init("text", .string(r.description)))
+        if !r.type.unit.isEmpty, r.type != .gps { fields.append(("unit", .string(r.type.unit))) }
+        fields.append(("text", .string(r.description)))
         return .object(fields)
     }
 
@@ -93,22 +93,22 @@ extension Executor {
             }
             total = page.total
             for e in page.entries {
-                var fields: [Value.Field] = [.init("prefix", .hex(e.prefix))]
-                if let n = known.first(where: { $0.publicKey.starts(with: e.prefix) }) { fields.append(.init("name", .string(n.name))) }
-                fields.append(.init("heard_s_ago", .int(e.secondsAgo)))
-                fields.append(.init("snr", .double(Double(e.snrQuarterDb) / 4)))
+                var fields: [Value.Field] = [("prefix", .hex(e.prefix))]
+                if let n = known.first(where: { $0.publicKey.starts(with: e.prefix) }) { fields.append(("name", .string(n.name))) }
+                fields.append(("heard_s_ago", .int(e.secondsAgo)))
+                fields.append(("snr", .double(Double(e.snrQuarterDb) / 4)))
                 list.append(.object(fields))
             }
             pages += 1
             if page.entries.isEmpty { break }
         } while list.count < total && pages < 64
-        return .object([.init("name", .string(c.name)), .init("total", .int(total)), .init("neighbours", .array(list))])
+        return .object([("name", .string(c.name)), ("total", .int(total)), ("neighbours", .array(list))])
     }
 
     func traceValue(_ f: [UInt8]) -> Value {
-        guard let t = TraceResult(frame: f) else { return .object([.init("raw", .hex(f))]) }
-        let hops: [Value] = t.hops.map { .object([.init("hash", .hex($0.hash)), .init("snr", .double(Double($0.snrQuarterDb) / 4))]) }
-        return .object([.init("tag", .int(t.tag)), .init("hops", .array(hops)),
-                        .init("final_snr", .double(Double(t.finalSNRQuarterDb) / 4))])
+        guard let t = TraceResult(frame: f) else { return .object([("raw", .hex(f))]) }
+        let hops: [Value] = t.hops.map { .object([("hash", .hex($0.hash)), ("snr", .double(Double($0.snrQuarterDb) / 4))]) }
+        return .object([("tag", .int(t.tag)), ("hops", .array(hops)),
+                        ("final_snr", .double(Double(t.finalSNRQuarterDb) / 4))])
     }
 }

@@ -84,7 +84,7 @@ public struct ResultField: Sendable, Equatable {
     /// The field's schema: its shape's, with its description first.
     var schema: Value {
         guard let about, case .object(let fields) = shape.schema else { return shape.schema }
-        return .object([.init("description", .string(about))] + fields)
+        return .object([("description", .string(about))] + fields)
     }
 }
 
@@ -129,13 +129,13 @@ extension ResultShape {
         case .matching(let p): return .object(["type": .string("string"), "pattern": .string(p)])
         case .array(let item): return .object(["type": .string("array"), "items": item.schema])
         case .object(let fields, let closed):
-            var out: [Value.Field] = [.init("type", .string("object"))]
-            out.append(.init("properties", .object(fields.map { Value.Field($0.name, $0.schema) })))
+            var out: [Value.Field] = [("type", .string("object"))]
+            out.append(("properties", .object(fields.map { ($0.name, $0.schema) })))
             let required = fields.filter(\.required).map { Value.string($0.name) }
-            if !required.isEmpty { out.append(.init("required", .array(required))) }
+            if !required.isEmpty { out.append(("required", .array(required))) }
             // Fields all optional (`get`, `stats`: what was asked for): still never `{}`.
-            else if !fields.isEmpty { out.append(.init("minProperties", .int(1))) }
-            if closed { out.append(.init("additionalProperties", .bool(false))) }
+            else if !fields.isEmpty { out.append(("minProperties", .int(1))) }
+            if closed { out.append(("additionalProperties", .bool(false))) }
             return .object(out)
         case .map(let value): return .object(["type": .string("object"), "additionalProperties": value.schema])
         case .anyOf(let shapes): return .object(["anyOf": .array(shapes.map(\.schema))])
@@ -171,23 +171,23 @@ extension OperationTable {
     /// per operation with JSON output under `$defs` (the error output is plain text on stderr,
     /// so it has none). What `pocketmesh ops --schema` prints and docs/json-schema.json holds.
     public static var jsonSchema: Value {
-        var defs: [Value.Field] = SharedShape.allCases.map { .init($0.rawValue, $0.shape.schema) }
+        var defs: [Value.Field] = SharedShape.allCases.map { ($0.rawValue, $0.shape.schema) }
         for op in rows {
             guard let shape = op.result.shape else { continue }
             var s: [Value.Field] = [
-                .init("title", .string("pocketmesh \(op.cli) --json")),
-                .init("description", .string(op.result.format == "json-lines"
+                ("title", .string("pocketmesh \(op.cli) --json")),
+                ("description", .string(op.result.format == "json-lines"
                     ? "JSON Lines: every line of the output is one value of this schema. \(op.help)" : op.help)),
             ]
             if case .object(let fields) = shape.schema { s += fields }
-            defs.append(.init(schemaName(op), .object(s)))
+            defs.append((schemaName(op), .object(s)))
         }
         return .object([
-            .init("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
-            .init("$id", .string(schemaID)),
-            .init("title", .string("pocketmesh --json output")),
-            .init("description", .string("What each pocketmesh command prints on stdout with --json when it succeeds: $defs/op.COMMAND (the command's words joined by dashes), built from the operation table (`pocketmesh ops --schema`). The other $defs are shapes the commands share. A failed command prints one sentence on stderr and exits with the code of its kind of failure (see pocketmesh --help); on stdout it prints nothing, except the commands whose result tells what failed (send not acknowledged, a login rejected, cmd without a reply, a --split part, channel rekey, scan finding no radio), which print that result, of their schema, first.")),
-            .init("$defs", .object(defs)),
+            ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
+            ("$id", .string(schemaID)),
+            ("title", .string("pocketmesh --json output")),
+            ("description", .string("What each pocketmesh command prints on stdout with --json when it succeeds: $defs/op.COMMAND (the command's words joined by dashes), built from the operation table (`pocketmesh ops --schema`). The other $defs are shapes the commands share. A failed command prints one sentence on stderr and exits with the code of its kind of failure (see pocketmesh --help); on stdout it prints nothing, except the commands whose result tells what failed (send not acknowledged, a login rejected, cmd without a reply, a --split part, channel rekey, scan finding no radio), which print that result, of their schema, first.")),
+            ("$defs", .object(defs)),
         ])
     }
 }
@@ -217,7 +217,7 @@ extension Value {
             out += "{\n"
             for (i, f) in fields.enumerated() {
                 out += indent + "  "
-                Value.writeJSONString(f.key, into: &out)
+                out += Value.quoted(f.key)
                 out += ": "
                 f.value.writePretty(into: &out, indent: indent + "  ")
                 out += i + 1 < fields.count ? ",\n" : "\n"
@@ -227,11 +227,11 @@ extension Value {
             out += "["
             for (i, v) in items.enumerated() {
                 if i > 0 { out += ", " }
-                v.writeJSON(into: &out)
+                out += v.text
             }
             out += "]"
         default:
-            writeJSON(into: &out)
+            out += text
         }
     }
 

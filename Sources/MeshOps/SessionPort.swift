@@ -43,7 +43,7 @@ public final class SessionPort: OperationPort {
     public func submit<T>(_ body: (Session, UInt64) throws(Session.SubmitError) -> T) throws(ClientError) -> T {
         if let e = closedError { throw e }
         let r: T
-        do { r = try body(session, clock()) } catch { throw Radio.submitError(error) }
+        do { r = try body(session, clock()) } catch { throw error.clientError }
         if let t = r as? Ticket { owned[t] = .some(session.frame(of: t)) }
         return r
     }

@@ -1,107 +1,16 @@
 import MeshCompanion
 import MeshSession
-/// A result as plain data: what a request against a radio returns, printable as text or JSON and
-/// Codable, so a daemon can carry it over its socket unchanged.
-public indirect enum Value: Sendable, Equatable {
-    case null
-    case bool(Bool)
-    case integer(Int64)
-    case double(Double)
-    case string(String)
-    case array([Value])
-    case object([Field])
+import MeshNet
+/// A result as plain data: what a request against a radio returns, printable as text or JSON.
+/// It is MeshNet's `JSON`, the program's one value type (one parser, one writer); the name stays
+/// for the operation layer's code.
+public typealias Value = JSON
 
-    public struct Field: Sendable, Equatable {
-        public var key: String
-        public var value: Value
-        public init(_ key: String, _ value: Value) { self.key = key; self.value = value }
-    }
+extension JSON {
+    public static func hex<C: Collection<UInt8>>(_ bytes: C) -> JSON { .string(Hex.encode(bytes)) }
 
-    public static func int<I: BinaryInteger>(_ v: I) -> Value { .integer(Int64(v)) }
-    public static func hex<C: Collection<UInt8>>(_ bytes: C) -> Value { .string(Hex.encode(bytes)) }
-    public static func object(_ pairs: KeyValuePairs<String, Value>) -> Value {
-        .object(pairs.map { Field($0.key, $0.value) })
-    }
-
-    public subscript(key: String) -> Value? {
-        if case .object(let fields) = self { return fields.first { $0.key == key }?.value }
-        return nil
-    }
-
-    public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
-    public var intValue: Int64? { if case .integer(let i) = self { return i }; return nil }
-    /// A number, whole or not.
-    public var doubleValue: Double? {
-        switch self {
-        case .integer(let i): return Double(i)
-        case .double(let d): return d
-        default: return nil
-        }
-    }
-
-    // MARK: JSON
-
-    /// Compact JSON on one line (stable key order: the order the fields were built in).
-    public var json: String {
-        var out = ""
-        writeJSON(into: &out)
-        return out
-    }
-
-    public func writeJSON(into out: inout String) {
-        switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .integer(let i): out += String(i)
-        case .double(let d):
-            if d.isFinite { out += Value.formatDouble(d) } else { out += "null" }
-        case .string(let s): Value.writeJSONString(s, into: &out)
-        case .array(let items):
-            out += "["
-            for (i, v) in items.enumerated() {
-                if i > 0 { out += "," }
-                v.writeJSON(into: &out)
-            }
-            out += "]"
-        case .object(let fields):
-            out += "{"
-            for (i, f) in fields.enumerated() {
-                if i > 0 { out += "," }
-                Value.writeJSONString(f.key, into: &out)
-                out += ":"
-                f.value.writeJSON(into: &out)
-            }
-            out += "}"
-        }
-    }
-
-    static func writeJSONString(_ s: String, into out: inout String) {
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 || u.value == 0x7F {
-                    out += "\\u00"
-                    out += Hex.digit(UInt8(u.value >> 4))
-                    out += Hex.digit(UInt8(u.value & 15))
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        out += "\""
-    }
-
-    /// Shortest round-trip form from the standard library, with a trailing ".0" dropped.
-    static func formatDouble(_ d: Double) -> String {
-        if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
-        return String(d)
-    }
+    /// Compact JSON on one line (MeshNet's writer; stable key order: the order the fields were built in).
+    public var json: String { text }
 
     /// Fixed decimals without Foundation: `fixed(869.618, 3)` → "869.618".
     public static func fixed(_ d: Double, _ decimals: Int) -> String {
@@ -125,7 +34,7 @@ public indirect enum Value: Sendable, Equatable {
         switch self {
         case .string(let s): return .string(terminalSafeLine(s))
         case .array(let items): return .array(items.map(\.oneLine))
-        case .object(let fields): return .object(fields.map { Field(terminalSafeLine($0.key), $0.value.oneLine) })
+        case .object(let fields): return .object(fields.map { (terminalSafeLine($0.key), $0.value.oneLine) })
         default: return self
         }
     }
@@ -164,7 +73,7 @@ public indirect enum Value: Sendable, Equatable {
         case .null: return "-"
         case .bool(let b): return b ? "yes" : "no"
         case .integer(let i): return String(i)
-        case .double(let d): return Value.formatDouble(d)
+        case .double(let d): return JSON.formatDouble(d)
         case .string(let s): return s
         case .array(let a): return a.map(\.scalarText).joined(separator: ",")
         case .object: return json

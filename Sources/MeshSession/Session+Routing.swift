@@ -21,6 +21,7 @@ extension Session {
     }
 
     func emit(_ e: SessionEvent) {
+        if isWithdrawn(e) { return }
         if events.count - eventHead >= config.eventCapacity {
             eventHead += 1
             droppedEvents += 1

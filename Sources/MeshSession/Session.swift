@@ -103,6 +103,8 @@ public final class Session {
     var events: [SessionEvent] = []
     var eventHead = 0
     var nextTicket: Ticket = 1
+    /// Tickets whose owner withdrew them (`withdraw`): their events are dropped.
+    var withdrawn: [Ticket] = []
 
     // MARK: drain
     public internal(set) var draining = false

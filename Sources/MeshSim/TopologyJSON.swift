@@ -65,7 +65,7 @@ extension KISSModemFaults {
         self.init()
         func packets(_ key: String) throws(Topology.TopologyError) -> Set<Int> {
             Set(try (o.optionalArray(key) ?? []).enumerated().map { i, v throws(Topology.TopologyError) in
-                guard case .int(let n) = v, n >= 1, n <= Int64(Int32.max) else { throw .badJSON("\(path).\(key)[\(i)] must be a packet number from 1") }
+                guard case .integer(let n) = v, n >= 1, n <= Int64(Int32.max) else { throw .badJSON("\(path).\(key)[\(i)] must be a packet number from 1") }
                 return Int(n)
             })
         }
@@ -143,7 +143,7 @@ private struct Fields {
 
     static func number(_ v: JSON) -> Double? {
         switch v {
-        case .int(let i): return Double(i)
+        case .integer(let i): return Double(i)
         case .double(let d): return d
         default: return nil
         }
@@ -189,7 +189,7 @@ private struct Fields {
     func optionalSeed(_ key: String) throws(Topology.TopologyError) -> UInt64? {
         guard let v = self[key] else { return nil }
         switch v {
-        case .int(let i) where i >= 0: return UInt64(i)
+        case .integer(let i) where i >= 0: return UInt64(i)
         case .double(let d) where d.rounded() == d && d >= 0 && d < 18_446_744_073_709_551_616: return UInt64(d)
         default: throw .badJSON("\(path).\(key) must be a whole number from 0 to 2^64 - 1")
         }

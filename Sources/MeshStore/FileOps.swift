@@ -1,5 +1,5 @@
 import Glibc
-import MeshLink
+import MeshErrno
 
 /// The file system calls the store makes. `SystemFileOps` calls Glibc; tests inject failures
 /// (ENOSPC, EIO, short writes) by wrapping it.
@@ -113,7 +113,7 @@ public final class SystemFileOps: FileOps {
 
     public func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
-    /// MeshLink's `sys` (EINTR retried there, the one place it is), failing with the store's `FileErrno`.
+    /// MeshErrno's `sys` (EINTR retried there, the one place it is), failing with the store's `FileErrno`.
     @inline(__always)
     private func system<T: FixedWidthInteger>(_ body: () -> T) throws(FileErrno) -> T {
         do throws(Errno) { return try sys(body) } catch { throw FileErrno(error.rawValue) }

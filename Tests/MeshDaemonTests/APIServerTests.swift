@@ -3,6 +3,8 @@ import MeshNet
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshLink
+import MeshOps
 
 @Suite struct APIServerTests {
     func makeServer(_ limits: APIServer.Limits = APIServer.Limits()) throws -> (APIServer, String) {

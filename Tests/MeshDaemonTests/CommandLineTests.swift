@@ -4,6 +4,8 @@ import MeshStore
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshLink
+import MeshOps
 
 /// The built `pocketmesh` binary, run as a user would, for what only shows at the command line.
 @Suite struct CommandLineTests {

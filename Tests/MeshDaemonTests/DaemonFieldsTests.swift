@@ -2,6 +2,8 @@ import MeshDaemonClient
 import MeshNet
 import Testing
 @testable import MeshDaemon
+import MeshLink
+import MeshOps
 
 /// The daemon's own answers read their fields through the operation table before anything else:
 /// a bad field is the usage error every op gives, whether or not the radio is there (this daemon
@@ -13,7 +15,7 @@ import Testing
         case .success(let r): req = r
         case .failure(let f): return (f.error.kind.rawValue, f.error.message)
         }
-        guard let r = d.handle(req, 1) else { return ("", "no answer yet") }
+        guard let r = d.handle(req, .api(1)) else { return ("", "no answer yet") }
         switch r.result {
         case .success: return ("ok", "")
         case .failure(let e): return (e.kind.rawValue, e.message)

@@ -7,6 +7,7 @@ import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshNode
 @testable import MeshSim
+import MeshOps
 
 /// A stop (SIGTERM, SIGINT) or a reconnect (SIGHUP) that comes while a SYNC_NEXT_MESSAGE is on its
 /// way: the radio forgets a message once it hands it over, so the daemon waits (bounded) for the
@@ -71,7 +72,7 @@ import MeshDaemonClient
         let heldAt = monotonicMilliseconds()
         #expect(drive(d, r, limitMS: 400) { d.stopping || d.link == nil } == false)
         r.node.receive(frame: held!)
-        #expect(drive(d, r) { reconnect ? d.link == nil || d.connections >= 2 : d.stopping }, "\(g.log)")
+        #expect(drive(d, r) { reconnect ? d.link == nil || d.radio.connections >= 2 : d.stopping }, "\(g.log)")
         #expect(monotonicMilliseconds() - heldAt < 1_500)
         #expect(texts(d).map { $0.hasSuffix("m2") } == [false, false, true])
         #expect(syncs == 3, "a SYNC_NEXT_MESSAGE went out after the stop was asked for")

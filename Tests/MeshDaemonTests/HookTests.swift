@@ -3,6 +3,7 @@ import MeshLink
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshOps
 
 @Suite struct HookTests {
     func messages(_ n: Int) -> [HookMessage] {

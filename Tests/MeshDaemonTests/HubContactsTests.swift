@@ -93,8 +93,8 @@ final class HubTestClient {
         var log: [String] = []
         d.log = { log.append($0) }
         // The daemon's own sync lists the whole table (a hub is configured): its copy is current.
-        #expect(drive(d, r) { d.phase == .ready && d.hubContacts.current }, "\(log)")
-        #expect(d.hubContacts.records.count == 151)
+        #expect(drive(d, r) { d.phase == .ready && d.hubPart.contacts.current }, "\(log)")
+        #expect(d.hubPart.contacts.records.count == 151)
 
         // The radio's time held still: it answers no listing, so what a client gets is the copy.
         var frozen = false
@@ -135,10 +135,10 @@ final class HubTestClient {
         let added = Contact(publicKey: Self.key(500), name: "new", lastModified: 1_767_000_099)
         a.send(try CommandFrame.addUpdateContact(added, includeLastModified: true).bytes)
         #expect(until([a]) { a.count(.ok) == 1 })
-        #expect(!d.hubContacts.current)
+        #expect(!d.hubPart.contacts.current)
         // The daemon's own resync after that change (a listing since its watermark) is done first.
-        #expect(until([a]) { d.contactsResyncAt == nil && d.contactsTicket == nil && !node.iterating })
-        #expect(!d.hubContacts.current)
+        #expect(until([a]) { d.sync.contactsResyncAt == nil && d.sync.contactsTicket == nil && !node.iterating })
+        #expect(!d.hubPart.contacts.current)
         // With the radio's time still, the radio has sent CONTACTS_START only: the client has it.
         frozen = true
         a.send(CommandFrame.getContacts().bytes)
@@ -152,15 +152,15 @@ final class HubTestClient {
         #expect(until([a]) { a.count(.endOfContacts) == 1 })
         #expect(Array(a.frames.dropFirst()) == radioAnswer(since: nil))
         // That listing taught the copy again.
-        #expect(d.hubContacts.current && d.hubContacts.records.count == 152)
+        #expect(d.hubPart.contacts.current && d.hubPart.contacts.records.count == 152)
 
         // The copy dropped again, eight clients list at once: one listing goes to the radio, the
         // others are answered from the copy it taught, not one after another at the radio.
         a.frames = []
         a.send(try CommandFrame.addUpdateContact(Contact(publicKey: Self.key(501), name: "newer", lastModified: 1_767_000_100),
                                                  includeLastModified: true).bytes)
-        #expect(until([a]) { a.count(.ok) == 1 && d.contactsResyncAt == nil && d.contactsTicket == nil && !node.iterating })
-        #expect(!d.hubContacts.current)
+        #expect(until([a]) { a.count(.ok) == 1 && d.sync.contactsResyncAt == nil && d.sync.contactsTicket == nil && !node.iterating })
+        #expect(!d.hubPart.contacts.current)
         func wholeListings() -> Int { r.connections.last?.filter { $0 == [CommandCode.getContacts.rawValue] }.count ?? 0 }
         let asked = wholeListings()
         for x in clients { x.frames = []; x.send(CommandFrame.getContacts().bytes) }

@@ -6,6 +6,7 @@ import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshHub
+import MeshLink
 import MeshNode
 @testable import MeshSim
 

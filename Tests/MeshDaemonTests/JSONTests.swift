@@ -4,6 +4,7 @@ import Testing
 import MeshSession
 import MeshOps
 import MeshDaemonClient
+import MeshLink
 
 @Suite struct JSONTests {
     @Test func roundTrip() throws {

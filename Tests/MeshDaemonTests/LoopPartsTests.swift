@@ -3,6 +3,8 @@ import MeshLink
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshOps
+import MeshBridge
 
 /// The daemon's loop runs parts, and nothing else by name: a part it has never heard of gets its
 /// descriptor polled, its readiness handled and its deadline honoured, like the radio owner, the
@@ -108,9 +110,42 @@ import MeshDaemonClient
         let d = try daemon(dir)
         defer { d.shutdown() }
         let parts = d.loop.allParts
-        #expect(parts.first === d.radioPart)
-        for p in [d.hotplugPart, d.storePart, d.outboxPart, d.operationsPart, d.api, d.notify] as [PollPart] {
+        #expect(parts.first === d.radio)
+        for p in [d.hotplug, d.storage, d.outboxPart, d.ops, d.api, d.notify] as [PollPart] {
             #expect(parts.contains { $0 === p })
         }
+    }
+
+    /// Callers are told apart by their door, not by a range of numbers: two MQTT bridges that
+    /// number their commands alike (every bridge counts from the same start) are two callers,
+    /// each checked with its own bridge's classes, queuing in its own outbox share; an API client
+    /// whose number falls where a bridge's once did is still an API client.
+    @Test func callersOfTwoBridgesWithTheSameNumberAreTwoCallers() throws {
+        let dir = temporaryDirectory("pm-callers")
+        defer { removeTree(dir) }
+        var c = Daemon.Config(link: "tcp:127.0.0.1:1")
+        c.stateDir = dir + "/state"
+        c.environment = ["XDG_RUNTIME_DIR": dir]
+        c.reconnectMinMS = 600_000
+        c.reconnectMaxMS = 600_000
+        var one = MQTTSettings(url: "mqtt://127.0.0.1:1")
+        one.prefix = "one"
+        var two = MQTTSettings(url: "mqtt://127.0.0.1:2")
+        two.prefix = "two"
+        two.allowed.insert(.config)
+        c.mqtt = [one, two]
+        let d = try Daemon(config: c)
+        d.log = { _ in }
+        defer { d.shutdown() }
+        #expect(d.mqtt.bridges.count == 2)
+        let number = MQTTBridge.firstClientID
+        let first = Caller.bridge(ObjectIdentifier(d.mqtt.bridges[0]), number)
+        let second = Caller.bridge(ObjectIdentifier(d.mqtt.bridges[1]), number)
+        #expect(first != second)
+        #expect(d.frontEnd(of: first).name.contains("(one/command)") && !d.frontEnd(of: first).allowed.allows(.config))
+        #expect(d.frontEnd(of: second).name.contains("(two/command)") && d.frontEnd(of: second).allowed.allows(.config))
+        #expect(d.outboxOrigin(of: first) == 1 && d.outboxOrigin(of: second) == 2)
+        #expect(d.isRemoteDoor(second) && !d.isRemoteDoor(.api(number)))
+        #expect(d.frontEnd(of: .api(number)).name.hasPrefix("api client"))
     }
 }

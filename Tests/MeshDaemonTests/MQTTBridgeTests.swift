@@ -5,6 +5,7 @@ import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshBridge
+import MeshLink
 
 /// The MQTT bridge's commands, driven directly (no broker): which run, where results go, what
 /// they hold; and the client id.
@@ -32,7 +33,7 @@ import MeshDaemonClient
             _ = c.takeOutput()
         }
 
-        func bridgeExecute(_ req: DaemonRequest, client: Int) -> DaemonResponse? {
+        func bridgeExecute(_ req: DaemonRequest, client: Caller) -> DaemonResponse? {
             ran.append(req.name)
             return answer(req)
         }

@@ -7,6 +7,8 @@ import MeshStore
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshLink
+import MeshOps
 
 /// The message JSON of the API, hooks, `history` and the MQTT bridge.
 @Suite struct MessageJSONTests {

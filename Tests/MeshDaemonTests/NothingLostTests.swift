@@ -7,6 +7,7 @@ import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshNode
 @testable import MeshSim
+import MeshOps
 
 /// File operations whose writes to the message log fail while `full` is set (a full disk, as
 /// the log sees it); everything else works.
@@ -91,7 +92,7 @@ final class FullLogFileOps: FileOps {
         #expect(syncs == syncsWhenFull, "the radio was asked for more while the log could not be written")
         #expect(log.lines.contains { $0.contains("waits in the store's inbox (on disk)") }, "\(log.lines)")
         // SIGTERM: the daemon stops; nothing is in memory only.
-        #expect(d.unsaved.isEmpty)
+        #expect(d.storage.unsaved.isEmpty)
         d.settle(.stop, now: monotonicMilliseconds())
         #expect(drive(d, r) { d.stopping })
         d.shutdown()

@@ -7,6 +7,8 @@ import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshBridge
+import MeshLink
+import MeshOps
 
 /// The observer uploader's format (what analyzer sites read), byte for byte.
 @Suite struct ObserverTests {
@@ -308,7 +310,7 @@ import MeshDaemonClient
 @Suite struct ObserverRadioTokenTests {
     final class Host: BridgeHost {
         var requests: [DaemonRequest] = []
-        func bridgeExecute(_ request: DaemonRequest, client: Int) -> DaemonResponse? { requests.append(request); return nil }
+        func bridgeExecute(_ request: DaemonRequest, client: Caller) -> DaemonResponse? { requests.append(request); return nil }
     }
 
     @Test func theFirstConnectionWaitsForTheRadiosSignature() throws {

@@ -8,6 +8,7 @@ import MeshStore
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshLink
 
 /// One life of the daemon's outbox in virtual time: a session on alice's simulated radio, the store
 /// and the outbox sender, wired the way `Daemon` wires them (the sender runs every second; its

@@ -7,6 +7,7 @@ import MeshDaemonClient
 @testable import MeshDaemon
 @testable import MeshNode
 @testable import MeshSim
+import MeshOps
 
 /// A simulated companion radio (MeshSim, virtual time) served to a daemon over loopback TCP by the
 /// test itself, one frame at a time, so a test can reboot it at an exact point of the conversation.

@@ -3,6 +3,8 @@ import Glibc
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshLink
+import MeshOps
 
 @Suite struct RegistryTests {
     @Test func linkSpecsAreCanonical() {

@@ -3,6 +3,7 @@ import MeshLink
 @testable import MeshDaemon
 import MeshNet
 import MeshDaemonClient
+import MeshOps
 
 /// A fresh temporary folder for one test.
 func temporaryDirectory(_ tag: String = "pm") -> String {

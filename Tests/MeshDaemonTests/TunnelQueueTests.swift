@@ -5,6 +5,8 @@ import MeshStore
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
+import MeshLink
+import MeshOps
 
 @Suite struct TunnelQueueTests {
     /// Received message ids in a store, as `firstAfter` sees them.

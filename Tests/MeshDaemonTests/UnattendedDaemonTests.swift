@@ -125,7 +125,7 @@ final class LoopClient {
         let later = monotonicMilliseconds() + 3_001
         let next = d.radioTimers(now: later)
         #expect(d.phase == .down && d.connector == nil)
-        #expect(next != nil && next! == d.reconnectAt && d.reconnectAt > later, "\(String(describing: next)) \(d.reconnectAt)")
+        #expect(next != nil && next! == d.radio.reconnectAt && d.radio.reconnectAt > later, "\(String(describing: next)) \(d.radio.reconnectAt)")
         #expect(log.lines.contains { $0.contains("cannot connect to \(syn.link): 127.0.0.1:\(syn.port) did not answer within 3 s") }, "\(log.lines)")
     }
 
@@ -137,11 +137,11 @@ final class LoopClient {
         let (d, log) = try daemon(dir, link: syn.link) { $0.connectTimeoutMS = 60_000 }
         defer { d.shutdown() }
         _ = d.loop.turn(until: monotonicMilliseconds() + 5)
-        #expect(d.phase == .connecting && d.connections == 1)
+        #expect(d.phase == .connecting && d.radio.connections == 1)
         d.signalled(SIGHUP)
         #expect(d.connector == nil && d.phase == .down, "\(log.lines)")
         _ = d.loop.turn(until: monotonicMilliseconds() + 5)
-        #expect(d.phase == .connecting && d.connections == 2, "\(log.lines)")
+        #expect(d.phase == .connecting && d.radio.connections == 2, "\(log.lines)")
         d.signalled(SIGTERM)
         #expect(d.stopping)
     }
@@ -187,12 +187,12 @@ final class LoopClient {
         let c = try LoopClient(d)
         c.send(#"{"id":4,"op":"info"}"#)
         #expect(c.answer(d, turns: 10) == nil)
-        #expect(d.radioWaits.count == 1)
+        #expect(d.radio.radioWaits.count == 1)
         _ = d.radioTimers(now: monotonicMilliseconds() + 3_001)
         let a = c.answer(d)
         #expect(a?["error"]?["code"]?.string == "link", "\(String(describing: a)) \(log.lines)")
         #expect(a?["error"]?["message"]?.string?.contains("did not answer within 3 s") == true)
-        #expect(d.radioWaits.isEmpty)
+        #expect(d.radio.radioWaits.isEmpty)
     }
 
     /// The idle daemon sleeps until something is due: with the radio ready and nothing to do, no

@@ -3,6 +3,8 @@ import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
 import MeshAir
+import MeshLink
+import MeshOps
 
 /// The client side of MQTT over WebSocket: the upgrade, the server's answer, frames both ways.
 @Suite struct WebSocketClientTests {

@@ -4,6 +4,8 @@ import MeshDaemonClient
 @testable import MeshDaemon
 import MeshAir
 @testable import MeshHub
+import MeshLink
+import MeshOps
 
 @Suite struct WebSocketTests {
     func feed(_ ws: inout WebSocketServer, _ bytes: [UInt8]) -> [WebSocketServer.Event] {

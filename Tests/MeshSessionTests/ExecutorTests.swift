@@ -1,5 +1,6 @@
 import Glibc
 import MeshCompanion
+@testable import MeshDaemonClient
 import Testing
 @testable import MeshOps
 @testable import MeshSession

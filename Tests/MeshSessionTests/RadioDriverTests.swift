@@ -1,6 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshLink
+@testable import MeshDaemonClient
 import Testing
 @testable import MeshOps
 @testable import MeshSession

@@ -74,9 +74,9 @@ import Testing
     }
 
     @Test func prettyJSON() {
-        let v: Value = .object([.init("a", .array([.int(1), .int(2)])), .init("b", .object([.init("c", .null)])),
-                                .init("d", .array([])), .init("e", .object([Value.Field]())),
-                                .init("f", .array([.object([.init("g", .bool(true))])]))])
+        let v: Value = .object([("a", .array([.int(1), .int(2)])), ("b", .object([("c", .null)])),
+                                ("d", .array([])), ("e", .object([Value.Field]())),
+                                ("f", .array([.object([("g", .bool(true))])]))])
         #expect(v.prettyJSON == """
             {
               "a": [1, 2],
@@ -98,8 +98,8 @@ import Testing
     /// `ops --json` names each row's result, after the fields it always had.
     @Test func opsJSONHasTheResult() {
         let send = OperationTable.row(["send"])!.value
-        #expect(send["result"] == .object([.init("format", .string("json")), .init("schema", .string("op.send"))]))
-        #expect(OperationTable.row(["completions"])!.value["result"] == .object([.init("format", .string("none"))]))
+        #expect(send["result"] == .object([("format", .string("json")), ("schema", .string("op.send"))]))
+        #expect(OperationTable.row(["completions"])!.value["result"] == .object([("format", .string("none"))]))
         guard case .object(let fields) = send else { return }
         #expect(fields.map(\.key) == ["cli", "api", "class", "daemon", "help", "discussion", "args", "result"])
     }

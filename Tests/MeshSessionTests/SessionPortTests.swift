@@ -142,4 +142,59 @@ import Testing
         shell.start("late", .battery)
         if case .failure(let e)? = shell.ended.last?.1 { #expect(e.kind == .link) } else { Issue.record("late op ran") }
     }
+
+    /// An operation past its deadline is cancelled, not merely answered: its command still queued
+    /// never goes to the radio, and the late answer to its command in flight is dropped (no
+    /// operation, and not the shell, is handed it), so it neither occupies the radio nor answers
+    /// anyone (virtual time).
+    @Test func anOperationCancelledAtItsDeadlineLeavesTheRadio() throws {
+        let shell = Shell()
+        let slow = OperationLease(shell.port)
+        let queued = OperationLease(shell.port)
+        func start(_ name: String, _ lease: OperationLease, _ request: Request) {
+            let executor = Executor(radio: lease, timeout: 5_000)
+            shell.jobs.start({ () async throws(ClientError) -> Outcome in try await executor.run(request) }) { r in
+                shell.ended.append((name, r))
+            }
+            shell.pump()
+        }
+        start("battery", slow, .battery)
+        start("time", queued, .timeGet)
+        #expect(shell.take() == [CommandFrame.getBatteryAndStorage().bytes])  // the time command waits its turn
+        // Their deadline passes (the daemon's: before the session's own command timeout).
+        shell.advance(to: shell.h.now + 2_000)
+        let late = ClientError(.timeout, "did not finish in time.")
+        slow.cancel(late)
+        queued.cancel(late)
+        shell.pump()
+        #expect(Set(shell.ended.map(\.0)) == ["battery", "time"])
+        for (_, r) in shell.ended {
+            guard case .failure(let e) = r else { Issue.record("a cancelled operation succeeded"); continue }
+            #expect(e.kind == .timeout)
+        }
+        #expect(shell.h.s.commandsPending == 1)  // only the battery command in flight: the radio answers in order
+        // The radio's late answer: dropped, to nobody; the queued command never went out.
+        shell.answer(Self.battery)
+        #expect(shell.take().isEmpty)
+        #expect(!shell.others.contains { if case .reply = $0 { return true }; return false })
+        #expect(shell.h.s.commandsPending == 0)
+        #expect(shell.jobs.active == 0)
+        // The radio is free for the next operation at once.
+        shell.start("next", .timeGet)
+        #expect(shell.take() == [CommandFrame.getDeviceTime().bytes])
+        shell.answer([ResponseCode.currentTime.rawValue] + le32(1_700_000_000))
+        #expect(shell.ended.last?.0 == "next")
+        #expect(try shell.ended.last?.1.get().value["epoch"] == .int(1_700_000_000))
+    }
+
+    /// Without the cancellation, the same late answer finishes the operation that timed out (the
+    /// test above can fail): the port hands it over as the answer to its ticket.
+    @Test func aLateAnswerReachesAnOperationThatWasNotCancelled() throws {
+        let shell = Shell()
+        shell.start("battery", .battery)
+        #expect(shell.take() == [CommandFrame.getBatteryAndStorage().bytes])
+        shell.advance(to: shell.h.now + 2_000)
+        shell.answer(Self.battery)
+        #expect(shell.ended.map(\.0) == ["battery"])
+    }
 }

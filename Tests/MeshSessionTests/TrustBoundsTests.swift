@@ -1,6 +1,7 @@
 import Glibc
 import MeshCompanion
 import MeshLink
+@testable import MeshDaemonClient
 import Testing
 @testable import MeshOps
 @testable import MeshSession
@@ -43,7 +44,7 @@ import Testing
 
     @Test func everyStringPrintsOnOneLine() {
         let forged = "E\nab12cd34ef56  chat     0 hops   Bob"
-        let v = Value.array([.object([.init("name", .string(forged)), .init("path", .string("a\r\nb")), .init("k\ney", .int(1))])])
+        let v = Value.array([.object([("name", .string(forged)), ("path", .string("a\r\nb")), ("k\ney", .int(1))])])
         let text = v.oneLine.text()
         #expect(!text.contains("\n") && !text.contains("\r"), "\(text)")
         #expect(text.contains("E\\nab12cd34ef56"))

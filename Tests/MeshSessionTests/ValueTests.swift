@@ -5,13 +5,13 @@ import Testing
 @Suite struct ValueTests {
     @Test func jsonIsCompactOrderedAndEscaped() {
         let v: Value = .object([
-            .init("name", .string("a\"b\\c\nd\u{01}é🌲")),
-            .init("n", .int(-5)),
-            .init("x", .double(869.618)),
-            .init("whole", .double(915)),
-            .init("ok", .bool(true)),
-            .init("none", .null),
-            .init("list", .array([.int(1), .string("z")])),
+            ("name", .string("a\"b\\c\nd\u{01}é🌲")),
+            ("n", .int(-5)),
+            ("x", .double(869.618)),
+            ("whole", .double(915)),
+            ("ok", .bool(true)),
+            ("none", .null),
+            ("list", .array([.int(1), .string("z")])),
         ])
         #expect(v.json == #"{"name":"a\"b\\c\nd\u0001é🌲","n":-5,"x":869.618,"whole":915,"ok":true,"none":null,"list":[1,"z"]}"#)
     }
@@ -22,9 +22,9 @@ import Testing
     }
 
     @Test func textRendering() {
-        let v: Value = .object([.init("name", .string("sim0")), .init("modes", .object([.init("base", .string("deny"))]))])
+        let v: Value = .object([("name", .string("sim0")), ("modes", .object([("base", .string("deny"))]))])
         #expect(v.text() == "name: sim0\nmodes:\n  base: deny")
-        #expect(Value.array([.object([.init("a", .int(1)), .init("b", .bool(false))])]).text() == "a=1 b=no")
+        #expect(Value.array([.object([("a", .int(1)), ("b", .bool(false))])]).text() == "a=1 b=no")
     }
 
     @Test func hexRoundTrip() {

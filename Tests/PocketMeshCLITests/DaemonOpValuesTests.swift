@@ -4,13 +4,14 @@ import MeshNet
 import MeshOps
 import MeshSession
 import Testing
+import MeshLink
 
 /// The ops the daemon answers itself (`send`, `history`, `hooks_retry`, its `status` ...) read
 /// their fields through their rows of the operation table, as every other op does: the same
 /// names, types, defaults and usage errors.
 @Suite struct DaemonOpValuesTests {
     static func request(_ op: DaemonOp, _ fields: [String: Value]) -> DaemonRequest {
-        DaemonRequest(id: 9, op: op, args: .object(fields.sorted { $0.key < $1.key }.map { ($0.key, JSON($0.value)) }))
+        DaemonRequest(id: 9, op: op, args: .object(fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
     }
 
     static func failure(_ op: DaemonOp, _ fields: [String: Value]) -> String {

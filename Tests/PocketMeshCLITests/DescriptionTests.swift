@@ -6,6 +6,7 @@ import MeshLink
 import MeshStore
 import Testing
 @testable import pocketmesh
+import MeshOps
 
 /// No build of the program's modules carries reflection metadata (-disable-reflection-metadata in
 /// every configuration, Package.swift), so this debug build prints values exactly as the release

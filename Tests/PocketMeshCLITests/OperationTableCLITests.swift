@@ -4,6 +4,7 @@ import MeshSession
 import Testing
 import MeshDaemonClient
 @testable import pocketmesh
+import MeshLink
 
 extension CommandLineParsing {
 /// The command line against the operation table: every command type has a row (or is a group of

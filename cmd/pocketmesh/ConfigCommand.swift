@@ -17,23 +17,23 @@ struct ConfigCommand: ParsableCommand {
             let c = try ConfigCommand.loadChecked()
             var radios: [Value] = []
             for r in c.radios {
-                var fields: [Value.Field] = [.init("name", .string(r.name)), .init("default", .bool(r.name == c.defaultRadio))]
-                if let v = r.tcp { fields.append(.init("tcp", .string(v))) }
-                if let v = r.serial { fields.append(.init("serial", .string(v))) }
-                if let v = r.baud { fields.append(.init("baud", .int(v))) }
-                if let v = r.ble { fields.append(.init("ble", .string(v))) }
-                if let v = r.bleMinMtu { fields.append(.init("ble_min_mtu", .int(v))) }
-                if let v = r.timeout { fields.append(.init("timeout", .double(v))) }
+                var fields: [Value.Field] = [("name", .string(r.name)), ("default", .bool(r.name == c.defaultRadio))]
+                if let v = r.tcp { fields.append(("tcp", .string(v))) }
+                if let v = r.serial { fields.append(("serial", .string(v))) }
+                if let v = r.baud { fields.append(("baud", .int(v))) }
+                if let v = r.ble { fields.append(("ble", .string(v))) }
+                if let v = r.bleMinMtu { fields.append(("ble_min_mtu", .int(v))) }
+                if let v = r.timeout { fields.append(("timeout", .double(v))) }
                 let daemon = r.daemon.map { (name, value, _) -> Value.Field in
                     // Never print a secret that was written into the file itself.
                     let secret = name.containsText("password") && !name.hasSuffix("-file") || name.containsText("secret") || name.containsText("token")
-                    return .init(name, secret ? .string("(hidden)") : ConfigCommand.value(value))
+                    return (name, secret ? .string("(hidden)") : ConfigCommand.value(value))
                 }
-                if !daemon.isEmpty { fields.append(.init("daemon", .object(daemon))) }
+                if !daemon.isEmpty { fields.append(("daemon", .object(daemon))) }
                 radios.append(.object(fields))
             }
-            let v: Value = .object([.init("path", .string(c.path)), .init("default_radio", c.defaultRadio.map { .string($0) } ?? .null),
-                                    .init("radios", .array(radios))])
+            let v: Value = .object([("path", .string(c.path)), ("default_radio", c.defaultRadio.map { .string($0) } ?? .null),
+                                    ("radios", .array(radios))])
             if json { emitLine(v.json) } else { emitHuman(v.text()) }
         }
     }
@@ -61,7 +61,7 @@ struct ConfigCommand: ParsableCommand {
         case .float(let d): return .double(d)
         case .bool(let b): return .bool(b)
         case .array(let a): return .array(a.map(value))
-        case .table(let t): return .object(t.keys.map { .init($0, value(t[$0]!)) })
+        case .table(let t): return .object(t.keys.map { ($0, value(t[$0]!)) })
         }
     }
 }

@@ -137,20 +137,20 @@ extension Contacts {
                 let heard = c["last_advert"]?.intValue ?? 0
                 let path = c["path_length"]?.intValue ?? -1
                 var props: [Value.Field] = [
-                    .init("name", c["name"] ?? .null), .init("type", c["type"] ?? .null),
-                    .init("key_prefix", .string(String(key.prefix(12)))),
-                    .init("last_heard", .int(heard)),
+                    ("name", c["name"] ?? .null), ("type", c["type"] ?? .null),
+                    ("key_prefix", .string(String(key.prefix(12)))),
+                    ("last_heard", .int(heard)),
                 ]
-                if heard > 0 { props.append(.init("last_heard_utc", .string(isoTime(heard)))) }
-                props.append(.init("path_length", path < 0 ? .null : .int(path)))
+                if heard > 0 { props.append(("last_heard_utc", .string(isoTime(heard)))) }
+                props.append(("path_length", path < 0 ? .null : .int(path)))
                 features.append(.object([
-                    .init("type", .string("Feature")),
-                    .init("geometry", .object([.init("type", .string("Point")), .init("coordinates", .array([.double(lon), .double(lat)]))])),
-                    .init("properties", .object(props)),
+                    ("type", .string("Feature")),
+                    ("geometry", .object([("type", .string("Point")), ("coordinates", .array([.double(lon), .double(lat)]))])),
+                    ("properties", .object(props)),
                 ]))
             }
         }
-        return .object([.init("type", .string("FeatureCollection")), .init("features", .array(features))])
+        return .object([("type", .string("FeatureCollection")), ("features", .array(features))])
     }
 
     /// `2026-11-24T01:02:03Z`.

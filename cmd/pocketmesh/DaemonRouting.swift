@@ -2,8 +2,9 @@ import Glibc
 import MeshLink
 import MeshSession
 import MeshDaemonClient
+import MeshOps
 
-extension MeshSession.LinkTarget {
+extension MeshDaemonClient.LinkTarget {
     /// The link spec a daemon registers (`serial:PATH`, `tcp:HOST:PORT`, `ble:ADDRESS`).
     /// `--serial auto` names the device it would choose (so a daemon holding it is found).
     var daemonLinkSpec: String? {

@@ -1,4 +1,5 @@
 import MeshOps
+import MeshDaemonClient
 import MeshSession
 
 /// The daemon's settings in the config file (`[daemon]` and `[radio.NAME.daemon]`), checked the

@@ -1,5 +1,6 @@
 import Glibc
 import MeshOps
+import MeshDaemonClient
 import MeshSession
 
 // One grammar for every command: its options may come before or after its name (and between the

@@ -2,6 +2,8 @@ import MeshSession
 import Glibc
 import MeshNet
 import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// `pocketmesh hooks failed|retry ID|drop ID`: messages whose `--on-message` hook was given up.
 struct HooksCommand: ParsableCommand {

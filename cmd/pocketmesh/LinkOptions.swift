@@ -1,6 +1,7 @@
 import MeshSession
 import MeshOps
 import MeshDaemonClient
+import MeshLink
 
 /// Which radio and how to reach it: shared by every command that talks to a radio and the daemon.
 struct RadioLinkOptions: ParsableArguments {

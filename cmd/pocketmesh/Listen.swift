@@ -1,5 +1,6 @@
 import Glibc
 import MeshCompanion
+import MeshDaemonClient
 import MeshSession
 import MeshOps
 
@@ -47,32 +48,32 @@ func eventValue(_ e: SessionEvent, contacts: [ContactSummary]) -> Value? {
     switch e {
     case .message(let m):
         guard case .object(let fields) = messageValue(m, contacts: contacts) else { return nil }
-        return .object([.init("event", .string("message"))] + fields)
+        return .object([("event", .string("message"))] + fields)
     case .push(let p):
-        var fields: [Value.Field] = [.init("event", .string(pushName(p.code)))]
+        var fields: [Value.Field] = [("event", .string(pushName(p.code)))]
         func contact(_ key: PublicKey) {
-            fields.append(.init("public_key", .string(key.hex)))
-            if let c = contacts.first(where: { $0.publicKey == key.bytes }) { fields.append(.init("name", .string(c.name))) }
+            fields.append(("public_key", .string(key.hex)))
+            if let c = contacts.first(where: { $0.publicKey == key.bytes }) { fields.append(("name", .string(c.name))) }
         }
         switch p.kind {
         case .advert(let key), .pathUpdated(let key), .contactDeleted(let key):
             contact(key)
         case .sendConfirmed(let c):
-            fields.append(.init("ack", .hex(withUnsafeBytes(of: c.ack.littleEndian) { Array($0) })))
+            fields.append(("ack", .hex(withUnsafeBytes(of: c.ack.littleEndian) { Array($0) })))
         case .messageWaiting:
             return nil  // the session drains the queue and reports each message
         case .newAdvert:
             if let c = ContactSummary(record: p.frame), case .object(let cf) = c.value { fields += cf }
         case .logRxData(let snr, let rssi, let packet):
-            fields.append(.init("snr", .double(Double(snr) / 4)))
-            fields.append(.init("rssi", .int(rssi)))
-            fields.append(.init("packet", .hex(packet)))
+            fields.append(("snr", .double(Double(snr) / 4)))
+            fields.append(("rssi", .int(rssi)))
+            fields.append(("packet", .hex(packet)))
         default:
-            fields.append(.init("frame", .hex(p.frame)))
+            fields.append(("frame", .hex(p.frame)))
         }
         return .object(fields)
     case .malformedMessage(let f):
-        return .object([.init("event", .string("malformed_message")), .init("frame", .hex(f))])
+        return .object([("event", .string("malformed_message")), ("frame", .hex(f))])
     default:
         return nil
     }

@@ -7,6 +7,7 @@ import MeshLink
 import MeshNode
 import MeshSession
 import MeshSim
+import MeshOps
 
 /// `--radio`: which radio the node runs on.
 enum NodeRadioSpec: Equatable {

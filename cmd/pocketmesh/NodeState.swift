@@ -3,6 +3,7 @@ import MeshAir
 import MeshDaemonClient
 import MeshLink
 import MeshSession
+import MeshOps
 
 /// A node's state folder: `identity` (the 64-byte private key in hex), `prefs` (its settings as
 /// `KEY VALUE` lines: they hold the passwords), `regions` (the region map `region save` keeps),

@@ -4,6 +4,7 @@ import MeshCompanion
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshOps
 
 /// Passwords of repeaters and room servers that worked, by the node's public key:
 /// `$XDG_STATE_HOME/pocketmesh/passwords`, mode 0600 in a 0700 folder, one line per node:

@@ -1,6 +1,8 @@
 import MeshSession
 import MeshNet
 import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// `contacts pending` and `contacts add-pending PREFIX`: adverts of nodes that are not contacts
 /// (with `set manual-add on` the radio only reports them). The daemon keeps them as they come
@@ -27,7 +29,7 @@ struct Pending: ParsableCommand {
                 let key = c["public_key"]?.string ?? ""
                 let hops = c["path_length"]?.int.map { $0 < 0 ? "flood" : "\($0) hops" } ?? "-"
                 func number(_ k: String) -> Double {
-                    switch c[k] { case .double(let d)?: return d; case .int(let i)?: return Double(i); default: return 0 }
+                    switch c[k] { case .double(let d)?: return d; case .integer(let i)?: return Double(i); default: return 0 }
                 }
                 let lat = number("latitude"), lon = number("longitude")
                 let place = lat == 0 && lon == 0 ? "" : "  \(lat),\(lon)"

@@ -1,4 +1,5 @@
 import Glibc
+import MeshDaemonClient
 import MeshSession
 
 /// Progress of long work on a terminal only (stderr is a TTY and the output is not JSON): a

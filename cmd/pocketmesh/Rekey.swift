@@ -31,13 +31,13 @@ struct Rekey: ParsableCommand {
             }
             let acked = o.error == nil && o.value["status"]?.stringValue == "acked"
             if !acked { missing.append(p.name) }
-            results.append(.object([.init("name", .string(p.name)), .init("acked", .bool(acked)),
-                                    .init("attempts", o.value["attempts"] ?? .null)]))
+            results.append(.object([("name", .string(p.name)), ("acked", .bool(acked)),
+                                    ("attempts", o.value["attempts"] ?? .null)]))
             if !link.json { emitHuman("\(terminalSafeLine(p.name)): \(acked ? "acked" : "no ACK (\(o.error?.message ?? "not acknowledged"))")") }
         }
         if link.json {
-            emitLine(Value.object([.init("channel", .int(c.index)), .init("name", .string(c.name)), .init("uri", .string(uri)),
-                                   .init("members", .array(results))]).json)
+            emitLine(Value.object([("channel", .int(c.index)), ("name", .string(c.name)), ("uri", .string(uri)),
+                                   ("members", .array(results))]).json)
         } else {
             emitHuman("channel \(c.index) (\(terminalSafeLine(c.name))) has a new secret: \(uri)")
         }

@@ -18,7 +18,7 @@ struct Login: RadioCommand {
         if forget {
             let had = try SavedPasswords.forget(key: key)
             if link.json {
-                emitLine(Value.object([.init("name", .string(c.name)), .init("forgotten", .bool(had))]).json)
+                emitLine(Value.object([("name", .string(c.name)), ("forgotten", .bool(had))]).json)
             } else {
                 emitHuman(had ? "forgot the saved password of \(terminalSafeLine(c.name))" : "no password of \(terminalSafeLine(c.name)) was saved")
             }
@@ -28,7 +28,7 @@ struct Login: RadioCommand {
         let outcome = try executor.execute(.login(key, password: password ?? saved ?? ""))
         var value = outcome.value
         if case .object(var fields) = value {
-            fields.append(.init("saved_password", .bool(saved != nil)))
+            fields.append(("saved_password", .bool(saved != nil)))
             value = .object(fields)
         }
         if outcome.error == nil, let p = password, !p.isEmpty, !noSave { try SavedPasswords.save(key: key, password: p) }

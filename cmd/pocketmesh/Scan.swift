@@ -30,10 +30,10 @@ struct Scan: ParsableCommand {
             }
         }
         if json {
-            var fields: [Value.Field] = [Value.Field("serial", .array(serial.map(Self.value)))]
+            var fields: [Value.Field] = [("serial", .array(serial.map(Self.value)))]
             if ble {
-                fields.append(Value.Field("ble", .array(advertisers.map(Self.value))))
-                if let bleError { fields.append(Value.Field("ble_error", .string(Self.sentence(bleError.description)))) }
+                fields.append(("ble", .array(advertisers.map(Self.value))))
+                if let bleError { fields.append(("ble_error", .string(Self.sentence(bleError.description)))) }
             }
             emitLine(Value.object(fields).json)
         } else {

@@ -1,4 +1,5 @@
 import MeshOps
+import MeshDaemonClient
 import MeshSession
 
 /// `send --split` and `channel send --split`: a text longer than one message goes as numbered
@@ -12,12 +13,12 @@ func runSplit(link: LinkOptions, text: String, limit: (Radio) -> Int, request: (
     var results: [Value] = []
     var failure: ClientError? = nil
     for (i, part) in parts.enumerated() {
-        let label = [Value.Field("part", .int(i + 1)), .init("of", .int(parts.count))]
+        let label: [Value.Field] = [("part", .int(i + 1)), ("of", .int(parts.count))]
         var outcome: Outcome
         do throws(ClientError) { outcome = try executor.execute(request(part)) } catch { outcome = Outcome(.null, error: error) }
         var fields = label
         if case .object(let f) = outcome.value { fields += f }
-        if let e = outcome.error { fields.append(.init("error", .string(e.message))) }
+        if let e = outcome.error { fields.append(("error", .string(e.message))) }
         results.append(.object(fields))
         if !link.json { emitHuman("part \(i + 1)/\(parts.count): " + (outcome.error.map { "failed: \($0.message)" } ?? render(outcome.value.oneLine))) }
         if let e = outcome.error {

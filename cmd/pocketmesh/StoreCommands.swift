@@ -3,6 +3,8 @@ import MeshSession
 import MeshNet
 import MeshStore
 import MeshDaemonClient
+import MeshLink
+import MeshOps
 
 /// Which radio's store a store command reads.
 struct StoreSelection: ParsableArguments {

@@ -3,6 +3,7 @@ import MeshOps
 import MeshSession
 import MeshStore
 import MeshDaemonClient
+import MeshLink
 
 struct Sync: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "sync")

@@ -1,6 +1,8 @@
 import Glibc
 import MeshCompanion
 import MeshLink
+import MeshSession
+import MeshOps
 
 /// Where the radio is.
 public enum LinkTarget: Sendable, Equatable, CustomStringConvertible {
@@ -289,20 +291,8 @@ public final class Radio {
         try call(frame.bytes, expecting: .codes(CodeSet(code.rawValue)), timeout: timeout)
     }
 
-    public static func submitError(_ e: Session.SubmitError) -> ClientError {
-        switch e {
-        case .queueFull: return .usage("too many commands are waiting: send fewer at once.")
-        case .textTooLong(let limit): return .usage("the text is longer than \(limit) bytes: shorten it.")
-        case .badPublicKey: return .usage("a public key must be 32 bytes (64 hex digits).")
-        case .notUsable: return .link("the session with the radio ended: reconnect and try again.")
-        case .invalid(let why): return .usage(Radio.sentence(why) == "." ? "the command has a value outside the radio's limits." : "the command has a value outside the radio's limits: \(Radio.sentence(why))")
-        }
-    }
+    public static func submitError(_ e: Session.SubmitError) -> ClientError { e.clientError }
 
     /// Makes sure a message is one sentence ending in a full stop.
-    static func sentence(_ s: String) -> String {
-        var t = s
-        while t.hasSuffix(".") { t.removeLast() }
-        return t + "."
-    }
+    static func sentence(_ s: String) -> String { ClientError.sentence(s) }
 }

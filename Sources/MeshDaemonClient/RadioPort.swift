@@ -1,4 +1,6 @@
+import MeshOps
 import MeshSession
+import MeshLink
 
 /// The command line's shell: one operation on its own link. Each wait spins the `Radio`'s poll
 /// loop until what it waits for arrived, so an operation run through it never suspends

@@ -1,6 +1,5 @@
 import MeshNet
 import MeshSession
-import MeshOps
 
 // The local API's messages: one JSON object per line, in both directions.
 //
@@ -124,7 +123,7 @@ public struct DaemonRequest: Sendable {
     /// The request's fields as values (`id` and `op` too).
     public var fields: [String: Value] {
         var out: [String: Value] = [:]
-        if case .object(let pairs) = args { for (k, v) in pairs { out[k] = v.value } }
+        if case .object(let pairs) = args { for (k, v) in pairs { out[k] = v } }
         return out
     }
 
@@ -172,4 +171,11 @@ public struct DaemonResponse: Sendable {
         for (k, v) in fields where k == key { return v }
         return nil
     }
+}
+
+// Release builds carry no reflection metadata (-disable-reflection-metadata): a value printed
+// without a description would print its type's name alone. This spells out what reflection printed.
+extension DaemonRequest.ParseFailure: CustomStringConvertible {
+    /// `ParseFailure(id: 3, error: ...)`, as reflection printed it.
+    public var description: String { "ParseFailure(id: \(id), error: \(error))" }
 }

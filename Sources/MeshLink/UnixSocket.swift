@@ -1,4 +1,3 @@
-import MeshLink
 import Glibc
 
 /// A system call failure: which call, on what, and errno.

@@ -1,6 +1,5 @@
 import MeshCompanion
 import MeshNet
-import MeshOps
 import MeshSession
 import MeshStore
 
@@ -98,7 +97,7 @@ public enum MessageJSON {
     /// A contact with the fields of `pocketmesh contacts --json` (one definition: ContactSummary).
     public static func contact(_ c: StoredContact) -> JSON {
         guard let summary = ContactSummary(record: c.frame()) else { return .obj(("public_key", .string(c.publicKeyHex))) }
-        return JSON(summary.value)
+        return summary.value
     }
 
     /// A pending advert: the contact's fields, and when this host heard it (`heard`, epoch seconds).

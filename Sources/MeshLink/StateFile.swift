@@ -1,4 +1,3 @@
-import MeshLink
 import Glibc
 
 /// Small files the daemon keeps next to the store: written whole and durably

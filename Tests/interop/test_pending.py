@@ -40,7 +40,8 @@ def test_pending_adverts_through_the_daemon(tmp_path):
         code, out, err = pm("contacts", "pending")
         assert code == 3 and err.count("\n") == 1, err
         d = Daemon(str(tmp_path), sim.port("sim0"), hook=False, default_socket=True)
-        time.sleep(1.5)
+        # Its socket is registered and its radio synced (not a guess of how long that takes).
+        d.wait_ready(60)
         for args in (["set", "coords", "45.5", "-73.6"], ["set", "advert-loc-policy", "1"], ["advert", "--flood"]):
             assert pm(*args, node="sim1", direct=True)[0] == 0
         pending = []

@@ -109,8 +109,6 @@ protocol ArgumentSlot: AnyObject {
     func assign(_ texts: [String]) throws(SlotError)
     /// Whether a value is needed (no default and not optional).
     var needsValue: Bool { get }
-    /// The number it holds, if it is a number (for `checkNumbers`).
-    var number: Double? { get }
 }
 
 enum SlotError: Error { case invalid(String) }
@@ -138,7 +136,6 @@ final class Option<Value>: ArgumentSlot {
     let needsValue: Bool
 
     var slotKind: OperationArgument.Kind { .option }
-    var number: Double? { (value as? Double) ?? ((value as? Double?) ?? nil) }
 
     func assign(_ texts: [String]) throws(SlotError) {
         if let v = try parse(texts) { value = v }
@@ -227,7 +224,6 @@ final class Argument<Value>: ArgumentSlot {
     let needsValue: Bool
 
     var slotKind: OperationArgument.Kind { .positional }
-    var number: Double? { (value as? Double) ?? ((value as? Double?) ?? nil) }
 
     func assign(_ texts: [String]) throws(SlotError) {
         if let v = try parse(texts) { value = v }
@@ -306,7 +302,6 @@ final class Flag: ArgumentSlot {
 
     var slotKind: OperationArgument.Kind { .flag }
     var needsValue: Bool { false }
-    var number: Double? { nil }
 
     func assign(_ texts: [String]) throws(SlotError) {
         if !texts.isEmpty { wrappedValue = true }

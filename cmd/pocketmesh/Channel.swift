@@ -59,7 +59,7 @@ struct Channel: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "send")
         @OptionGroup var link: LinkOptions
         @Flag var split = false
-        @Option var repeatsWait: Double = 2
+        @Option var repeatsWait: Double
         @Argument var channel: String
         @Argument var text: [String]
         func run() throws {

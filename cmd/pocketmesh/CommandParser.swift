@@ -58,9 +58,6 @@ enum CommandParser {
         return Instantiated(value: value, slots: SlotRegistry.slots ?? [], groups: SlotRegistry.groups)
     }
 
-    /// The wrappers of the command parsed last (`checkNumbers` reads the numbers they hold).
-    nonisolated(unsafe) static var lastFilled: [ArgumentSlot] = []
-
     /// The words given for each argument of the command parsed last, by the table's names, and
     /// its path: what `RadioCommand.request()` turns into the request (`OperationValues`).
     nonisolated(unsafe) static var lastTexts: (path: [String], texts: [String: [String]]) = ([], [:])
@@ -163,7 +160,6 @@ enum CommandParser {
     /// its first value on is a value). An option or flag the command line does not give takes its
     /// value from `configured` (the config file's), if it has one.
     static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws {
-        lastFilled = slots
         guard slots.count == row.args.count else {
             throw ClientError(.internal, "\(row.cli): \(slots.count) arguments declared, \(row.args.count) in the table")
         }
@@ -240,6 +236,7 @@ enum CommandParser {
                 v += 1
             }
         }
+        var texts: [String: [String]] = [:]
         for (k, slot) in slots.enumerated() {
             let a = row.args[k]
             var fromFile: ConfiguredValue? = nil
@@ -249,8 +246,20 @@ enum CommandParser {
                 fromFile = c
             }
             if given[k].isEmpty {
-                if slot.needsValue { throw UsageError("Missing expected argument '\(label(a))'") }
-                continue
+                if a.required { throw UsageError("Missing expected argument '\(label(a))'") }
+                // The row's default, the one default there is.
+                guard let d = a.defaultValue else { continue }
+                given[k] = [d]
+            } else if a.kind != .flag {
+                // The row's type, choices and range: the one check of a value (the API's too).
+                do throws(ClientError) {
+                    _ = try OperationValues.commandLine(a, given[k], as: typed[k])
+                } catch {
+                    throw UsageError(error.message, file: fromFile.map { _ in configured?.path ?? "" }, line: fromFile?.line)
+                }
+                texts[a.name] = given[k]
+            } else {
+                texts[a.name] = given[k]
             }
             do throws(SlotError) {
                 try slot.assign(given[k])
@@ -262,8 +271,6 @@ enum CommandParser {
             }
         }
         if let unknown { throw unknown }
-        var texts: [String: [String]] = [:]
-        for (k, a) in row.args.enumerated() where !given[k].isEmpty { texts[a.name] = given[k] }
         lastTexts = (row.path, texts)
         if v < values.count {
             let extra = values[v...]

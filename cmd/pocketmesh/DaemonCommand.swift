@@ -24,33 +24,33 @@ struct DaemonCommand: ParsableCommand {
 
     @Option var onMessage: String?
 
-    @Option var hookConcurrency: Int = 2
+    @Option var hookConcurrency: Int
 
-    @Option var hookTimeout: Double = 30
+    @Option var hookTimeout: Double
 
-    @Option var hookAttempts: Int = 10
+    @Option var hookAttempts: Int
 
     @Flag var hooksFromStart = false
 
-    @Option var drainInterval: Double = 60
+    @Option var drainInterval: Double
 
-    @Option var timeout: Double = 5
+    @Option var timeout: Double
 
     @Option var companionListen: [String] = []
 
     @Option var companionWs: [String] = []
 
-    @Option var companionMaxClients: Int = 8
+    @Option var companionMaxClients: Int
 
-    @Option var companionIdleTimeout: Int = 900
+    @Option var companionIdleTimeout: Int
 
     @Option var lowBattery: Int?
 
-    @Option var batteryEvery: Double = 300
+    @Option var batteryEvery: Double
 
     @Option var mqtt: [String] = []
 
-    @Option var mqttPrefix: String = "meshcore"
+    @Option var mqttPrefix: String
 
     @Option var mqttUser: String?
 
@@ -97,7 +97,6 @@ struct DaemonCommand: ParsableCommand {
     /// Each option's value on its own: ranges, and what the daemon would otherwise find only later
     /// (a link address it cannot parse, a hook it cannot run). Every message names its option.
     func checkValues() throws {
-        if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
         if let tcp = radio.tcp {
             do throws(LinkError) { _ = try TCPAddress(parsing: tcp) } catch { throw ValidationError("--tcp: \(error)") }
         }
@@ -106,25 +105,16 @@ struct DaemonCommand: ParsableCommand {
         }
         if radio.serial != nil, SerialSpeed(baud: radio.baud) == nil { throw ValidationError("--baud \(radio.baud) is not a serial speed this system supports.") }
         if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
-        if companionMaxClients < 1 || companionMaxClients > 256 { throw ValidationError("--companion-max-clients must be 1 to 256.") }
         for l in companionListen {
             do { _ = try HubListener(parsing: l) } catch { throw ValidationError(error.message) }
         }
         for l in companionWs {
             do { _ = try HubListener(parsing: l, webSocket: true) } catch { throw ValidationError(error.message) }
         }
-        if !(1...86_400).contains(companionIdleTimeout) { throw ValidationError("--companion-idle-timeout must be 1 to 86400 seconds.") }
-        if let mv = lowBattery, !(1...20_000).contains(mv) { throw ValidationError("--low-battery must be 1 to 20000 millivolts.") }
-        if !(batteryEvery >= 1 && batteryEvery <= 86_400) { throw ValidationError("--battery-every must be 1 to 86400 seconds.") }
         _ = try mqttAllowed()
         if let g = apiGroup {
             do throws(DaemonError) { _ = try APIGroup(parsing: g) } catch { throw ValidationError(error.message) }
         }
-        if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
-        if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
-        if !(hookTimeout > 0) { throw ValidationError("--hook-timeout must be a positive number of seconds.") }
-        if !(drainInterval >= 1) { throw ValidationError("--drain-interval must be at least 1 second.") }
-        if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
             throw ValidationError("--on-message: cannot split \"\(cmd)\" into words (unbalanced quote?).")
         }
@@ -232,9 +222,9 @@ func startFailureCode(_ error: any Error) -> Int32 {
 struct HookExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "hook-exec", shouldDisplay: false)
 
-    @Option var timeoutMs: UInt64 = 30_000
-    @Option var graceMs: UInt64 = 3_000
-    @Option var outputLimit: Int = 4096
+    @Option var timeoutMs: UInt64
+    @Option var graceMs: UInt64
+    @Option var outputLimit: Int
     @Argument var marker: String
     @Argument(parsing: .captureForPassthrough) var command: [String] = []
 

@@ -11,7 +11,7 @@ import MeshSim
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "demo")
 
-    @Option var seed: UInt64 = 7
+    @Option var seed: UInt64
     @Flag var packets = false
 
     func run() throws {

@@ -98,19 +98,6 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> ([String], Con
     return (path + leading + (values.contains { $0.hasPrefix("-") } ? ["--"] : []) + values, fromFile)
 }
 
-/// Every number option of the command parsed last is finite and no larger than a billion: `inf`,
-/// `nan` and `1e300` are usage errors, not crashes where a duration becomes whole milliseconds.
-func checkNumbers(_ command: ParsableCommand) throws(ClientError) {
-    let path = CommandParser.path(of: type(of: command))
-    guard let row = OperationTable.row(path) else { return }
-    for (k, slot) in CommandParser.lastFilled.enumerated() where k < row.args.count {
-        guard let d = slot.number, !d.isFinite || abs(d) > 1e9 else { continue }
-        let a = row.args[k]
-        let name = a.kind == .positional ? "" : "--\(a.name): "
-        throw .usage("\(name)\(d) is not a usable number here: give a finite number no larger than 1000000000.")
-    }
-}
-
 /// Fills in the radio from the config file when the command line names none: `--radio NAME`,
 /// else `POCKETMESH_RADIO`, else the file's `default_radio` (the command line wins over the
 /// environment, which wins over the file). For the daemon, the radio's daemon settings too. They

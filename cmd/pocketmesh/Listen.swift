@@ -9,10 +9,6 @@ struct Listen: ParsableCommand {
     @Option var duration: Double?
     @Flag var logRx = false
 
-    func validate() throws {
-        if let d = duration, !(d > 0) { throw ValidationError("--for must be a positive number of seconds.") }
-    }
-
     func run() throws {
         let target = try link.target()
         let byteLink = try target.openDirectOrThroughDaemon(timeoutMilliseconds: Int(link.timeoutMilliseconds))

@@ -53,7 +53,6 @@ enum Main {
         do {
             switch try CommandParser.parse(Array(CommandLine.arguments.dropFirst())) {
             case .run(var command):
-                try checkNumbers(command)
                 try command.run()
             case .help(let type, let path):
                 print(HelpText.render(type, path: path), terminator: "")

@@ -8,15 +8,11 @@ struct Scan: ParsableCommand {
 
     @Flag var ble = false
 
-    @Option var seconds: Double = 5
+    @Option var seconds: Double
 
     @Flag var all = false
 
     @Flag var json = false
-
-    func validate() throws {
-        if !(seconds > 0 && seconds <= 600) { throw ValidationError("--for must be between 0 and 600 seconds.") }
-    }
 
     func run() throws {
         let serial = SerialDiscovery.candidates()

@@ -10,9 +10,6 @@ struct Send: RadioCommand {
     @Option var ackTimeout: Double?
     @Argument var to: String
     @Argument var text: [String]
-    func validate() throws {
-        if let t = ackTimeout, !(t >= 0.5 && t <= 600) { throw ValidationError("--ack-timeout must be between 0.5 and 600 seconds.") }
-    }
     func run() throws {
         ackTimeoutOverride = ackTimeout.map { UInt64($0 * 1000) }
         guard split else { return try runRadioCommand() }

@@ -8,34 +8,24 @@ import MeshSim
 struct SimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sim")
 
-    @Option var nodes: Int = 2
-    @Option var repeaters: Int = 0
-    @Option var rooms: Int = 0
-    @Option var topology: String = "line"
-    @Option var seed: UInt64 = 1
-    @Option var tcpBase: UInt16 = 5001
+    @Option var nodes: Int
+    @Option var repeaters: Int
+    @Option var rooms: Int
+    @Option var topology: String
+    @Option var seed: UInt64
+    @Option var tcpBase: UInt16
     @Option var pty: String?
     @Option var capture: String?
     @Option var seconds: Double?
-    @Option var password: String = "password"
-    @Option var guestPassword: String = "hello"
-    @Option var loss: Double = 0
-    @Option var snr: Double = 8
-    @Option var offlineQueue: Int = 16
-    @Option var maxContacts: Int = 100
-    @Option var protocolVersion: UInt8 = 13
+    @Option var password: String
+    @Option var guestPassword: String
+    @Option var loss: Double
+    @Option var snr: Double
+    @Option var offlineQueue: Int
+    @Option var maxContacts: Int
+    @Option var protocolVersion: UInt8
     @Flag var collisions = false
     @Option var airPort: UInt16?
-
-    func validate() throws {
-        guard (0...64).contains(nodes), (0...256).contains(repeaters), (0...64).contains(rooms) else {
-            throw ValidationError("--nodes, --rooms ≤ 64 and --repeaters ≤ 256")
-        }
-        guard (0...1).contains(loss) else { throw ValidationError("--loss must be within 0...1") }
-        guard tcpBase >= 1 else { throw ValidationError("--tcp-base must be a port from 1 to 65535.") }
-        guard offlineQueue >= 1, maxContacts >= 1 else { throw ValidationError("--offline-queue and --max-contacts must be at least 1") }
-        guard protocolVersion == 13 || protocolVersion == 14 else { throw ValidationError("--protocol must be 13 or 14") }
-    }
 
     func run() throws {
         let topo: Topology
@@ -94,12 +84,12 @@ func readFile(_ path: String) throws -> [UInt8] {
 struct SimBenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sim-bench", shouldDisplay: false)
 
-    @Option var nodes: Int = 100
-    @Option var companions: Int = 20
-    @Option var seconds: UInt64 = 3600
-    @Option var messages: Int = 1000
-    @Option var seed: UInt64 = 1
-    @Option var protocolVersion: UInt8 = 13
+    @Option var nodes: Int
+    @Option var companions: Int
+    @Option var seconds: UInt64
+    @Option var messages: Int
+    @Option var seed: UInt64
+    @Option var protocolVersion: UInt8
     @Flag var collisions = false
 
     func run() throws {

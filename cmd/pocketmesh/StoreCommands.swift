@@ -154,14 +154,10 @@ struct HistoryCommand: ParsableCommand {
 
     @Argument var thread: String
 
-    @Option var limit: Int = 50
+    @Option var limit: Int
     @Option var before: UInt64?
 
     @OptionGroup var store: StoreSelection
-
-    func validate() throws {
-        if limit < 1 || limit > 100_000 { throw ValidationError("--limit must be 1 to 100000.") }
-    }
 
     func run() throws {
         try runReporting {

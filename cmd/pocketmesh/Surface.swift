@@ -6,8 +6,8 @@ import MeshSession
 struct Discover: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "discover")
     @OptionGroup var link: LinkOptions
-    @Option var duration: Double = 8
-    @Option var type: String = "all"
+    @Option var duration: Double
+    @Option var type: String
 
     func run() throws {
         try runRadioCommand()
@@ -60,8 +60,8 @@ struct MMA: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "mma")
     @OptionGroup var link: LinkOptions
     @Argument var node: String
-    @Option var from: UInt32 = 3600
-    @Option var to: UInt32 = 0
+    @Option var from: UInt32
+    @Option var to: UInt32
     func text(_ v: Value) -> String {
         guard case .array(let rs)? = v["records"] else { return v.text() }
         if rs.isEmpty { return "no readings in that window." }
@@ -93,7 +93,7 @@ struct RawPacket: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "raw-packet")
     @OptionGroup var link: LinkOptions
     @Argument var packet: String
-    @Option var priority: UInt8 = 0
+    @Option var priority: UInt8
 }
 
 /// `cli TEXT…`: the radio's own CLI (companion protocol 14).

@@ -83,7 +83,7 @@ extension CommandLineParsing {
     /// usage errors in ArgumentParser's words.
     @Test func parsing() throws {
         func parse(_ args: [String]) throws -> ParsableCommand {
-            guard case .run(let c) = try CommandParser.parse(args) else { throw UsageError("not a command") }
+            guard case .run(let c, _) = try CommandParser.parse(args) else { throw UsageError("not a command") }
             return c
         }
         let remove = try #require(try parse(["contacts", "remove", "--tcp", "h:1", "-j", "alice"]) as? Contacts.Remove)

@@ -9,9 +9,9 @@ extension CommandLineParsing {
 @Suite struct OperationValuesTests {
     /// The request the command line makes of `args` (without running it).
     static func cli(_ args: [String]) throws -> Request {
-        guard case .run(let c) = try CommandParser.parse(args + ["-t", "127.0.0.1:1"]) else { throw UsageError("not a command") }
+        guard case .run(let c, let values) = try CommandParser.parse(args + ["-t", "127.0.0.1:1"]) else { throw UsageError("not a command") }
         guard let command = c as? RadioCommand else { throw UsageError("\(args) is no radio command") }
-        return try command.request()
+        return try command.request(values)
     }
 
     static func api(_ op: String, _ fields: [String: Value]) throws(ClientError) -> Request {

@@ -21,13 +21,14 @@ extension ParsableArguments {
 /// A command of the tree.
 protocol ParsableCommand: ParsableArguments {
     static var configuration: CommandConfiguration { get }
-    mutating func run() throws
+    /// Runs the command with its arguments' values (by the row's names, typed and checked by it).
+    mutating func run(_ args: OperationValues) throws
 }
 
 extension ParsableCommand {
     static var configuration: CommandConfiguration { CommandConfiguration() }
     /// A group run without a subcommand (and without a default one) prints its help.
-    mutating func run() throws { throw CleanExit.helpRequest(CommandType(type: Self.self)) }
+    mutating func run(_ args: OperationValues) throws { throw CleanExit.helpRequest(CommandType(type: Self.self)) }
     static var _commandName: String { configuration.commandName ?? "" }
 }
 

@@ -62,10 +62,10 @@ struct Channel: ParsableCommand {
         @Option var repeatsWait: Double
         @Argument var channel: String
         @Argument var text: [String]
-        func run() throws {
-            guard split else { return try runRadioCommand() }
+        func run(_ args: OperationValues) throws {
+            guard split else { return try runRadioCommand(args) }
             // Each part is the whole text's request with its own text (checked once, by the table).
-            guard case .channelSend(let channel, let whole, let waitMs) = try request() else { return }
+            guard case .channelSend(let channel, let whole, let waitMs) = try request(args) else { return }
             // On air the radio sends "NAME: text" in at most 160 bytes: leave room for this radio's name.
             try runSplit(link: link, text: whole,
                          limit: { r in max(20, CompanionLimits.maxTextLength - (r.session.radioSelf?.name.utf8.count ?? 31) - 2) },

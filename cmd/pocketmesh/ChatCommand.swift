@@ -1,3 +1,4 @@
+import MeshOps
 import MeshLink
 import CMeshLink
 import Glibc
@@ -10,7 +11,7 @@ struct ChatCommand: ParsableCommand {
     @Argument var name: String?
     @Option var stateDir: String?
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         guard isatty(0) == 1, isatty(1) == 1 else {
             throw ClientError.usage("chat needs a terminal (stdin and stdout are not one): use send, channel send and listen in scripts.")
         }

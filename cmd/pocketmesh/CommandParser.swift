@@ -26,7 +26,8 @@ struct UsageError: Error, CustomStringConvertible {
 
 /// A parsed command line: what to run.
 enum ParsedCommandLine {
-    case run(ParsableCommand)
+    /// The command and its arguments' values, by the row's names.
+    case run(ParsableCommand, OperationValues)
     case help(ParsableCommand.Type, [String])
     case version
 }
@@ -56,18 +57,6 @@ enum CommandParser {
         defer { (SlotRegistry.slots, SlotRegistry.groups) = outer }
         let value = make()
         return Instantiated(value: value, slots: SlotRegistry.slots ?? [], groups: SlotRegistry.groups)
-    }
-
-    /// The words given for each argument of the command parsed last, by the table's names, and
-    /// its path: what `RadioCommand.request()` turns into the request (`OperationValues`).
-    nonisolated(unsafe) static var lastTexts: (path: [String], texts: [String: [String]]) = ([], [:])
-
-    /// The values of the command parsed last, if it is the command at `path`.
-    static func values(of path: [String]) throws(ClientError) -> OperationValues {
-        guard lastTexts.path == path, let row = OperationTable.row(path) else {
-            throw ClientError(.internal, "\(path.joined(separator: " ")): its arguments were not parsed")
-        }
-        return try OperationValues(commandLine: row, texts: lastTexts.texts)
     }
 
     /// The type a command path names (aliases too), and the canonical path.
@@ -137,7 +126,7 @@ enum CommandParser {
             // A group: its subcommand is missing or unknown.
             if let first = rest.first(where: { !$0.hasPrefix("-") }) { throw UsageError(unknownCommand(first, in: type, path: path)) }
             if let first = rest.first { throw UsageError("Unknown option '\(first)'") }
-            return .run(type.init())
+            return .help(type, path)
         }
         if !row.args.contains(where: { $0.kind == .positional }), let word = firstValue(rest, path: path) {
             // A group's default command (`contacts` runs `contacts list`) takes no value: the word
@@ -149,18 +138,20 @@ enum CommandParser {
         }
         let made = instantiate(type)
         var command = made.value
-        try fill(made.slots, row: row, args: rest, configured: configured)
+        let values = try fill(made.slots, row: row, args: rest, configured: configured)
         for var g in made.groups { try g.validate() }
         try command.validate()
-        return .run(command)
+        return .run(command, values)
     }
 
     /// Gives each wrapper of `command` its values from `args` (options, then "--" and values; for
     /// a command whose last argument takes the rest as it is, `daemon hook-exec`, everything from
     /// its first value on is a value). An option or flag the command line does not give takes its
     /// value from `configured` (the config file's), if it has one.
-    static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws {
-        guard slots.count == row.args.count else {
+    @discardableResult
+    static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws -> OperationValues {
+        // A command reads its arguments by name from the values (no declarations), or declares them all.
+        guard slots.isEmpty || slots.count == row.args.count else {
             throw ClientError(.internal, "\(row.cli): \(slots.count) arguments declared, \(row.args.count) in the table")
         }
         var given = [[String]](repeating: [], count: row.args.count)
@@ -237,8 +228,7 @@ enum CommandParser {
             }
         }
         var texts: [String: [String]] = [:]
-        for (k, slot) in slots.enumerated() {
-            let a = row.args[k]
+        for (k, a) in row.args.enumerated() {
             var fromFile: ConfiguredValue? = nil
             if given[k].isEmpty, a.kind != .positional, let c = configured?.values[a.name] {
                 given[k] = c.texts
@@ -261,22 +251,23 @@ enum CommandParser {
             } else {
                 texts[a.name] = given[k]
             }
+            guard k < slots.count else { continue }
             do throws(SlotError) {
-                try slot.assign(given[k])
+                try slots[k].assign(given[k])
             } catch {
-                guard case .invalid(let text) = error else { return }
+                guard case .invalid(let text) = error else { continue }
                 let shown = a.kind == .option ? "\(typed[k]) <\(a.valueName ?? "value")>" : label(a)
                 throw UsageError("The value '\(text)' is invalid for '\(shown)'", file: fromFile.map { _ in configured?.path ?? "" },
                                  line: fromFile?.line)
             }
         }
         if let unknown { throw unknown }
-        lastTexts = (row.path, texts)
         if v < values.count {
             let extra = values[v...]
             if extra.count == 1 { throw UsageError("Unexpected argument '\(extra.first!)'") }
             throw UsageError("\(extra.count) unexpected arguments: " + extra.map { "'\($0)'" }.joined(separator: ", "))
         }
+        do throws(ClientError) { return try OperationValues(commandLine: row, texts: texts) } catch { throw UsageError(error.message) }
     }
 
     /// The first value of a normalized command line (options first, each with its value; values

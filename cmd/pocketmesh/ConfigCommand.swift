@@ -7,13 +7,13 @@ struct ConfigCommand: ParsableCommand {
 
     struct Path: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "path")
-        func run() { emitLine(Config.defaultPath()) }
+        func run(_ args: OperationValues) { emitLine(Config.defaultPath()) }
     }
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "show")
         @Flag var json = false
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             let c = try ConfigCommand.loadChecked()
             var radios: [Value] = []
             for r in c.radios {
@@ -40,7 +40,7 @@ struct ConfigCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "check")
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             let c = try ConfigCommand.loadChecked()
             emitLine("\(c.path): ok (\(c.radios.count) radio(s)\(c.defaultRadio.map { ", default \($0)" } ?? ""))")
         }

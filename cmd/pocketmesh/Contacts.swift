@@ -14,8 +14,8 @@ struct Contacts: ParsableCommand {
         @OptionGroup var link: LinkOptions
         @Flag var geojson = false
 
-        func run() throws {
-            guard geojson else { return try runRadioCommand() }
+        func run(_ args: OperationValues) throws {
+            guard geojson else { return try runRadioCommand(args) }
             let radio = try link.connect(drain: false)
             let outcome = try Executor(radio: radio, timeout: link.timeoutMilliseconds).execute(.contacts)
             if let e = outcome.error { throw e }

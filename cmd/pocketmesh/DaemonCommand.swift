@@ -139,7 +139,7 @@ struct DaemonCommand: ParsableCommand {
         if !mqttObserver.isEmpty && mqttIata == nil { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
     }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         do { try check() } catch let e as ValidationError {
             writeStderr("pocketmesh daemon: \(e.message)")
             throw ExitCode(2)
@@ -228,7 +228,7 @@ struct HookExecCommand: ParsableCommand {
     @Argument var marker: String
     @Argument(parsing: .captureForPassthrough) var command: [String] = []
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         var argv = command
         if argv.first == "--" { argv.removeFirst() }
         guard !argv.isEmpty else { throw ValidationError("no command given after the marker.") }

@@ -1,3 +1,4 @@
+import MeshOps
 import MeshLink
 import Glibc
 import MeshAir
@@ -14,7 +15,7 @@ struct DemoCommand: ParsableCommand {
     @Option var seed: UInt64
     @Flag var packets = false
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let demo = try DemoRig(seed: seed, showPackets: packets)
         try demo.play()
     }

@@ -1,3 +1,4 @@
+import MeshOps
 import MeshSession
 import Glibc
 import MeshNet
@@ -53,7 +54,7 @@ struct HooksFailed: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "failed")
     @OptionGroup var daemon: DaemonSelection
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             let r = try daemon.client().call(.hooksFailed)
             guard case .success(let fields) = r.result, case .array(let list)? = fields.first(where: { $0.0 == "failed" })?.1 else { return }
@@ -76,7 +77,7 @@ struct HooksRetry: ParsableCommand {
     @Argument var id: UInt64
     @OptionGroup var daemon: DaemonSelection
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             try daemon.client().call(.hooksRetry, [("message", .int(Int64(clamping: id)))])
             print(daemon.json ? JSON.obj(("message", .int(Int64(clamping: id))), ("retrying", .bool(true))).text : "Message \(id): its hook runs again.")
@@ -89,7 +90,7 @@ struct HooksDrop: ParsableCommand {
     @Argument var id: UInt64
     @OptionGroup var daemon: DaemonSelection
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             try daemon.client().call(.hooksDrop, [("message", .int(Int64(clamping: id)))])
             print(daemon.json ? JSON.obj(("message", .int(Int64(clamping: id))), ("dropped", .bool(true))).text : "Message \(id): dropped.")

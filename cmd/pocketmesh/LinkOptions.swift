@@ -85,7 +85,7 @@ nonisolated(unsafe) var ackTimeoutOverride: UInt64? = nil
 /// A command that runs one `Request` against the radio and prints the result.
 protocol RadioCommand: ParsableCommand {
     var link: LinkOptions { get }
-    func request() throws(ClientError) -> Request
+    func request(_ args: OperationValues) throws(ClientError) -> Request
     /// Text output (JSON output is the value itself).
     func text(_ value: Value) -> String
 }
@@ -94,16 +94,16 @@ extension RadioCommand {
     func text(_ value: Value) -> String { value.text() }
 
     /// The request, from the values parsed for the command's arguments: the same function the
-    /// local API's fields go through (`Request(_ values:)`).
-    func request() throws(ClientError) -> Request {
-        try Request(CommandParser.values(of: CommandParser.path(of: Self.self)))
+    /// local API's fields go through (`Request(_ values:)`), the row's handler.
+    func request(_ args: OperationValues) throws(ClientError) -> Request {
+        try Request(args)
     }
 
-    func run() throws { try runRadioCommand() }
+    func run(_ args: OperationValues) throws { try runRadioCommand(args) }
 
     /// Runs `request()` and prints its result (`--json`: the value itself).
-    func runRadioCommand() throws {
-        try runRequest(try request(), link: link, render: { self.text($0) }, row: OperationTable.row(CommandParser.path(of: Self.self)))
+    func runRadioCommand(_ args: OperationValues) throws {
+        try runRequest(try request(args), link: link, render: { self.text($0) }, row: args.operation)
     }
 }
 

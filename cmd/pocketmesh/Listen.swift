@@ -9,7 +9,7 @@ struct Listen: ParsableCommand {
     @Option var duration: Double?
     @Flag var logRx = false
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let target = try link.target()
         let byteLink = try target.openDirectOrThroughDaemon(timeoutMilliseconds: Int(link.timeoutMilliseconds))
         var config = SessionConfig()

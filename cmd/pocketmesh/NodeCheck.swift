@@ -1,3 +1,4 @@
+import MeshOps
 import Glibc
 import MeshLink
 import MeshNode
@@ -27,7 +28,7 @@ extension NodeCommand {
         @Option var holdHigh: [Int] = []
         @Flag var noTransmit = false
 
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             guard let radio else { throw ValidationError("--radio is required: kiss:PATH[@BAUD] or sx1262[:SPIDEV]") }
             if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
             if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }

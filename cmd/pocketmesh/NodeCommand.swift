@@ -100,7 +100,7 @@ struct NodeCommand: ParsableCommand {
             if let lon, !(-180...180).contains(lon) { throw ValidationError("--lon must be -180 to 180") }
         }
 
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             try check()
             let role = self.role ?? "repeater"
             let dir = stateDir!
@@ -152,7 +152,7 @@ struct NodeCommand: ParsableCommand {
         @Option var stateDir: String?
         @Argument var command: [String]
 
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             guard let dir = stateDir else { throw ValidationError("--state-dir is required: the folder of the running node") }
             let path = NodeState.socketPath(dir)
             let fd: Int32

@@ -9,7 +9,7 @@ struct OpsCommand: ParsableCommand {
     @Flag var json = false
     @Flag var schema = false
 
-    func run() {
+    func run(_ args: OperationValues) {
         if schema {
             print(OperationTable.jsonSchema.prettyJSON, terminator: "")
         } else if json {
@@ -26,7 +26,7 @@ struct CompletionsCommand: ParsableCommand {
 
     @Argument var shell: String
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         if shell == "radios" {
             // For the scripts' --radio: the names only; no file, no names.
             guard let c = try Config.load(Config.defaultPath()) else { return }

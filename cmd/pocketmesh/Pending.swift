@@ -1,3 +1,4 @@
+import MeshOps
 import MeshSession
 import MeshNet
 import MeshDaemonClient
@@ -10,7 +11,7 @@ struct Pending: ParsableCommand {
     @OptionGroup var daemon: DaemonSelection
     @Flag var clear = false
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             if clear {
                 let r = try daemon.client().call(.contactsFlushPending)
@@ -43,7 +44,7 @@ struct AddPending: ParsableCommand {
     @Argument var prefix: String
     @OptionGroup var daemon: DaemonSelection
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             let r = try daemon.client().call(.contactsAddPending, [("prefix", .string(prefix))])
             guard case .success(let fields) = r.result else { return }

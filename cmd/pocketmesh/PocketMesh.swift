@@ -52,8 +52,8 @@ enum Main {
         ProcessStart.begin()
         do {
             switch try CommandParser.parse(Array(CommandLine.arguments.dropFirst())) {
-            case .run(var command):
-                try command.run()
+            case .run(var command, let values):
+                try command.run(values)
             case .help(let type, let path):
                 print(HelpText.render(type, path: path), terminator: "")
             case .version:

@@ -11,7 +11,7 @@ struct Rekey: ParsableCommand {
     @Argument var channel: String
     @Option var members: String
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let names = members.split(separator: ",").map { $0.trimmingCharacters() }.filter { !$0.isEmpty }
         guard !names.isEmpty else { throw ClientError.usage("give --members A,B,… (at least one contact).") }
         let radio = try link.connect(drain: false)

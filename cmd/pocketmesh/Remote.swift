@@ -10,7 +10,7 @@ struct Login: RadioCommand {
     @Flag var noSave = false
     @Flag var forget = false
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let radio = try link.connect(drain: false)
         let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
         let c = try executor.resolve(node)
@@ -43,7 +43,7 @@ struct Logout: RadioCommand {
     @Argument var node: String
     @Flag var forget = false
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let radio = try link.connect(drain: false)
         let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
         let c = try executor.resolve(node)

@@ -14,7 +14,7 @@ struct Scan: ParsableCommand {
 
     @Flag var json = false
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let serial = SerialDiscovery.candidates()
         var advertisers: [BLEAdvertiser] = []
         var bleError: LinkError? = nil

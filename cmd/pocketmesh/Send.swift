@@ -10,9 +10,9 @@ struct Send: RadioCommand {
     @Option var ackTimeout: Double?
     @Argument var to: String
     @Argument var text: [String]
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         ackTimeoutOverride = ackTimeout.map { UInt64($0 * 1000) }
-        guard split else { return try runRadioCommand() }
+        guard split else { return try runRadioCommand(args) }
         // 158: the limit of a text resent with attempt > 3, so every retry of a part fits.
         try runSplit(link: link, text: joined(text), limit: { _ in CompanionLimits.maxTextLengthHighAttempt },
                      request: { .send(to: to, text: $0, wait: !noWait) }, render: text(_:))

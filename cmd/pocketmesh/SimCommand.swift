@@ -1,3 +1,4 @@
+import MeshOps
 import MeshLink
 import Glibc
 import MeshSession
@@ -27,7 +28,7 @@ struct SimCommand: ParsableCommand {
     @Flag var collisions = false
     @Option var airPort: UInt16?
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let topo: Topology
         if let shape = Topology.Shape(rawValue: topology) {
             topo = Topology.builtIn(shape, companions: nodes, repeaters: repeaters, rooms: rooms, snr: snr, loss: loss)
@@ -92,7 +93,7 @@ struct SimBenchCommand: ParsableCommand {
     @Option var protocolVersion: UInt8
     @Flag var collisions = false
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         var b = SimBenchmark()
         b.nodes = nodes; b.companions = companions; b.virtualSeconds = seconds; b.messages = messages
         b.seed = seed; b.collisions = collisions

@@ -1,3 +1,4 @@
+import MeshOps
 import Glibc
 import MeshSession
 import MeshNet
@@ -114,7 +115,7 @@ struct ChatsCommand: ParsableCommand {
 
     @OptionGroup var store: StoreSelection
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try runReporting {
             let items: [JSON]
             if let d = try store.daemon() {
@@ -159,7 +160,7 @@ struct HistoryCommand: ParsableCommand {
 
     @OptionGroup var store: StoreSelection
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try runReporting {
             let name: String
             let messages: [JSON]

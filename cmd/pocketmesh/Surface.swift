@@ -9,8 +9,8 @@ struct Discover: RadioCommand {
     @Option var duration: Double
     @Option var type: String
 
-    func run() throws {
-        try runRadioCommand()
+    func run(_ args: OperationValues) throws {
+        try runRadioCommand(args)
     }
     func text(_ v: Value) -> String {
         guard case .array(let nodes)? = v["nodes"], !nodes.isEmpty else { return "no node answered." }

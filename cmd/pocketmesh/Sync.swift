@@ -14,8 +14,8 @@ struct Sync: RadioCommand {
 
     /// Without a daemon, what `sync` takes off the radio is also kept in the radio's store (as the
     /// chat does), so `history` and `chats` show it; through a daemon, the daemon stores.
-    func run() throws {
-        try runRequest(.sync, link: link, render: { self.text($0) }, row: OperationTable.row(CommandParser.path(of: Self.self)), keep: { executor, messages in
+    func run(_ args: OperationValues) throws {
+        try runRequest(.sync, link: link, render: { self.text($0) }, row: args.operation, keep: { executor, messages in
             guard let radio = executor.radio as? Radio, !(radio.link is DaemonTunnelLink), let key = radio.session.radioSelf?.publicKey.bytes else { return }
             storeTaken(messages, contacts: (try? executor.contacts()) ?? [], radioKey: key, link: (try? link.target())?.daemonLinkSpec)
         })

@@ -140,6 +140,7 @@ enum CommandParser {
         var command = made.value
         let values = try fill(made.slots, row: row, args: rest, configured: configured)
         for var g in made.groups { try g.validate() }
+        if command is RadioCommand { try LinkOptions(values).validate() }
         try command.validate()
         return .run(command, values)
     }

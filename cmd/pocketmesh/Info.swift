@@ -3,5 +3,4 @@ import MeshOps
 
 struct Info: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "info")
-    @OptionGroup var link: LinkOptions
 }

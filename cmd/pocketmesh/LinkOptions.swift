@@ -78,20 +78,35 @@ struct LinkOptions: ParsableArguments {
     }
 }
 
+extension LinkOptions {
+
+    /// The link options of a command's values (by the row's names).
+    init(_ v: OperationValues) {
+        self.init()
+        radio.serial = v.string("serial")
+        radio.baud = v.integer("baud") ?? 0
+        radio.tcp = v.string("tcp")
+        radio.ble = v.string("ble")
+        radio.bleMinMtu = v.integer("ble-min-mtu") ?? 0
+        timeout = v.number("timeout") ?? 0
+        json = v.flag("json")
+    }
+}
+
 /// A fixed per-attempt ACK wait (ms) for this command (`send --ack-timeout`), instead of the radio's
 /// estimate × 1.2.
 nonisolated(unsafe) var ackTimeoutOverride: UInt64? = nil
 
-/// A command that runs one `Request` against the radio and prints the result.
+/// A command that runs its row's `Request` against the radio and prints the result. It declares
+/// no arguments: it reads them by name from its values (`LinkOptions(args)` for the link).
 protocol RadioCommand: ParsableCommand {
-    var link: LinkOptions { get }
     func request(_ args: OperationValues) throws(ClientError) -> Request
     /// Text output (JSON output is the value itself).
-    func text(_ value: Value) -> String
+    func text(_ value: Value, _ args: OperationValues) -> String
 }
 
 extension RadioCommand {
-    func text(_ value: Value) -> String { value.text() }
+    func text(_ value: Value, _ args: OperationValues) -> String { value.text() }
 
     /// The request, from the values parsed for the command's arguments: the same function the
     /// local API's fields go through (`Request(_ values:)`), the row's handler.
@@ -103,7 +118,7 @@ extension RadioCommand {
 
     /// Runs `request()` and prints its result (`--json`: the value itself).
     func runRadioCommand(_ args: OperationValues) throws {
-        try runRequest(try request(args), link: link, render: { self.text($0) }, row: args.operation)
+        try runRequest(try request(args), link: LinkOptions(args), render: { self.text($0, args) }, row: args.operation)
     }
 }
 

@@ -10,9 +10,8 @@ private let settingsHelp = """
 
 struct Get: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "get")
-    @OptionGroup var link: LinkOptions
-    @Argument var setting: String?
-    func text(_ v: Value) -> String {
+    func text(_ v: Value, _ args: OperationValues) -> String {
+        let setting = args.string("setting")
         if let setting, let one = v[setting] {
             switch one { case .object, .array: return one.text(); default: return one.scalarText }
         }
@@ -22,8 +21,5 @@ struct Get: RadioCommand {
 
 struct Set: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "set")
-    @OptionGroup var link: LinkOptions
-    @Argument var setting: String
-    @Argument var values: [String] = []
-    func text(_ v: Value) -> String { "\(setting) set" }
+    func text(_ v: Value, _ args: OperationValues) -> String { let setting = args.string("setting") ?? ""; return "\(setting) set" }
 }

@@ -5,14 +5,11 @@ import MeshSession
 /// `discover [--for SECONDS] [--type LIST]`: nearby nodes answering a zero-hop discovery request.
 struct Discover: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "discover")
-    @OptionGroup var link: LinkOptions
-    @Option var duration: Double
-    @Option var type: String
 
     func run(_ args: OperationValues) throws {
         try runRadioCommand(args)
     }
-    func text(_ v: Value) -> String {
+    func text(_ v: Value, _ args: OperationValues) -> String {
         guard case .array(let nodes)? = v["nodes"], !nodes.isEmpty else { return "no node answered." }
         return nodes.map { n in
             let key = String((n["public_key"]?.stringValue ?? "").prefix(12))
@@ -25,24 +22,17 @@ struct Discover: RadioCommand {
 extension Contacts {
     struct SetPath: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "set-path")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-        @Argument var path: String
     }
 
     struct Permissions: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "permissions")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-        @Argument var grant: String
     }
 
     struct Connected: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "connected")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-        func text(_ v: Value) -> String {
-            "\(v["name"]?.stringValue ?? contact): " + (v["connected"] == .bool(true) ? "connected (logged in)" : "not connected")
+        func text(_ v: Value, _ args: OperationValues) -> String {
+            let contact = args.string("contact") ?? ""
+            return "\(v["name"]?.stringValue ?? contact): " + (v["connected"] == .bool(true) ? "connected (logged in)" : "not connected")
         }
     }
 }
@@ -50,19 +40,12 @@ extension Contacts {
 /// `request NODE HEX`: a generic binary request.
 struct BinaryRequestCommand: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "request")
-    @OptionGroup var link: LinkOptions
-    @Argument var node: String
-    @Argument var data: String
 }
 
 /// `mma NODE [--from S] [--to S]`: min/max/avg telemetry.
 struct MMA: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "mma")
-    @OptionGroup var link: LinkOptions
-    @Argument var node: String
-    @Option var from: UInt32
-    @Option var to: UInt32
-    func text(_ v: Value) -> String {
+    func text(_ v: Value, _ args: OperationValues) -> String {
         guard case .array(let rs)? = v["records"] else { return v.text() }
         if rs.isEmpty { return "no readings in that window." }
         return rs.map { r in
@@ -74,32 +57,20 @@ struct MMA: RadioCommand {
 extension Channel {
     struct DataCommand: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "data")
-        @OptionGroup var link: LinkOptions
-        @Argument var channel: String
-        @Argument var dataType: UInt16
-        @Argument var data: String
     }
 }
 
 /// `raw-data PATH HEX`, `raw-packet HEX`.
 struct RawData: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "raw-data")
-    @OptionGroup var link: LinkOptions
-    @Argument var path: String
-    @Argument var data: String
 }
 
 struct RawPacket: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "raw-packet")
-    @OptionGroup var link: LinkOptions
-    @Argument var packet: String
-    @Option var priority: UInt8
 }
 
 /// `cli TEXT…`: the radio's own CLI (companion protocol 14).
 struct LocalCLI: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "cli")
-    @OptionGroup var link: LinkOptions
-    @Argument var command: [String]
-    func text(_ v: Value) -> String { v["reply"]?.stringValue ?? v.text() }
+    func text(_ v: Value, _ args: OperationValues) -> String { v["reply"]?.stringValue ?? v.text() }
 }

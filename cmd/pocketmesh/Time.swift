@@ -9,17 +9,13 @@ struct Time: ParsableCommand {
 
     struct GetTime: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "get")
-        @OptionGroup var link: LinkOptions
     }
 
     struct SyncTime: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "sync")
-        @OptionGroup var link: LinkOptions
     }
 
     struct SetTime: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "set")
-        @OptionGroup var link: LinkOptions
-        @Argument var epoch: String
     }
 }

@@ -7,9 +7,9 @@ import MeshDaemonClient
 
 extension CommandLineParsing {
 /// The command line against the operation table: every command type has a row (or is a group of
-/// the table) with the same path and aliases, and declares exactly the row's arguments, in its
-/// order, of the same kinds (the parser fills the declarations from the row by position); every
-/// row has a command.
+/// the table) with the same path and aliases, and declares none of the row's arguments (a radio
+/// command reads them by name) or each of them once by its name, of its kind; every row has a
+/// command.
 @Suite struct OperationTableCLITests {
     /// Every command type of the tree with its path.
     static func commands() -> [([String], ParsableCommand.Type)] {
@@ -47,8 +47,13 @@ extension CommandLineParsing {
                 #expect(slots.isEmpty, "\(row.cli) declares its arguments")
                 continue
             }
-            #expect(slots.map(\.slotKind) == row.args.map(\.kind), "\(row.cli): declared arguments against the table's")
-            for (slot, a) in zip(slots, row.args) where a.kind != .flag {
+            // Every argument of the row is declared once, by its name, of its kind (the parser binds
+            // them by name, not by where they are declared).
+            #expect(slots.map(\.name).sorted() == row.args.map(\.name).sorted(), "\(row.cli): declared arguments against the table's")
+            for a in row.args {
+                guard let slot = slots.first(where: { $0.name == a.name }) else { continue }
+                #expect(slot.slotKind == a.kind, "\(row.cli) \(a.display)")
+                guard a.kind != .flag else { continue }
                 // What must be given is what the table calls required (a repeatable positional
                 // taking the rest may be empty only where the table says so).
                 // The default is the row's alone: a declaration without one needs a value, which the

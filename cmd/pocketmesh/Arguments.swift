@@ -1,12 +1,13 @@
 import MeshOps
 import MeshSession
 
-// The command line's declarations, without a parsing library: each command is a type with a
-// configuration (its name, its subcommands) and its arguments as property wrappers. The wrappers
-// only hold values: what the arguments are called, what they take and their help is the command's
-// row in the operation table (MeshOps' OperationTable), and the parser (CommandParser.swift)
-// fills the wrappers from the row, in declaration order (a test checks every command's wrappers
-// against its row).
+// The command line's commands, without a parsing library: each is a type with a configuration
+// (its name, its subcommands) and a run that takes its arguments' values, which the parser
+// (CommandParser.swift) reads, types, checks and defaults from the command's row in the operation
+// table (MeshOps' OperationTable). A radio command reads them by name from those values; a local
+// command may also hold them in property wrappers that name their row argument
+// (`@Option("hook-concurrency")`): the wrappers only hold values, bound by that name (a test
+// checks every command's wrappers against its row).
 
 /// A command's arguments, or a group of them shared by several commands (`LinkOptions`).
 protocol ParsableArguments {
@@ -104,6 +105,9 @@ extension Double: ExpressibleByArgument { init?(argument: String) { self.init(ar
 
 /// What the parser gives a wrapper: the texts given for its argument (none: its default).
 protocol ArgumentSlot: AnyObject {
+    /// The row's name of its argument (`hook-concurrency`, `<contact>`'s `contact`): the parser
+    /// binds it by name, whatever the property is called or where it is declared.
+    var name: String { get }
     var slotKind: OperationArgument.Kind { get }
     /// Sets the value from the texts given (one per occurrence; a flag's count is their number).
     /// Throws the text that does not convert.
@@ -135,6 +139,7 @@ final class Option<Value>: ArgumentSlot {
     private var value: Value?
     private let parse: ([String]) throws(SlotError) -> Value?
     let needsValue: Bool
+    let name: String
 
     var slotKind: OperationArgument.Kind { .option }
 
@@ -143,8 +148,9 @@ final class Option<Value>: ArgumentSlot {
     }
 
     /// `@Option var timeout: Double = 5`
-    init(wrappedValue: Value)
+    init(wrappedValue: Value, _ name: String)
     where Value: ExpressibleByArgument {
+        self.name = name
         value = wrappedValue
         needsValue = false
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -155,8 +161,9 @@ final class Option<Value>: ArgumentSlot {
     }
 
     /// `@Option var count: Int` (required)
-    init()
+    init(_ name: String)
     where Value: ExpressibleByArgument {
+        self.name = name
         value = nil
         needsValue = true
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -167,7 +174,8 @@ final class Option<Value>: ArgumentSlot {
     }
 
     /// `@Option var secret: String?` (an optional property starts as nil)
-    init<T: ExpressibleByArgument>(wrappedValue: T?) where Value == T? {
+    init<T: ExpressibleByArgument>(wrappedValue: T?, _ name: String) where Value == T? {
+        self.name = name
         value = .some(wrappedValue)
         needsValue = false
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -177,7 +185,8 @@ final class Option<Value>: ArgumentSlot {
         SlotRegistry.created(self)
     }
 
-    init<T: ExpressibleByArgument>() where Value == T? {
+    init<T: ExpressibleByArgument>(_ name: String) where Value == T? {
+        self.name = name
         value = .some(nil)
         needsValue = false
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -188,7 +197,8 @@ final class Option<Value>: ArgumentSlot {
     }
 
     /// `@Option var mqtt: [String] = []` (repeatable)
-    init<T: ExpressibleByArgument>(wrappedValue: [T]) where Value == [T] {
+    init<T: ExpressibleByArgument>(wrappedValue: [T], _ name: String) where Value == [T] {
+        self.name = name
         value = wrappedValue
         needsValue = false
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -201,7 +211,8 @@ final class Option<Value>: ArgumentSlot {
     }
 
     /// `@Option var members: [String]` (repeatable, at least once)
-    init<T: ExpressibleByArgument>() where Value == [T] {
+    init<T: ExpressibleByArgument>(_ name: String) where Value == [T] {
+        self.name = name
         value = nil
         needsValue = true
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -223,6 +234,7 @@ final class Argument<Value>: ArgumentSlot {
     private var value: Value?
     private let parse: ([String]) throws(SlotError) -> Value?
     let needsValue: Bool
+    let name: String
 
     var slotKind: OperationArgument.Kind { .positional }
 
@@ -230,7 +242,8 @@ final class Argument<Value>: ArgumentSlot {
         if let v = try parse(texts) { value = v }
     }
 
-    init(wrappedValue: Value) where Value: ExpressibleByArgument {
+    init(wrappedValue: Value, _ name: String) where Value: ExpressibleByArgument {
+        self.name = name
         value = wrappedValue
         needsValue = false
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -240,7 +253,8 @@ final class Argument<Value>: ArgumentSlot {
         SlotRegistry.created(self)
     }
 
-    init() where Value: ExpressibleByArgument {
+    init(_ name: String) where Value: ExpressibleByArgument {
+        self.name = name
         value = nil
         needsValue = true
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -250,7 +264,8 @@ final class Argument<Value>: ArgumentSlot {
         SlotRegistry.created(self)
     }
 
-    init<T: ExpressibleByArgument>(wrappedValue: T?) where Value == T? {
+    init<T: ExpressibleByArgument>(wrappedValue: T?, _ name: String) where Value == T? {
+        self.name = name
         value = .some(wrappedValue)
         needsValue = false
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -260,7 +275,8 @@ final class Argument<Value>: ArgumentSlot {
         SlotRegistry.created(self)
     }
 
-    init<T: ExpressibleByArgument>() where Value == T? {
+    init<T: ExpressibleByArgument>(_ name: String) where Value == T? {
+        self.name = name
         value = .some(nil)
         needsValue = false
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -270,8 +286,9 @@ final class Argument<Value>: ArgumentSlot {
         SlotRegistry.created(self)
     }
 
-    init<T: ExpressibleByArgument>(wrappedValue: [T], parsing: ArgumentArrayParsingStrategy = .remaining)
+    init<T: ExpressibleByArgument>(wrappedValue: [T], _ name: String, parsing: ArgumentArrayParsingStrategy = .remaining)
     where Value == [T] {
+        self.name = name
         value = wrappedValue
         needsValue = false
         parse = { (texts: [String]) throws(SlotError) -> Value? in
@@ -283,7 +300,8 @@ final class Argument<Value>: ArgumentSlot {
         SlotRegistry.created(self)
     }
 
-    init<T: ExpressibleByArgument>(parsing: ArgumentArrayParsingStrategy = .remaining) where Value == [T] {
+    init<T: ExpressibleByArgument>(_ name: String, parsing: ArgumentArrayParsingStrategy = .remaining) where Value == [T] {
+        self.name = name
         value = nil
         needsValue = parsing != .captureForPassthrough
         if parsing == .captureForPassthrough { value = [] }
@@ -300,6 +318,7 @@ final class Argument<Value>: ArgumentSlot {
 @propertyWrapper
 final class Flag: ArgumentSlot {
     var wrappedValue: Bool
+    let name: String
 
     var slotKind: OperationArgument.Kind { .flag }
     var needsValue: Bool { false }
@@ -308,8 +327,9 @@ final class Flag: ArgumentSlot {
         if !texts.isEmpty { wrappedValue = true }
     }
 
-    init(wrappedValue: Bool = false) {
+    init(wrappedValue: Bool = false, _ name: String) {
         self.wrappedValue = wrappedValue
+        self.name = name
         SlotRegistry.created(self)
     }
 }

@@ -8,8 +8,8 @@ import MeshSession
 struct ChatCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "chat")
     @OptionGroup var link: LinkOptions
-    @Argument var name: String?
-    @Option var stateDir: String?
+    @Argument("name") var name: String?
+    @Option("state-dir") var stateDir: String?
 
     func run(_ args: OperationValues) throws {
         guard isatty(0) == 1, isatty(1) == 1 else {

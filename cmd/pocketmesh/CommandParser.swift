@@ -151,9 +151,13 @@ enum CommandParser {
     /// value from `configured` (the config file's), if it has one.
     @discardableResult
     static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws -> OperationValues {
-        // A command reads its arguments by name from the values (no declarations), or declares them all.
-        guard slots.isEmpty || slots.count == row.args.count else {
-            throw ClientError(.internal, "\(row.cli): \(slots.count) arguments declared, \(row.args.count) in the table")
+        // A command reads its arguments by name from the values (no declarations), or declares
+        // each of them once, by its row's name (not by where it is declared).
+        var slotNamed: [String: ArgumentSlot] = [:]
+        for s in slots { slotNamed[s.name] = s }
+        guard slots.isEmpty || (slotNamed.count == slots.count && slots.count == row.args.count
+                                && row.args.allSatisfy { slotNamed[$0.name]?.slotKind == $0.kind }) else {
+            throw ClientError(.internal, "\(row.cli): the arguments declared are not the table's")
         }
         var given = [[String]](repeating: [], count: row.args.count)
         var unknown: UsageError? = nil
@@ -252,9 +256,9 @@ enum CommandParser {
             } else {
                 texts[a.name] = given[k]
             }
-            guard k < slots.count else { continue }
+            guard let slot = slotNamed[a.name] else { continue }
             do throws(SlotError) {
-                try slots[k].assign(given[k])
+                try slot.assign(given[k])
             } catch {
                 guard case .invalid(let text) = error else { continue }
                 let shown = a.kind == .option ? "\(typed[k]) <\(a.valueName ?? "value")>" : label(a)

@@ -12,7 +12,7 @@ struct ConfigCommand: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "show")
-        @Flag var json = false
+        @Flag("json") var json = false
         func run(_ args: OperationValues) throws {
             let c = try ConfigCommand.loadChecked()
             var radios: [Value] = []

@@ -14,61 +14,61 @@ struct DaemonCommand: ParsableCommand {
 
     @OptionGroup var radio: RadioLinkOptions
 
-    @Option var stateDir: String?
+    @Option("state-dir") var stateDir: String?
 
-    @Option var socket: String?
+    @Option("socket") var socket: String?
 
-    @Option var apiGroup: String?
+    @Option("api-group") var apiGroup: String?
 
-    @Option var name: String?
+    @Option("name") var name: String?
 
-    @Option var onMessage: String?
+    @Option("on-message") var onMessage: String?
 
-    @Option var hookConcurrency: Int
+    @Option("hook-concurrency") var hookConcurrency: Int
 
-    @Option var hookTimeout: Double
+    @Option("hook-timeout") var hookTimeout: Double
 
-    @Option var hookAttempts: Int
+    @Option("hook-attempts") var hookAttempts: Int
 
-    @Flag var hooksFromStart = false
+    @Flag("hooks-from-start") var hooksFromStart = false
 
-    @Option var drainInterval: Double
+    @Option("drain-interval") var drainInterval: Double
 
-    @Option var timeout: Double
+    @Option("timeout") var timeout: Double
 
-    @Option var companionListen: [String] = []
+    @Option("companion-listen") var companionListen: [String] = []
 
-    @Option var companionWs: [String] = []
+    @Option("companion-ws") var companionWs: [String] = []
 
-    @Option var companionMaxClients: Int
+    @Option("companion-max-clients") var companionMaxClients: Int
 
-    @Option var companionIdleTimeout: Int
+    @Option("companion-idle-timeout") var companionIdleTimeout: Int
 
-    @Option var lowBattery: Int?
+    @Option("low-battery") var lowBattery: Int?
 
-    @Option var batteryEvery: Double
+    @Option("battery-every") var batteryEvery: Double
 
-    @Option var mqtt: [String] = []
+    @Option("mqtt") var mqtt: [String] = []
 
-    @Option var mqttPrefix: String
+    @Option("mqtt-prefix") var mqttPrefix: String
 
-    @Option var mqttUser: String?
+    @Option("mqtt-user") var mqttUser: String?
 
-    @Option var mqttPasswordFile: String?
+    @Option("mqtt-password-file") var mqttPasswordFile: String?
 
-    @Option var mqttAllow: String?
+    @Option("mqtt-allow") var mqttAllow: String?
 
-    @Option var mqttCaFile: String?
+    @Option("mqtt-ca-file") var mqttCaFile: String?
 
-    @Option var mqttObserver: [String] = []
+    @Option("mqtt-observer") var mqttObserver: [String] = []
 
-    @Option var mqttIata: String?
+    @Option("mqtt-iata") var mqttIata: String?
 
-    @Option var mqttObserverKey: String?
+    @Option("mqtt-observer-key") var mqttObserverKey: String?
 
-    @Option var mqttObserverPasswordFile: String?
+    @Option("mqtt-observer-password-file") var mqttObserverPasswordFile: String?
 
-    @Option var mqttObserverAudience: String?
+    @Option("mqtt-observer-audience") var mqttObserverAudience: String?
 
     /// The MQTT bridge's classes: the default (read, message) widened by --mqtt-allow.
     func mqttAllowed() throws -> AllowedClasses {
@@ -222,11 +222,11 @@ func startFailureCode(_ error: any Error) -> Int32 {
 struct HookExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "hook-exec", shouldDisplay: false)
 
-    @Option var timeoutMs: UInt64
-    @Option var graceMs: UInt64
-    @Option var outputLimit: Int
-    @Argument var marker: String
-    @Argument(parsing: .captureForPassthrough) var command: [String] = []
+    @Option("timeout-ms") var timeoutMs: UInt64
+    @Option("grace-ms") var graceMs: UInt64
+    @Option("output-limit") var outputLimit: Int
+    @Argument("marker") var marker: String
+    @Argument("command", parsing: .captureForPassthrough) var command: [String] = []
 
     func run(_ args: OperationValues) throws {
         var argv = command

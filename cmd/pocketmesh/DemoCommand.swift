@@ -12,8 +12,8 @@ import MeshSim
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "demo")
 
-    @Option var seed: UInt64
-    @Flag var packets = false
+    @Option("seed") var seed: UInt64
+    @Flag("packets") var packets = false
 
     func run(_ args: OperationValues) throws {
         let demo = try DemoRig(seed: seed, showPackets: packets)

@@ -11,12 +11,12 @@ struct HooksCommand: ParsableCommand {
 
 /// Which running daemon to ask.
 struct DaemonSelection: ParsableArguments {
-    @Option var serial: String?
-    @Option var tcp: String?
-    @Option var ble: String?
-    @Option var radio: String?
-    @Option var socket: String?
-    @Flag var json = false
+    @Option("serial") var serial: String?
+    @Option("tcp") var tcp: String?
+    @Option("ble") var ble: String?
+    @Option("radio") var radio: String?
+    @Option("socket") var socket: String?
+    @Flag("json") var json = false
 
     func client() throws(DaemonError) -> DaemonClient {
         var env: [String: String] = [:]
@@ -74,7 +74,7 @@ struct HooksFailed: ParsableCommand {
 
 struct HooksRetry: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "retry")
-    @Argument var id: UInt64
+    @Argument("id") var id: UInt64
     @OptionGroup var daemon: DaemonSelection
 
     func run(_ args: OperationValues) throws {
@@ -87,7 +87,7 @@ struct HooksRetry: ParsableCommand {
 
 struct HooksDrop: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "drop")
-    @Argument var id: UInt64
+    @Argument("id") var id: UInt64
     @OptionGroup var daemon: DaemonSelection
 
     func run(_ args: OperationValues) throws {

@@ -4,15 +4,15 @@ import MeshDaemonClient
 
 /// Which radio and how to reach it: shared by every command that talks to a radio and the daemon.
 struct RadioLinkOptions: ParsableArguments {
-    @Option var serial: String?
+    @Option("serial") var serial: String?
 
-    @Option var baud: Int
+    @Option("baud") var baud: Int
 
-    @Option var tcp: String?
+    @Option("tcp") var tcp: String?
 
-    @Option var ble: String?
+    @Option("ble") var ble: String?
 
-    @Option var bleMinMtu: Int
+    @Option("ble-min-mtu") var bleMinMtu: Int
 }
 
 /// Link options accepted by every command that talks to a radio.
@@ -25,9 +25,9 @@ struct LinkOptions: ParsableArguments {
     var ble: String? { radio.ble }
     var bleMinMtu: Int { radio.bleMinMtu }
 
-    @Option var timeout: Double
+    @Option("timeout") var timeout: Double
 
-    @Flag var json = false
+    @Flag("json") var json = false
 
     func validate() throws {
         let given = [serial != nil, tcp != nil, ble != nil].filter { $0 }.count

@@ -6,8 +6,8 @@ import MeshOps
 struct Listen: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "listen")
     @OptionGroup var link: LinkOptions
-    @Option var duration: Double?
-    @Flag var logRx = false
+    @Option("for") var duration: Double?
+    @Flag("log-rx") var logRx = false
 
     func run(_ args: OperationValues) throws {
         let target = try link.target()

@@ -9,24 +9,24 @@ extension NodeCommand {
     /// (MeshNode's `RadioCheck`), with at most one packet on the air.
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "check")
-        @Option var radio: String?
-        @Option var freq: Double?
-        @Option var bw: Double?
-        @Option var sf: Int?
-        @Option var cr: Int?
-        @Option var txPower: Int?
-        @Option var gpiochip: String?
-        @Option var irq: Int?
-        @Option var reset: Int?
-        @Option var busy: Int?
-        @Option var rxen: Int?
-        @Option var txen: Int?
-        @Option var tcxo: Double?
-        @Flag var dio2RfSwitch = false
-        @Option var hat: String?
-        @Option var cs: Int?
-        @Option var holdHigh: [Int] = []
-        @Flag var noTransmit = false
+        @Option("radio") var radio: String?
+        @Option("freq") var freq: Double?
+        @Option("bw") var bw: Double?
+        @Option("sf") var sf: Int?
+        @Option("cr") var cr: Int?
+        @Option("tx-power") var txPower: Int?
+        @Option("gpiochip") var gpiochip: String?
+        @Option("irq") var irq: Int?
+        @Option("reset") var reset: Int?
+        @Option("busy") var busy: Int?
+        @Option("rxen") var rxen: Int?
+        @Option("txen") var txen: Int?
+        @Option("tcxo") var tcxo: Double?
+        @Flag("dio2-rf-switch") var dio2RfSwitch = false
+        @Option("hat") var hat: String?
+        @Option("cs") var cs: Int?
+        @Option("hold-high") var holdHigh: [Int] = []
+        @Flag("no-transmit") var noTransmit = false
 
         func run(_ args: OperationValues) throws {
             guard let radio else { throw ValidationError("--radio is required: kiss:PATH[@BAUD] or sx1262[:SPIDEV]") }

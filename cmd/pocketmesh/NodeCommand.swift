@@ -14,38 +14,38 @@ struct NodeCommand: ParsableCommand {
 
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run")
-        @Argument var node: String?
-        @Option var role: String?
-        @Option var radio: String?
-        @Option var identity: String?
-        @Option var stateDir: String?
-        @Option var name: String?
-        @Option var password: String?
-        @Option var guestPassword: String?
-        @Option var passwordFile: String?
-        @Option var guestPasswordFile: String?
-        @Option var lat: Double?
-        @Option var lon: Double?
-        @Option var freq: Double?
-        @Option var bw: Double?
-        @Option var sf: Int?
-        @Option var cr: Int?
-        @Option var txPower: Int?
-        @Option var companionListen: String?
-        @Option var batterySensor: String?
-        @Option var temperatureSensor: String?
-        @Option var gpiochip: String?
-        @Option var irq: Int?
-        @Option var reset: Int?
-        @Option var busy: Int?
-        @Option var rxen: Int?
-        @Option var txen: Int?
-        @Option var tcxo: Double?
-        @Flag var dio2RfSwitch = false
-        @Option var hat: String?
-        @Option var cs: Int?
-        @Option var holdHigh: [Int] = []
-        @Option var seconds: Double?
+        @Argument("node") var node: String?
+        @Option("role") var role: String?
+        @Option("radio") var radio: String?
+        @Option("identity") var identity: String?
+        @Option("state-dir") var stateDir: String?
+        @Option("name") var name: String?
+        @Option("password") var password: String?
+        @Option("guest-password") var guestPassword: String?
+        @Option("password-file") var passwordFile: String?
+        @Option("guest-password-file") var guestPasswordFile: String?
+        @Option("lat") var lat: Double?
+        @Option("lon") var lon: Double?
+        @Option("freq") var freq: Double?
+        @Option("bw") var bw: Double?
+        @Option("sf") var sf: Int?
+        @Option("cr") var cr: Int?
+        @Option("tx-power") var txPower: Int?
+        @Option("companion-listen") var companionListen: String?
+        @Option("battery-sensor") var batterySensor: String?
+        @Option("temperature-sensor") var temperatureSensor: String?
+        @Option("gpiochip") var gpiochip: String?
+        @Option("irq") var irq: Int?
+        @Option("reset") var reset: Int?
+        @Option("busy") var busy: Int?
+        @Option("rxen") var rxen: Int?
+        @Option("txen") var txen: Int?
+        @Option("tcxo") var tcxo: Double?
+        @Flag("dio2-rf-switch") var dio2RfSwitch = false
+        @Option("hat") var hat: String?
+        @Option("cs") var cs: Int?
+        @Option("hold-high") var holdHigh: [Int] = []
+        @Option("for") var seconds: Double?
 
         /// The options of the config file's `[node.NAME]` table, as values by option name (typed
         /// as the table's row says; the parser takes those the command line does not give).
@@ -149,8 +149,8 @@ struct NodeCommand: ParsableCommand {
 
     struct CLI: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "cli")
-        @Option var stateDir: String?
-        @Argument var command: [String]
+        @Option("state-dir") var stateDir: String?
+        @Argument("command") var command: [String]
 
         func run(_ args: OperationValues) throws {
             guard let dir = stateDir else { throw ValidationError("--state-dir is required: the folder of the running node") }

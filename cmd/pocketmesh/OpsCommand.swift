@@ -6,8 +6,8 @@ import MeshSession
 struct OpsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ops")
 
-    @Flag var json = false
-    @Flag var schema = false
+    @Flag("json") var json = false
+    @Flag("schema") var schema = false
 
     func run(_ args: OperationValues) {
         if schema {
@@ -24,7 +24,7 @@ struct OpsCommand: ParsableCommand {
 struct CompletionsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "completions")
 
-    @Argument var shell: String
+    @Argument("shell") var shell: String
 
     func run(_ args: OperationValues) throws {
         if shell == "radios" {

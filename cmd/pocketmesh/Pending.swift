@@ -9,7 +9,7 @@ import MeshDaemonClient
 struct Pending: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "pending")
     @OptionGroup var daemon: DaemonSelection
-    @Flag var clear = false
+    @Flag("clear") var clear = false
 
     func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
@@ -41,7 +41,7 @@ struct Pending: ParsableCommand {
 
 struct AddPending: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "add-pending")
-    @Argument var prefix: String
+    @Argument("prefix") var prefix: String
     @OptionGroup var daemon: DaemonSelection
 
     func run(_ args: OperationValues) throws {

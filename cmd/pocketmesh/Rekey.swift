@@ -8,8 +8,8 @@ import MeshSession
 struct Rekey: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "rekey")
     @OptionGroup var link: LinkOptions
-    @Argument var channel: String
-    @Option var members: String
+    @Argument("channel") var channel: String
+    @Option("members") var members: String
 
     func run(_ args: OperationValues) throws {
         let names = members.split(separator: ",").map { $0.trimmingCharacters() }.filter { !$0.isEmpty }

@@ -6,13 +6,13 @@ import MeshOps
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "scan")
 
-    @Flag var ble = false
+    @Flag("ble") var ble = false
 
-    @Option var seconds: Double
+    @Option("for") var seconds: Double
 
-    @Flag var all = false
+    @Flag("all") var all = false
 
-    @Flag var json = false
+    @Flag("json") var json = false
 
     func run(_ args: OperationValues) throws {
         let serial = SerialDiscovery.candidates()

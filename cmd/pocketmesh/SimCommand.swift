@@ -9,24 +9,24 @@ import MeshSim
 struct SimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sim")
 
-    @Option var nodes: Int
-    @Option var repeaters: Int
-    @Option var rooms: Int
-    @Option var topology: String
-    @Option var seed: UInt64
-    @Option var tcpBase: UInt16
-    @Option var pty: String?
-    @Option var capture: String?
-    @Option var seconds: Double?
-    @Option var password: String
-    @Option var guestPassword: String
-    @Option var loss: Double
-    @Option var snr: Double
-    @Option var offlineQueue: Int
-    @Option var maxContacts: Int
-    @Option var protocolVersion: UInt8
-    @Flag var collisions = false
-    @Option var airPort: UInt16?
+    @Option("nodes") var nodes: Int
+    @Option("repeaters") var repeaters: Int
+    @Option("rooms") var rooms: Int
+    @Option("topology") var topology: String
+    @Option("seed") var seed: UInt64
+    @Option("tcp-base") var tcpBase: UInt16
+    @Option("pty") var pty: String?
+    @Option("capture") var capture: String?
+    @Option("for") var seconds: Double?
+    @Option("password") var password: String
+    @Option("guest-password") var guestPassword: String
+    @Option("loss") var loss: Double
+    @Option("snr") var snr: Double
+    @Option("offline-queue") var offlineQueue: Int
+    @Option("max-contacts") var maxContacts: Int
+    @Option("protocol") var protocolVersion: UInt8
+    @Flag("collisions") var collisions = false
+    @Option("air-port") var airPort: UInt16?
 
     func run(_ args: OperationValues) throws {
         let topo: Topology
@@ -85,13 +85,13 @@ func readFile(_ path: String) throws -> [UInt8] {
 struct SimBenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sim-bench", shouldDisplay: false)
 
-    @Option var nodes: Int
-    @Option var companions: Int
-    @Option var seconds: UInt64
-    @Option var messages: Int
-    @Option var seed: UInt64
-    @Option var protocolVersion: UInt8
-    @Flag var collisions = false
+    @Option("nodes") var nodes: Int
+    @Option("companions") var companions: Int
+    @Option("seconds") var seconds: UInt64
+    @Option("messages") var messages: Int
+    @Option("seed") var seed: UInt64
+    @Option("protocol") var protocolVersion: UInt8
+    @Flag("collisions") var collisions = false
 
     func run(_ args: OperationValues) throws {
         var b = SimBenchmark()

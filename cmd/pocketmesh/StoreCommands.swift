@@ -7,15 +7,15 @@ import MeshDaemonClient
 
 /// Which radio's store a store command reads.
 struct StoreSelection: ParsableArguments {
-    @Option var stateDir: String?
+    @Option("state-dir") var stateDir: String?
 
-    @Option var radio: String?
+    @Option("radio") var radio: String?
 
-    @Option var serial: String?
+    @Option("serial") var serial: String?
 
-    @Option var tcp: String?
+    @Option("tcp") var tcp: String?
 
-    @Flag var json = false
+    @Flag("json") var json = false
 
     /// Opens the store read-only (works while a daemon owns it).
     func open() throws -> RadioStore {
@@ -153,10 +153,10 @@ struct ChatsCommand: ParsableCommand {
 struct HistoryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "history")
 
-    @Argument var thread: String
+    @Argument("thread") var thread: String
 
-    @Option var limit: Int
-    @Option var before: UInt64?
+    @Option("limit") var limit: Int
+    @Option("before") var before: UInt64?
 
     @OptionGroup var store: StoreSelection
 

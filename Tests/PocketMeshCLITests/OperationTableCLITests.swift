@@ -65,6 +65,25 @@ extension CommandLineParsing {
         #expect(Swift.Set(OperationTable.groups.map(\.path)) == groups)
     }
 
+    /// A declaration's Swift type is no second, hidden range: every whole number the row takes
+    /// (its range's ends, or any 64-bit one without a range) fits the property that holds it.
+    @Test func aDeclarationHoldsEveryValueItsRowTakes() {
+        for (path, type) in Self.commands() where !path.isEmpty {
+            guard let row = OperationTable.row(path) else { continue }
+            let slots = CommandParser.instantiate(type).slots
+            for a in row.args where a.type == .integer {
+                guard let slot = slots.first(where: { $0.name == a.name }) else { continue }
+                let ends = a.range.map { [$0.lowerBound, min($0.upperBound, 9e18)] } ?? [-9e18, 9e18]
+                for end in ends {
+                    let text = String(Int64(end))
+                    do throws(SlotError) { try slot.assign([text]) } catch {
+                        Issue.record("\(row.cli) \(a.display): the row takes \(text), its declaration does not")
+                    }
+                }
+            }
+        }
+    }
+
     /// The rows are in the order `pocketmesh --help` lists the commands.
     @Test func rowsInTheCommandLinesOrder() {
         let paths = Self.commands().map(\.0).filter { OperationTable.row($0) != nil }

@@ -11,37 +11,44 @@ extension CommandLineParsing {
 /// command reads them by name) or each of them once by its name, of its kind; every row has a
 /// command.
 @Suite struct OperationTableCLITests {
-    /// Every command type of the tree with its path.
+    /// Every command of the tree, as the parser finds it in the table, with its type (the tree's,
+    /// or `RequestCommand` for a row that runs its request).
     static func commands() -> [([String], ParsableCommand.Type)] {
         var out: [([String], ParsableCommand.Type)] = []
         func walk(_ t: ParsableCommand.Type, _ path: [String]) {
             out.append((path, t))
-            for s in t.configuration.subcommands { walk(s, path + [s._commandName]) }
+            for w in CommandParser.children(of: path, hidden: true) {
+                if let (s, _) = CommandParser.subcommand(of: t, at: path, named: w) { walk(s, path + [w]) }
+            }
         }
         walk(PocketMesh.self, [])
         return out
     }
 
     @Test func everyCommandHasARowAndEveryRowACommand() {
+        // Every type of the tree is a row or a group of the table, at its path, named alike.
+        func walkTypes(_ t: ParsableCommand.Type, _ path: [String]) {
+            for s in t.configuration.subcommands {
+                let p = path + [s._commandName]
+                #expect(OperationTable.row(p) != nil || OperationTable.group(p) != nil, "\(p): neither a row nor a group")
+                #expect((OperationTable.row(p)?.aliases ?? []) == s.configuration.aliases, "\(p)")
+                #expect((OperationTable.row(p)?.hidden ?? OperationTable.group(p)?.hidden ?? false) == !s.configuration.shouldDisplay, "\(p)")
+                walkTypes(s, p)
+            }
+        }
+        walkTypes(PocketMesh.self, [])
         var rows = Swift.Set<[String]>()
         var groups = Swift.Set<[String]>()
         for (path, type) in Self.commands() where !path.isEmpty {
-            let config = type.configuration
-            if !config.subcommands.isEmpty {
-                groups.insert(path)
-                let g = OperationTable.group(path)
-                #expect(g != nil, "no group \(path)")
-                #expect(g?.defaultSubcommand == config.defaultSubcommand?._commandName, "\(path)")
-                #expect(g?.hidden == !config.shouldDisplay, "\(path)")
-            }
+            if OperationTable.group(path) != nil { groups.insert(path) }
             let slots = CommandParser.instantiate(type).slots
             guard let row = OperationTable.row(path) else {
-                #expect(slots.isEmpty && !config.subcommands.isEmpty, "no row for \(path.joined(separator: " "))")
+                #expect(slots.isEmpty && OperationTable.group(path) != nil, "no row for \(path.joined(separator: " "))")
                 continue
             }
             rows.insert(path)
-            #expect(row.aliases == config.aliases, "\(path)")
-            #expect(row.hidden == !config.shouldDisplay, "\(path)")
+            // A row no type declares runs its request.
+            #expect(type != RequestCommand.self || row.request != nil, "\(row.cli)")
             // A radio command declares none: it reads its values by the row's names.
             if type is RadioCommand.Type {
                 #expect(slots.isEmpty, "\(row.cli) declares its arguments")

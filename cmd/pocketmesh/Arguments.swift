@@ -39,17 +39,15 @@ struct CommandConfiguration {
     var version: String
     var shouldDisplay: Bool
     var subcommands: [ParsableCommand.Type]
-    var defaultSubcommand: ParsableCommand.Type?
     var aliases: [String]
 
     init(commandName: String? = nil, version: String = "",
-         shouldDisplay: Bool = true, subcommands: [ParsableCommand.Type] = [], defaultSubcommand: ParsableCommand.Type? = nil,
+         shouldDisplay: Bool = true, subcommands: [ParsableCommand.Type] = [],
          aliases: [String] = []) {
         self.commandName = commandName
         self.version = version
         self.shouldDisplay = shouldDisplay
         self.subcommands = subcommands
-        self.defaultSubcommand = defaultSubcommand
         self.aliases = aliases
     }
 }

@@ -5,40 +5,13 @@ import MeshOps
 struct Channel: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "channel",
-        subcommands: [List.self, SetChannel.self, Add.self, Remove.self, SendChannel.self, URI.self, Import.self, Rekey.self, DataCommand.self],
-        defaultSubcommand: List.self)
+        subcommands: [SendChannel.self, Rekey.self])
 
-    struct List: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "list")
-        func text(_ value: Value, _ args: OperationValues) -> String {
-            guard case .array(let items) = value else { return value.text() }
-            return items.map { "\($0["index"]?.intValue ?? 0)  \($0["name"]?.stringValue ?? "")  \($0["secret"]?.stringValue ?? "")" }
-                .joined(separator: "\n")
-        }
-    }
 
-    struct SetChannel: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "set")
-    }
 
-    struct Add: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "add")
-        func text(_ v: Value, _ args: OperationValues) -> String { let name = args.string("name") ?? ""; return "channel \(v["index"]?.intValue ?? 0): \(v["name"]?.stringValue ?? name)" }
-    }
 
-    struct URI: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "uri")
-        func text(_ v: Value, _ args: OperationValues) -> String { v["uri"]?.stringValue ?? "" }
-    }
 
-    struct Import: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "import")
-        func text(_ v: Value, _ args: OperationValues) -> String { "channel \(v["index"]?.intValue ?? 0): \(v["name"]?.stringValue ?? "")" }
-    }
 
-    struct Remove: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "remove")
-    }
 
     struct SendChannel: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "send")

@@ -64,9 +64,9 @@ enum CommandParser {
         var type: ParsableCommand.Type = PocketMesh.self
         var path: [String] = []
         for w in words {
-            guard let sub = subcommand(of: type, named: w) else { break }
+            guard let (sub, name) = subcommand(of: type, at: path, named: w) else { break }
             type = sub
-            path.append(sub._commandName)
+            path.append(name)
         }
         return (type, path)
     }
@@ -83,8 +83,29 @@ enum CommandParser {
         return find(PocketMesh.self, []) ?? []
     }
 
-    static func subcommand(of type: ParsableCommand.Type, named word: String) -> ParsableCommand.Type? {
-        type.configuration.subcommands.first { $0._commandName == word || $0.configuration.aliases.contains(word) }
+    /// The words of the table under `path` (its groups and operations, in the rows' order),
+    /// without `help` and, unless `hidden`, the hidden ones.
+    static func children(of path: [String], hidden: Bool = false) -> [String] {
+        OperationTable.children(of: path).filter { w in
+            let p = path + [w]
+            return p != ["help"] && (hidden || !(OperationTable.row(p)?.hidden ?? OperationTable.group(p)?.hidden ?? false))
+        }
+    }
+
+    /// The command a word names under the command at `path` (its name or an alias, from the
+    /// table): its type (the tree's, or `RequestCommand` for a row that runs its request and that
+    /// no type declares) and its name.
+    static func subcommand(of type: ParsableCommand.Type, at path: [String], named word: String) -> (ParsableCommand.Type, String)? {
+        guard let name = children(of: path, hidden: true).first(where: { w in
+            w == word || (OperationTable.row(path + [w])?.aliases.contains(word) ?? false)
+        }) else { return nil }
+        if let t = type.configuration.subcommands.first(where: { $0._commandName == name }) { return (t, name) }
+        return OperationTable.row(path + [name])?.request != nil ? (RequestCommand.self, name) : nil
+    }
+
+    /// The subcommand a group runs when given alone or with options only (its table's).
+    static func defaultSubcommand(of type: ParsableCommand.Type, at path: [String]) -> (ParsableCommand.Type, String)? {
+        OperationTable.group(path)?.defaultSubcommand.flatMap { subcommand(of: type, at: path, named: $0) }
     }
 
     /// `--name` or `-x` as the table spells them, for messages.
@@ -108,15 +129,15 @@ enum CommandParser {
         var words = normalized[...]
         var type: ParsableCommand.Type = PocketMesh.self
         var path: [String] = []
-        while let w = words.first, let sub = subcommand(of: type, named: w) {
+        while let w = words.first, let (sub, name) = subcommand(of: type, at: path, named: w) {
             type = sub
-            path.append(sub._commandName)
+            path.append(name)
             words = words.dropFirst()
         }
         let rest = Array(words)
-        if rest.isEmpty, let d = type.configuration.defaultSubcommand {
+        if rest.isEmpty, let (d, name) = defaultSubcommand(of: type, at: path) {
             type = d
-            path.append(d._commandName)
+            path.append(name)
         }
         // --help and --version before "--" win over everything else.
         let options = rest.prefix { $0 != "--" }
@@ -131,9 +152,9 @@ enum CommandParser {
         if !row.args.contains(where: { $0.kind == .positional }), let word = firstValue(rest, path: path) {
             // A group's default command (`contacts` runs `contacts list`) takes no value: the word
             // is a mistyped subcommand of the group.
-            let parent = resolve(Array(path.dropLast())).0
-            if let d = parent.configuration.defaultSubcommand, ObjectIdentifier(d) == ObjectIdentifier(type) {
-                throw UsageError(unknownCommand(word, in: parent, path: Array(path.dropLast())))
+            let parent = Array(path.dropLast())
+            if let d = OperationTable.group(parent)?.defaultSubcommand, d == path.last {
+                throw UsageError(unknownCommand(word, in: resolve(parent).0, path: parent))
             }
         }
         let made = instantiate(type)
@@ -305,16 +326,16 @@ enum CommandParser {
                 bestWords = p.count
             }
         }
-        func walk(_ t: ParsableCommand.Type, _ p: [String]) {
-            for s in t.configuration.subcommands where s.configuration.shouldDisplay && s._commandName != "help" {
-                let q = p + [s._commandName]
+        func walk(_ p: [String]) {
+            for w in children(of: p) {
+                let q = p + [w]
                 if p == path || path.isEmpty {
-                    for name in [s._commandName] + s.configuration.aliases { consider(q, name) }
+                    for name in [w] + (OperationTable.row(q)?.aliases ?? []) { consider(q, name) }
                 }
-                walk(s, q)
+                walk(q)
             }
         }
-        walk(type, path)
+        walk(path)
         let shown = given.joined(separator: " ")
         guard let best else { return "unknown command '\(shown)'" }
         return "unknown command '\(shown)'; did you mean '\(best.0)'?"
@@ -388,7 +409,6 @@ extension ParsableCommand {
 enum HelpText {
     /// `pocketmesh help PATH` and `--help`: as ArgumentParser printed it.
     static func render(_ type: ParsableCommand.Type, path: [String]) -> String {
-        let config = type.configuration
         let row = OperationTable.row(path)
         let (abstract, discussion) = texts(path)
         var out = ""
@@ -396,7 +416,8 @@ enum HelpText {
         if !discussion.isEmpty { out += wrap(discussion, indent: 0, width: 80) + "\n\n" }
         let name = (["pocketmesh"] + path).joined(separator: " ")
         let args = OperationArgument.shown(row)
-        let subs = config.subcommands.filter { $0.configuration.shouldDisplay }
+        let subs = CommandParser.children(of: path)
+        let isGroup = path.isEmpty || !CommandParser.children(of: path, hidden: true).isEmpty
         var usage = "USAGE: \(name)"
         if args.count > 12 {
             // As ArgumentParser shortened it: the required arguments only.
@@ -405,7 +426,7 @@ enum HelpText {
         } else {
             for a in args { usage += " " + synopsis(a) }
         }
-        if !config.subcommands.isEmpty { usage += " <subcommand>" }
+        if isGroup { usage += " <subcommand>" }
         out += usage + "\n"
         let positionals = args.filter { $0.kind == .positional }
         if !positionals.isEmpty {
@@ -423,10 +444,10 @@ enum HelpText {
         if !subs.isEmpty {
             out += "\nSUBCOMMANDS:\n"
             for s in subs {
-                let p = path + [s._commandName]
+                let p = path + [s]
                 let help = texts(p).abstract
-                let isDefault = config.defaultSubcommand.map { $0._commandName == s._commandName } ?? false
-                let names = ([s._commandName] + s.configuration.aliases).joined(separator: ", ")
+                let isDefault = OperationTable.group(path)?.defaultSubcommand == s
+                let names = ([s] + (OperationTable.row(p)?.aliases ?? [])).joined(separator: ", ")
                 out += entry(names + (isDefault ? " (default)" : ""), help)
             }
             out += "\n  See '\((["pocketmesh", "help"] + path).joined(separator: " ")) <subcommand>' for detailed help.\n"
@@ -515,12 +536,12 @@ enum DumpHelp {
     static func string(_ s: String) -> String { Value.string(s).json }
 
     static func command(_ type: ParsableCommand.Type, path: [String], into out: inout String) {
-        let config = type.configuration
         let row = OperationTable.row(path)
         var fields: [String] = []
         let (abstract, discussion) = HelpText.texts(path)
+        let aliases = row?.aliases ?? []
         if !abstract.isEmpty { fields.append("\"abstract\":\(string(abstract))") }
-        if !config.aliases.isEmpty { fields.append("\"aliases\":[\(config.aliases.map(string).joined(separator: ","))]") }
+        if !aliases.isEmpty { fields.append("\"aliases\":[\(aliases.map(string).joined(separator: ","))]") }
         var args: [String] = []
         for a in row?.args ?? [] { args.append(argument(a)) }
         if let row, let at = OperationArgument.shown(row).firstIndex(where: { $0.name == "radio" }), !row.args.contains(where: { $0.name == "radio" }) {
@@ -532,14 +553,17 @@ enum DumpHelp {
         args.append(helpFlag)
         fields.append("\"arguments\":[\(args.joined(separator: ","))]")
         fields.append("\"commandName\":\(string(path.last ?? "pocketmesh"))")
-        if let d = config.defaultSubcommand { fields.append("\"defaultSubcommand\":\(string(d._commandName))") }
+        if let d = OperationTable.group(path)?.defaultSubcommand { fields.append("\"defaultSubcommand\":\(string(d))") }
         if !discussion.isEmpty { fields.append("\"discussion\":\(string(discussion))") }
-        fields.append("\"shouldDisplay\":\(config.shouldDisplay ? "true" : "false")")
-        if !config.subcommands.isEmpty {
+        let hidden = OperationTable.row(path)?.hidden ?? OperationTable.group(path)?.hidden ?? false
+        fields.append("\"shouldDisplay\":\(hidden ? "false" : "true")")
+        let children = CommandParser.children(of: path, hidden: true)
+        if !children.isEmpty {
             var subs: [String] = []
-            for s in config.subcommands {
+            for s in children {
+                guard let (t, _) = CommandParser.subcommand(of: type, at: path, named: s) else { continue }
                 var o = ""
-                command(s, path: path + [s._commandName], into: &o)
+                command(t, path: path + [s], into: &o)
                 subs.append(o)
             }
             if path.isEmpty { subs.append(helpCommand) }

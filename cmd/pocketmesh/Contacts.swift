@@ -5,9 +5,7 @@ import MeshOps
 struct Contacts: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "contacts",
-        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, ResetAdvertTime.self, Share.self, Export.self, Import.self, Favourite.self, URI.self, Pending.self, AddPending.self,
-                      Path.self, DiscoverPath.self, SetPath.self, Permissions.self, Connected.self],
-        defaultSubcommand: List.self)
+        subcommands: [List.self, Pending.self, AddPending.self])
 
     struct List: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "list")
@@ -34,64 +32,17 @@ struct Contacts: ParsableCommand {
         }
     }
 
-    struct Show: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "show")
-    }
 
-    struct Add: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "add")
-    }
 
-    struct Remove: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "remove")
-    }
 
-    struct ResetPath: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "reset-path")
-    }
 
-    struct ResetAdvertTime: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "reset-advert-time")
-    }
 
-    struct Share: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "share")
-    }
 
-    struct Export: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "export")
-        func text(_ value: Value, _ args: OperationValues) -> String { value["advert"]?.stringValue ?? value.text() }
-    }
 
-    struct Import: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "import")
-    }
 
-    struct Favourite: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "favourite", aliases: ["favorite"])
-        func text(_ v: Value, _ args: OperationValues) -> String { let contact = args.string("contact") ?? ""; return "\(v["name"]?.stringValue ?? contact) is \(v["favourite"] == .bool(true) ? "a favourite" : "not a favourite")" }
-    }
 
-    struct URI: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "uri")
-        func text(_ v: Value, _ args: OperationValues) -> String { "\(v["uri"]?.stringValue ?? "")\n\(v["contact_uri"]?.stringValue ?? "")" }
-    }
 
-    struct Path: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "path")
-        /// `out_path_length` -1 (unknown: messages flood, as `path_length` in `contacts --json`) reads "flood".
-        func text(_ v: Value, _ args: OperationValues) -> String {
-            guard case .object(var fields) = v else { return v.text() }
-            for i in fields.indices where fields[i].key == "out_path_length" && fields[i].value == .int(-1) {
-                fields[i].value = .string("flood")
-            }
-            return Value.object(fields).text()
-        }
-    }
 
-    struct DiscoverPath: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "discover-path")
-    }
 }
 
 func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }

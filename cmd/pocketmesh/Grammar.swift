@@ -52,16 +52,16 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> ([String], Con
             i += 1
             continue
         }
-        guard let sub = CommandParser.subcommand(of: command, named: a) else { break }
+        guard let (sub, name) = CommandParser.subcommand(of: command, at: path, named: a) else { break }
         command = sub
-        path.append(sub._commandName)
+        path.append(name)
         i += 1
     }
     rest += args[i...]
-    if let d = command.configuration.defaultSubcommand, !rest.isEmpty {
+    if let (d, name) = CommandParser.defaultSubcommand(of: command, at: path), !rest.isEmpty {
         // A group run with options or values only: they are its default subcommand's.
         command = d
-        path.append(d._commandName)
+        path.append(name)
     }
     // Internal commands that pass their arguments on (hook-exec) keep them as they are.
     if !command.configuration.shouldDisplay { return (path + rest, nil) }

@@ -10,7 +10,7 @@ import MeshSession
 /// `pocketmesh node`: this host as a MeshCore node (repeater, room server, companion) on a radio;
 /// `pocketmesh node cli`: one admin CLI command to the node running in a state folder.
 struct NodeCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self, Check.self], defaultSubcommand: Run.self)
+    static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self, Check.self])
 
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run")

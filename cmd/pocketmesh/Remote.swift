@@ -54,76 +54,12 @@ struct Logout: RadioCommand {
     }
 }
 
-struct Status: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "status")
-}
 
-struct Scope: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "scope")
-}
 
-struct Regions: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "regions")
-    func text(_ v: Value, _ args: OperationValues) -> String {
-        guard case .array(let names)? = v["regions"] else { return v.text() }
-        return names.isEmpty ? "no regions" : names.compactMap(\.stringValue).joined(separator: "\n")
-    }
-}
 
-struct Owner: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "owner")
-}
 
-struct Clock: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "clock")
-}
 
-struct Telemetry: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "telemetry")
-    /// One record a line, e.g. "voltage (channel 1): 4.15 V".
-    func text(_ v: Value, _ args: OperationValues) -> String {
-        guard case .array(let records)? = v["records"] else { return v.text() }
-        let head = v["name"]?.stringValue.map { "telemetry of \($0):" } ?? "telemetry of this radio:"
-        var lines = [head] + records.map { "  " + ($0["text"]?.stringValue ?? $0.text()) }
-        if records.isEmpty { lines = [head + " no records (raw LPP: \(v["lpp"]?.stringValue ?? ""))"] }
-        if let rest = v["undecoded"]?.stringValue {
-            lines.append("  not decoded (an LPP type this version does not know): \(rest)")
-        }
-        return lines.joined(separator: "\n")
-    }
-}
 
-struct Neighbours: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "neighbours", aliases: ["neighbors"])
-    func text(_ v: Value, _ args: OperationValues) -> String {
-        let node = args.string("node") ?? ""
-        guard case .array(let items)? = v["neighbours"] else { return v.text() }
-        let name = v["name"]?.stringValue ?? node
-        if items.isEmpty { return "\(name) has no neighbours (it lists repeaters whose zero-hop adverts it heard)." }
-        return items.map { n -> String in
-            let prefix = n["prefix"]?.stringValue ?? ""
-            let who = n["name"]?.stringValue.map { "\($0) (\(prefix))" } ?? prefix
-            let snr = n["snr"]?.scalarText ?? "-"
-            return "\(who): heard \(n["heard_s_ago"]?.intValue ?? 0) s ago, SNR \(snr) dB"
-        }.joined(separator: "\n")
-    }
-}
 
-struct ACL: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "acl")
-}
 
-struct Cmd: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "cmd")
-    /// The reply, then any other messages taken off the radio's queue while waiting for it.
-    func text(_ v: Value, _ args: OperationValues) -> String {
-        var lines: [String] = []
-        if let r = v["reply"]?.stringValue { lines.append(r) }
-        if case .array(let ms)? = v["messages"] { lines += ms.map(messageLine) }
-        return lines.joined(separator: "\n")
-    }
-}
 
-struct Trace: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "trace")
-}

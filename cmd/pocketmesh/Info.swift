@@ -1,6 +1,0 @@
-import MeshSession
-import MeshOps
-
-struct Info: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "info")
-}

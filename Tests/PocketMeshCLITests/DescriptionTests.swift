@@ -60,6 +60,5 @@ func reflectedName<T>(_ value: T) -> String? { runtimeCaseName(value).map { Stri
         #expect("\(FileErrno(28))" == "FileErrno(code: 28)")
         #expect("\(ExitCode(3))" == "ExitCode(rawValue: 3)")
         #expect("\(CleanExit.message("v"))" == "message(\"v\")")
-        #expect("\(SlotError.invalid("x"))" == "invalid(\"x\")")
     }
 }

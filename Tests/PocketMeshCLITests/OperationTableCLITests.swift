@@ -41,54 +41,28 @@ extension CommandLineParsing {
         var groups = Swift.Set<[String]>()
         for (path, type) in Self.commands() where !path.isEmpty {
             if OperationTable.group(path) != nil { groups.insert(path) }
-            let slots = CommandParser.instantiate(type).slots
             guard let row = OperationTable.row(path) else {
-                #expect(slots.isEmpty && OperationTable.group(path) != nil, "no row for \(path.joined(separator: " "))")
+                #expect(OperationTable.group(path) != nil, "no row for \(path.joined(separator: " "))")
                 continue
             }
             rows.insert(path)
             // A row no type declares runs its request.
             #expect(type != RequestCommand.self || row.request != nil, "\(row.cli)")
-            // A radio command declares none: it reads its values by the row's names.
-            if type is RadioCommand.Type {
-                #expect(slots.isEmpty, "\(row.cli) declares its arguments")
-                continue
-            }
-            // Every argument of the row is declared once, by its name, of its kind (the parser binds
-            // them by name, not by where they are declared).
-            #expect(slots.map(\.name).sorted() == row.args.map(\.name).sorted(), "\(row.cli): declared arguments against the table's")
-            for a in row.args {
-                guard let slot = slots.first(where: { $0.name == a.name }) else { continue }
-                #expect(slot.slotKind == a.kind, "\(row.cli) \(a.display)")
-                guard a.kind != .flag else { continue }
-                // What must be given is what the table calls required (a repeatable positional
-                // taking the rest may be empty only where the table says so).
-                // The default is the row's alone: a declaration without one needs a value, which the
-                // parser gives from the row.
-                #expect(slot.needsValue == (a.required || a.defaultValue != nil), "\(row.cli) \(a.display)")
-            }
         }
         #expect(Swift.Set(OperationTable.rows.map(\.path)).subtracting([["help"]]) == rows)
         #expect(Swift.Set(OperationTable.groups.map(\.path)) == groups)
     }
 
-    /// A declaration's Swift type is no second, hidden range: every whole number the row takes
-    /// (its range's ends, or any 64-bit one without a range) fits the property that holds it.
-    @Test func aDeclarationHoldsEveryValueItsRowTakes() {
-        for (path, type) in Self.commands() where !path.isEmpty {
-            guard let row = OperationTable.row(path) else { continue }
-            let slots = CommandParser.instantiate(type).slots
-            for a in row.args where a.type == .integer {
-                guard let slot = slots.first(where: { $0.name == a.name }) else { continue }
-                let ends = a.range.map { [$0.lowerBound, min($0.upperBound, 9e18)] } ?? [-9e18, 9e18]
-                for end in ends {
-                    let text = String(Int64(end))
-                    do throws(SlotError) { try slot.assign([text]) } catch {
-                        Issue.record("\(row.cli) \(a.display): the row takes \(text), its declaration does not")
-                    }
-                }
-            }
+    /// A number is checked by its row alone: a command's property type once refused, in other
+    /// words, values its row did not bound (`sim --air-port 70000`).
+    @Test func aRangeIsTheRowsEvenWhereTheCommandHoldsTheValue() {
+        func message(_ args: [String]) -> String {
+            do { _ = try CommandParser.parse(args); return "" } catch { return "\(error)" }
         }
+        #expect(message(["sim", "--air-port", "70000"]) == "--air-port must be 1 to 65535, not 70000.")
+        #expect(message(["sim-bench", "--protocol", "300"]) == "--protocol must be 13 to 14, not 300.")
+        #expect(message(["history", "x", "--before=-1"]) == "--before must be at least 0, not -1.")
+        #expect(message(["daemon", "--tcp", "h:1", "--hook-concurrency", "65"]) == "--hook-concurrency must be 1 to 64, not 65.")
     }
 
     /// The rows are in the order `pocketmesh --help` lists the commands.

@@ -2,7 +2,7 @@ import MeshCompanion
 import MeshSession
 import MeshOps
 
-struct Channel: ParsableCommand {
+struct Channel: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(
         commandName: "channel",
         subcommands: [SendChannel.self, Rekey.self])

@@ -7,9 +7,11 @@ import MeshSession
 /// `pocketmesh chat [NAME|CHANNEL]`: the interactive terminal chat.
 struct ChatCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "chat")
-    @OptionGroup var link: LinkOptions
-    @Argument("name") var name: String?
-    @Option("state-dir") var stateDir: String?
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var link: LinkOptions { LinkOptions(args) }
+    var name: String? { args.string("name") }
+    var stateDir: String? { args.string("state-dir") }
 
     func run(_ args: OperationValues) throws {
         guard isatty(0) == 1, isatty(1) == 1 else {

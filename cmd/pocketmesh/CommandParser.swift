@@ -32,33 +32,7 @@ enum ParsedCommandLine {
     case version
 }
 
-/// A command (or group of arguments) just made, with its argument wrappers in declaration order
-/// (groups inline) and its groups to validate (innermost first).
-struct Instantiated<T> {
-    var value: T
-    var slots: [ArgumentSlot]
-    var groups: [ParsableArguments]
-}
-
 enum CommandParser {
-    /// Makes a command or group, noting its wrappers as they are created (`SlotRegistry`).
-    static func instantiate<T: ParsableArguments>(_ type: T.Type) -> Instantiated<T> {
-        instantiate { T() }
-    }
-
-    static func instantiate(_ type: ParsableCommand.Type) -> Instantiated<ParsableCommand> {
-        instantiate { type.init() }
-    }
-
-    static func instantiate<T>(_ make: () -> T) -> Instantiated<T> {
-        let outer = (SlotRegistry.slots, SlotRegistry.groups)
-        SlotRegistry.slots = []
-        SlotRegistry.groups = []
-        defer { (SlotRegistry.slots, SlotRegistry.groups) = outer }
-        let value = make()
-        return Instantiated(value: value, slots: SlotRegistry.slots ?? [], groups: SlotRegistry.groups)
-    }
-
     /// The type a command path names (aliases too), and the canonical path.
     static func resolve(_ words: [String]) -> (ParsableCommand.Type, [String]) {
         var type: ParsableCommand.Type = PocketMesh.self
@@ -157,11 +131,9 @@ enum CommandParser {
                 throw UsageError(unknownCommand(word, in: resolve(parent).0, path: parent))
             }
         }
-        let made = instantiate(type)
-        var command = made.value
-        let values = try fill(made.slots, row: row, args: rest, configured: configured)
-        for var g in made.groups { try g.validate() }
-        if command is RadioCommand { try LinkOptions(values).validate() }
+        let values = try fill(row: row, args: rest, configured: configured)
+        var command = type.init(values)
+        try validateLink(values)
         try command.validate()
         return .run(command, values)
     }
@@ -170,16 +142,12 @@ enum CommandParser {
     /// a command whose last argument takes the rest as it is, `daemon hook-exec`, everything from
     /// its first value on is a value). An option or flag the command line does not give takes its
     /// value from `configured` (the config file's), if it has one.
-    @discardableResult
-    static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws -> OperationValues {
-        // A command reads its arguments by name from the values (no declarations), or declares
-        // each of them once, by its row's name (not by where it is declared).
-        var slotNamed: [String: ArgumentSlot] = [:]
-        for s in slots { slotNamed[s.name] = s }
-        guard slots.isEmpty || (slotNamed.count == slots.count && slots.count == row.args.count
-                                && row.args.allSatisfy { slotNamed[$0.name]?.slotKind == $0.kind }) else {
-            throw ClientError(.internal, "\(row.cli): the arguments declared are not the table's")
-        }
+    /// A command that reaches a radio names one link (`LinkOptions.validate`).
+    static func validateLink(_ values: OperationValues) throws {
+        if OperationArgument.link.allSatisfy({ values.operation.args.contains($0) }) { try LinkOptions(values).validate() }
+    }
+
+    static func fill(row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws -> OperationValues {
         var given = [[String]](repeating: [], count: row.args.count)
         var unknown: UsageError? = nil
         var typed = row.args.map { $0.kind == .positional ? "" : "--" + $0.name }  // the name as given, for messages
@@ -276,15 +244,6 @@ enum CommandParser {
                 texts[a.name] = given[k]
             } else {
                 texts[a.name] = given[k]
-            }
-            guard let slot = slotNamed[a.name] else { continue }
-            do throws(SlotError) {
-                try slot.assign(given[k])
-            } catch {
-                guard case .invalid(let text) = error else { continue }
-                let shown = a.kind == .option ? "\(typed[k]) <\(a.valueName ?? "value")>" : label(a)
-                throw UsageError("The value '\(text)' is invalid for '\(shown)'", file: fromFile.map { _ in configured?.path ?? "" },
-                                 line: fromFile?.line)
             }
         }
         if let unknown { throw unknown }
@@ -393,10 +352,9 @@ extension ParsableCommand {
     static func parse(_ args: [String], configured: ConfiguredArguments? = nil) throws -> Self {
         let path = CommandParser.path(of: Self.self)
         guard let row = OperationTable.row(path) else { throw UsageError("\(path.joined(separator: " ")) takes no arguments") }
-        let made = CommandParser.instantiate { Self() }
-        var command = made.value
-        try CommandParser.fill(made.slots, row: row, args: args, configured: configured)
-        for var g in made.groups { try g.validate() }
+        let values = try CommandParser.fill(row: row, args: args, configured: configured)
+        var command = Self(values)
+        try CommandParser.validateLink(values)
         try command.validate()
         return command
     }

@@ -2,17 +2,19 @@ import MeshOps
 import MeshSession
 
 /// `pocketmesh config path|show|check`: where the config file is, what it says, whether it is right.
-struct ConfigCommand: ParsableCommand {
+struct ConfigCommand: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(commandName: "config", subcommands: [Path.self, Show.self, Check.self])
 
-    struct Path: ParsableCommand {
+    struct Path: ParsableCommand, Stateless {
         static let configuration = CommandConfiguration(commandName: "path")
         func run(_ args: OperationValues) { emitLine(Config.defaultPath()) }
     }
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "show")
-        @Flag("json") var json = false
+        let args: OperationValues
+        init(_ args: OperationValues) { self.args = args }
+        var json: Bool { args.flag("json") }
         func run(_ args: OperationValues) throws {
             let c = try ConfigCommand.loadChecked()
             var radios: [Value] = []
@@ -38,7 +40,7 @@ struct ConfigCommand: ParsableCommand {
         }
     }
 
-    struct Check: ParsableCommand {
+    struct Check: ParsableCommand, Stateless {
         static let configuration = CommandConfiguration(commandName: "check")
         func run(_ args: OperationValues) throws {
             let c = try ConfigCommand.loadChecked()

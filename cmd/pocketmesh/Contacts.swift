@@ -2,7 +2,7 @@ import Glibc
 import MeshSession
 import MeshOps
 
-struct Contacts: ParsableCommand {
+struct Contacts: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(
         commandName: "contacts",
         subcommands: [List.self, Pending.self, AddPending.self])

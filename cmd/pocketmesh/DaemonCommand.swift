@@ -11,64 +11,66 @@ import MeshBridge
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
 struct DaemonCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "daemon", subcommands: [HookExecCommand.self])
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @OptionGroup var radio: RadioLinkOptions
+    var radio: RadioLinkOptions { RadioLinkOptions(args) }
 
-    @Option("state-dir") var stateDir: String?
+    var stateDir: String? { args.string("state-dir") }
 
-    @Option("socket") var socket: String?
+    var socket: String? { args.string("socket") }
 
-    @Option("api-group") var apiGroup: String?
+    var apiGroup: String? { args.string("api-group") }
 
-    @Option("name") var name: String?
+    var name: String? { args.string("name") }
 
-    @Option("on-message") var onMessage: String?
+    var onMessage: String? { args.string("on-message") }
 
-    @Option("hook-concurrency") var hookConcurrency: Int
+    var hookConcurrency: Int { args.whole("hook-concurrency") ?? 0 }
 
-    @Option("hook-timeout") var hookTimeout: Double
+    var hookTimeout: Double { args.number("hook-timeout") ?? 0 }
 
-    @Option("hook-attempts") var hookAttempts: Int
+    var hookAttempts: Int { args.whole("hook-attempts") ?? 0 }
 
-    @Flag("hooks-from-start") var hooksFromStart = false
+    var hooksFromStart: Bool { args.flag("hooks-from-start") }
 
-    @Option("drain-interval") var drainInterval: Double
+    var drainInterval: Double { args.number("drain-interval") ?? 0 }
 
-    @Option("timeout") var timeout: Double
+    var timeout: Double { args.number("timeout") ?? 0 }
 
-    @Option("companion-listen") var companionListen: [String] = []
+    var companionListen: [String] { args.strings("companion-listen") ?? [] }
 
-    @Option("companion-ws") var companionWs: [String] = []
+    var companionWs: [String] { args.strings("companion-ws") ?? [] }
 
-    @Option("companion-max-clients") var companionMaxClients: Int
+    var companionMaxClients: Int { args.whole("companion-max-clients") ?? 0 }
 
-    @Option("companion-idle-timeout") var companionIdleTimeout: Int
+    var companionIdleTimeout: Int { args.whole("companion-idle-timeout") ?? 0 }
 
-    @Option("low-battery") var lowBattery: Int?
+    var lowBattery: Int? { args.whole("low-battery") }
 
-    @Option("battery-every") var batteryEvery: Double
+    var batteryEvery: Double { args.number("battery-every") ?? 0 }
 
-    @Option("mqtt") var mqtt: [String] = []
+    var mqtt: [String] { args.strings("mqtt") ?? [] }
 
-    @Option("mqtt-prefix") var mqttPrefix: String
+    var mqttPrefix: String { args.string("mqtt-prefix") ?? "" }
 
-    @Option("mqtt-user") var mqttUser: String?
+    var mqttUser: String? { args.string("mqtt-user") }
 
-    @Option("mqtt-password-file") var mqttPasswordFile: String?
+    var mqttPasswordFile: String? { args.string("mqtt-password-file") }
 
-    @Option("mqtt-allow") var mqttAllow: String?
+    var mqttAllow: String? { args.string("mqtt-allow") }
 
-    @Option("mqtt-ca-file") var mqttCaFile: String?
+    var mqttCaFile: String? { args.string("mqtt-ca-file") }
 
-    @Option("mqtt-observer") var mqttObserver: [String] = []
+    var mqttObserver: [String] { args.strings("mqtt-observer") ?? [] }
 
-    @Option("mqtt-iata") var mqttIata: String?
+    var mqttIata: String? { args.string("mqtt-iata") }
 
-    @Option("mqtt-observer-key") var mqttObserverKey: String?
+    var mqttObserverKey: String? { args.string("mqtt-observer-key") }
 
-    @Option("mqtt-observer-password-file") var mqttObserverPasswordFile: String?
+    var mqttObserverPasswordFile: String? { args.string("mqtt-observer-password-file") }
 
-    @Option("mqtt-observer-audience") var mqttObserverAudience: String?
+    var mqttObserverAudience: String? { args.string("mqtt-observer-audience") }
 
     /// The MQTT bridge's classes: the default (read, message) widened by --mqtt-allow.
     func mqttAllowed() throws -> AllowedClasses {
@@ -221,12 +223,14 @@ func startFailureCode(_ error: any Error) -> Int32 {
 /// The wrapper each hook runs under (internal; see HookRunner).
 struct HookExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "hook-exec", shouldDisplay: false)
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option("timeout-ms") var timeoutMs: UInt64
-    @Option("grace-ms") var graceMs: UInt64
-    @Option("output-limit") var outputLimit: Int
-    @Argument("marker") var marker: String
-    @Argument("command", parsing: .captureForPassthrough) var command: [String] = []
+    var timeoutMs: UInt64 { args.whole("timeout-ms") ?? 0 }
+    var graceMs: UInt64 { args.whole("grace-ms") ?? 0 }
+    var outputLimit: Int { args.whole("output-limit") ?? 0 }
+    var marker: String { args.string("marker") ?? "" }
+    var command: [String] { args.strings("command") ?? [] }
 
     func run(_ args: OperationValues) throws {
         var argv = command

@@ -11,9 +11,11 @@ import MeshSim
 /// time, with a transcript of what happened.
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "demo")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option("seed") var seed: UInt64
-    @Flag("packets") var packets = false
+    var seed: UInt64 { args.whole("seed") ?? 0 }
+    var packets: Bool { args.flag("packets") }
 
     func run(_ args: OperationValues) throws {
         let demo = try DemoRig(seed: seed, showPackets: packets)

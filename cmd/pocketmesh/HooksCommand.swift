@@ -5,18 +5,21 @@ import MeshNet
 import MeshDaemonClient
 
 /// `pocketmesh hooks failed|retry ID|drop ID`: messages whose `--on-message` hook was given up.
-struct HooksCommand: ParsableCommand {
+struct HooksCommand: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(commandName: "hooks", subcommands: [HooksFailed.self, HooksRetry.self, HooksDrop.self])
 }
 
 /// Which running daemon to ask.
 struct DaemonSelection: ParsableArguments {
-    @Option("serial") var serial: String?
-    @Option("tcp") var tcp: String?
-    @Option("ble") var ble: String?
-    @Option("radio") var radio: String?
-    @Option("socket") var socket: String?
-    @Flag("json") var json = false
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+
+    var serial: String? { args.string("serial") }
+    var tcp: String? { args.string("tcp") }
+    var ble: String? { args.string("ble") }
+    var radio: String? { args.string("radio") }
+    var socket: String? { args.string("socket") }
+    var json: Bool { args.flag("json") }
 
     func client() throws(DaemonError) -> DaemonClient {
         var env: [String: String] = [:]
@@ -52,7 +55,9 @@ struct DaemonSelection: ParsableArguments {
 
 struct HooksFailed: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "failed")
-    @OptionGroup var daemon: DaemonSelection
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var daemon: DaemonSelection { DaemonSelection(args) }
 
     func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
@@ -74,8 +79,10 @@ struct HooksFailed: ParsableCommand {
 
 struct HooksRetry: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "retry")
-    @Argument("id") var id: UInt64
-    @OptionGroup var daemon: DaemonSelection
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var id: UInt64 { args.whole("id") ?? 0 }
+    var daemon: DaemonSelection { DaemonSelection(args) }
 
     func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
@@ -87,8 +94,10 @@ struct HooksRetry: ParsableCommand {
 
 struct HooksDrop: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "drop")
-    @Argument("id") var id: UInt64
-    @OptionGroup var daemon: DaemonSelection
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var id: UInt64 { args.whole("id") ?? 0 }
+    var daemon: DaemonSelection { DaemonSelection(args) }
 
     func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in

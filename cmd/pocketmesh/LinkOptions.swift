@@ -4,20 +4,26 @@ import MeshDaemonClient
 
 /// Which radio and how to reach it: shared by every command that talks to a radio and the daemon.
 struct RadioLinkOptions: ParsableArguments {
-    @Option("serial") var serial: String?
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option("baud") var baud: Int
+    var serial: String? { args.string("serial") }
 
-    @Option("tcp") var tcp: String?
+    var baud: Int { args.whole("baud") ?? 0 }
 
-    @Option("ble") var ble: String?
+    var tcp: String? { args.string("tcp") }
 
-    @Option("ble-min-mtu") var bleMinMtu: Int
+    var ble: String? { args.string("ble") }
+
+    var bleMinMtu: Int { args.whole("ble-min-mtu") ?? 0 }
 }
 
 /// Link options accepted by every command that talks to a radio.
 struct LinkOptions: ParsableArguments {
-    @OptionGroup var radio: RadioLinkOptions
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+
+    var radio: RadioLinkOptions { RadioLinkOptions(args) }
 
     var serial: String? { radio.serial }
     var baud: Int { radio.baud }
@@ -25,9 +31,9 @@ struct LinkOptions: ParsableArguments {
     var ble: String? { radio.ble }
     var bleMinMtu: Int { radio.bleMinMtu }
 
-    @Option("timeout") var timeout: Double
+    var timeout: Double { args.number("timeout") ?? 0 }
 
-    @Flag("json") var json = false
+    var json: Bool { args.flag("json") }
 
     func validate() throws {
         let given = [serial != nil, tcp != nil, ble != nil].filter { $0 }.count
@@ -71,35 +77,18 @@ struct LinkOptions: ParsableArguments {
         config.commandTimeout = timeoutMilliseconds
         config.drainOnStart = drain
         config.drainOnWaiting = drain
-        config.ackTimeout = ackTimeoutOverride
+        // A fixed per-attempt ACK wait for this command (`send --ack-timeout`), instead of the
+        // radio's estimate × 1.2.
+        config.ackTimeout = args.number("ack-timeout").map { UInt64($0 * 1000) }
         let radio = Radio(link: link, config: config)
         try radio.connect(timeoutMilliseconds: timeoutMilliseconds)
         return radio
     }
 }
 
-extension LinkOptions {
-
-    /// The link options of a command's values (by the row's names).
-    init(_ v: OperationValues) {
-        self.init()
-        radio.serial = v.string("serial")
-        radio.baud = v.integer("baud") ?? 0
-        radio.tcp = v.string("tcp")
-        radio.ble = v.string("ble")
-        radio.bleMinMtu = v.integer("ble-min-mtu") ?? 0
-        timeout = v.number("timeout") ?? 0
-        json = v.flag("json")
-    }
-}
-
-/// A fixed per-attempt ACK wait (ms) for this command (`send --ack-timeout`), instead of the radio's
-/// estimate × 1.2.
-nonisolated(unsafe) var ackTimeoutOverride: UInt64? = nil
-
 /// A command that runs its row's `Request` against the radio and prints the result. It declares
 /// no arguments: it reads them by name from its values (`LinkOptions(args)` for the link).
-protocol RadioCommand: ParsableCommand {
+protocol RadioCommand: ParsableCommand, Stateless {
     func request(_ args: OperationValues) throws(ClientError) -> Request
     /// Text output (JSON output is the value itself).
     func text(_ value: Value, _ args: OperationValues) -> String

@@ -5,9 +5,11 @@ import MeshOps
 
 struct Listen: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "listen")
-    @OptionGroup var link: LinkOptions
-    @Option("for") var duration: Double?
-    @Flag("log-rx") var logRx = false
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var link: LinkOptions { LinkOptions(args) }
+    var duration: Double? { args.number("for") }
+    var logRx: Bool { args.flag("log-rx") }
 
     func run(_ args: OperationValues) throws {
         let target = try link.target()

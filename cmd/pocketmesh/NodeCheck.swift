@@ -9,24 +9,26 @@ extension NodeCommand {
     /// (MeshNode's `RadioCheck`), with at most one packet on the air.
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "check")
-        @Option("radio") var radio: String?
-        @Option("freq") var freq: Double?
-        @Option("bw") var bw: Double?
-        @Option("sf") var sf: Int?
-        @Option("cr") var cr: Int?
-        @Option("tx-power") var txPower: Int?
-        @Option("gpiochip") var gpiochip: String?
-        @Option("irq") var irq: Int?
-        @Option("reset") var reset: Int?
-        @Option("busy") var busy: Int?
-        @Option("rxen") var rxen: Int?
-        @Option("txen") var txen: Int?
-        @Option("tcxo") var tcxo: Double?
-        @Flag("dio2-rf-switch") var dio2RfSwitch = false
-        @Option("hat") var hat: String?
-        @Option("cs") var cs: Int?
-        @Option("hold-high") var holdHigh: [Int] = []
-        @Flag("no-transmit") var noTransmit = false
+        let args: OperationValues
+        init(_ args: OperationValues) { self.args = args }
+        var radio: String? { args.string("radio") }
+        var freq: Double? { args.number("freq") }
+        var bw: Double? { args.number("bw") }
+        var sf: Int? { args.whole("sf") }
+        var cr: Int? { args.whole("cr") }
+        var txPower: Int? { args.whole("tx-power") }
+        var gpiochip: String? { args.string("gpiochip") }
+        var irq: Int? { args.whole("irq") }
+        var reset: Int? { args.whole("reset") }
+        var busy: Int? { args.whole("busy") }
+        var rxen: Int? { args.whole("rxen") }
+        var txen: Int? { args.whole("txen") }
+        var tcxo: Double? { args.number("tcxo") }
+        var dio2RfSwitch: Bool { args.flag("dio2-rf-switch") }
+        var hat: String? { args.string("hat") }
+        var cs: Int? { args.whole("cs") }
+        var holdHigh: [Int] { args.wholes("hold-high") }
+        var noTransmit: Bool { args.flag("no-transmit") }
 
         func run(_ args: OperationValues) throws {
             guard let radio else { throw ValidationError("--radio is required: kiss:PATH[@BAUD] or sx1262[:SPIDEV]") }

@@ -9,43 +9,45 @@ import MeshSession
 
 /// `pocketmesh node`: this host as a MeshCore node (repeater, room server, companion) on a radio;
 /// `pocketmesh node cli`: one admin CLI command to the node running in a state folder.
-struct NodeCommand: ParsableCommand {
+struct NodeCommand: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self, Check.self])
 
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run")
-        @Argument("node") var node: String?
-        @Option("role") var role: String?
-        @Option("radio") var radio: String?
-        @Option("identity") var identity: String?
-        @Option("state-dir") var stateDir: String?
-        @Option("name") var name: String?
-        @Option("password") var password: String?
-        @Option("guest-password") var guestPassword: String?
-        @Option("password-file") var passwordFile: String?
-        @Option("guest-password-file") var guestPasswordFile: String?
-        @Option("lat") var lat: Double?
-        @Option("lon") var lon: Double?
-        @Option("freq") var freq: Double?
-        @Option("bw") var bw: Double?
-        @Option("sf") var sf: Int?
-        @Option("cr") var cr: Int?
-        @Option("tx-power") var txPower: Int?
-        @Option("companion-listen") var companionListen: String?
-        @Option("battery-sensor") var batterySensor: String?
-        @Option("temperature-sensor") var temperatureSensor: String?
-        @Option("gpiochip") var gpiochip: String?
-        @Option("irq") var irq: Int?
-        @Option("reset") var reset: Int?
-        @Option("busy") var busy: Int?
-        @Option("rxen") var rxen: Int?
-        @Option("txen") var txen: Int?
-        @Option("tcxo") var tcxo: Double?
-        @Flag("dio2-rf-switch") var dio2RfSwitch = false
-        @Option("hat") var hat: String?
-        @Option("cs") var cs: Int?
-        @Option("hold-high") var holdHigh: [Int] = []
-        @Option("for") var seconds: Double?
+        let args: OperationValues
+        init(_ args: OperationValues) { self.args = args }
+        var node: String? { args.string("node") }
+        var role: String? { args.string("role") }
+        var radio: String? { args.string("radio") }
+        var identity: String? { args.string("identity") }
+        var stateDir: String? { args.string("state-dir") }
+        var name: String? { args.string("name") }
+        var password: String? { args.string("password") }
+        var guestPassword: String? { args.string("guest-password") }
+        var passwordFile: String? { args.string("password-file") }
+        var guestPasswordFile: String? { args.string("guest-password-file") }
+        var lat: Double? { args.number("lat") }
+        var lon: Double? { args.number("lon") }
+        var freq: Double? { args.number("freq") }
+        var bw: Double? { args.number("bw") }
+        var sf: Int? { args.whole("sf") }
+        var cr: Int? { args.whole("cr") }
+        var txPower: Int? { args.whole("tx-power") }
+        var companionListen: String? { args.string("companion-listen") }
+        var batterySensor: String? { args.string("battery-sensor") }
+        var temperatureSensor: String? { args.string("temperature-sensor") }
+        var gpiochip: String? { args.string("gpiochip") }
+        var irq: Int? { args.whole("irq") }
+        var reset: Int? { args.whole("reset") }
+        var busy: Int? { args.whole("busy") }
+        var rxen: Int? { args.whole("rxen") }
+        var txen: Int? { args.whole("txen") }
+        var tcxo: Double? { args.number("tcxo") }
+        var dio2RfSwitch: Bool { args.flag("dio2-rf-switch") }
+        var hat: String? { args.string("hat") }
+        var cs: Int? { args.whole("cs") }
+        var holdHigh: [Int] { args.wholes("hold-high") }
+        var seconds: Double? { args.number("for") }
 
         /// The options of the config file's `[node.NAME]` table, as values by option name (typed
         /// as the table's row says; the parser takes those the command line does not give).
@@ -149,8 +151,10 @@ struct NodeCommand: ParsableCommand {
 
     struct CLI: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "cli")
-        @Option("state-dir") var stateDir: String?
-        @Argument("command") var command: [String]
+        let args: OperationValues
+        init(_ args: OperationValues) { self.args = args }
+        var stateDir: String? { args.string("state-dir") }
+        var command: [String] { args.strings("command") ?? [] }
 
         func run(_ args: OperationValues) throws {
             guard let dir = stateDir else { throw ValidationError("--state-dir is required: the folder of the running node") }

@@ -5,9 +5,11 @@ import MeshSession
 /// JSON Schema of every command's `--json` output (docs/json-schema.json).
 struct OpsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ops")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Flag("json") var json = false
-    @Flag("schema") var schema = false
+    var json: Bool { args.flag("json") }
+    var schema: Bool { args.flag("schema") }
 
     func run(_ args: OperationValues) {
         if schema {
@@ -23,8 +25,10 @@ struct OpsCommand: ParsableCommand {
 /// `pocketmesh completions bash|zsh|fish`: a shell completion script generated from the table.
 struct CompletionsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "completions")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Argument("shell") var shell: String
+    var shell: String { args.string("shell") ?? "" }
 
     func run(_ args: OperationValues) throws {
         if shell == "radios" {

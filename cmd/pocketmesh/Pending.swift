@@ -8,8 +8,10 @@ import MeshDaemonClient
 /// (its store's `pending`, the newest 256), so these ask the running daemon of the radio.
 struct Pending: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "pending")
-    @OptionGroup var daemon: DaemonSelection
-    @Flag("clear") var clear = false
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var daemon: DaemonSelection { DaemonSelection(args) }
+    var clear: Bool { args.flag("clear") }
 
     func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
@@ -41,8 +43,10 @@ struct Pending: ParsableCommand {
 
 struct AddPending: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "add-pending")
-    @Argument("prefix") var prefix: String
-    @OptionGroup var daemon: DaemonSelection
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var prefix: String { args.string("prefix") ?? "" }
+    var daemon: DaemonSelection { DaemonSelection(args) }
 
     func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in

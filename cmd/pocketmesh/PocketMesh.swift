@@ -3,7 +3,7 @@ import MeshLink
 import MeshSession
 
 /// The root command. Each subcommand lives in its own file.
-struct PocketMesh: ParsableCommand {
+struct PocketMesh: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(
         commandName: "pocketmesh",
         version: PocketMeshVersion.string,

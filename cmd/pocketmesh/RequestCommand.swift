@@ -9,11 +9,11 @@ struct RequestCommand: RadioCommand {
 }
 
 /// Groups of the tree whose operations are all rows that run their request.
-struct Time: ParsableCommand {
+struct Time: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(commandName: "time")
 }
 
-struct Key: ParsableCommand {
+struct Key: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(commandName: "key")
 }
 

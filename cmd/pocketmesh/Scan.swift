@@ -5,14 +5,16 @@ import MeshOps
 /// `pocketmesh scan`: which radios could this machine talk to?
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "scan")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Flag("ble") var ble = false
+    var ble: Bool { args.flag("ble") }
 
-    @Option("for") var seconds: Double
+    var seconds: Double { args.number("for") ?? 0 }
 
-    @Flag("all") var all = false
+    var all: Bool { args.flag("all") }
 
-    @Flag("json") var json = false
+    var json: Bool { args.flag("json") }
 
     func run(_ args: OperationValues) throws {
         let serial = SerialDiscovery.candidates()

@@ -8,10 +8,8 @@ struct Send: RadioCommand {
         let link = LinkOptions(args)
         let noWait = args.flag("no-wait")
         let split = args.flag("split")
-        let ackTimeout = args.number("ack-timeout")
         let to = args.string("to") ?? ""
         let text = args.strings("text") ?? []
-        ackTimeoutOverride = ackTimeout.map { UInt64($0 * 1000) }
         guard split else { return try runRadioCommand(args) }
         // 158: the limit of a text resent with attempt > 3, so every retry of a part fits.
         try runSplit(link: link, text: joined(text), limit: { _ in CompanionLimits.maxTextLengthHighAttempt },

@@ -8,25 +8,27 @@ import MeshSim
 /// `pocketmesh sim`: a simulated mesh in real time, each companion node served like a radio.
 struct SimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sim")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option("nodes") var nodes: Int
-    @Option("repeaters") var repeaters: Int
-    @Option("rooms") var rooms: Int
-    @Option("topology") var topology: String
-    @Option("seed") var seed: UInt64
-    @Option("tcp-base") var tcpBase: UInt16
-    @Option("pty") var pty: String?
-    @Option("capture") var capture: String?
-    @Option("for") var seconds: Double?
-    @Option("password") var password: String
-    @Option("guest-password") var guestPassword: String
-    @Option("loss") var loss: Double
-    @Option("snr") var snr: Double
-    @Option("offline-queue") var offlineQueue: Int
-    @Option("max-contacts") var maxContacts: Int
-    @Option("protocol") var protocolVersion: UInt8
-    @Flag("collisions") var collisions = false
-    @Option("air-port") var airPort: UInt16?
+    var nodes: Int { args.whole("nodes") ?? 0 }
+    var repeaters: Int { args.whole("repeaters") ?? 0 }
+    var rooms: Int { args.whole("rooms") ?? 0 }
+    var topology: String { args.string("topology") ?? "" }
+    var seed: UInt64 { args.whole("seed") ?? 0 }
+    var tcpBase: UInt16 { args.whole("tcp-base") ?? 0 }
+    var pty: String? { args.string("pty") }
+    var capture: String? { args.string("capture") }
+    var seconds: Double? { args.number("for") }
+    var password: String { args.string("password") ?? "" }
+    var guestPassword: String { args.string("guest-password") ?? "" }
+    var loss: Double { args.number("loss") ?? 0 }
+    var snr: Double { args.number("snr") ?? 0 }
+    var offlineQueue: Int { args.whole("offline-queue") ?? 0 }
+    var maxContacts: Int { args.whole("max-contacts") ?? 0 }
+    var protocolVersion: UInt8 { args.whole("protocol") ?? 0 }
+    var collisions: Bool { args.flag("collisions") }
+    var airPort: UInt16? { args.whole("air-port") }
 
     func run(_ args: OperationValues) throws {
         let topo: Topology
@@ -84,14 +86,16 @@ func readFile(_ path: String) throws -> [UInt8] {
 /// `pocketmesh sim-bench` (hidden): the simulator scale benchmark.
 struct SimBenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sim-bench", shouldDisplay: false)
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option("nodes") var nodes: Int
-    @Option("companions") var companions: Int
-    @Option("seconds") var seconds: UInt64
-    @Option("messages") var messages: Int
-    @Option("seed") var seed: UInt64
-    @Option("protocol") var protocolVersion: UInt8
-    @Flag("collisions") var collisions = false
+    var nodes: Int { args.whole("nodes") ?? 0 }
+    var companions: Int { args.whole("companions") ?? 0 }
+    var seconds: UInt64 { args.whole("seconds") ?? 0 }
+    var messages: Int { args.whole("messages") ?? 0 }
+    var seed: UInt64 { args.whole("seed") ?? 0 }
+    var protocolVersion: UInt8 { args.whole("protocol") ?? 0 }
+    var collisions: Bool { args.flag("collisions") }
 
     func run(_ args: OperationValues) throws {
         var b = SimBenchmark()

@@ -7,15 +7,18 @@ import MeshDaemonClient
 
 /// Which radio's store a store command reads.
 struct StoreSelection: ParsableArguments {
-    @Option("state-dir") var stateDir: String?
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option("radio") var radio: String?
+    var stateDir: String? { args.string("state-dir") }
 
-    @Option("serial") var serial: String?
+    var radio: String? { args.string("radio") }
 
-    @Option("tcp") var tcp: String?
+    var serial: String? { args.string("serial") }
 
-    @Flag("json") var json = false
+    var tcp: String? { args.string("tcp") }
+
+    var json: Bool { args.flag("json") }
 
     /// Opens the store read-only (works while a daemon owns it).
     func open() throws -> RadioStore {
@@ -112,8 +115,10 @@ func runReporting(_ body: () throws -> Void) throws {
 /// radio when one runs, else from the store).
 struct ChatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "chats")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @OptionGroup var store: StoreSelection
+    var store: StoreSelection { StoreSelection(args) }
 
     func run(_ args: OperationValues) throws {
         try runReporting {
@@ -152,13 +157,15 @@ struct ChatsCommand: ParsableCommand {
 /// radio when one runs, else from the store).
 struct HistoryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "history")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Argument("thread") var thread: String
+    var thread: String { args.string("thread") ?? "" }
 
-    @Option("limit") var limit: Int
-    @Option("before") var before: UInt64?
+    var limit: Int { args.whole("limit") ?? 0 }
+    var before: UInt64? { args.whole("before") }
 
-    @OptionGroup var store: StoreSelection
+    var store: StoreSelection { StoreSelection(args) }
 
     func run(_ args: OperationValues) throws {
         try runReporting {

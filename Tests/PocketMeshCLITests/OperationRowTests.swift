@@ -113,6 +113,30 @@ extension CommandLineParsing {
         }
     }
 
+    /// A command reads a number only from an argument every row types as one: a row that typed
+    /// it as a string gave the command no number (hook-exec's --timeout-ms ran hooks with no time
+    /// to run, sim --seed took any word).
+    @Test func commandsReadNumbersOnlyFromNumberArguments() {
+        var checked = 0
+        for (path, text) in Self.sources("cmd") {
+            for reader in ["args.whole(\"", "args.wholes(\"", "args.number(\""] {
+                var rest = text[...]
+                while let r = rest.firstRange(of: reader) {
+                    rest = rest[r.upperBound...]
+                    let name = String(rest.prefix { $0 != "\"" })
+                    let args = OperationTable.rows.flatMap(\.args).filter { $0.name == name }
+                    #expect(!args.isEmpty, "\(path): \(name) is no argument")
+                    for a in args {
+                        let ok = reader.contains("number") ? (a.type == .number || a.type == .integer) : a.type == .integer
+                        #expect(ok, "\(path): \(name) is read as a number, its row types it \(a.type)")
+                    }
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked > 40)
+    }
+
     // MARK: written once
 
     static let root = "/" + #filePath.split(separator: "/").dropLast(3).joined(separator: "/")

@@ -63,6 +63,11 @@ extension CommandLineParsing {
         #expect(message(["sim-bench", "--protocol", "300"]) == "--protocol must be 13 to 14, not 300.")
         #expect(message(["history", "x", "--before=-1"]) == "--before must be at least 0, not -1.")
         #expect(message(["daemon", "--tcp", "h:1", "--hook-concurrency", "65"]) == "--hook-concurrency must be 1 to 64, not 65.")
+        // node's own checks of its numbers are the rows' now (and its role's, the row's choices).
+        #expect(message(["node", "run", "--sf", "13", "--radio", "kiss:/dev/null"]) == "--sf must be 5 to 12, not 13.")
+        #expect(message(["node", "run", "--lat", "91", "--radio", "kiss:/dev/null"]) == "--lat must be -90 to 90, not 91.")
+        #expect(message(["node", "check", "--cr", "9"]) == "--cr must be 5 to 8, not 9.")
+        #expect(message(["node", "run", "--role", "hub"]) == "--role takes repeater, room or companion, not \"hub\".")
     }
 
     /// The rows are in the order `pocketmesh --help` lists the commands.

@@ -32,8 +32,6 @@ extension NodeCommand {
 
         func run(_ args: OperationValues) throws {
             guard let radio else { throw ValidationError("--radio is required: kiss:PATH[@BAUD] or sx1262[:SPIDEV]") }
-            if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
-            if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
             let d = RadioParams()
             let params = RadioParams(freqKHz: freq.map { UInt32(($0 * 1000).rounded()) } ?? d.freqKHz, bwHz: bw.map { UInt32(($0 * 1000).rounded()) } ?? d.bwHz,
                                      sf: UInt8(sf ?? Int(d.sf)), cr: UInt8(cr ?? Int(d.cr)), txPowerDbm: Int8(clamping: txPower ?? Int(d.txPowerDbm)))

@@ -77,10 +77,9 @@ struct NodeCommand: ParsableCommand, Stateless {
         }
 
         func check() throws {
+            // The role's and the identity's values, and the numbers' ranges, are the row's (checked
+            // as they are parsed, from the command line or the [node.NAME] table).
             let role = self.role ?? "repeater"
-            guard NodeRole(rawValue: role).map({ [.repeater, .room, .companion].contains($0) }) ?? false else {
-                throw ValidationError("--role must be repeater, room or companion")
-            }
             if companionListen != nil && role != "companion" { throw ValidationError("--companion-listen is for --role companion") }
             if role == "companion" && (password != nil || guestPassword != nil || passwordFile != nil || guestPasswordFile != nil) {
                 throw ValidationError("--password and --guest-password (and their -file options) are for repeaters and room servers")
@@ -96,10 +95,6 @@ struct NodeCommand: ParsableCommand, Stateless {
                 guard let source = NodeIdentitySource(rawValue: identity) else { throw ValidationError("--identity must be host or modem") }
                 if source == .modem && !(radio!.hasPrefix("kiss:")) { throw ValidationError("--identity modem needs --radio kiss:PATH (the KISS modem holds the key)") }
             }
-            if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
-            if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
-            if let lat, !(-90...90).contains(lat) { throw ValidationError("--lat must be -90 to 90") }
-            if let lon, !(-180...180).contains(lon) { throw ValidationError("--lon must be -180 to 180") }
         }
 
         func run(_ args: OperationValues) throws {

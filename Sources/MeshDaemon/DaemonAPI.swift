@@ -232,7 +232,7 @@ extension Daemon {
             return DaemonResponse(id: req.id, ok: [("failed", .array(list))])
         }
         // The message is `message` (the row's <id>): `id` is the request's own (echoed in the answer).
-        guard let id = try v.integer("id", UInt64.self, 1...Int64.max, "a message's id (a positive whole number)") else {
+        guard let id: UInt64 = v.integer("id") else {
             throw v.usage("id", "is missing.")
         }
         let raw = Int64(id)

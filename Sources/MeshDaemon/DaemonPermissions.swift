@@ -33,7 +33,7 @@ extension DaemonRequest {
     var nameClass: OperationClass? { op.operationClass ?? Request.operationClass(apiOp: name) }
 
     func requestClass() throws(DaemonError) -> OperationClass {
-        try Request(apiOp: name, fields: fields).operationClass
+        try Request.operationClass(apiOp: name, fields: fields)
     }
 }
 

@@ -1,3 +1,5 @@
+import MeshSession
+
 /// The operation table: every operation of the command line described once, in one row (its
 /// command path, arguments with their help, permission class and API op name), as git's
 /// `commands[]` array describes git's commands. Front ends read the rows: the local API's op names
@@ -24,6 +26,8 @@ public struct OperationArgument: Sendable, Equatable {
     public var defaultValue: String?
     /// The values it takes, when they are a fixed few (offered by the shell completions).
     public var choices: [String]
+    /// Values it takes too that are not offered (`completions radios`, for the scripts).
+    public var hiddenChoices: [String] = []
     /// Given more than once (an option), or taking every remaining value (a positional).
     public var repeatable: Bool
     /// Not shown in help (internal or deprecated).
@@ -42,10 +46,13 @@ public struct OperationArgument: Sendable, Equatable {
     /// The API requires it though the command line does not: the command line has a fallback the
     /// API has not (`login`'s `password`: the command line's saved one).
     public var apiRequired: Bool
+    /// The values an `integer` or `number` takes (both doors check it, with one message:
+    /// "<data-type> must be 1 to 65535, not 70000.").
+    public var range: ClosedRange<Double>?
 
     public init(kind: Kind, name: String, short: Character?, valueName: String?, type: ValueType, required: Bool,
                 defaultValue: String?, choices: [String], repeatable: Bool, hidden: Bool, remaining: Bool, help: String,
-                apiNames: [String] = [], apiDefault: String? = nil, commandLineOnly: Bool = false, apiRequired: Bool = false) {
+                apiNames: [String] = [], apiDefault: String? = nil, commandLineOnly: Bool = false, apiRequired: Bool = false, range: ClosedRange<Double>? = nil) {
         self.kind = kind
         self.name = name
         self.short = short
@@ -62,6 +69,7 @@ public struct OperationArgument: Sendable, Equatable {
         self.apiDefault = apiDefault
         self.commandLineOnly = commandLineOnly
         self.apiRequired = apiRequired
+        self.range = range
     }
 
     /// Its field name in the local API: `public_key` for `<public-key>`, unless the row names another.
@@ -77,21 +85,26 @@ public struct OperationArgument: Sendable, Equatable {
     // the whole argument built in place (the rows' initialiser was 100 KB of the binary).
     @inline(never)
     public static func positional(_ name: String, type: ValueType = .string, optional: Bool = false, choices: [String] = [],
+                                  hiddenChoices: [String] = [],
                                   default value: String? = nil, repeatable: Bool = false, hidden: Bool = false,
-                                  remaining: Bool = false, api: [String] = [], help: String) -> OperationArgument {
-        OperationArgument(kind: .positional, name: name, short: nil, valueName: name, type: type, required: !optional && value == nil,
-                          defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: remaining, help: help,
-                          apiNames: api)
+                                  remaining: Bool = false, api: [String] = [], range: ClosedRange<Double>? = nil,
+                                  help: String) -> OperationArgument {
+        var a = OperationArgument(kind: .positional, name: name, short: nil, valueName: name, type: type, required: !optional && value == nil,
+                                  defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: remaining, help: help,
+                                  apiNames: api, range: range)
+        a.hiddenChoices = hiddenChoices
+        return a
     }
 
     @inline(never)
     public static func option(_ name: String, short: Character? = nil, value valueName: String, type: ValueType = .string,
                               required: Bool = false, choices: [String] = [], default value: String? = nil,
                               repeatable: Bool = false, hidden: Bool = false, api: [String] = [], apiDefault: String? = nil,
-                              commandLineOnly: Bool = false, apiRequired: Bool = false, help: String) -> OperationArgument {
+                              commandLineOnly: Bool = false, apiRequired: Bool = false, range: ClosedRange<Double>? = nil,
+                              help: String) -> OperationArgument {
         OperationArgument(kind: .option, name: name, short: short, valueName: valueName, type: type, required: required,
                           defaultValue: value, choices: choices, repeatable: repeatable, hidden: hidden, remaining: false, help: help,
-                          apiNames: api, apiDefault: apiDefault, commandLineOnly: commandLineOnly, apiRequired: apiRequired)
+                          apiNames: api, apiDefault: apiDefault, commandLineOnly: commandLineOnly, apiRequired: apiRequired, range: range)
     }
 
     @inline(never)
@@ -102,6 +115,10 @@ public struct OperationArgument: Sendable, Equatable {
                           commandLineOnly: commandLineOnly)
     }
 }
+
+/// What an operation's row points at: its request from its arguments' values.
+/// (Untyped throws: closures infer no thrown type in Swift 6.0; it throws `ClientError` only.)
+public typealias RequestMaker = @Sendable (OperationValues) throws -> Request
 
 /// One operation: a command the command line runs (a leaf of its command tree).
 public struct Operation: Sendable {
@@ -129,6 +146,9 @@ public struct Operation: Sendable {
     public var apiOnly: [OperationArgument]
     /// What it prints with `--json` (`ResultShape.swift`; the shapes are in OperationResults.swift).
     public var result: OperationResult
+    /// Its handler, for an operation that runs as a request: the request its arguments' values
+    /// make (both doors call it, `Request(_:)`); `Executor.execute` runs it.
+    public var request: RequestMaker?
 
     public var cli: String { path.joined(separator: " ") }
 
@@ -143,12 +163,16 @@ public struct Operation: Sendable {
     }
 
     @inline(never)
-    public init(_ path: String, _ opClass: OperationClass?, api: String? = nil, daemon: Bool = false, aliases: [String] = [],
+    public init(_ path: String, _ opClass: OperationClass?, api: APIName = .none, daemon: Bool = false, aliases: [String] = [],
                 hidden: Bool = false, result: OperationResult = .none, help: String, discussion: String = "",
-                args: [OperationArgument] = [], apiOnly: [OperationArgument] = []) {
+                args: [OperationArgument] = [], apiOnly: [OperationArgument] = [], request: RequestMaker? = nil) {
         self.path = path.split(separator: " ").map(String.init)
         self.opClass = opClass
-        self.api = api
+        switch api {
+        case .none: self.api = nil
+        case .path: self.api = Operation.apiName(self.path)
+        case .named(let name): self.api = name
+        }
         self.daemon = daemon
         self.aliases = aliases
         self.hidden = hidden
@@ -157,6 +181,14 @@ public struct Operation: Sendable {
         self.args = args
         self.apiOnly = apiOnly
         self.result = result
+        self.request = request
+    }
+
+    /// A row's API name: none (the API does not serve it), its path's (`apiName(_:)`, the rule),
+    /// or another (`contacts list` is `contacts`; the API's own ops).
+    public enum APIName: Sendable, ExpressibleByStringLiteral {
+        case none, path, named(String)
+        public init(stringLiteral name: String) { self = .named(name) }
     }
 
     /// The API name a command path has: its words joined with "_", dashes as "_".
@@ -255,11 +287,11 @@ extension OperationArgument {
     /// How a command reaches the radio (or its daemon), and --json: the options of every command that talks to a radio.
     public static let link: [OperationArgument] = [
         .option("serial", short: "s", value: "path", help: "USB serial device of the radio (auto: the only one plugged in)."),
-        .option("baud", value: "n", type: .integer, default: "115200", help: "Serial speed (USB-UART bridges; native USB ignores it)."),
+        .option("baud", value: "n", type: .integer, default: "115200", range: 1...(.infinity), help: "Serial speed (USB-UART bridges; native USB ignores it)."),
         .option("tcp", short: "t", value: "host[:port]", help: "TCP companion radio (default port 5000)."),
         .option("ble", value: "address", help: "BLE address of the radio (AA:BB:CC:DD:EE:FF, or .../random); pair it first with bluetoothctl."),
-        .option("ble-min-mtu", value: "bytes", type: .integer, default: "179", help: "Smallest BLE ATT MTU to accept (default 179: any 176-byte frame fits). ESP32 radios offer 176; with 176, received frames over 173 bytes (the longest messages) may be cut short."),
-        .option("timeout", value: "seconds", type: .number, default: "5.0", help: "Seconds to wait for each response (and to connect)."),
+        .option("ble-min-mtu", value: "bytes", type: .integer, default: "179", range: 23...517, help: "Smallest BLE ATT MTU to accept (default 179: any 176-byte frame fits). ESP32 radios offer 176; with 176, received frames over 173 bytes (the longest messages) may be cut short."),
+        .option("timeout", value: "seconds", type: .number, default: "5.0", range: 0.001...86_400, help: "Seconds to wait for each response (and to connect)."),
         .flag("json", short: "j", help: "Stable machine-readable output (JSON; JSON Lines for listen)."),
     ]
 

@@ -59,17 +59,23 @@ public struct OperationValues: Sendable {
         for a in row.args {
             guard let t = texts[a.name], !t.isEmpty else { continue }
             if a.kind == .flag { values[a.name] = .bool(true); continue }
-            let given: Value = a.repeatable ? .array(t.map { .string($0) }) : .string(a.kind == .option ? t[t.count - 1] : t[0])
-            values[a.name] = try typed(given, a, field: a.name)
+            values[a.name] = try Self.commandLine(a, t, as: "--" + a.name)
         }
         try complete(row.args, defaults: \.defaultValue)
+    }
+
+    /// The value of the words given for `a` on a command line (`shown`: the option as typed, for
+    /// messages): its last (an option) or first (a positional), or all of them (repeatable).
+    public static func commandLine(_ a: OperationArgument, _ t: [String], as shown: String) throws(ClientError) -> Value {
+        let given: Value = a.repeatable ? .array(t.map { .string($0) }) : .string(a.kind == .option ? t[t.count - 1] : t[0])
+        return try typed(given, a, door: .commandLine, subject: "", shown: shown)
     }
 
     /// Defaults for what was not given, then the required arguments.
     private mutating func complete(_ args: [OperationArgument], defaults: (OperationArgument) -> String?) throws(ClientError) {
         for a in args where values[a.name] == nil {
             if let d = defaults(a) {
-                values[a.name] = try typed(.string(d), a, field: a.name)
+                values[a.name] = try typed(.string(d), a, field: door == .api ? a.apiField : "--" + a.name)
             } else if a.required || (door == .api && a.apiRequired) {
                 throw .usage(door == .api ? "\(subject): missing \"\(a.apiField)\"." : "missing \(label(a.name)).")
             }
@@ -115,29 +121,44 @@ public struct OperationValues: Sendable {
 
     public func number(_ name: String) -> Double? { values[name]?.doubleValue }
 
-    /// A whole number in `range`, else a usage error that says the range.
-    public func integer<T: FixedWidthInteger>(_ name: String, _: T.Type, _ range: ClosedRange<Int64>, _ what: String) throws(ClientError) -> T? {
-        guard let i = values[name]?.intValue else { return nil }
-        guard range.contains(i), let t = T(exactly: i) else { throw usage(name, "must be \(what), not \(i).") }
-        return t
-    }
+    /// A whole number (the row's range is checked: it fits the type the row's range fits).
+    public func integer<T: FixedWidthInteger>(_ name: String) -> T? { values[name]?.intValue.flatMap { T(exactly: $0) } }
 
     // MARK: typing
 
     /// A value as the argument's type: what a field or a word may be for each.
     private func typed(_ v: Value, _ a: OperationArgument, field: String) throws(ClientError) -> Value {
-        if a.repeatable, a.kind != .flag {
-            guard case .array(let items) = v else { return .array([try scalar(v, a, field: field)]) }
-            var out: [Value] = []
-            for item in items { out.append(try scalar(item, a, field: field)) }
-            return .array(out)
-        }
-        return try scalar(v, a, field: field)
+        try Self.typed(v, a, door: door, subject: subject, shown: field)
     }
 
-    private func scalar(_ v: Value, _ a: OperationArgument, field: String) throws(ClientError) -> Value {
+    /// A value given for `a` (a command line's words: `shown` is the option as typed, `-t` or
+    /// `--tcp`; the API's field: `shown` is the field), typed and checked as its row says: the one
+    /// check of every argument's type, choices and range, for both doors.
+    public static func typed(_ v: Value, _ a: OperationArgument, door: Door, subject: String, shown: String) throws(ClientError) -> Value {
+        if a.repeatable, a.kind != .flag {
+            guard case .array(let items) = v else { return .array([try scalar(v, a, door, subject, shown)]) }
+            var out: [Value] = []
+            for item in items { out.append(try scalar(item, a, door, subject, shown)) }
+            return .array(out)
+        }
+        return try scalar(v, a, door, subject, shown)
+    }
+
+    private static func scalar(_ v: Value, _ a: OperationArgument, _ door: Door, _ subject: String, _ field: String) throws(ClientError) -> Value {
+        let name = a.kind == .positional ? "<\(a.name)>" : field
         func wrong(_ text: String) -> ClientError {
-            door == .api ? .usage("\(subject): \"\(field)\" \(text)") : .usage("\(label(a.name)) \(text)")
+            door == .api ? .usage("\(subject): \"\(field)\" \(text)") : .usage("\(name) \(text)")
+        }
+        /// The command line's words that are no number, as ArgumentParser said it.
+        func invalid() -> ClientError {
+            let s = v.stringValue ?? ""
+            return .usage("The value '\(s)' is invalid for '\(a.kind == .option ? "\(field) <\(a.valueName ?? "value")>" : name + (a.repeatable ? " ..." : ""))'")
+        }
+        func inRange(_ d: Double, _ out: Value) throws(ClientError) -> Value {
+            guard let r = a.range, !r.contains(d) else { return out }
+            let lo = Value.formatDouble(r.lowerBound)
+            throw wrong((r.upperBound.isInfinite ? "must be at least \(lo)" : "must be \(lo) to \(Value.formatDouble(r.upperBound))")
+                        + ", not \(Value.formatDouble(d)).")
         }
         let shown: String
         switch v {
@@ -157,17 +178,18 @@ public struct OperationValues: Sendable {
             case .bool(let b): s = b ? "on" : "off"
             default: throw wrong("must be a string" + (a.repeatable ? " or a list of strings." : "."))
             }
-            if !a.choices.isEmpty, !a.choices.contains(s) {
+            if !a.choices.isEmpty, !a.choices.contains(s), !a.hiddenChoices.contains(s) {
                 throw wrong("takes \(Self.list(a.choices, "or")), not \"\(s)\".")
             }
             return .string(s)
         case .integer:
             switch v {
-            case .integer: return v
-            case .double(let d) where d.isFinite && d.rounded() == d && abs(d) < 9e18: return .integer(Int64(d))
-            case .string(let s): if let i = Int64(s) { return .integer(i) }
+            case .integer(let i): return try inRange(Double(i), v)
+            case .double(let d) where d.isFinite && d.rounded() == d && abs(d) < 9e18: return try inRange(d, .integer(Int64(d)))
+            case .string(let s): if let i = Int64(s) { return try inRange(Double(i), .integer(i)) }
             default: break
             }
+            if door == .commandLine { throw invalid() }
             throw wrong("must be a whole number, not \(shown).")
         case .number:
             var d: Double? = nil
@@ -177,11 +199,14 @@ public struct OperationValues: Sendable {
             case .string(let s): d = Double(s)
             default: break
             }
-            guard let d else { throw wrong("must be a number, not \(shown).") }
+            guard let d else { throw door == .commandLine ? invalid() : wrong("must be a number, not \(shown).") }
             guard d.isFinite, abs(d) <= 1e9 else {
+                if door == .commandLine {
+                    throw .usage("\(a.kind == .positional ? "" : field + ": ")\(d) is not a usable number here: give a finite number no larger than 1000000000.")
+                }
                 throw wrong("must be a finite number no larger than 1000000000, not \(Value.formatDouble(d)).")
             }
-            return .double(d)
+            return try inRange(d, .double(d))
         case .bool:
             switch v {
             case .bool: return v

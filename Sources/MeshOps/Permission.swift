@@ -117,93 +117,27 @@ public struct AllowedClasses: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-extension Request {
-    /// The request's permission class (see `OperationClass`): its operation's row in
-    /// `OperationTable`, except that `set` of the BLE PIN is `admin` and of the private key `secret`,
-    /// and that an op carrying a companion frame (`raw`) is at least the class of the frame it
-    /// carries: `raw 17` exports the private key, so it is `secret`, not the row's `admin`.
-    public var operationClass: OperationClass {
-        if case .set(let key, _) = self {
+extension Operation {
+    /// The permission class of a request of this row (see `OperationClass`): the row's, except
+    /// that `set` of the BLE PIN is `admin` and of the private key `secret`, and that an op carrying
+    /// a companion frame (`raw`) is at least the class of the frame it carries: `raw 17` exports
+    /// the private key, so it is `secret`, not the row's `admin`.
+    public func operationClass(of request: Request) -> OperationClass {
+        let row = opClass ?? .admin
+        switch request {
+        case .set(let key, _):
             // The BLE PIN guards the radio itself; the private key is not a setting.
             switch key {
-            case "pin": return .admin
+            case "pin": return max(row, .admin)
             case "private-key", "private_key": return .secret
-            default: break
+            default: return row
             }
-        }
-        if case .raw(let hex) = self {
-            let row = OperationTable.row(api: apiName)?.opClass ?? .admin
+        case .raw(let hex):
             // Hex that does not decode is refused by the op itself; its class is the row's.
             guard let frame = Hex.decode(hex), !frame.isEmpty else { return row }
             return max(row, OperationClass(frame: frame))
-        }
-        // Every request has a row (a test checks it); a request without one would be refused by
-        // every door short of admin.
-        return OperationTable.row(api: apiName)?.opClass ?? .admin
-    }
-
-    /// The API op (and row of `OperationTable`) the request belongs to.
-    public var apiName: String {
-        switch self {
-        case .info: return "info"
-        case .contacts: return "contacts"
-        case .contactShow, .contactByKey: return "contacts_show"
-        case .contactAdd: return "contacts_add"
-        case .contactRemove: return "contacts_remove"
-        case .contactResetPath: return "contacts_reset_path"
-        case .contactResetAdvertTime: return "contacts_reset_advert_time"
-        case .contactShare: return "contacts_share"
-        case .contactExport: return "contacts_export"
-        case .contactImport, .contactImportLink: return "contacts_import"
-        case .contactFavourite: return "contacts_favourite"
-        case .contactURI: return "contacts_uri"
-        case .contactPath: return "contacts_path"
-        case .contactDiscoverPath: return "contacts_discover_path"
-        case .contactSetPath: return "contacts_set_path"
-        case .contactPermissions: return "contacts_permissions"
-        case .hasConnection: return "contacts_connected"
-        case .send: return "send"
-        case .channels: return "channel_list"
-        case .channelSet: return "channel_set"
-        case .channelRemove: return "channel_remove"
-        case .channelURI: return "channel_uri"
-        case .channelImport: return "channel_import"
-        case .channelAdd: return "channel_add"
-        case .channelSend: return "channel_send"
-        case .channelData: return "channel_data"
-        case .sync: return "sync"
-        case .advert: return "advert"
-        case .timeGet: return "time_get"
-        case .timeSync: return "time_sync"
-        case .timeSet: return "time_set"
-        case .scope: return "scope"
-        case .get: return "get"
-        case .set: return "set"
-        case .battery: return "battery"
-        case .stats: return "stats"
-        case .login: return "login"
-        case .logout: return "logout"
-        case .status: return "status"
-        case .regions: return "regions"
-        case .owner: return "owner"
-        case .clock: return "clock"
-        case .telemetry: return "telemetry"
-        case .neighbours: return "neighbours"
-        case .acl: return "acl"
-        case .command: return "cmd"
-        case .trace: return "trace"
-        case .sign: return "sign"
-        case .keyExport: return "key_export"
-        case .keyImport: return "key_import"
-        case .reboot: return "reboot"
-        case .factoryReset: return "factory_reset"
-        case .raw: return "raw"
-        case .discover: return "discover"
-        case .binaryRequest: return "request"
-        case .mma: return "mma"
-        case .rawData: return "raw_data"
-        case .rawPacket: return "raw_packet"
-        case .localCommand: return "cli"
+        default:
+            return row
         }
     }
 }
@@ -214,5 +148,12 @@ extension Request {
     /// not allow before its arguments are even read. nil: no operation of that name.
     public static func operationClass(apiOp op: String) -> OperationClass? {
         OperationTable.row(api: op)?.opClass
+    }
+
+    /// The class of the request an API op's fields make (a bad request is the usage error it
+    /// would be anyway).
+    public static func operationClass(apiOp op: String, fields: [String: Value]) throws(ClientError) -> OperationClass {
+        let v = try OperationValues(api: op, fields: fields)
+        return v.operation.operationClass(of: try Request(v))
     }
 }

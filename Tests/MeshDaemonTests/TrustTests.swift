@@ -19,7 +19,7 @@ import MeshDaemonClient
     // MARK: classes
 
     @Test func rawIsTheClassOfTheFrameItCarries() throws {
-        func cls(_ hex: String) throws -> OperationClass { try Request(apiOp: "raw", fields: ["hex": .string(hex)]).operationClass }
+        func cls(_ hex: String) throws -> OperationClass { try Request.operationClass(apiOp: "raw", fields: ["hex": .string(hex)]) }
         // EXPORT_PRIVATE_KEY, IMPORT_PRIVATE_KEY, SIGN_START/DATA/FINISH: secret, not the row's admin.
         for hex in ["17", "18" + String(repeating: "00", count: 64), "21", "2200112233", "23"] {
             #expect(try cls(hex) == .secret, "\(hex)")

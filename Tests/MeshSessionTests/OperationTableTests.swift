@@ -64,31 +64,6 @@ import Testing
         #expect(OperationTable.row(api: "contacts_reset_advert_time")?.opClass == .config)
     }
 
-    /// Every request has a row, and its class is that row's (with `set`'s PIN and key apart).
-    @Test func everyRequestHasARow() {
-        let all: [Request] = [
-            .info, .contacts, .contactShow("a"), .contactAdd(publicKey: "", name: "", type: nil, path: nil), .contactRemove("a"),
-            .contactResetPath("a"), .contactResetAdvertTime("a"), .contactShare("a"), .contactExport(nil), .contactImport("00"),
-            .contactFavourite("a", on: true), .contactURI("a"), .contactImportLink("x"), .contactPath("a"), .contactDiscoverPath("a"),
-            .send(to: "a", text: "b", wait: false), .channels, .channelSet(index: 1, name: "x", secret: nil, hashtag: false),
-            .channelRemove("1"), .channelURI("1"), .channelImport("x"), .channelAdd(name: "x", secret: nil), .channelSend("1", text: "x"),
-            .sync, .advert(flood: false), .timeGet, .timeSync, .timeSet(1), .scope("x"), .get(nil), .set("name", ["x"]), .battery,
-            .stats(nil), .login("a", password: "b"), .logout("a"), .status("a"), .regions("a"), .owner("a"), .clock("a"),
-            .telemetry(nil), .neighbours("a"), .acl("a"), .command("a", text: "b"), .trace(path: "00"), .sign(data: "00"),
-            .keyExport, .keyImport("00"), .reboot, .factoryReset, .raw("00"), .discover(waitMs: 1, types: 0),
-            .contactSetPath("a", path: ""), .contactPermissions("a", grant: "none"), .contactByKey("00"), .hasConnection("a"),
-            .binaryRequest("a", hex: "00"), .mma("a", from: 1, to: 0), .channelData("1", dataType: 1, hex: "00"),
-            .rawData(path: "", hex: "00"), .rawPacket("00", priority: 0), .localCommand("ver"),
-        ]
-        for r in all {
-            let row = OperationTable.row(api: r.apiName)
-            #expect(row != nil, "\(r)")
-            #expect(row?.opClass == r.operationClass, "\(r)")
-        }
-        #expect(Request.set("pin", ["1"]).operationClass == .admin)
-        #expect(Request.set("private-key", ["00"]).operationClass == .secret)
-    }
-
     @Test func eachRowsArgumentsAreNamedOnce() {
         for row in OperationTable.rows {
             let names = row.args.map(\.display)

@@ -26,7 +26,7 @@ extension CommandLineParsing {
     }
 
     @Test func radioIsInTheHelpOfEveryLinkedCommandOnce() throws {
-        let info = HelpText.render(Info.self, path: ["info"])
+        let info = HelpText.render(RequestCommand.self, path: ["info"])
         #expect(info.contains("  --radio <name>"))
         // After the link options, before --json.
         let lines = info.split(separator: "\n").map { String($0) }

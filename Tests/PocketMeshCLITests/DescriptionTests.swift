@@ -72,6 +72,5 @@ func caseNamesAreDistinct<T>(_ values: [T], notTypeName name: String) -> Bool {
         #expect("\(FileErrno(28))" == "FileErrno(code: 28)")
         #expect("\(ExitCode(3))" == "ExitCode(rawValue: 3)")
         #expect("\(CleanExit.message("v"))" == "message(\"v\")")
-        #expect("\(SlotError.invalid("x"))" == "invalid(\"x\")")
     }
 }

@@ -8,7 +8,7 @@ extension CommandLineParsing {
 /// that takes one (`--lon -0.12`, the README's own example), in every command.
 @Suite struct NegativeNumberTests {
     func parse(_ args: [String]) throws -> ParsableCommand {
-        guard case .run(let c) = try CommandParser.parse(args) else { throw UsageError("not a command") }
+        guard case .run(let c, _) = try CommandParser.parse(args) else { throw UsageError("not a command") }
         return c
     }
 

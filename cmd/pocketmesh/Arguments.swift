@@ -1,16 +1,17 @@
 import MeshOps
 import MeshSession
 
-// The command line's declarations, without a parsing library: each command is a type with a
-// configuration (its name, its subcommands) and its arguments as property wrappers. The wrappers
-// only hold values: what the arguments are called, what they take and their help is the command's
-// row in the operation table (MeshOps' OperationTable), and the parser (CommandParser.swift)
-// fills the wrappers from the row, in declaration order (a test checks every command's wrappers
-// against its row).
+// The command line's commands, without a parsing library: each is a type with a configuration
+// (its name, the subcommands that are types) and a run that takes its arguments' values, which
+// the parser (CommandParser.swift) reads, types, checks and defaults from the command's row in the
+// operation table (MeshOps' OperationTable). A command reads them by the row's names
+// (`var seconds: Double? { args.number("for") }`); a row that only runs its request needs no type
+// at all (`RequestCommand`).
 
-/// A command's arguments, or a group of them shared by several commands (`LinkOptions`).
+/// A command's arguments, or a group of them shared by several commands (`LinkOptions`): made
+/// from the values the parser read by the command's row (read by the row's names).
 protocol ParsableArguments {
-    init()
+    init(_ args: OperationValues)
     mutating func validate() throws
 }
 
@@ -18,16 +19,26 @@ extension ParsableArguments {
     mutating func validate() throws {}
 }
 
+/// A command or group that holds none of its values (a radio command reads them in `run`).
+protocol Stateless {
+    init()
+}
+
+extension ParsableArguments where Self: Stateless {
+    init(_ args: OperationValues) { self.init() }
+}
+
 /// A command of the tree.
 protocol ParsableCommand: ParsableArguments {
     static var configuration: CommandConfiguration { get }
-    mutating func run() throws
+    /// Runs the command with its arguments' values (by the row's names, typed and checked by it).
+    mutating func run(_ args: OperationValues) throws
 }
 
 extension ParsableCommand {
     static var configuration: CommandConfiguration { CommandConfiguration() }
     /// A group run without a subcommand (and without a default one) prints its help.
-    mutating func run() throws { throw CleanExit.helpRequest(CommandType(type: Self.self)) }
+    mutating func run(_ args: OperationValues) throws { throw CleanExit.helpRequest(CommandType(type: Self.self)) }
     static var _commandName: String { configuration.commandName ?? "" }
 }
 
@@ -37,17 +48,15 @@ struct CommandConfiguration {
     var version: String
     var shouldDisplay: Bool
     var subcommands: [ParsableCommand.Type]
-    var defaultSubcommand: ParsableCommand.Type?
     var aliases: [String]
 
     init(commandName: String? = nil, version: String = "",
-         shouldDisplay: Bool = true, subcommands: [ParsableCommand.Type] = [], defaultSubcommand: ParsableCommand.Type? = nil,
+         shouldDisplay: Bool = true, subcommands: [ParsableCommand.Type] = [],
          aliases: [String] = []) {
         self.commandName = commandName
         self.version = version
         self.shouldDisplay = shouldDisplay
         self.subcommands = subcommands
-        self.defaultSubcommand = defaultSubcommand
         self.aliases = aliases
     }
 }
@@ -80,261 +89,15 @@ struct CommandType: @unchecked Sendable {
     let type: ParsableCommand.Type
 }
 
-// MARK: what the declarations may say (the rest is the table's)
-
-/// How a repeatable positional argument takes its values: the remaining ones, or (`daemon
-/// hook-exec`) everything after it as it is, including what looks like options.
-enum ArgumentArrayParsingStrategy { case remaining, captureForPassthrough }
-
-// MARK: values
-
-/// A type an argument's text converts to.
-protocol ExpressibleByArgument {
-    init?(argument: String)
-}
-
-extension String: ExpressibleByArgument { init?(argument: String) { self = argument } }
-extension Int: ExpressibleByArgument { init?(argument: String) { self.init(argument) } }
-extension UInt8: ExpressibleByArgument { init?(argument: String) { self.init(argument) } }
-extension UInt16: ExpressibleByArgument { init?(argument: String) { self.init(argument) } }
-extension UInt32: ExpressibleByArgument { init?(argument: String) { self.init(argument) } }
-extension UInt64: ExpressibleByArgument { init?(argument: String) { self.init(argument) } }
-extension Double: ExpressibleByArgument { init?(argument: String) { self.init(argument) } }
-
-/// What the parser gives a wrapper: the texts given for its argument (none: its default).
-protocol ArgumentSlot: AnyObject {
-    var slotKind: OperationArgument.Kind { get }
-    /// Sets the value from the texts given (one per occurrence; a flag's count is their number).
-    /// Throws the text that does not convert.
-    func assign(_ texts: [String]) throws(SlotError)
-    /// Whether a value is needed (no default and not optional).
-    var needsValue: Bool { get }
-    /// The number it holds, if it is a number (for `checkNumbers`).
-    var number: Double? { get }
-}
-
-enum SlotError: Error { case invalid(String) }
-
-/// Values that may be absent or repeated.
-protocol ArgumentValueShape {
-    associatedtype Element: ExpressibleByArgument
-    static func make(_ texts: [String]) throws(SlotError) -> Self?
-    static var isOptional: Bool { get }
-}
-
-private func convert<E: ExpressibleByArgument>(_ t: String, _: E.Type) throws(SlotError) -> E {
-    guard let v = E(argument: t) else { throw .invalid(t) }
-    return v
-}
-
-@propertyWrapper
-final class Option<Value>: ArgumentSlot {
-    var wrappedValue: Value {
-        get { value! }
-        set { value = newValue }
-    }
-    private var value: Value?
-    private let parse: ([String]) throws(SlotError) -> Value?
-    let needsValue: Bool
-
-    var slotKind: OperationArgument.Kind { .option }
-    var number: Double? { (value as? Double) ?? ((value as? Double?) ?? nil) }
-
-    func assign(_ texts: [String]) throws(SlotError) {
-        if let v = try parse(texts) { value = v }
+extension OperationValues {
+    /// A whole number as the property's type (the row's range fits it).
+    func whole<T: FixedWidthInteger>(_ name: String) -> T? {
+        self[name]?.intValue.map { T(clamping: $0) }
     }
 
-    /// `@Option var timeout: Double = 5`
-    init(wrappedValue: Value)
-    where Value: ExpressibleByArgument {
-        value = wrappedValue
-        needsValue = false
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            guard let last = texts.last else { return nil }
-            return try convert(last, Value.self)
-        }
-        SlotRegistry.created(self)
+    /// A repeatable whole number's values.
+    func wholes(_ name: String) -> [Int] {
+        guard case .array(let items)? = self[name] else { return whole(name).map { [$0] } ?? [] }
+        return items.compactMap { $0.intValue.map { Int(clamping: $0) } }
     }
-
-    /// `@Option var count: Int` (required)
-    init()
-    where Value: ExpressibleByArgument {
-        value = nil
-        needsValue = true
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            guard let last = texts.last else { return nil }
-            return try convert(last, Value.self)
-        }
-        SlotRegistry.created(self)
-    }
-
-    /// `@Option var secret: String?` (an optional property starts as nil)
-    init<T: ExpressibleByArgument>(wrappedValue: T?) where Value == T? {
-        value = .some(wrappedValue)
-        needsValue = false
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            guard let last = texts.last else { return nil }
-            return .some(try convert(last, T.self))
-        }
-        SlotRegistry.created(self)
-    }
-
-    init<T: ExpressibleByArgument>() where Value == T? {
-        value = .some(nil)
-        needsValue = false
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            guard let last = texts.last else { return nil }
-            return .some(try convert(last, T.self))
-        }
-        SlotRegistry.created(self)
-    }
-
-    /// `@Option var mqtt: [String] = []` (repeatable)
-    init<T: ExpressibleByArgument>(wrappedValue: [T]) where Value == [T] {
-        value = wrappedValue
-        needsValue = false
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            if texts.isEmpty { return nil }
-            var out: [T] = []
-            for t in texts { out.append(try convert(t, T.self)) }
-            return out
-        }
-        SlotRegistry.created(self)
-    }
-
-    /// `@Option var members: [String]` (repeatable, at least once)
-    init<T: ExpressibleByArgument>() where Value == [T] {
-        value = nil
-        needsValue = true
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            if texts.isEmpty { return nil }
-            var out: [T] = []
-            for t in texts { out.append(try convert(t, T.self)) }
-            return out
-        }
-        SlotRegistry.created(self)
-    }
-}
-
-@propertyWrapper
-final class Argument<Value>: ArgumentSlot {
-    var wrappedValue: Value {
-        get { value! }
-        set { value = newValue }
-    }
-    private var value: Value?
-    private let parse: ([String]) throws(SlotError) -> Value?
-    let needsValue: Bool
-
-    var slotKind: OperationArgument.Kind { .positional }
-    var number: Double? { (value as? Double) ?? ((value as? Double?) ?? nil) }
-
-    func assign(_ texts: [String]) throws(SlotError) {
-        if let v = try parse(texts) { value = v }
-    }
-
-    init(wrappedValue: Value) where Value: ExpressibleByArgument {
-        value = wrappedValue
-        needsValue = false
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            guard let first = texts.first else { return nil }
-            return try convert(first, Value.self)
-        }
-        SlotRegistry.created(self)
-    }
-
-    init() where Value: ExpressibleByArgument {
-        value = nil
-        needsValue = true
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            guard let first = texts.first else { return nil }
-            return try convert(first, Value.self)
-        }
-        SlotRegistry.created(self)
-    }
-
-    init<T: ExpressibleByArgument>(wrappedValue: T?) where Value == T? {
-        value = .some(wrappedValue)
-        needsValue = false
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            guard let first = texts.first else { return nil }
-            return .some(try convert(first, T.self))
-        }
-        SlotRegistry.created(self)
-    }
-
-    init<T: ExpressibleByArgument>() where Value == T? {
-        value = .some(nil)
-        needsValue = false
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            guard let first = texts.first else { return nil }
-            return .some(try convert(first, T.self))
-        }
-        SlotRegistry.created(self)
-    }
-
-    init<T: ExpressibleByArgument>(wrappedValue: [T], parsing: ArgumentArrayParsingStrategy = .remaining)
-    where Value == [T] {
-        value = wrappedValue
-        needsValue = false
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            if texts.isEmpty { return nil }
-            var out: [T] = []
-            for t in texts { out.append(try convert(t, T.self)) }
-            return out
-        }
-        SlotRegistry.created(self)
-    }
-
-    init<T: ExpressibleByArgument>(parsing: ArgumentArrayParsingStrategy = .remaining) where Value == [T] {
-        value = nil
-        needsValue = parsing != .captureForPassthrough
-        if parsing == .captureForPassthrough { value = [] }
-        parse = { (texts: [String]) throws(SlotError) -> Value? in
-            if texts.isEmpty { return nil }
-            var out: [T] = []
-            for t in texts { out.append(try convert(t, T.self)) }
-            return out
-        }
-        SlotRegistry.created(self)
-    }
-}
-
-@propertyWrapper
-final class Flag: ArgumentSlot {
-    var wrappedValue: Bool
-
-    var slotKind: OperationArgument.Kind { .flag }
-    var needsValue: Bool { false }
-    var number: Double? { nil }
-
-    func assign(_ texts: [String]) throws(SlotError) {
-        if !texts.isEmpty { wrappedValue = true }
-    }
-
-    init(wrappedValue: Bool = false) {
-        self.wrappedValue = wrappedValue
-        SlotRegistry.created(self)
-    }
-}
-
-@propertyWrapper
-struct OptionGroup<Value: ParsableArguments> {
-    var wrappedValue: Value
-    init() {
-        wrappedValue = Value()
-        SlotRegistry.created(group: wrappedValue)
-    }
-}
-
-/// The wrappers of a command (and of its groups, inline), in declaration order: a command's stored
-/// properties are initialised in that order, and each wrapper notes itself while
-/// `CommandParser.instantiate` makes the command. (No reflection: the binary carries none.)
-enum SlotRegistry {
-    nonisolated(unsafe) static var slots: [ArgumentSlot]? = nil
-    nonisolated(unsafe) static var groups: [ParsableArguments] = []
-
-    static func created(_ slot: ArgumentSlot) { slots?.append(slot) }
-    /// A group is noted after its own wrappers (and groups): innermost first.
-    static func created(group: ParsableArguments) { if slots != nil { groups.append(group) } }
 }

@@ -1,3 +1,4 @@
+import MeshOps
 import MeshLink
 import CMeshLink
 import Glibc
@@ -6,11 +7,13 @@ import MeshSession
 /// `pocketmesh chat [NAME|CHANNEL]`: the interactive terminal chat.
 struct ChatCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "chat")
-    @OptionGroup var link: LinkOptions
-    @Argument var name: String?
-    @Option var stateDir: String?
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var link: LinkOptions { LinkOptions(args) }
+    var name: String? { args.string("name") }
+    var stateDir: String? { args.string("state-dir") }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         guard isatty(0) == 1, isatty(1) == 1 else {
             throw ClientError.usage("chat needs a terminal (stdin and stdout are not one): use send, channel send and listen in scripts.")
         }

@@ -26,61 +26,21 @@ struct UsageError: Error, CustomStringConvertible {
 
 /// A parsed command line: what to run.
 enum ParsedCommandLine {
-    case run(ParsableCommand)
+    /// The command and its arguments' values, by the row's names.
+    case run(ParsableCommand, OperationValues)
     case help(ParsableCommand.Type, [String])
     case version
 }
 
-/// A command (or group of arguments) just made, with its argument wrappers in declaration order
-/// (groups inline) and its groups to validate (innermost first).
-struct Instantiated<T> {
-    var value: T
-    var slots: [ArgumentSlot]
-    var groups: [ParsableArguments]
-}
-
 enum CommandParser {
-    /// Makes a command or group, noting its wrappers as they are created (`SlotRegistry`).
-    static func instantiate<T: ParsableArguments>(_ type: T.Type) -> Instantiated<T> {
-        instantiate { T() }
-    }
-
-    static func instantiate(_ type: ParsableCommand.Type) -> Instantiated<ParsableCommand> {
-        instantiate { type.init() }
-    }
-
-    static func instantiate<T>(_ make: () -> T) -> Instantiated<T> {
-        let outer = (SlotRegistry.slots, SlotRegistry.groups)
-        SlotRegistry.slots = []
-        SlotRegistry.groups = []
-        defer { (SlotRegistry.slots, SlotRegistry.groups) = outer }
-        let value = make()
-        return Instantiated(value: value, slots: SlotRegistry.slots ?? [], groups: SlotRegistry.groups)
-    }
-
-    /// The wrappers of the command parsed last (`checkNumbers` reads the numbers they hold).
-    nonisolated(unsafe) static var lastFilled: [ArgumentSlot] = []
-
-    /// The words given for each argument of the command parsed last, by the table's names, and
-    /// its path: what `RadioCommand.request()` turns into the request (`OperationValues`).
-    nonisolated(unsafe) static var lastTexts: (path: [String], texts: [String: [String]]) = ([], [:])
-
-    /// The values of the command parsed last, if it is the command at `path`.
-    static func values(of path: [String]) throws(ClientError) -> OperationValues {
-        guard lastTexts.path == path, let row = OperationTable.row(path) else {
-            throw ClientError(.internal, "\(path.joined(separator: " ")): its arguments were not parsed")
-        }
-        return try OperationValues(commandLine: row, texts: lastTexts.texts)
-    }
-
     /// The type a command path names (aliases too), and the canonical path.
     static func resolve(_ words: [String]) -> (ParsableCommand.Type, [String]) {
         var type: ParsableCommand.Type = PocketMesh.self
         var path: [String] = []
         for w in words {
-            guard let sub = subcommand(of: type, named: w) else { break }
+            guard let (sub, name) = subcommand(of: type, at: path, named: w) else { break }
             type = sub
-            path.append(sub._commandName)
+            path.append(name)
         }
         return (type, path)
     }
@@ -97,8 +57,29 @@ enum CommandParser {
         return find(PocketMesh.self, []) ?? []
     }
 
-    static func subcommand(of type: ParsableCommand.Type, named word: String) -> ParsableCommand.Type? {
-        type.configuration.subcommands.first { $0._commandName == word || $0.configuration.aliases.contains(word) }
+    /// The words of the table under `path` (its groups and operations, in the rows' order),
+    /// without `help` and, unless `hidden`, the hidden ones.
+    static func children(of path: [String], hidden: Bool = false) -> [String] {
+        OperationTable.children(of: path).filter { w in
+            let p = path + [w]
+            return p != ["help"] && (hidden || !(OperationTable.row(p)?.hidden ?? OperationTable.group(p)?.hidden ?? false))
+        }
+    }
+
+    /// The command a word names under the command at `path` (its name or an alias, from the
+    /// table): its type (the tree's, or `RequestCommand` for a row that runs its request and that
+    /// no type declares) and its name.
+    static func subcommand(of type: ParsableCommand.Type, at path: [String], named word: String) -> (ParsableCommand.Type, String)? {
+        guard let name = children(of: path, hidden: true).first(where: { w in
+            w == word || (OperationTable.row(path + [w])?.aliases.contains(word) ?? false)
+        }) else { return nil }
+        if let t = type.configuration.subcommands.first(where: { $0._commandName == name }) { return (t, name) }
+        return OperationTable.row(path + [name])?.request != nil ? (RequestCommand.self, name) : nil
+    }
+
+    /// The subcommand a group runs when given alone or with options only (its table's).
+    static func defaultSubcommand(of type: ParsableCommand.Type, at path: [String]) -> (ParsableCommand.Type, String)? {
+        OperationTable.group(path)?.defaultSubcommand.flatMap { subcommand(of: type, at: path, named: $0) }
     }
 
     /// `--name` or `-x` as the table spells them, for messages.
@@ -122,15 +103,15 @@ enum CommandParser {
         var words = normalized[...]
         var type: ParsableCommand.Type = PocketMesh.self
         var path: [String] = []
-        while let w = words.first, let sub = subcommand(of: type, named: w) {
+        while let w = words.first, let (sub, name) = subcommand(of: type, at: path, named: w) {
             type = sub
-            path.append(sub._commandName)
+            path.append(name)
             words = words.dropFirst()
         }
         let rest = Array(words)
-        if rest.isEmpty, let d = type.configuration.defaultSubcommand {
+        if rest.isEmpty, let (d, name) = defaultSubcommand(of: type, at: path) {
             type = d
-            path.append(d._commandName)
+            path.append(name)
         }
         // --help and --version before "--" win over everything else.
         let options = rest.prefix { $0 != "--" }
@@ -140,33 +121,33 @@ enum CommandParser {
             // A group: its subcommand is missing or unknown.
             if let first = rest.first(where: { !$0.hasPrefix("-") }) { throw UsageError(unknownCommand(first, in: type, path: path)) }
             if let first = rest.first { throw UsageError("Unknown option '\(first)'") }
-            return .run(type.init())
+            return .help(type, path)
         }
         if !row.args.contains(where: { $0.kind == .positional }), let word = firstValue(rest, path: path) {
             // A group's default command (`contacts` runs `contacts list`) takes no value: the word
             // is a mistyped subcommand of the group.
-            let parent = resolve(Array(path.dropLast())).0
-            if let d = parent.configuration.defaultSubcommand, ObjectIdentifier(d) == ObjectIdentifier(type) {
-                throw UsageError(unknownCommand(word, in: parent, path: Array(path.dropLast())))
+            let parent = Array(path.dropLast())
+            if let d = OperationTable.group(parent)?.defaultSubcommand, d == path.last {
+                throw UsageError(unknownCommand(word, in: resolve(parent).0, path: parent))
             }
         }
-        let made = instantiate(type)
-        var command = made.value
-        try fill(made.slots, row: row, args: rest, configured: configured)
-        for var g in made.groups { try g.validate() }
+        let values = try fill(row: row, args: rest, configured: configured)
+        var command = type.init(values)
+        try validateLink(values)
         try command.validate()
-        return .run(command)
+        return .run(command, values)
     }
 
     /// Gives each wrapper of `command` its values from `args` (options, then "--" and values; for
     /// a command whose last argument takes the rest as it is, `daemon hook-exec`, everything from
     /// its first value on is a value). An option or flag the command line does not give takes its
     /// value from `configured` (the config file's), if it has one.
-    static func fill(_ slots: [ArgumentSlot], row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws {
-        lastFilled = slots
-        guard slots.count == row.args.count else {
-            throw ClientError(.internal, "\(row.cli): \(slots.count) arguments declared, \(row.args.count) in the table")
-        }
+    /// A command that reaches a radio names one link (`LinkOptions.validate`).
+    static func validateLink(_ values: OperationValues) throws {
+        if OperationArgument.link.allSatisfy({ values.operation.args.contains($0) }) { try LinkOptions(values).validate() }
+    }
+
+    static func fill(row: Operation, args: [String], configured: ConfiguredArguments? = nil) throws -> OperationValues {
         var given = [[String]](repeating: [], count: row.args.count)
         var unknown: UsageError? = nil
         var typed = row.args.map { $0.kind == .positional ? "" : "--" + $0.name }  // the name as given, for messages
@@ -240,8 +221,8 @@ enum CommandParser {
                 v += 1
             }
         }
-        for (k, slot) in slots.enumerated() {
-            let a = row.args[k]
+        var texts: [String: [String]] = [:]
+        for (k, a) in row.args.enumerated() {
             var fromFile: ConfiguredValue? = nil
             if given[k].isEmpty, a.kind != .positional, let c = configured?.values[a.name] {
                 given[k] = c.texts
@@ -249,27 +230,29 @@ enum CommandParser {
                 fromFile = c
             }
             if given[k].isEmpty {
-                if slot.needsValue { throw UsageError("Missing expected argument '\(label(a))'") }
-                continue
-            }
-            do throws(SlotError) {
-                try slot.assign(given[k])
-            } catch {
-                guard case .invalid(let text) = error else { return }
-                let shown = a.kind == .option ? "\(typed[k]) <\(a.valueName ?? "value")>" : label(a)
-                throw UsageError("The value '\(text)' is invalid for '\(shown)'", file: fromFile.map { _ in configured?.path ?? "" },
-                                 line: fromFile?.line)
+                if a.required { throw UsageError("Missing expected argument '\(label(a))'") }
+                // The row's default, the one default there is.
+                guard let d = a.defaultValue else { continue }
+                given[k] = [d]
+            } else if a.kind != .flag {
+                // The row's type, choices and range: the one check of a value (the API's too).
+                do throws(ClientError) {
+                    _ = try OperationValues.commandLine(a, given[k], as: typed[k])
+                } catch {
+                    throw UsageError(error.message, file: fromFile.map { _ in configured?.path ?? "" }, line: fromFile?.line)
+                }
+                texts[a.name] = given[k]
+            } else {
+                texts[a.name] = given[k]
             }
         }
         if let unknown { throw unknown }
-        var texts: [String: [String]] = [:]
-        for (k, a) in row.args.enumerated() where !given[k].isEmpty { texts[a.name] = given[k] }
-        lastTexts = (row.path, texts)
         if v < values.count {
             let extra = values[v...]
             if extra.count == 1 { throw UsageError("Unexpected argument '\(extra.first!)'") }
             throw UsageError("\(extra.count) unexpected arguments: " + extra.map { "'\($0)'" }.joined(separator: ", "))
         }
+        do throws(ClientError) { return try OperationValues(commandLine: row, texts: texts) } catch { throw UsageError(error.message) }
     }
 
     /// The first value of a normalized command line (options first, each with its value; values
@@ -302,16 +285,16 @@ enum CommandParser {
                 bestWords = p.count
             }
         }
-        func walk(_ t: ParsableCommand.Type, _ p: [String]) {
-            for s in t.configuration.subcommands where s.configuration.shouldDisplay && s._commandName != "help" {
-                let q = p + [s._commandName]
+        func walk(_ p: [String]) {
+            for w in children(of: p) {
+                let q = p + [w]
                 if p == path || path.isEmpty {
-                    for name in [s._commandName] + s.configuration.aliases { consider(q, name) }
+                    for name in [w] + (OperationTable.row(q)?.aliases ?? []) { consider(q, name) }
                 }
-                walk(s, q)
+                walk(q)
             }
         }
-        walk(type, path)
+        walk(path)
         let shown = given.joined(separator: " ")
         guard let best else { return "unknown command '\(shown)'" }
         return "unknown command '\(shown)'; did you mean '\(best.0)'?"
@@ -369,10 +352,9 @@ extension ParsableCommand {
     static func parse(_ args: [String], configured: ConfiguredArguments? = nil) throws -> Self {
         let path = CommandParser.path(of: Self.self)
         guard let row = OperationTable.row(path) else { throw UsageError("\(path.joined(separator: " ")) takes no arguments") }
-        let made = CommandParser.instantiate { Self() }
-        var command = made.value
-        try CommandParser.fill(made.slots, row: row, args: args, configured: configured)
-        for var g in made.groups { try g.validate() }
+        let values = try CommandParser.fill(row: row, args: args, configured: configured)
+        var command = Self(values)
+        try CommandParser.validateLink(values)
         try command.validate()
         return command
     }
@@ -385,7 +367,6 @@ extension ParsableCommand {
 enum HelpText {
     /// `pocketmesh help PATH` and `--help`: as ArgumentParser printed it.
     static func render(_ type: ParsableCommand.Type, path: [String]) -> String {
-        let config = type.configuration
         let row = OperationTable.row(path)
         let (abstract, discussion) = texts(path)
         var out = ""
@@ -393,7 +374,8 @@ enum HelpText {
         if !discussion.isEmpty { out += wrap(discussion, indent: 0, width: 80) + "\n\n" }
         let name = (["pocketmesh"] + path).joined(separator: " ")
         let args = OperationArgument.shown(row)
-        let subs = config.subcommands.filter { $0.configuration.shouldDisplay }
+        let subs = CommandParser.children(of: path)
+        let isGroup = path.isEmpty || !CommandParser.children(of: path, hidden: true).isEmpty
         var usage = "USAGE: \(name)"
         if args.count > 12 {
             // As ArgumentParser shortened it: the required arguments only.
@@ -402,7 +384,7 @@ enum HelpText {
         } else {
             for a in args { usage += " " + synopsis(a) }
         }
-        if !config.subcommands.isEmpty { usage += " <subcommand>" }
+        if isGroup { usage += " <subcommand>" }
         out += usage + "\n"
         let positionals = args.filter { $0.kind == .positional }
         if !positionals.isEmpty {
@@ -420,10 +402,10 @@ enum HelpText {
         if !subs.isEmpty {
             out += "\nSUBCOMMANDS:\n"
             for s in subs {
-                let p = path + [s._commandName]
+                let p = path + [s]
                 let help = texts(p).abstract
-                let isDefault = config.defaultSubcommand.map { $0._commandName == s._commandName } ?? false
-                let names = ([s._commandName] + s.configuration.aliases).joined(separator: ", ")
+                let isDefault = OperationTable.group(path)?.defaultSubcommand == s
+                let names = ([s] + (OperationTable.row(p)?.aliases ?? [])).joined(separator: ", ")
                 out += entry(names + (isDefault ? " (default)" : ""), help)
             }
             out += "\n  See '\((["pocketmesh", "help"] + path).joined(separator: " ")) <subcommand>' for detailed help.\n"
@@ -512,12 +494,12 @@ enum DumpHelp {
     static func string(_ s: String) -> String { Value.string(s).json }
 
     static func command(_ type: ParsableCommand.Type, path: [String], into out: inout String) {
-        let config = type.configuration
         let row = OperationTable.row(path)
         var fields: [String] = []
         let (abstract, discussion) = HelpText.texts(path)
+        let aliases = row?.aliases ?? []
         if !abstract.isEmpty { fields.append("\"abstract\":\(string(abstract))") }
-        if !config.aliases.isEmpty { fields.append("\"aliases\":[\(config.aliases.map(string).joined(separator: ","))]") }
+        if !aliases.isEmpty { fields.append("\"aliases\":[\(aliases.map(string).joined(separator: ","))]") }
         var args: [String] = []
         for a in row?.args ?? [] { args.append(argument(a)) }
         if let row, let at = OperationArgument.shown(row).firstIndex(where: { $0.name == "radio" }), !row.args.contains(where: { $0.name == "radio" }) {
@@ -529,14 +511,17 @@ enum DumpHelp {
         args.append(helpFlag)
         fields.append("\"arguments\":[\(args.joined(separator: ","))]")
         fields.append("\"commandName\":\(string(path.last ?? "pocketmesh"))")
-        if let d = config.defaultSubcommand { fields.append("\"defaultSubcommand\":\(string(d._commandName))") }
+        if let d = OperationTable.group(path)?.defaultSubcommand { fields.append("\"defaultSubcommand\":\(string(d))") }
         if !discussion.isEmpty { fields.append("\"discussion\":\(string(discussion))") }
-        fields.append("\"shouldDisplay\":\(config.shouldDisplay ? "true" : "false")")
-        if !config.subcommands.isEmpty {
+        let hidden = OperationTable.row(path)?.hidden ?? OperationTable.group(path)?.hidden ?? false
+        fields.append("\"shouldDisplay\":\(hidden ? "false" : "true")")
+        let children = CommandParser.children(of: path, hidden: true)
+        if !children.isEmpty {
             var subs: [String] = []
-            for s in config.subcommands {
+            for s in children {
+                guard let (t, _) = CommandParser.subcommand(of: type, at: path, named: s) else { continue }
                 var o = ""
-                command(s, path: path + [s._commandName], into: &o)
+                command(t, path: path + [s], into: &o)
                 subs.append(o)
             }
             if path.isEmpty { subs.append(helpCommand) }

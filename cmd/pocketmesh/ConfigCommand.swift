@@ -2,18 +2,20 @@ import MeshOps
 import MeshSession
 
 /// `pocketmesh config path|show|check`: where the config file is, what it says, whether it is right.
-struct ConfigCommand: ParsableCommand {
+struct ConfigCommand: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(commandName: "config", subcommands: [Path.self, Show.self, Check.self])
 
-    struct Path: ParsableCommand {
+    struct Path: ParsableCommand, Stateless {
         static let configuration = CommandConfiguration(commandName: "path")
-        func run() { emitLine(Config.defaultPath()) }
+        func run(_ args: OperationValues) { emitLine(Config.defaultPath()) }
     }
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "show")
-        @Flag var json = false
-        func run() throws {
+        let args: OperationValues
+        init(_ args: OperationValues) { self.args = args }
+        var json: Bool { args.flag("json") }
+        func run(_ args: OperationValues) throws {
             let c = try ConfigCommand.loadChecked()
             var radios: [Value] = []
             for r in c.radios {
@@ -38,9 +40,9 @@ struct ConfigCommand: ParsableCommand {
         }
     }
 
-    struct Check: ParsableCommand {
+    struct Check: ParsableCommand, Stateless {
         static let configuration = CommandConfiguration(commandName: "check")
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             let c = try ConfigCommand.loadChecked()
             emitLine("\(c.path): ok (\(c.radios.count) radio(s)\(c.defaultRadio.map { ", default \($0)" } ?? ""))")
         }

@@ -2,26 +2,24 @@ import Glibc
 import MeshSession
 import MeshOps
 
-struct Contacts: ParsableCommand {
+struct Contacts: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(
         commandName: "contacts",
-        subcommands: [List.self, Show.self, Add.self, Remove.self, ResetPath.self, ResetAdvertTime.self, Share.self, Export.self, Import.self, Favourite.self, URI.self, Pending.self, AddPending.self,
-                      Path.self, DiscoverPath.self, SetPath.self, Permissions.self, Connected.self],
-        defaultSubcommand: List.self)
+        subcommands: [List.self, Pending.self, AddPending.self])
 
     struct List: RadioCommand {
         static let configuration = CommandConfiguration(commandName: "list")
-        @OptionGroup var link: LinkOptions
-        @Flag var geojson = false
 
-        func run() throws {
-            guard geojson else { return try runRadioCommand() }
+        func run(_ args: OperationValues) throws {
+            let link = LinkOptions(args)
+            let geojson = args.flag("geojson")
+            guard geojson else { return try runRadioCommand(args) }
             let radio = try link.connect(drain: false)
             let outcome = try Executor(radio: radio, timeout: link.timeoutMilliseconds).execute(.contacts)
             if let e = outcome.error { throw e }
             emitLine(Contacts.featureCollection(outcome.value).json)
         }
-        func text(_ value: Value) -> String {
+        func text(_ value: Value, _ args: OperationValues) -> String {
             guard case .array(let items) = value else { return value.text() }
             if items.isEmpty { return "no contacts (they are added when adverts are heard; try `pocketmesh advert`)." }
             return items.map { c -> String in
@@ -34,92 +32,17 @@ struct Contacts: ParsableCommand {
         }
     }
 
-    struct Show: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "show")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-    }
 
-    struct Add: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "add")
-        @OptionGroup var link: LinkOptions
-        @Argument var publicKey: String
-        @Argument var name: String
-        @Option var type: String?
-        @Option var path: String?
-    }
 
-    struct Remove: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "remove")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-    }
 
-    struct ResetPath: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "reset-path")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-    }
 
-    struct ResetAdvertTime: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "reset-advert-time")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-    }
 
-    struct Share: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "share")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-    }
 
-    struct Export: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "export")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String?
-        func text(_ value: Value) -> String { value["advert"]?.stringValue ?? value.text() }
-    }
 
-    struct Import: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "import")
-        @OptionGroup var link: LinkOptions
-        @Argument var advert: String
-    }
 
-    struct Favourite: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "favourite", aliases: ["favorite"])
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-        @Argument var state: String
-        func text(_ v: Value) -> String { "\(v["name"]?.stringValue ?? contact) is \(v["favourite"] == .bool(true) ? "a favourite" : "not a favourite")" }
-    }
 
-    struct URI: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "uri")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-        func text(_ v: Value) -> String { "\(v["uri"]?.stringValue ?? "")\n\(v["contact_uri"]?.stringValue ?? "")" }
-    }
 
-    struct Path: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "path")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-        /// `out_path_length` -1 (unknown: messages flood, as `path_length` in `contacts --json`) reads "flood".
-        func text(_ v: Value) -> String {
-            guard case .object(var fields) = v else { return v.text() }
-            for i in fields.indices where fields[i].key == "out_path_length" && fields[i].value == .int(-1) {
-                fields[i].value = .string("flood")
-            }
-            return Value.object(fields).text()
-        }
-    }
 
-    struct DiscoverPath: RadioCommand {
-        static let configuration = CommandConfiguration(commandName: "discover-path")
-        @OptionGroup var link: LinkOptions
-        @Argument var contact: String
-    }
 }
 
 func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }

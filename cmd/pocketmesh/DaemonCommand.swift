@@ -11,54 +11,56 @@ import MeshBridge
 /// `pocketmesh daemon`: owns one radio in the foreground (for systemd or a terminal).
 struct DaemonCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "daemon", subcommands: [HookExecCommand.self])
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @OptionGroup var radio: RadioLinkOptions
+    var radio: RadioLinkOptions { RadioLinkOptions(args) }
 
-    @Option var stateDir: String?
+    var stateDir: String? { args.string("state-dir") }
 
-    @Option var socket: String?
+    var socket: String? { args.string("socket") }
 
-    @Option var apiGroup: String?
+    var apiGroup: String? { args.string("api-group") }
 
-    @Option var name: String?
+    var name: String? { args.string("name") }
 
-    @Option var onMessage: String?
+    var onMessage: String? { args.string("on-message") }
 
-    @Option var hookConcurrency: Int = 2
+    var hookConcurrency: Int { args.whole("hook-concurrency") ?? 0 }
 
-    @Option var hookTimeout: Double = 30
+    var hookTimeout: Double { args.number("hook-timeout") ?? 0 }
 
-    @Option var hookAttempts: Int = 10
+    var hookAttempts: Int { args.whole("hook-attempts") ?? 0 }
 
-    @Flag var hooksFromStart = false
+    var hooksFromStart: Bool { args.flag("hooks-from-start") }
 
-    @Option var drainInterval: Double = 60
+    var drainInterval: Double { args.number("drain-interval") ?? 0 }
 
-    @Option var timeout: Double = 5
+    var timeout: Double { args.number("timeout") ?? 0 }
 
-    @Option var companionListen: [String] = []
+    var companionListen: [String] { args.strings("companion-listen") ?? [] }
 
-    @Option var companionWs: [String] = []
+    var companionWs: [String] { args.strings("companion-ws") ?? [] }
 
-    @Option var companionMaxClients: Int = 8
+    var companionMaxClients: Int { args.whole("companion-max-clients") ?? 0 }
 
-    @Option var companionIdleTimeout: Int = 900
+    var companionIdleTimeout: Int { args.whole("companion-idle-timeout") ?? 0 }
 
-    @Option var lowBattery: Int?
+    var lowBattery: Int? { args.whole("low-battery") }
 
-    @Option var batteryEvery: Double = 300
+    var batteryEvery: Double { args.number("battery-every") ?? 0 }
 
-    @Option var mqtt: [String] = []
+    var mqtt: [String] { args.strings("mqtt") ?? [] }
 
-    @Option var mqttPrefix: String = "meshcore"
+    var mqttPrefix: String { args.string("mqtt-prefix") ?? "" }
 
-    @Option var mqttUser: String?
+    var mqttUser: String? { args.string("mqtt-user") }
 
-    @Option var mqttPasswordFile: String?
+    var mqttPasswordFile: String? { args.string("mqtt-password-file") }
 
-    @Option var mqttAllow: String?
+    var mqttAllow: String? { args.string("mqtt-allow") }
 
-    @OptionGroup var observer: ObserverOptions
+    var observer: ObserverOptions { ObserverOptions(args) }
     var mqttCaFile: String? { observer.mqttCaFile }
 
     /// The MQTT bridge's classes: the default (read, message) widened by --mqtt-allow.
@@ -88,7 +90,6 @@ struct DaemonCommand: ParsableCommand {
     /// Each option's value on its own: ranges, and what the daemon would otherwise find only later
     /// (a link address it cannot parse, a hook it cannot run). Every message names its option.
     func checkValues() throws {
-        if !(23...517).contains(radio.bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
         if let tcp = radio.tcp {
             do throws(LinkError) { _ = try TCPAddress(parsing: tcp) } catch { throw ValidationError("--tcp: \(error)") }
         }
@@ -97,25 +98,16 @@ struct DaemonCommand: ParsableCommand {
         }
         if radio.serial != nil, SerialSpeed(baud: radio.baud) == nil { throw ValidationError("--baud \(radio.baud) is not a serial speed this system supports.") }
         if let name, !RuntimeDirectory.isValidName(name) { throw ValidationError(RuntimeDirectory.nameRule) }
-        if companionMaxClients < 1 || companionMaxClients > 256 { throw ValidationError("--companion-max-clients must be 1 to 256.") }
         for l in companionListen {
             do { _ = try HubListener(parsing: l) } catch { throw ValidationError(error.message) }
         }
         for l in companionWs {
             do { _ = try HubListener(parsing: l, webSocket: true) } catch { throw ValidationError(error.message) }
         }
-        if !(1...86_400).contains(companionIdleTimeout) { throw ValidationError("--companion-idle-timeout must be 1 to 86400 seconds.") }
-        if let mv = lowBattery, !(1...20_000).contains(mv) { throw ValidationError("--low-battery must be 1 to 20000 millivolts.") }
-        if !(batteryEvery >= 1 && batteryEvery <= 86_400) { throw ValidationError("--battery-every must be 1 to 86400 seconds.") }
         _ = try mqttAllowed()
         if let g = apiGroup {
             do throws(DaemonError) { _ = try APIGroup(parsing: g) } catch { throw ValidationError(error.message) }
         }
-        if hookConcurrency < 1 || hookConcurrency > 64 { throw ValidationError("--hook-concurrency must be 1 to 64.") }
-        if hookAttempts < 1 || hookAttempts > 1000 { throw ValidationError("--hook-attempts must be 1 to 1000.") }
-        if !(hookTimeout > 0) { throw ValidationError("--hook-timeout must be a positive number of seconds.") }
-        if !(drainInterval >= 1) { throw ValidationError("--drain-interval must be at least 1 second.") }
-        if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
         if let cmd = onMessage, (Spawn.splitCommand(cmd) ?? []).isEmpty {
             throw ValidationError("--on-message: cannot split \"\(cmd)\" into words (unbalanced quote?).")
         }
@@ -137,7 +129,7 @@ struct DaemonCommand: ParsableCommand {
         try observer.check()
     }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         do { try check() } catch let e as ValidationError {
             writeStderr("pocketmesh daemon: \(e.message)")
             throw ExitCode(2)
@@ -212,14 +204,16 @@ func startFailureCode(_ error: any Error) -> Int32 {
 /// The wrapper each hook runs under (internal; see HookRunner).
 struct HookExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "hook-exec", shouldDisplay: false)
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option var timeoutMs: UInt64 = 30_000
-    @Option var graceMs: UInt64 = 3_000
-    @Option var outputLimit: Int = 4096
-    @Argument var marker: String
-    @Argument(parsing: .captureForPassthrough) var command: [String] = []
+    var timeoutMs: UInt64 { args.whole("timeout-ms") ?? 0 }
+    var graceMs: UInt64 { args.whole("grace-ms") ?? 0 }
+    var outputLimit: Int { args.whole("output-limit") ?? 0 }
+    var marker: String { args.string("marker") ?? "" }
+    var command: [String] { args.strings("command") ?? [] }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         var argv = command
         if argv.first == "--" { argv.removeFirst() }
         guard !argv.isEmpty else { throw ValidationError("no command given after the marker.") }
@@ -244,17 +238,19 @@ func writeStderr(_ s: String) { writeError(s) }
 
 /// The observer uploader's options (`--mqtt-observer URL --mqtt-iata CODE` and what goes with
 /// them): the same for the daemon and `pocketmesh node`.
-struct ObserverOptions: ParsableArguments {
-    @Option var mqttCaFile: String?
-    @Option var mqttObserver: [String] = []
-    @Option var mqttIata: String?
-    @Option var mqttObserverKey: String?
-    @Option var mqttObserverPasswordFile: String?
-    @Option var mqttObserverAudience: String?
-    @Option var mqttObserverOwner: String?
-    @Option var mqttObserverEmail: String?
-    @Option var mqttObserverDecode: String?
-    @Option var mqttObserverNeighbors: Int?
+struct ObserverOptions {
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var mqttCaFile: String? { args.string("mqtt-ca-file") }
+    var mqttObserver: [String] { args.strings("mqtt-observer") ?? [] }
+    var mqttIata: String? { args.string("mqtt-iata") }
+    var mqttObserverKey: String? { args.string("mqtt-observer-key") }
+    var mqttObserverPasswordFile: String? { args.string("mqtt-observer-password-file") }
+    var mqttObserverAudience: String? { args.string("mqtt-observer-audience") }
+    var mqttObserverOwner: String? { args.string("mqtt-observer-owner") }
+    var mqttObserverEmail: String? { args.string("mqtt-observer-email") }
+    var mqttObserverDecode: String? { args.string("mqtt-observer-decode") }
+    var mqttObserverNeighbors: Int? { args.whole("mqtt-observer-neighbors") }
 
     func check() throws {
         if mqttObserver.isEmpty && ([mqttIata, mqttObserverKey, mqttObserverPasswordFile, mqttObserverAudience, mqttObserverOwner, mqttObserverEmail, mqttObserverDecode].contains(where: { $0 != nil }) || mqttObserverNeighbors != nil) {
@@ -264,7 +260,6 @@ struct ObserverOptions: ParsableArguments {
         guard let mqttIata else { throw ValidationError("--mqtt-observer needs --mqtt-iata (the airport code of your region, e.g. SEA).") }
         if ObserverFormat.iata(mqttIata) == nil { throw ValidationError(ObserverFormat.iataRefusal(mqttIata)) }
         if let o = mqttObserverOwner, ObserverFormat.owner(o) == nil { throw ValidationError("--mqtt-observer-owner: give the owner's public key as 64 hex digits.") }
-        if let h = mqttObserverNeighbors, !(12...336).contains(h) { throw ValidationError(ObserverFormat.neighborsRefusal) }
         if let d = mqttObserverDecode, ObserverFormat.channels(d) == nil { throw ValidationError(ObserverFormat.channelsRefusal(d)) }
         if let e = mqttObserverEmail, ObserverFormat.email(e) == nil { throw ValidationError("--mqtt-observer-email \"\(e)\": not an email address.") }
     }

@@ -54,7 +54,6 @@ enum DaemonSettings {
         var knownLine: Int? = nil
         do {
             let command = try DaemonCommand.parse([], configured: ConfiguredArguments(path: path, values: values))
-            try checkNumbers(command)
             try command.checkValues()
             if combination { try command.checkCombination() }
         } catch let e as UsageError {

@@ -1,3 +1,4 @@
+import MeshOps
 import MeshLink
 import Glibc
 import MeshAir
@@ -10,11 +11,13 @@ import MeshSim
 /// time, with a transcript of what happened.
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "demo")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option var seed: UInt64 = 7
-    @Flag var packets = false
+    var seed: UInt64 { args.whole("seed") ?? 0 }
+    var packets: Bool { args.flag("packets") }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let demo = try DemoRig(seed: seed, showPackets: packets)
         try demo.play()
     }

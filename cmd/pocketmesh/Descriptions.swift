@@ -14,10 +14,3 @@ extension CleanExit: CustomStringConvertible {
     }
 }
 
-extension SlotError: CustomStringConvertible {
-    var description: String {
-        switch self {
-        case .invalid(let text): return "invalid(\(String(reflecting: text)))"
-        }
-    }
-}

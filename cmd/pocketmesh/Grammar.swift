@@ -53,16 +53,16 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> ([String], Con
             i += 1
             continue
         }
-        guard let sub = CommandParser.subcommand(of: command, named: a) else { break }
+        guard let (sub, name) = CommandParser.subcommand(of: command, at: path, named: a) else { break }
         command = sub
-        path.append(sub._commandName)
+        path.append(name)
         i += 1
     }
     rest += args[i...]
-    if let d = command.configuration.defaultSubcommand, !rest.isEmpty {
+    if let (d, name) = CommandParser.defaultSubcommand(of: command, at: path), !rest.isEmpty {
         // A group run with options or values only: they are its default subcommand's.
         command = d
-        path.append(d._commandName)
+        path.append(name)
     }
     // Internal commands that pass their arguments on (hook-exec) keep them as they are.
     if !command.configuration.shouldDisplay { return (path + rest, nil) }
@@ -97,19 +97,6 @@ func normalizedArguments(_ args: [String]) throws(ClientError) -> ([String], Con
         fromFile = try NodeCommand.Run.configured(node)  // `node NAME`: its [node.NAME] table
     }
     return (path + leading + (values.contains { $0.hasPrefix("-") } ? ["--"] : []) + values, fromFile)
-}
-
-/// Every number option of the command parsed last is finite and no larger than a billion: `inf`,
-/// `nan` and `1e300` are usage errors, not crashes where a duration becomes whole milliseconds.
-func checkNumbers(_ command: ParsableCommand) throws(ClientError) {
-    let path = CommandParser.path(of: type(of: command))
-    guard let row = OperationTable.row(path) else { return }
-    for (k, slot) in CommandParser.lastFilled.enumerated() where k < row.args.count {
-        guard let d = slot.number, !d.isFinite || abs(d) > 1e9 else { continue }
-        let a = row.args[k]
-        let name = a.kind == .positional ? "" : "--\(a.name): "
-        throw .usage("\(name)\(d) is not a usable number here: give a finite number no larger than 1000000000.")
-    }
 }
 
 /// Fills in the radio from the config file when the command line names none: `--radio NAME`,

@@ -1,3 +1,4 @@
+import MeshOps
 import MeshSession
 import Glibc
 import MeshNet
@@ -6,18 +7,21 @@ import MeshLink
 import MeshOps
 
 /// `pocketmesh hooks failed|retry ID|drop ID`: messages whose `--on-message` hook was given up.
-struct HooksCommand: ParsableCommand {
+struct HooksCommand: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(commandName: "hooks", subcommands: [HooksFailed.self, HooksRetry.self, HooksDrop.self])
 }
 
 /// Which running daemon to ask.
 struct DaemonSelection: ParsableArguments {
-    @Option var serial: String?
-    @Option var tcp: String?
-    @Option var ble: String?
-    @Option var radio: String?
-    @Option var socket: String?
-    @Flag var json = false
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+
+    var serial: String? { args.string("serial") }
+    var tcp: String? { args.string("tcp") }
+    var ble: String? { args.string("ble") }
+    var radio: String? { args.string("radio") }
+    var socket: String? { args.string("socket") }
+    var json: Bool { args.flag("json") }
 
     func client() throws(DaemonError) -> DaemonClient {
         var env: [String: String] = [:]
@@ -53,9 +57,11 @@ struct DaemonSelection: ParsableArguments {
 
 struct HooksFailed: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "failed")
-    @OptionGroup var daemon: DaemonSelection
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var daemon: DaemonSelection { DaemonSelection(args) }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             let r = try daemon.client().call(.hooksFailed)
             guard case .success(let fields) = r.result, case .array(let list)? = fields.first(where: { $0.0 == "failed" })?.1 else { return }
@@ -75,10 +81,12 @@ struct HooksFailed: ParsableCommand {
 
 struct HooksRetry: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "retry")
-    @Argument var id: UInt64
-    @OptionGroup var daemon: DaemonSelection
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var id: UInt64 { args.whole("id") ?? 0 }
+    var daemon: DaemonSelection { DaemonSelection(args) }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             try daemon.client().call(.hooksRetry, [("message", .int(Int64(clamping: id)))])
             print(daemon.json ? JSON.obj(("message", .int(Int64(clamping: id))), ("retrying", .bool(true))).text : "Message \(id): its hook runs again.")
@@ -88,10 +96,12 @@ struct HooksRetry: ParsableCommand {
 
 struct HooksDrop: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "drop")
-    @Argument var id: UInt64
-    @OptionGroup var daemon: DaemonSelection
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var id: UInt64 { args.whole("id") ?? 0 }
+    var daemon: DaemonSelection { DaemonSelection(args) }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             try daemon.client().call(.hooksDrop, [("message", .int(Int64(clamping: id)))])
             print(daemon.json ? JSON.obj(("message", .int(Int64(clamping: id))), ("dropped", .bool(true))).text : "Message \(id): dropped.")

@@ -5,20 +5,26 @@ import MeshLink
 
 /// Which radio and how to reach it: shared by every command that talks to a radio and the daemon.
 struct RadioLinkOptions: ParsableArguments {
-    @Option var serial: String?
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option var baud: Int = 115_200
+    var serial: String? { args.string("serial") }
 
-    @Option var tcp: String?
+    var baud: Int { args.whole("baud") ?? 0 }
 
-    @Option var ble: String?
+    var tcp: String? { args.string("tcp") }
 
-    @Option var bleMinMtu: Int = 179
+    var ble: String? { args.string("ble") }
+
+    var bleMinMtu: Int { args.whole("ble-min-mtu") ?? 0 }
 }
 
 /// Link options accepted by every command that talks to a radio.
 struct LinkOptions: ParsableArguments {
-    @OptionGroup var radio: RadioLinkOptions
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+
+    var radio: RadioLinkOptions { RadioLinkOptions(args) }
 
     var serial: String? { radio.serial }
     var baud: Int { radio.baud }
@@ -26,16 +32,13 @@ struct LinkOptions: ParsableArguments {
     var ble: String? { radio.ble }
     var bleMinMtu: Int { radio.bleMinMtu }
 
-    @Option var timeout: Double = 5
+    var timeout: Double { args.number("timeout") ?? 0 }
 
-    @Flag var json = false
+    var json: Bool { args.flag("json") }
 
     func validate() throws {
         let given = [serial != nil, tcp != nil, ble != nil].filter { $0 }.count
         if given > 1 { throw ValidationError("give only one of --serial, --tcp and --ble.") }
-        if !(timeout > 0 && timeout <= 86_400) { throw ValidationError("--timeout must be between 0 and 86400 seconds.") }
-        if baud <= 0 { throw ValidationError("--baud must be a positive number.") }
-        if !(23...517).contains(bleMinMtu) { throw ValidationError("--ble-min-mtu must be between 23 and 517.") }
     }
 
     var timeoutMilliseconds: UInt64 { UInt64(timeout * 1000) }
@@ -75,53 +78,52 @@ struct LinkOptions: ParsableArguments {
         config.commandTimeout = timeoutMilliseconds
         config.drainOnStart = drain
         config.drainOnWaiting = drain
-        config.ackTimeout = ackTimeoutOverride
+        // A fixed per-attempt ACK wait for this command (`send --ack-timeout`), instead of the
+        // radio's estimate × 1.2.
+        config.ackTimeout = args.number("ack-timeout").map { UInt64($0 * 1000) }
         let radio = Radio(link: link, config: config)
         try radio.connect(timeoutMilliseconds: timeoutMilliseconds)
         return radio
     }
 }
 
-/// A fixed per-attempt ACK wait (ms) for this command (`send --ack-timeout`), instead of the radio's
-/// estimate × 1.2.
-nonisolated(unsafe) var ackTimeoutOverride: UInt64? = nil
-
-/// A command that runs one `Request` against the radio and prints the result.
-protocol RadioCommand: ParsableCommand {
-    var link: LinkOptions { get }
-    func request() throws(ClientError) -> Request
+/// A command that runs its row's `Request` against the radio and prints the result. It declares
+/// no arguments: it reads them by name from its values (`LinkOptions(args)` for the link).
+protocol RadioCommand: ParsableCommand, Stateless {
+    func request(_ args: OperationValues) throws(ClientError) -> Request
     /// Text output (JSON output is the value itself).
-    func text(_ value: Value) -> String
+    func text(_ value: Value, _ args: OperationValues) -> String
 }
 
 extension RadioCommand {
-    func text(_ value: Value) -> String { value.text() }
+    func text(_ value: Value, _ args: OperationValues) -> String { value.text() }
 
     /// The request, from the values parsed for the command's arguments: the same function the
-    /// local API's fields go through (`Request(_ values:)`).
-    func request() throws(ClientError) -> Request {
-        try Request(CommandParser.values(of: CommandParser.path(of: Self.self)))
+    /// local API's fields go through (`Request(_ values:)`), the row's handler.
+    func request(_ args: OperationValues) throws(ClientError) -> Request {
+        try Request(args)
     }
 
-    func run() throws { try runRadioCommand() }
+    func run(_ args: OperationValues) throws { try runRadioCommand(args) }
 
     /// Runs `request()` and prints its result (`--json`: the value itself).
-    func runRadioCommand() throws {
-        try runRequest(try request(), link: link, render: { self.text($0) })
+    func runRadioCommand(_ args: OperationValues) throws {
+        try runRequest(try request(args), link: LinkOptions(args), render: { self.text($0, args) }, row: args.operation)
     }
 }
 
 /// The body of every `RadioCommand`, once: not specialised per command (which cost 2 KB of binary
 /// for each of the sixty commands).
 @inline(never)
-func runRequest(_ req: Request, link: LinkOptions, render: (Value) -> String,
+func runRequest(_ req: Request, link: LinkOptions, render: (Value) -> String, row: Operation?,
                 keep: ((Executor, [ReceivedMessage]) -> Void)? = nil) throws {
     try req.validate()
     let radio = try link.connect(drain: false)
     // Through a daemon that lets this user use fewer than every class (its --api-group): a
     // command of another class is refused here, in one sentence, before anything is sent.
-    if let tunnel = radio.link as? DaemonTunnelLink, let allowed = tunnel.allowed, !allowed.allows(req.operationClass) {
-        throw ClientError(.denied, "this is a \(req.operationClass.rawValue) operation; the daemon at \(tunnel.socketPath) lets your user use \(allowed) only (its --api-group).")
+    let opClass = row?.operationClass(of: req) ?? .admin
+    if let tunnel = radio.link as? DaemonTunnelLink, let allowed = tunnel.allowed, !allowed.allows(opClass) {
+        throw ClientError(.denied, "this is a \(opClass.rawValue) operation; the daemon at \(tunnel.socketPath) lets your user use \(allowed) only (its --api-group).")
     }
     let executor = Executor(radio: radio, timeout: link.timeoutMilliseconds)
     let progress = Progress(radio: radio, json: link.json)

@@ -6,15 +6,13 @@ import MeshOps
 
 struct Listen: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "listen")
-    @OptionGroup var link: LinkOptions
-    @Option var duration: Double?
-    @Flag var logRx = false
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var link: LinkOptions { LinkOptions(args) }
+    var duration: Double? { args.number("for") }
+    var logRx: Bool { args.flag("log-rx") }
 
-    func validate() throws {
-        if let d = duration, !(d > 0) { throw ValidationError("--for must be a positive number of seconds.") }
-    }
-
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let target = try link.target()
         let byteLink = try target.openDirectOrThroughDaemon(timeoutMilliseconds: Int(link.timeoutMilliseconds))
         var config = SessionConfig()

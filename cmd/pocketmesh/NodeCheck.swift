@@ -1,3 +1,4 @@
+import MeshOps
 import Glibc
 import MeshLink
 import MeshNode
@@ -8,29 +9,29 @@ extension NodeCommand {
     /// (MeshNode's `RadioCheck`), with at most one packet on the air.
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "check")
-        @Option var radio: String?
-        @Option var freq: Double?
-        @Option var bw: Double?
-        @Option var sf: Int?
-        @Option var cr: Int?
-        @Option var txPower: Int?
-        @Option var gpiochip: String?
-        @Option var irq: Int?
-        @Option var reset: Int?
-        @Option var busy: Int?
-        @Option var rxen: Int?
-        @Option var txen: Int?
-        @Option var tcxo: Double?
-        @Flag var dio2RfSwitch = false
-        @Option var hat: String?
-        @Option var cs: Int?
-        @Option var holdHigh: [Int] = []
-        @Flag var noTransmit = false
+        let args: OperationValues
+        init(_ args: OperationValues) { self.args = args }
+        var radio: String? { args.string("radio") }
+        var freq: Double? { args.number("freq") }
+        var bw: Double? { args.number("bw") }
+        var sf: Int? { args.whole("sf") }
+        var cr: Int? { args.whole("cr") }
+        var txPower: Int? { args.whole("tx-power") }
+        var gpiochip: String? { args.string("gpiochip") }
+        var irq: Int? { args.whole("irq") }
+        var reset: Int? { args.whole("reset") }
+        var busy: Int? { args.whole("busy") }
+        var rxen: Int? { args.whole("rxen") }
+        var txen: Int? { args.whole("txen") }
+        var tcxo: Double? { args.number("tcxo") }
+        var dio2RfSwitch: Bool { args.flag("dio2-rf-switch") }
+        var hat: String? { args.string("hat") }
+        var cs: Int? { args.whole("cs") }
+        var holdHigh: [Int] { args.wholes("hold-high") }
+        var noTransmit: Bool { args.flag("no-transmit") }
 
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             guard let radio else { throw ValidationError("--radio is required: kiss:PATH[@BAUD] or sx1262[:SPIDEV]") }
-            if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
-            if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
             let d = RadioParams()
             let params = RadioParams(freqKHz: freq.map { UInt32(($0 * 1000).rounded()) } ?? d.freqKHz, bwHz: bw.map { UInt32(($0 * 1000).rounded()) } ?? d.bwHz,
                                      sf: UInt8(sf ?? Int(d.sf)), cr: UInt8(cr ?? Int(d.cr)), txPowerDbm: Int8(clamping: txPower ?? Int(d.txPowerDbm)))

@@ -9,44 +9,46 @@ import MeshSession
 
 /// `pocketmesh node`: this host as a MeshCore node (repeater, room server, companion) on a radio;
 /// `pocketmesh node cli`: one admin CLI command to the node running in a state folder.
-struct NodeCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self, Check.self], defaultSubcommand: Run.self)
+struct NodeCommand: ParsableCommand, Stateless {
+    static let configuration = CommandConfiguration(commandName: "node", subcommands: [Run.self, CLI.self, Check.self])
 
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run")
-        @Argument var node: String?
-        @Option var role: String?
-        @Option var radio: String?
-        @Option var identity: String?
-        @Option var stateDir: String?
-        @Option var name: String?
-        @Option var password: String?
-        @Option var guestPassword: String?
-        @Option var passwordFile: String?
-        @Option var guestPasswordFile: String?
-        @Option var lat: Double?
-        @Option var lon: Double?
-        @Option var freq: Double?
-        @Option var bw: Double?
-        @Option var sf: Int?
-        @Option var cr: Int?
-        @Option var txPower: Int?
-        @Option var companionListen: String?
-        @Option var batterySensor: String?
-        @Option var temperatureSensor: String?
-        @Option var gpiochip: String?
-        @Option var irq: Int?
-        @Option var reset: Int?
-        @Option var busy: Int?
-        @Option var rxen: Int?
-        @Option var txen: Int?
-        @Option var tcxo: Double?
-        @Flag var dio2RfSwitch = false
-        @Option var hat: String?
-        @Option var cs: Int?
-        @Option var holdHigh: [Int] = []
-        @Option var seconds: Double?
-        @OptionGroup var observer: ObserverOptions
+        let args: OperationValues
+        init(_ args: OperationValues) { self.args = args }
+        var node: String? { args.string("node") }
+        var role: String? { args.string("role") }
+        var radio: String? { args.string("radio") }
+        var identity: String? { args.string("identity") }
+        var stateDir: String? { args.string("state-dir") }
+        var name: String? { args.string("name") }
+        var password: String? { args.string("password") }
+        var guestPassword: String? { args.string("guest-password") }
+        var passwordFile: String? { args.string("password-file") }
+        var guestPasswordFile: String? { args.string("guest-password-file") }
+        var lat: Double? { args.number("lat") }
+        var lon: Double? { args.number("lon") }
+        var freq: Double? { args.number("freq") }
+        var bw: Double? { args.number("bw") }
+        var sf: Int? { args.whole("sf") }
+        var cr: Int? { args.whole("cr") }
+        var txPower: Int? { args.whole("tx-power") }
+        var companionListen: String? { args.string("companion-listen") }
+        var batterySensor: String? { args.string("battery-sensor") }
+        var temperatureSensor: String? { args.string("temperature-sensor") }
+        var gpiochip: String? { args.string("gpiochip") }
+        var irq: Int? { args.whole("irq") }
+        var reset: Int? { args.whole("reset") }
+        var busy: Int? { args.whole("busy") }
+        var rxen: Int? { args.whole("rxen") }
+        var txen: Int? { args.whole("txen") }
+        var tcxo: Double? { args.number("tcxo") }
+        var dio2RfSwitch: Bool { args.flag("dio2-rf-switch") }
+        var hat: String? { args.string("hat") }
+        var cs: Int? { args.whole("cs") }
+        var holdHigh: [Int] { args.wholes("hold-high") }
+        var seconds: Double? { args.number("for") }
+        var observer: ObserverOptions { ObserverOptions(args) }
 
         /// The options of the config file's `[node.NAME]` table, as values by option name (typed
         /// as the table's row says; the parser takes those the command line does not give).
@@ -76,10 +78,9 @@ struct NodeCommand: ParsableCommand {
         }
 
         func check() throws {
+            // The role's and the identity's values, and the numbers' ranges, are the row's (checked
+            // as they are parsed, from the command line or the [node.NAME] table).
             let role = self.role ?? "repeater"
-            guard NodeRole(rawValue: role).map({ [.repeater, .room, .companion].contains($0) }) ?? false else {
-                throw ValidationError("--role must be repeater, room or companion")
-            }
             if companionListen != nil && role != "companion" { throw ValidationError("--companion-listen is for --role companion") }
             if role == "companion" && (password != nil || guestPassword != nil || passwordFile != nil || guestPasswordFile != nil) {
                 throw ValidationError("--password and --guest-password (and their -file options) are for repeaters and room servers")
@@ -95,15 +96,11 @@ struct NodeCommand: ParsableCommand {
                 guard let source = NodeIdentitySource(rawValue: identity) else { throw ValidationError("--identity must be host or modem") }
                 if source == .modem && !(radio!.hasPrefix("kiss:")) { throw ValidationError("--identity modem needs --radio kiss:PATH (the KISS modem holds the key)") }
             }
-            if let sf, !(5...12).contains(sf) { throw ValidationError("--sf must be 5 to 12") }
-            if let cr, !(5...8).contains(cr) { throw ValidationError("--cr must be 5 to 8") }
-            if let lat, !(-90...90).contains(lat) { throw ValidationError("--lat must be -90 to 90") }
-            if let lon, !(-180...180).contains(lon) { throw ValidationError("--lon must be -180 to 180") }
             try observer.check()
             if observer.mqttObserverNeighbors != nil { throw ValidationError("--mqtt-observer-neighbors is for the daemon: a node keeps its own neighbour table.") }
         }
 
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             try check()
             let role = self.role ?? "repeater"
             let dir = stateDir!
@@ -153,10 +150,12 @@ struct NodeCommand: ParsableCommand {
 
     struct CLI: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "cli")
-        @Option var stateDir: String?
-        @Argument var command: [String]
+        let args: OperationValues
+        init(_ args: OperationValues) { self.args = args }
+        var stateDir: String? { args.string("state-dir") }
+        var command: [String] { args.strings("command") ?? [] }
 
-        func run() throws {
+        func run(_ args: OperationValues) throws {
             guard let dir = stateDir else { throw ValidationError("--state-dir is required: the folder of the running node") }
             let path = NodeState.socketPath(dir)
             let fd: Int32

@@ -5,11 +5,13 @@ import MeshSession
 /// JSON Schema of every command's `--json` output (docs/json-schema.json).
 struct OpsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ops")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Flag var json = false
-    @Flag var schema = false
+    var json: Bool { args.flag("json") }
+    var schema: Bool { args.flag("schema") }
 
-    func run() {
+    func run(_ args: OperationValues) {
         if schema {
             print(OperationTable.jsonSchema.prettyJSON, terminator: "")
         } else if json {
@@ -23,10 +25,12 @@ struct OpsCommand: ParsableCommand {
 /// `pocketmesh completions bash|zsh|fish`: a shell completion script generated from the table.
 struct CompletionsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "completions")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Argument var shell: String
+    var shell: String { args.string("shell") ?? "" }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         if shell == "radios" {
             // For the scripts' --radio: the names only; no file, no names.
             guard let c = try Config.load(Config.defaultPath()) else { return }

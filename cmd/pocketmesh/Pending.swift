@@ -1,3 +1,4 @@
+import MeshOps
 import MeshSession
 import MeshNet
 import MeshDaemonClient
@@ -9,10 +10,12 @@ import MeshOps
 /// (its store's `pending`, the newest 256), so these ask the running daemon of the radio.
 struct Pending: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "pending")
-    @OptionGroup var daemon: DaemonSelection
-    @Flag var clear = false
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var daemon: DaemonSelection { DaemonSelection(args) }
+    var clear: Bool { args.flag("clear") }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             if clear {
                 let r = try daemon.client().call(.contactsFlushPending)
@@ -42,10 +45,12 @@ struct Pending: ParsableCommand {
 
 struct AddPending: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "add-pending")
-    @Argument var prefix: String
-    @OptionGroup var daemon: DaemonSelection
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var prefix: String { args.string("prefix") ?? "" }
+    var daemon: DaemonSelection { DaemonSelection(args) }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try daemon.run { () throws(DaemonError) in
             let r = try daemon.client().call(.contactsAddPending, [("prefix", .string(prefix))])
             guard case .success(let fields) = r.result else { return }

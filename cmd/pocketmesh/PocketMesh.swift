@@ -3,39 +3,23 @@ import MeshLink
 import MeshSession
 
 /// The root command. Each subcommand lives in its own file.
-struct PocketMesh: ParsableCommand {
+struct PocketMesh: ParsableCommand, Stateless {
     static let configuration = CommandConfiguration(
         commandName: "pocketmesh",
         version: PocketMeshVersion.string,
         subcommands: [
-            Info.self,
+            // The commands that do more than run their row's request (the others are rows of
+            // the table only: `RequestCommand`), and the groups of the tree.
             Scan.self,
             Contacts.self,
             Send.self,
             Channel.self,
             Sync.self,
             Listen.self,
-            Advert.self,
             Time.self,
-            Get.self,
-            Set.self,
-            Battery.self,
-            Stats.self,
             Login.self,
             Logout.self,
-            Status.self,
-            Regions.self, Owner.self, Clock.self, Scope.self,
-            Telemetry.self,
-            Neighbours.self,
-            ACL.self,
-            Cmd.self,
-            Trace.self,
-            Sign.self,
             Key.self,
-            Reboot.self,
-            FactoryReset.self,
-            Raw.self, RawData.self, RawPacket.self,
-            Discover.self, BinaryRequestCommand.self, MMA.self, LocalCLI.self,
             ChatCommand.self, DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
             ConfigCommand.self,
             OpsCommand.self, CompletionsCommand.self,
@@ -52,9 +36,8 @@ enum Main {
         ProcessStart.begin()
         do {
             switch try CommandParser.parse(Array(CommandLine.arguments.dropFirst())) {
-            case .run(var command):
-                try checkNumbers(command)
-                try command.run()
+            case .run(var command, let values):
+                try command.run(values)
             case .help(let type, let path):
                 print(HelpText.render(type, path: path), terminator: "")
             case .version:

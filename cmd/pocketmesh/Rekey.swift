@@ -7,11 +7,13 @@ import MeshSession
 /// sent to each member as the channel's link by direct message; reports who acknowledged.
 struct Rekey: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "rekey")
-    @OptionGroup var link: LinkOptions
-    @Argument var channel: String
-    @Option var members: String
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
+    var link: LinkOptions { LinkOptions(args) }
+    var channel: String { args.string("channel") ?? "" }
+    var members: String { args.string("members") ?? "" }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let names = members.split(separator: ",").map { $0.trimmingCharacters() }.filter { !$0.isEmpty }
         guard !names.isEmpty else { throw ClientError.usage("give --members A,B,… (at least one contact).") }
         let radio = try link.connect(drain: false)

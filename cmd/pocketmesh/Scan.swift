@@ -5,20 +5,18 @@ import MeshOps
 /// `pocketmesh scan`: which radios could this machine talk to?
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "scan")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Flag var ble = false
+    var ble: Bool { args.flag("ble") }
 
-    @Option var seconds: Double = 5
+    var seconds: Double { args.number("for") ?? 0 }
 
-    @Flag var all = false
+    var all: Bool { args.flag("all") }
 
-    @Flag var json = false
+    var json: Bool { args.flag("json") }
 
-    func validate() throws {
-        if !(seconds > 0 && seconds <= 600) { throw ValidationError("--for must be between 0 and 600 seconds.") }
-    }
-
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let serial = SerialDiscovery.candidates()
         var advertisers: [BLEAdvertiser] = []
         var bleError: LinkError? = nil

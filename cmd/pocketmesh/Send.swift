@@ -4,28 +4,24 @@ import MeshOps
 
 struct Send: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "send")
-    @OptionGroup var link: LinkOptions
-    @Flag var noWait = false
-    @Flag var split = false
-    @Option var ackTimeout: Double?
-    @Argument var to: String
-    @Argument var text: [String]
-    func validate() throws {
-        if let t = ackTimeout, !(t >= 0.5 && t <= 600) { throw ValidationError("--ack-timeout must be between 0.5 and 600 seconds.") }
-    }
-    func run() throws {
-        ackTimeoutOverride = ackTimeout.map { UInt64($0 * 1000) }
-        guard split else { return try runRadioCommand() }
+    func run(_ args: OperationValues) throws {
+        let link = LinkOptions(args)
+        let noWait = args.flag("no-wait")
+        let split = args.flag("split")
+        let to = args.string("to") ?? ""
+        let text = args.strings("text") ?? []
+        guard split else { return try runRadioCommand(args) }
         // 158: the limit of a text resent with attempt > 3, so every retry of a part fits.
         try runSplit(link: link, text: joined(text), limit: { _ in CompanionLimits.maxTextLengthHighAttempt },
-                     request: { .send(to: to, text: $0, wait: !noWait) }, render: text(_:))
+                     request: { .send(to: to, text: $0, wait: !noWait) }, render: { self.text($0, args) })
     }
     /// "heard 2 repeats; " for a flooded message.
     func heard(_ v: Value) -> String {
         guard let n = v["heard_repeats"]?.intValue else { return "" }
         return "flooded, heard \(n) repeat\(n == 1 ? "" : "s"); "
     }
-    func text(_ v: Value) -> String {
+    func text(_ v: Value, _ args: OperationValues) -> String {
+        let to = args.string("to") ?? ""
         let name = v["to"]?.stringValue ?? to
         let attempts = v["attempts"]?.intValue ?? 1
         switch v["status"]?.stringValue {

@@ -1,3 +1,4 @@
+import MeshOps
 import MeshLink
 import Glibc
 import MeshSession
@@ -7,37 +8,29 @@ import MeshSim
 /// `pocketmesh sim`: a simulated mesh in real time, each companion node served like a radio.
 struct SimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sim")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option var nodes: Int = 2
-    @Option var repeaters: Int = 0
-    @Option var rooms: Int = 0
-    @Option var topology: String = "line"
-    @Option var seed: UInt64 = 1
-    @Option var tcpBase: UInt16 = 5001
-    @Option var pty: String?
-    @Option var capture: String?
-    @Option var seconds: Double?
-    @Option var password: String = "password"
-    @Option var guestPassword: String = "hello"
-    @Option var loss: Double = 0
-    @Option var snr: Double = 8
-    @Option var offlineQueue: Int = 16
-    @Option var maxContacts: Int = 100
-    @Option var protocolVersion: UInt8 = 13
-    @Flag var collisions = false
-    @Option var airPort: UInt16?
+    var nodes: Int { args.whole("nodes") ?? 0 }
+    var repeaters: Int { args.whole("repeaters") ?? 0 }
+    var rooms: Int { args.whole("rooms") ?? 0 }
+    var topology: String { args.string("topology") ?? "" }
+    var seed: UInt64 { args.whole("seed") ?? 0 }
+    var tcpBase: UInt16 { args.whole("tcp-base") ?? 0 }
+    var pty: String? { args.string("pty") }
+    var capture: String? { args.string("capture") }
+    var seconds: Double? { args.number("for") }
+    var password: String { args.string("password") ?? "" }
+    var guestPassword: String { args.string("guest-password") ?? "" }
+    var loss: Double { args.number("loss") ?? 0 }
+    var snr: Double { args.number("snr") ?? 0 }
+    var offlineQueue: Int { args.whole("offline-queue") ?? 0 }
+    var maxContacts: Int { args.whole("max-contacts") ?? 0 }
+    var protocolVersion: UInt8 { args.whole("protocol") ?? 0 }
+    var collisions: Bool { args.flag("collisions") }
+    var airPort: UInt16? { args.whole("air-port") }
 
-    func validate() throws {
-        guard (0...64).contains(nodes), (0...256).contains(repeaters), (0...64).contains(rooms) else {
-            throw ValidationError("--nodes, --rooms ≤ 64 and --repeaters ≤ 256")
-        }
-        guard (0...1).contains(loss) else { throw ValidationError("--loss must be within 0...1") }
-        guard tcpBase >= 1 else { throw ValidationError("--tcp-base must be a port from 1 to 65535.") }
-        guard offlineQueue >= 1, maxContacts >= 1 else { throw ValidationError("--offline-queue and --max-contacts must be at least 1") }
-        guard protocolVersion == 13 || protocolVersion == 14 else { throw ValidationError("--protocol must be 13 or 14") }
-    }
-
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         let topo: Topology
         if let shape = Topology.Shape(rawValue: topology) {
             topo = Topology.builtIn(shape, companions: nodes, repeaters: repeaters, rooms: rooms, snr: snr, loss: loss)
@@ -93,16 +86,18 @@ func readFile(_ path: String) throws -> [UInt8] {
 /// `pocketmesh sim-bench` (hidden): the simulator scale benchmark.
 struct SimBenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sim-bench", shouldDisplay: false)
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option var nodes: Int = 100
-    @Option var companions: Int = 20
-    @Option var seconds: UInt64 = 3600
-    @Option var messages: Int = 1000
-    @Option var seed: UInt64 = 1
-    @Option var protocolVersion: UInt8 = 13
-    @Flag var collisions = false
+    var nodes: Int { args.whole("nodes") ?? 0 }
+    var companions: Int { args.whole("companions") ?? 0 }
+    var seconds: UInt64 { args.whole("seconds") ?? 0 }
+    var messages: Int { args.whole("messages") ?? 0 }
+    var seed: UInt64 { args.whole("seed") ?? 0 }
+    var protocolVersion: UInt8 { args.whole("protocol") ?? 0 }
+    var collisions: Bool { args.flag("collisions") }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         var b = SimBenchmark()
         b.nodes = nodes; b.companions = companions; b.virtualSeconds = seconds; b.messages = messages
         b.seed = seed; b.collisions = collisions

@@ -1,3 +1,4 @@
+import MeshOps
 import Glibc
 import MeshSession
 import MeshNet
@@ -8,15 +9,18 @@ import MeshOps
 
 /// Which radio's store a store command reads.
 struct StoreSelection: ParsableArguments {
-    @Option var stateDir: String?
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Option var radio: String?
+    var stateDir: String? { args.string("state-dir") }
 
-    @Option var serial: String?
+    var radio: String? { args.string("radio") }
 
-    @Option var tcp: String?
+    var serial: String? { args.string("serial") }
 
-    @Flag var json = false
+    var tcp: String? { args.string("tcp") }
+
+    var json: Bool { args.flag("json") }
 
     /// Opens the store read-only (works while a daemon owns it).
     func open() throws -> RadioStore {
@@ -113,10 +117,12 @@ func runReporting(_ body: () throws -> Void) throws {
 /// radio when one runs, else from the store).
 struct ChatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "chats")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @OptionGroup var store: StoreSelection
+    var store: StoreSelection { StoreSelection(args) }
 
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try runReporting {
             let items: [JSON]
             if let d = try store.daemon() {
@@ -153,19 +159,17 @@ struct ChatsCommand: ParsableCommand {
 /// radio when one runs, else from the store).
 struct HistoryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "history")
+    let args: OperationValues
+    init(_ args: OperationValues) { self.args = args }
 
-    @Argument var thread: String
+    var thread: String { args.string("thread") ?? "" }
 
-    @Option var limit: Int = 50
-    @Option var before: UInt64?
+    var limit: Int { args.whole("limit") ?? 0 }
+    var before: UInt64? { args.whole("before") }
 
-    @OptionGroup var store: StoreSelection
+    var store: StoreSelection { StoreSelection(args) }
 
-    func validate() throws {
-        if limit < 1 || limit > 100_000 { throw ValidationError("--limit must be 1 to 100000.") }
-    }
-
-    func run() throws {
+    func run(_ args: OperationValues) throws {
         try runReporting {
             let name: String
             let messages: [JSON]

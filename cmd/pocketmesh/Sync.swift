@@ -7,16 +7,16 @@ import MeshLink
 
 struct Sync: RadioCommand {
     static let configuration = CommandConfiguration(commandName: "sync")
-    @OptionGroup var link: LinkOptions
-    func text(_ value: Value) -> String {
+    func text(_ value: Value, _ args: OperationValues) -> String {
         guard case .array(let items) = value else { return value.text() }
         return items.map(messageLine).joined(separator: "\n")
     }
 
     /// Without a daemon, what `sync` takes off the radio is also kept in the radio's store (as the
     /// chat does), so `history` and `chats` show it; through a daemon, the daemon stores.
-    func run() throws {
-        try runRequest(.sync, link: link, render: { self.text($0) }, keep: { executor, messages in
+    func run(_ args: OperationValues) throws {
+        let link = LinkOptions(args)
+        try runRequest(.sync, link: link, render: { self.text($0, args) }, row: args.operation, keep: { executor, messages in
             guard let radio = executor.radio as? Radio, !(radio.link is DaemonTunnelLink), let key = radio.session.radioSelf?.publicKey.bytes else { return }
             storeTaken(messages, contacts: (try? executor.contacts()) ?? [], radioKey: key, link: (try? link.target())?.daemonLinkSpec)
         })

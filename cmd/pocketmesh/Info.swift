@@ -1,7 +1,0 @@
-import MeshSession
-import MeshOps
-
-struct Info: RadioCommand {
-    static let configuration = CommandConfiguration(commandName: "info")
-    @OptionGroup var link: LinkOptions
-}

@@ -4,10 +4,14 @@ public final class Scheduler {
     public typealias Action = () -> Void
 
     private struct Entry { var at: UInt64; var seq: UInt64; var slot: Int32 }
+    /// An action in a struct of its own: a closure stored directly as an array's (generic)
+    /// element is wrapped in a reabstraction thunk on the way in and again on the way out, two
+    /// more allocations and calls per event.
+    private struct Slot { var action: Action? }
 
     public private(set) var now: UInt64
     private var heap: [Entry] = []
-    private var actions: [Action?] = []
+    private var actions: [Slot] = []
     private var freeSlots: [Int32] = []
     private var seq: UInt64 = 0
 
@@ -21,8 +25,8 @@ public final class Scheduler {
     /// Runs `action` at virtual time `at` (or now, if `at` is in the past).
     public func schedule(at: UInt64, _ action: @escaping Action) {
         let slot: Int32
-        if let s = freeSlots.popLast() { slot = s; actions[Int(s)] = action } else {
-            slot = Int32(actions.count); actions.append(action)
+        if let s = freeSlots.popLast() { slot = s; actions[Int(s)].action = action } else {
+            slot = Int32(actions.count); actions.append(Slot(action: action))
         }
         seq &+= 1
         heap.append(Entry(at: max(at, now), seq: seq, slot: slot))
@@ -38,7 +42,7 @@ public final class Scheduler {
         let last = heap.removeLast()
         if !heap.isEmpty { heap[0] = last; siftDown(0) }
         now = max(now, top.at)
-        let action = actions[Int(top.slot)].take()  // moved out: no retain and release
+        let action = actions[Int(top.slot)].action.take()  // moved out: no retain and release
         freeSlots.append(top.slot)
         action?()
         return true

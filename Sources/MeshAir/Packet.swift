@@ -301,6 +301,23 @@ public struct Packet: Sendable {
         pathLength = try PathLength(hashSize: size, hopCount: pathLength.hopCount + 1)
     }
 
+    /// `appendHop` with a relay's public key (its first `pathLength.hashSize` bytes). Not generic,
+    /// so a relay in another module pays no generic call per packet.
+    public mutating func appendHop(key: PublicKey) throws(AirError) {
+        let size = pathLength.hashSize
+        guard pathLength.canAppendHop, encodedCount + size <= AirLimits.maxPacketSize else { throw .invalidPath }
+        let at = pathLength.byteCount
+        for j in 0 ..< size { pathStorage[at + j] = key[j] }
+        pathLength = try PathLength(hashSize: size, hopCount: pathLength.hopCount + 1)
+    }
+
+    /// `firstHopMatches` with a relay's public key (not generic, as `appendHop(key:)`).
+    public func firstHopMatches(key: PublicKey) -> Bool {
+        guard pathLength.hopCount > 0 else { return false }
+        for j in 0 ..< pathLength.hashSize where pathStorage[j] != key[j] { return false }
+        return true
+    }
+
     /// Direct relay: removes the first hop hash from the path. Fails on an empty path.
     public mutating func removeFirstHop() throws(AirError) {
         guard pathLength.hopCount > 0 else { throw .invalidPath }

@@ -188,7 +188,7 @@ open class MeshNode: Node {
         if isDirect && hops > 0 {
             // In transit. Early ACK: anyone on the route may see its own ACK go by.
             if type == .ack { _ = onAck(Array(packet.payload.prefix(4)), arrival: arrival()) }
-            if withKeyBytes({ packet.firstHopMatches($0) }) && allowForward(packet) {
+            if packet.firstHopMatches(key: publicKey) && allowForward(packet) {
                 if seen.checkAndInsert(hash) { radio.directDups &+= 1; return }
                 guard (try? packet.removeFirstHop()) != nil else { return }
                 let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * directDelayFactor)
@@ -243,18 +243,12 @@ open class MeshNode: Node {
     /// `hash`: the received packet's, if known; a TRACE's (which covers the path length) is not passed on.
     private func relayFlood(_ packet: Packet, hash: UInt64? = nil) {
         var packet = packet
-        // appendHop takes the first hash-size bytes of the key.
-        guard allowForward(packet), withKeyBytes({ (try? packet.appendHop($0)) != nil }) else { return }
+        guard allowForward(packet), (try? packet.appendHop(key: publicKey)) != nil else { return }
         let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * floodDelayFactor)
         // The hash covers neither the route nor the path (except a TRACE's path length), so the
         // relayed packet's is the received one's.
         enqueue(packet.bytes, priority: UInt8(min(255, packet.pathLength.hopCount)), delay: rng.between(0, 5 * t),
                 hash: packet.payloadType == .trace ? nil : hash)
-    }
-
-    /// The public key's bytes, for the path checks of relaying (no array made per packet).
-    private func withKeyBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        publicKey.withUnsafeBytes { $0.withMemoryRebound(to: UInt8.self, body) }
     }
 
     /// A held datagram, now that its secret is known (or refused): the rest of its reception.

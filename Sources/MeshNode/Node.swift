@@ -92,13 +92,28 @@ open class Node {
         if t >= radio.wakeAt && radio.wakeAt > mesh.now { return }
         radio.wakeAt = t
         radio.wakeToken &+= 1
-        let token = radio.wakeToken
-        // unowned(unsafe): the scheduler belongs to the mesh, which keeps its nodes.
-        mesh.scheduler.schedule(at: t) { [unowned(unsafe) self] in
-            guard self.radio.wakeToken == token else { return }
-            self.radio.wakeAt = .max
-            self.serviceQueue()
+        mesh.scheduler.schedule(at: t, self, token: radio.wakeToken)
+    }
+
+    /// The token of the timer at the end of a transmission (wake-ups count up from 1).
+    static let transmissionEndToken = UInt64.max
+
+    /// The radio's timers, run by the scheduler without a closure (the most frequent events): the
+    /// end of a transmission, or a wake-up (stale once a later one replaced it).
+    func timerFired(_ token: UInt64) {
+        if token == Node.transmissionEndToken {
+            radio.refill(now: mesh.now)
+            if radio.budget < 100 {
+                let wait = UInt64(((100 - radio.budget) / radio.duty).rounded(.up))
+                wake(at: mesh.now &+ wait)
+            } else {
+                serviceQueue()
+            }
+            return
         }
+        guard radio.wakeToken == token else { return }
+        radio.wakeAt = .max
+        serviceQueue()
     }
 
     func serviceQueue() {
@@ -148,15 +163,7 @@ open class Node {
         }
         radio.txHash = p.hash
         mesh.transmit(from: self, bytes: p.bytes, airtime: air)
-        mesh.scheduler.schedule(at: radio.txUntil) { [unowned(unsafe) self] in
-            self.radio.refill(now: self.mesh.now)
-            if self.radio.budget < 100 {
-                let wait = UInt64(((100 - self.radio.budget) / self.radio.duty).rounded(.up))
-                self.wake(at: self.mesh.now &+ wait)
-            } else {
-                self.serviceQueue()
-            }
-        }
+        mesh.scheduler.schedule(at: radio.txUntil, self, token: Node.transmissionEndToken)
     }
 
     /// Power cycle: the outbound queue is lost; `boot()` runs after `downtime` ms.

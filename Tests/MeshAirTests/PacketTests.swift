@@ -59,8 +59,8 @@ import Testing
             var a = try Packet(routeType: .flood, payloadType: .txtMsg, hashSize: size, payload: [1, 2, 3])
             var b = a
             while true {
-                let byBytes = Result { () throws(AirError) in try a.appendHop(key.bytes) }
-                let byKey = Result { () throws(AirError) in try b.appendHop(key: key) }
+                let byBytes = Result { () throws(AirError) -> Void in try a.appendHop(key.bytes) }
+                let byKey = Result { () throws(AirError) -> Void in try b.appendHop(key: key) }
                 #expect(a == b)
                 if case .failure(let e) = byBytes {
                     guard case .failure(let f) = byKey else { Issue.record("appendHop(key:) went past a full path"); break }

@@ -164,7 +164,8 @@ open class MeshNode: Node {
         onRawReceived(bytes, snr: snr, rssi: rssi)
         // Parsed from the array's bytes directly (the generic `Packet(bytes:)` is not specialised
         // across modules).
-        guard var packet = bytes.withUnsafeBytes({ try? Packet(parsing: $0) }) else { return }
+        // A constant (the direct relay below changes a copy), so it is not copied to be passed on.
+        guard let packet = bytes.withUnsafeBytes({ try? Packet(parsing: $0) }) else { return }
         if packet.routeType.isFlood { radio.recvFlood &+= 1 } else { radio.recvDirect &+= 1 }
         onReceive(packet)
         // The hash is the same for every receiver of one transmission: the air computes it once.
@@ -190,9 +191,10 @@ open class MeshNode: Node {
             if type == .ack { _ = onAck(Array(packet.payload.prefix(4)), arrival: arrival()) }
             if packet.firstHopMatches(key: publicKey) && allowForward(packet) {
                 if seen.checkAndInsert(hash) { radio.directDups &+= 1; return }
-                guard (try? packet.removeFirstHop()) != nil else { return }
-                let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * directDelayFactor)
-                enqueue(packet.bytes, priority: 0, delay: rng.between(0, 5 * t), hash: hash)
+                var next = packet
+                guard (try? next.removeFirstHop()) != nil else { return }
+                let t = UInt64(Double(radio.airtime(next.pathLength.byteCount + next.payloadCount + 2)) * directDelayFactor)
+                enqueue(next.bytes, priority: 0, delay: rng.between(0, 5 * t), hash: hash)
             }
             return
         }

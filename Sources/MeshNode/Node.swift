@@ -128,7 +128,7 @@ open class Node {
         }
         // Duty-cycle budget.
         radio.refill(now: now)
-        let maxAir = Double(radio.airtime(255)) / 2
+        let maxAir = Double(radio.largestPacketAirtime) / 2
         if radio.budget < maxAir {
             let wait = UInt64(((maxAir - radio.budget) / radio.duty).rounded(.up))
             wake(at: now &+ max(1, wait)); return

@@ -97,6 +97,14 @@ public final class Radio {
     /// explicit header, CRC on; preamble 32 symbols for SF ≤ 8, else 16).
     public func airtime(_ n: Int) -> UInt32 { LoRa.airtimeMs(bytes: n, params: params) }
 
+    /// `airtime(255)`, kept with the settings it was computed for (the queue asks on every wake).
+    var largestPacketAirtime: UInt32 {
+        if largestAirtimeParams != params { largestAirtime = airtime(255); largestAirtimeParams = params }
+        return largestAirtime
+    }
+    private var largestAirtime: UInt32 = 0
+    private var largestAirtimeParams: RadioParams? = nil
+
     func refill(now: UInt64) {
         if now > budgetAt {
             budget = min(Radio.windowMs * duty, budget + Double(now - budgetAt) * duty)

@@ -204,13 +204,23 @@ public struct Packet: Sendable {
         self.header = header
         self.transportCodes = transportCodes
         self.pathLength = pathLength
-        pathStorage = .init(repeating: 0)
-        payloadStorage = .init(repeating: 0)
+        var pathBytes = FixedBytes64(repeating: 0)
+        var payloadBytes = FixedBytes184(repeating: 0)
         payloadCount = payload.count
+        // Arrays and slices are copied from their storage: callers in other modules get this
+        // initialiser unspecialised, where iterating costs a witness call per byte.
         var i = 0
-        for b in path { pathStorage[i] = b; i += 1 }
+        let pathCopied: Void? = path.withContiguousStorageIfAvailable { for b in $0 { pathBytes[i] = b; i += 1 } }
+        if pathCopied == nil {
+            for b in path { pathBytes[i] = b; i += 1 }
+        }
         i = 0
-        for b in payload { payloadStorage[i] = b; i += 1 }
+        let payloadCopied: Void? = payload.withContiguousStorageIfAvailable { for b in $0 { payloadBytes[i] = b; i += 1 } }
+        if payloadCopied == nil {
+            for b in payload { payloadBytes[i] = b; i += 1 }
+        }
+        pathStorage = pathBytes
+        payloadStorage = payloadBytes
         guard encodedCount <= AirLimits.maxPacketSize else { throw .packetTooLong }
     }
 
@@ -222,8 +232,9 @@ public struct Packet: Sendable {
         pathStorage = .init(repeating: 0)
         payloadStorage = .init(repeating: 0)
         payloadCount = view.payload.count
-        for i in 0 ..< view.path.count { pathStorage[i] = view.path[i] }
-        for i in 0 ..< view.payload.count { payloadStorage[i] = view.payload[i] }
+        // Copied as blocks (the parse checked that both fit): every packet a node hears is parsed.
+        withUnsafeMutableBytes(of: &pathStorage) { $0.copyMemory(from: view.path) }
+        withUnsafeMutableBytes(of: &payloadStorage) { $0.copyMemory(from: view.payload) }
     }
 
     /// Parses raw bytes (same rules as `PacketView`) into an owned packet.
@@ -283,8 +294,28 @@ public struct Packet: Sendable {
         guard hash.count >= size else { throw .invalidField }
         guard pathLength.canAppendHop, encodedCount + size <= AirLimits.maxPacketSize else { throw .invalidPath }
         var i = pathLength.byteCount
-        for b in hash.prefix(size) { pathStorage[i] = b; i += 1 }
+        let copied: Void? = hash.withContiguousStorageIfAvailable { for j in 0 ..< size { pathStorage[i] = $0[j]; i += 1 } }
+        if copied == nil {
+            for b in hash.prefix(size) { pathStorage[i] = b; i += 1 }
+        }
         pathLength = try PathLength(hashSize: size, hopCount: pathLength.hopCount + 1)
+    }
+
+    /// `appendHop` with a relay's public key (its first `pathLength.hashSize` bytes). Not generic,
+    /// so a relay in another module pays no generic call per packet.
+    public mutating func appendHop(key: PublicKey) throws(AirError) {
+        let size = pathLength.hashSize
+        guard pathLength.canAppendHop, encodedCount + size <= AirLimits.maxPacketSize else { throw .invalidPath }
+        let at = pathLength.byteCount
+        for j in 0 ..< size { pathStorage[at + j] = key[j] }
+        pathLength = try PathLength(hashSize: size, hopCount: pathLength.hopCount + 1)
+    }
+
+    /// `firstHopMatches` with a relay's public key (not generic, as `appendHop(key:)`).
+    public func firstHopMatches(key: PublicKey) -> Bool {
+        guard pathLength.hopCount > 0 else { return false }
+        for j in 0 ..< pathLength.hashSize where pathStorage[j] != key[j] { return false }
+        return true
     }
 
     /// Direct relay: removes the first hop hash from the path. Fails on an empty path.
@@ -300,6 +331,10 @@ public struct Packet: Sendable {
     /// Whether the first hop hash equals the first `pathLength.hashSize` bytes of `key` (next relay test).
     public func firstHopMatches<C: Collection<UInt8>>(_ key: C) -> Bool {
         guard pathLength.hopCount > 0, key.count >= pathLength.hashSize else { return false }
+        let size = pathLength.hashSize
+        if let same = key.withContiguousStorageIfAvailable({ k in (0 ..< size).allSatisfy { pathStorage[$0] == k[$0] } }) {
+            return same
+        }
         var i = 0
         for b in key.prefix(pathLength.hashSize) {
             if pathStorage[i] != b { return false }
@@ -323,8 +358,10 @@ public struct Packet: Sendable {
             i = 5
         }
         buffer[i] = pathLength.encoded; i += 1
-        for j in 0 ..< pathLength.byteCount { buffer[i] = pathStorage[j]; i += 1 }
-        for j in 0 ..< payloadCount { buffer[i] = payloadStorage[j]; i += 1 }
+        withPath { UnsafeMutableRawBufferPointer(rebasing: buffer[i ..< i + $0.count]).copyMemory(from: $0) }
+        i += pathLength.byteCount
+        withPayload { UnsafeMutableRawBufferPointer(rebasing: buffer[i ..< i + $0.count]).copyMemory(from: $0) }
+        i += payloadCount
         return i
     }
 

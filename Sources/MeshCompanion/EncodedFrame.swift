@@ -105,7 +105,16 @@ public struct EncodedFrame: Sendable, Equatable, CustomStringConvertible {
 
     mutating func append(contentsOf bytes: some Collection<UInt8>) throws(CompanionEncodeError) {
         try reserve(bytes.count)
+        // Contiguous bytes (arrays, slices) are copied without a witness call per byte: callers
+        // in other modules get this unspecialised (a companion logs every packet it hears).
+        if bytes.withContiguousStorageIfAvailable({ append(copying: $0) }) != nil { return }
         for b in bytes { try append(b) }
+    }
+
+    /// Appends bytes the caller has made room for (`reserve`).
+    private mutating func append(copying bytes: UnsafeBufferPointer<UInt8>) {
+        for i in 0..<bytes.count { storage[EncodedFrame.headerSize + count + i] = bytes[i] }
+        count += bytes.count
     }
 
     mutating func append(raw bytes: UnsafeRawBufferPointer) throws(CompanionEncodeError) {

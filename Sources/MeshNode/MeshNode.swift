@@ -162,7 +162,10 @@ open class MeshNode: Node {
         // Logged before parsing, as `Dispatcher::checkRecv` calls `logRxRaw`: a companion's app
         // sees what its radio heard even where the firmware then drops it.
         onRawReceived(bytes, snr: snr, rssi: rssi)
-        guard var packet = try? Packet(bytes: bytes) else { return }
+        // Parsed from the array's bytes directly (the generic `Packet(bytes:)` is not specialised
+        // across modules).
+        // A constant (the direct relay below changes a copy), so it is not copied to be passed on.
+        guard let packet = bytes.withUnsafeBytes({ try? Packet(parsing: $0) }) else { return }
         if packet.routeType.isFlood { radio.recvFlood &+= 1 } else { radio.recvDirect &+= 1 }
         onReceive(packet)
         // The hash is the same for every receiver of one transmission: the air computes it once.
@@ -186,11 +189,12 @@ open class MeshNode: Node {
         if isDirect && hops > 0 {
             // In transit. Early ACK: anyone on the route may see its own ACK go by.
             if type == .ack { _ = onAck(Array(packet.payload.prefix(4)), arrival: arrival()) }
-            if packet.firstHopMatches(publicKey.bytes) && allowForward(packet) {
+            if packet.firstHopMatches(key: publicKey) && allowForward(packet) {
                 if seen.checkAndInsert(hash) { radio.directDups &+= 1; return }
-                guard (try? packet.removeFirstHop()) != nil else { return }
-                let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * directDelayFactor)
-                enqueue(packet.bytes, priority: 0, delay: rng.between(0, 5 * t))
+                var next = packet
+                guard (try? next.removeFirstHop()) != nil else { return }
+                let t = UInt64(Double(radio.airtime(next.pathLength.byteCount + next.payloadCount + 2)) * directDelayFactor)
+                enqueue(next.bytes, priority: 0, delay: rng.between(0, 5 * t), hash: hash)
             }
             return
         }
@@ -235,14 +239,18 @@ open class MeshNode: Node {
             return // reserved types: dropped, never forwarded
         }
         if consumed || !packet.routeType.isFlood { return }
-        relayFlood(packet)
+        relayFlood(packet, hash: hash)
     }
 
-    private func relayFlood(_ packet: Packet) {
+    /// `hash`: the received packet's, if known; a TRACE's (which covers the path length) is not passed on.
+    private func relayFlood(_ packet: Packet, hash: UInt64? = nil) {
         var packet = packet
-        guard allowForward(packet), (try? packet.appendHop(publicKey.bytes.prefix(packet.pathLength.hashSize))) != nil else { return }
+        guard allowForward(packet), (try? packet.appendHop(key: publicKey)) != nil else { return }
         let t = UInt64(Double(radio.airtime(packet.pathLength.byteCount + packet.payloadCount + 2)) * floodDelayFactor)
-        enqueue(packet.bytes, priority: UInt8(min(255, packet.pathLength.hopCount)), delay: rng.between(0, 5 * t))
+        // The hash covers neither the route nor the path (except a TRACE's path length), so the
+        // relayed packet's is the received one's.
+        enqueue(packet.bytes, priority: UInt8(min(255, packet.pathLength.hopCount)), delay: rng.between(0, 5 * t),
+                hash: packet.payloadType == .trace ? nil : hash)
     }
 
     /// A held datagram, now that its secret is known (or refused): the rest of its reception.
@@ -313,8 +321,9 @@ open class MeshNode: Node {
     /// Queues a built packet, marking it seen so our own echoes are ignored.
     @discardableResult
     func send(_ packet: Packet, priority: UInt8, delay: UInt64) -> Bool {
-        _ = seen.checkAndInsert(packet.hash.value)
-        return enqueue(packet.bytes, priority: priority, delay: delay)
+        let hash = packet.hash.value
+        _ = seen.checkAndInsert(hash)
+        return enqueue(packet.bytes, priority: priority, delay: delay, hash: hash)
     }
 
     /// Floods a payload (`sendFlood`): FLOOD, or TRANSPORT_FLOOD with the scope's code.

@@ -11,7 +11,13 @@ public enum NodeRole: String, Sendable {
 /// `Air` (the simulator's, or one real radio's). Roles subclass this.
 open class Node {
     /// The air this node transmits into, with the clock and event queue that drive it.
-    public unowned let mesh: Air
+    ///
+    /// unowned(unsafe): every air keeps the nodes registered with it (SimMesh's `nodes`,
+    /// RadioAir's `node`), and a node runs only from its air's scheduler or from the host that
+    /// holds the air, so the air is alive whenever a node reads this. It is read on every event
+    /// (`mesh.now`, `mesh.scheduler`), and the checked `unowned` load (an atomic reference-count
+    /// check and a release each time) was a measurable share of a simulator run.
+    public unowned(unsafe) let mesh: Air
     public private(set) var index: Int = 0
     public var name: String
     public let role: NodeRole
@@ -70,11 +76,14 @@ open class Node {
     /// Queues a raw packet to go on air `delay` ms from now. Lower `priority` goes first.
     /// Returns false if the pool is full (the packet is dropped, as in the firmware).
     @discardableResult
-    public func enqueue(_ bytes: [UInt8], priority: UInt8, delay: UInt64 = 0) -> Bool {
+    /// `hash`, when the caller knows it, is the packet's hash (`PacketHash`), which the air may
+    /// hand to the receivers instead of computing it again (a relay's packet has the hash of the
+    /// one it received).
+    public func enqueue(_ bytes: [UInt8], priority: UInt8, delay: UInt64 = 0, hash: UInt64? = nil) -> Bool {
         guard powered else { return false }
         if radio.queue.count >= radio.poolSize { radio.dropped &+= 1; return false }
         radio.seq &+= 1
-        radio.queue.append(Outbound(bytes: bytes, priority: priority, at: mesh.now &+ delay, seq: radio.seq))
+        radio.queue.append(Outbound(bytes: bytes, priority: priority, at: mesh.now &+ delay, seq: radio.seq, hash: hash))
         serviceQueue()
         return true
     }
@@ -83,13 +92,28 @@ open class Node {
         if t >= radio.wakeAt && radio.wakeAt > mesh.now { return }
         radio.wakeAt = t
         radio.wakeToken &+= 1
-        let token = radio.wakeToken
-        // unowned(unsafe): the scheduler belongs to the mesh, which keeps its nodes.
-        mesh.scheduler.schedule(at: t) { [unowned(unsafe) self] in
-            guard self.radio.wakeToken == token else { return }
-            self.radio.wakeAt = .max
-            self.serviceQueue()
+        mesh.scheduler.schedule(at: t, self, token: radio.wakeToken)
+    }
+
+    /// The token of the timer at the end of a transmission (wake-ups count up from 1).
+    static let transmissionEndToken = UInt64.max
+
+    /// The radio's timers, run by the scheduler without a closure (the most frequent events): the
+    /// end of a transmission, or a wake-up (stale once a later one replaced it).
+    func timerFired(_ token: UInt64) {
+        if token == Node.transmissionEndToken {
+            radio.refill(now: mesh.now)
+            if radio.budget < 100 {
+                let wait = UInt64(((100 - radio.budget) / radio.duty).rounded(.up))
+                wake(at: mesh.now &+ wait)
+            } else {
+                serviceQueue()
+            }
+            return
         }
+        guard radio.wakeToken == token else { return }
+        radio.wakeAt = .max
+        serviceQueue()
     }
 
     func serviceQueue() {
@@ -104,7 +128,7 @@ open class Node {
         }
         // Duty-cycle budget.
         radio.refill(now: now)
-        let maxAir = Double(radio.airtime(255)) / 2
+        let maxAir = Double(radio.largestPacketAirtime) / 2
         if radio.budget < maxAir {
             let wait = UInt64(((maxAir - radio.budget) / radio.duty).rounded(.up))
             wake(at: now &+ max(1, wait)); return
@@ -137,16 +161,9 @@ open class Node {
         if let h = p.bytes.first {
             if h & 0x03 == 0 || h & 0x03 == 1 { radio.sentFlood &+= 1 } else { radio.sentDirect &+= 1 }
         }
+        radio.txHash = p.hash
         mesh.transmit(from: self, bytes: p.bytes, airtime: air)
-        mesh.scheduler.schedule(at: radio.txUntil) { [unowned(unsafe) self] in
-            self.radio.refill(now: self.mesh.now)
-            if self.radio.budget < 100 {
-                let wait = UInt64(((100 - self.radio.budget) / self.radio.duty).rounded(.up))
-                self.wake(at: self.mesh.now &+ wait)
-            } else {
-                self.serviceQueue()
-            }
-        }
+        mesh.scheduler.schedule(at: radio.txUntil, self, token: Node.transmissionEndToken)
     }
 
     /// Power cycle: the outbound queue is lost; `boot()` runs after `downtime` ms.

@@ -20,6 +20,8 @@ struct Outbound {
     var priority: UInt8
     var at: UInt64
     var seq: UInt64
+    /// The packet's hash, if the node knew it when queueing.
+    var hash: UInt64? = nil
 }
 
 /// The radio half of a node: outbound priority queue (fixed pool, dropped when full), retransmit
@@ -37,6 +39,8 @@ public final class Radio {
     /// without a scan.
     private(set) var queueDueAt: UInt64 = .max
     var seq: UInt64 = 0
+    /// The hash of the packet last put on air, if the node knew it (see `Node.enqueue`).
+    public internal(set) var txHash: UInt64? = nil
     /// The radio is transmitting until this time.
     public internal(set) var txUntil: UInt64 = 0
     /// A reception (preamble heard) is in progress until this time.
@@ -92,6 +96,14 @@ public final class Radio {
     /// Time on air in ms of an `n`-byte LoRa packet with these settings (Semtech formula,
     /// explicit header, CRC on; preamble 32 symbols for SF ≤ 8, else 16).
     public func airtime(_ n: Int) -> UInt32 { LoRa.airtimeMs(bytes: n, params: params) }
+
+    /// `airtime(255)`, kept with the settings it was computed for (the queue asks on every wake).
+    var largestPacketAirtime: UInt32 {
+        if largestAirtimeParams != params { largestAirtime = airtime(255); largestAirtimeParams = params }
+        return largestAirtime
+    }
+    private var largestAirtime: UInt32 = 0
+    private var largestAirtimeParams: RadioParams? = nil
 
     func refill(now: UInt64) {
         if now > budgetAt {

@@ -85,6 +85,9 @@ public final class SimMesh: Air {
             for i in receptions[sender.index].indices { receptions[sender.index][i].corrupted = true }
         }
         let channel = sender.radio.params
+        // The sender's node knew the packet's hash (its own packet, or one it relays): the
+        // receivers need not compute it.
+        let knownHash = sender.radio.txHash
         // Every reception of one transmission ends at the same time: one event finishes them all,
         // in link order (as one event each would, scheduled back to back).
         var ending: [(to: Int, id: UInt64, snr: Double)] = []
@@ -115,7 +118,7 @@ public final class SimMesh: Air {
         // is alive whenever it runs (and the hot path skips the unowned reference count).
         scheduler.schedule(at: end) { [unowned(unsafe) self] in
             self.delivering = true
-            self.deliveryHashMemo = nil
+            self.deliveryHashMemo = knownHash
             for r in ending { self.finishReception(to: r.to, id: r.id, bytes: bytes, snr: r.snr, airtime: airtime) }
             self.delivering = false
         }
@@ -128,7 +131,10 @@ public final class SimMesh: Air {
 
     public override func deliveryHash(_ compute: () -> UInt64) -> UInt64 {
         guard delivering else { return compute() }
-        if let h = deliveryHashMemo { return h }
+        if let h = deliveryHashMemo {
+            assert(h == compute(), "the hash a sender passed on is not the packet's")
+            return h
+        }
         let h = compute()
         deliveryHashMemo = h
         return h

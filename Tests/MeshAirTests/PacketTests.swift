@@ -51,6 +51,33 @@ import Testing
         #expect(throws: AirError.invalidField) { try q.appendHop([1, 2]) }
     }
 
+    /// The relay's key forms (what the nodes use) do what the byte forms do, for every hash size,
+    /// up to a full path.
+    @Test func keyFormsOfHopsMatchByteForms() throws {
+        let key = try #require(PublicKey((0..<32).map { UInt8(0xA0 &+ $0) }))
+        for size in 1...3 {
+            var a = try Packet(routeType: .flood, payloadType: .txtMsg, hashSize: size, payload: [1, 2, 3])
+            var b = a
+            while true {
+                let byBytes = Result { () throws(AirError) -> Void in try a.appendHop(key.bytes) }
+                let byKey = Result { () throws(AirError) -> Void in try b.appendHop(key: key) }
+                #expect(a == b)
+                if case .failure(let e) = byBytes {
+                    guard case .failure(let f) = byKey else { Issue.record("appendHop(key:) went past a full path"); break }
+                    #expect(e == f)
+                    break
+                }
+            }
+            #expect(a.pathLength.hopCount == 64 / size || a.pathLength.hopCount == AirLimits.maxHopCount)
+            var d = try Packet(routeType: .direct, payloadType: .txtMsg, hashSize: size, path: key.bytes.prefix(size) + [9, 9, 9].prefix(size), payload: [1])
+            #expect(d.firstHopMatches(key: key) && d.firstHopMatches(key.bytes))
+            try d.removeFirstHop()
+            #expect(!d.firstHopMatches(key: key) && !d.firstHopMatches(key.bytes))
+            try d.removeFirstHop()
+            #expect(!d.firstHopMatches(key: key) && !d.firstHopMatches(key.bytes))
+        }
+    }
+
     @Test func pathLengthEncoding() throws {
         #expect(try PathLength(encoded: 0x00).byteCount == 0)
         let a = try PathLength(encoded: 0x05)

@@ -24,6 +24,17 @@ import Testing
         #expect(first == second)
     }
 
+    /// The counters of two small seeded runs, as the simulator gave them before its speed work of
+    /// 2026-11-28 (and `pocketmesh sim-bench --nodes 40 --companions 8 --seconds 600 --messages 60
+    /// --seed 7`, or `--seed 3 --collisions`, prints): a change that alters what a seed does, even
+    /// one meant only to make the simulator faster, fails here. If a change to the model is meant
+    /// to alter them, re-measure bench/README.md's simulator numbers with the new values.
+    /// Order: virtual s, packets on air, receptions, sent, acked, first flood, direct, events, refused.
+    @Test func countersOfASeedArePinned() throws {
+        #expect(try run(seed: 7) == [600, 3505, 12137, 60, 60, 23, 37, 14436, 0])
+        #expect(try run(seed: 3, collisions: true) == [600, 1733, 3966, 60, 16, 40, 20, 5786, 0])
+    }
+
     @Test func seedsDiffer() throws {
         let one = try run(seed: 1), two = try run(seed: 2)
         #expect(one != two)

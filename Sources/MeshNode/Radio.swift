@@ -27,7 +27,7 @@ struct Outbound {
 /// The radio half of a node: outbound priority queue (fixed pool, dropped when full), retransmit
 /// scheduling, listen-before-talk and the duty-cycle token bucket (`Dispatcher` in the firmware).
 public final class Radio {
-    public var params = RadioParams()
+    public var params = RadioParams() { didSet { largestPacketAirtime = airtime(255) } }
     /// Packet pool size: 16 on companions, 32 on repeaters.
     public let poolSize: Int
     /// Duty cycle = 1 / (1 + airtimeFactor).
@@ -64,8 +64,10 @@ public final class Radio {
     public var rxAirMs: UInt64 = 0
     public internal(set) var dropped: UInt32 = 0
     public var errEvents: UInt16 = 0
-    public internal(set) var lastSNR: Double = 0
-    public internal(set) var lastRSSI: Int = 0
+    /// SNR and RSSI of the last packet heard.
+    public internal(set) var lastHeard: (snr: Double, rssi: Int) = (0, 0)
+    public internal(set) var lastSNR: Double { get { lastHeard.snr } set { lastHeard.snr = newValue } }
+    public internal(set) var lastRSSI: Int { get { lastHeard.rssi } set { lastHeard.rssi = newValue } }
     public internal(set) var directDups: UInt16 = 0
     public internal(set) var floodDups: UInt16 = 0
     /// What the driver of a real radio recovered from (`stats-recovery`); nil on the simulated air.
@@ -97,13 +99,8 @@ public final class Radio {
     /// explicit header, CRC on; preamble 32 symbols for SF ≤ 8, else 16).
     public func airtime(_ n: Int) -> UInt32 { LoRa.airtimeMs(bytes: n, params: params) }
 
-    /// `airtime(255)`, kept with the settings it was computed for (the queue asks on every wake).
-    var largestPacketAirtime: UInt32 {
-        if largestAirtimeParams != params { largestAirtime = airtime(255); largestAirtimeParams = params }
-        return largestAirtime
-    }
-    private var largestAirtime: UInt32 = 0
-    private var largestAirtimeParams: RadioParams? = nil
+    /// `airtime(255)` with the current settings (the queue asks on every wake): made again when they change.
+    private(set) var largestPacketAirtime: UInt32 = LoRa.airtimeMs(bytes: 255, params: RadioParams())
 
     func refill(now: UInt64) {
         if now > budgetAt {

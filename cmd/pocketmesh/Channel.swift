@@ -18,8 +18,6 @@ struct Channel: ParsableCommand, Stateless {
         func run(_ args: OperationValues) throws {
             let link = LinkOptions(args)
             let split = args.flag("split")
-            let channel = args.string("channel") ?? ""
-            let text = args.strings("text") ?? []
             guard split else { return try runRadioCommand(args) }
             // Each part is the whole text's request with its own text (checked once, by the table).
             guard case .channelSend(let channel, let whole, let waitMs) = try request(args) else { return }
@@ -29,7 +27,6 @@ struct Channel: ParsableCommand, Stateless {
                          request: { .channelSend(channel, text: $0, repeatsWaitMs: waitMs) }, render: { self.text($0, args) })
         }
         func text(_ v: Value, _ args: OperationValues) -> String {
-            let channel = args.string("channel") ?? ""
             let heard = v["heard_repeats"]?.intValue.map { ", heard \($0) repeat\($0 == 1 ? "" : "s")" } ?? ""
             return "sent to channel \(v["index"]?.intValue ?? v["channel"]?.intValue ?? 0) (\(v["name"]?.stringValue ?? ""))\(heard)"
         }

@@ -157,7 +157,10 @@ public struct OperationValues: Sendable {
         func inRange(_ d: Double, _ out: Value) throws(ClientError) -> Value {
             guard let r = a.range, !r.contains(d) else { return out }
             let lo = Value.formatDouble(r.lowerBound)
-            throw wrong((r.upperBound.isInfinite ? "must be at least \(lo)" : "must be \(lo) to \(Value.formatDouble(r.upperBound))")
+            let hi = Value.formatDouble(r.upperBound)
+            // Two whole numbers side by side are a choice: "must be 13 or 14".
+            let pair = a.type == .integer && r.upperBound == r.lowerBound + 1
+            throw wrong((r.upperBound.isInfinite ? "must be at least \(lo)" : pair ? "must be \(lo) or \(hi)" : "must be \(lo) to \(hi)")
                         + ", not \(Value.formatDouble(d)).")
         }
         let shown: String

@@ -51,8 +51,9 @@ extension CommandLineParsing {
                         #expect(!m.contains("must be"), "\(row.cli) \(a.display) \(shown(edge)): \(m)")
                     }
                     let below = r.lowerBound - step
+                    let pair = a.type == .integer && r.upperBound == r.lowerBound + 1
                     let limits = r.upperBound.isInfinite ? "at least \(Value.formatDouble(r.lowerBound))"
-                                                     : "\(Value.formatDouble(r.lowerBound)) to \(Value.formatDouble(r.upperBound))"
+                        : "\(Value.formatDouble(r.lowerBound)) \(pair ? "or" : "to") \(Value.formatDouble(r.upperBound))"
                     let name = a.kind == .positional ? "<\(a.name)>" : "--\(a.name)"
                     // A value below the range: `--x=-1` so that it is not read as an option.
                     let given = a.kind == .positional ? ["--", shown(below)] : ["--\(a.name)=\(shown(below))"]

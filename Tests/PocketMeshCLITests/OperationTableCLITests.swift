@@ -61,7 +61,7 @@ extension CommandLineParsing {
             do { _ = try CommandParser.parse(args); return "" } catch { return "\(error)" }
         }
         #expect(message(["sim", "--air-port", "70000"]) == "--air-port must be 1 to 65535, not 70000.")
-        #expect(message(["sim-bench", "--protocol", "300"]) == "--protocol must be 13 to 14, not 300.")
+        #expect(message(["sim-bench", "--protocol", "300"]) == "--protocol must be 13 or 14, not 300.")
         #expect(message(["history", "x", "--before=-1"]) == "--before must be at least 0, not -1.")
         #expect(message(["daemon", "--tcp", "h:1", "--hook-concurrency", "65"]) == "--hook-concurrency must be 1 to 64, not 65.")
         // node's own checks of its numbers are the rows' now (and its role's, the row's choices).

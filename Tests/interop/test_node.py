@@ -103,6 +103,11 @@ def test_companions_exchange_acknowledged_messages_through_the_linux_repeater(me
 def test_an_admin_logs_in_and_reads_status_neighbours_and_ver(mesh):
     sim, node, _ = mesh
     a = sim.port("sim0")
+    # The repeater is a contact once its advert is heard (also when this test runs alone).
+    assert pm(a, "advert", "--flood").returncode == 0
+    deadline = time.time() + 30
+    while "LinuxRpt" not in {c["name"] for c in js(a, "contacts")} and time.time() < deadline:
+        time.sleep(0.5)
     assert pm(a, "login", "LinuxRpt", "-p", "wrong").returncode != 0
     cp = pm(a, "--json", "login", "LinuxRpt", "-p", "s3cret")
     assert cp.returncode == 0 and json.loads(cp.stdout)["admin"] is True, cp.stdout + cp.stderr

@@ -17,17 +17,7 @@ extension NodeCommand {
         var sf: Int? { args.whole("sf") }
         var cr: Int? { args.whole("cr") }
         var txPower: Int? { args.whole("tx-power") }
-        var gpiochip: String? { args.string("gpiochip") }
-        var irq: Int? { args.whole("irq") }
-        var reset: Int? { args.whole("reset") }
-        var busy: Int? { args.whole("busy") }
-        var rxen: Int? { args.whole("rxen") }
-        var txen: Int? { args.whole("txen") }
-        var tcxo: Double? { args.number("tcxo") }
-        var dio2RfSwitch: Bool { args.flag("dio2-rf-switch") }
         var hat: String? { args.string("hat") }
-        var cs: Int? { args.whole("cs") }
-        var holdHigh: [Int] { args.wholes("hold-high") }
         var noTransmit: Bool { args.flag("no-transmit") }
 
         func run(_ args: OperationValues) throws {
@@ -40,8 +30,7 @@ extension NodeCommand {
             case .air: throw ValidationError("node check is for kiss: and sx1262 radios (the simulator's air needs no check)")
             case let .kiss(path, speed): steps = try kiss(path: path, speed: speed, params: params)
             case let .sx1262(bus):
-                let r = try SX1262Pins.resolve(spidev: bus, hat: hat, gpiochip: gpiochip, irq: irq, reset: reset, busy: busy, cs: cs, rxen: rxen,
-                                               txen: txen, holdHigh: holdHigh, tcxo: tcxo, dio2RfSwitch: dio2RfSwitch)
+                let r = try SX1262Pins.resolve(spidev: bus, args)
                 guard SX1262.modulation(params) != nil else { throw ValidationError(SX1262ParamError().description) }
                 steps = try sx1262(spidev: r.spidev, pins: r.pins, params: params)
             }

@@ -36,17 +36,7 @@ struct NodeCommand: ParsableCommand, Stateless {
         var companionListen: String? { args.string("companion-listen") }
         var batterySensor: String? { args.string("battery-sensor") }
         var temperatureSensor: String? { args.string("temperature-sensor") }
-        var gpiochip: String? { args.string("gpiochip") }
-        var irq: Int? { args.whole("irq") }
-        var reset: Int? { args.whole("reset") }
-        var busy: Int? { args.whole("busy") }
-        var rxen: Int? { args.whole("rxen") }
-        var txen: Int? { args.whole("txen") }
-        var tcxo: Double? { args.number("tcxo") }
-        var dio2RfSwitch: Bool { args.flag("dio2-rf-switch") }
         var hat: String? { args.string("hat") }
-        var cs: Int? { args.whole("cs") }
-        var holdHigh: [Int] { args.wholes("hold-high") }
         var seconds: Double? { args.number("for") }
         var observer: ObserverOptions { ObserverOptions(args) }
 
@@ -111,8 +101,7 @@ struct NodeCommand: ParsableCommand, Stateless {
             var spec = try NodeRadioSpec(parsing: radio!)
             var pins: SX1262Pins? = nil
             if case let .sx1262(bus) = spec {
-                let r = try SX1262Pins.resolve(spidev: bus, hat: hat, gpiochip: gpiochip, irq: irq, reset: reset, busy: busy, cs: cs, rxen: rxen,
-                                               txen: txen, holdHigh: holdHigh, tcxo: tcxo, dio2RfSwitch: dio2RfSwitch)
+                let r = try SX1262Pins.resolve(spidev: bus, args)
                 spec = .sx1262(spidev: r.spidev)
                 pins = r.pins
             }

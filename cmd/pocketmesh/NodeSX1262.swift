@@ -1,6 +1,7 @@
 import Glibc
 import MeshLink
 import MeshNode
+import MeshOps
 import MeshSession
 
 /// Where an SX1262 HAT's pins are: GPIO line offsets on one chip (a path, gpiochipN or a label),
@@ -20,6 +21,13 @@ struct SX1262Pins: Equatable {
     var dio2RfSwitch = false
 
     /// The SPI device and pins from `--hat` and the pin options (an option wins over the preset).
+    /// The pins as `node run` and `node check` take them (`--hat`, `--gpiochip`, `--irq`, ...).
+    static func resolve(spidev: String?, _ a: OperationValues) throws -> (spidev: String, pins: SX1262Pins) {
+        try resolve(spidev: spidev, hat: a.string("hat"), gpiochip: a.string("gpiochip"), irq: a.whole("irq"), reset: a.whole("reset"),
+                    busy: a.whole("busy"), cs: a.whole("cs"), rxen: a.whole("rxen"), txen: a.whole("txen"),
+                    holdHigh: a.wholes("hold-high"), tcxo: a.number("tcxo"), dio2RfSwitch: a.flag("dio2-rf-switch"))
+    }
+
     static func resolve(spidev: String?, hat name: String?, gpiochip: String?, irq: Int?, reset: Int?, busy: Int?, cs: Int?,
                         rxen: Int?, txen: Int?, holdHigh: [Int], tcxo: Double?, dio2RfSwitch: Bool) throws -> (spidev: String, pins: SX1262Pins) {
         var hat: SX1262Hat? = nil

@@ -57,8 +57,8 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             for (k, v) in pairs { fields[k] = v }
             do throws(ClientError) {
                 let request = try Request(apiOp: r.name, fields: fields)
-                if let least = Request.operationClass(apiOp: r.name) {
-                    fuzzCheck(least <= request.operationClass, "a request's class is at least its op's")
+                if let row = OperationTable.row(api: r.name), let least = row.opClass {
+                    fuzzCheck(least <= row.operationClass(of: request), "a request's class is at least its op's")
                 }
             } catch {
                 fuzzCheck(error.kind == .usage, "bad fields are a usage error")

@@ -244,7 +244,8 @@ final class LoopClient {
             $0.environment["WATCHDOG_USEC"] = "200000"
         }
         defer { d.shutdown() }
-        d.loop.addTimer(after: 300) { d.stopping = true }
+        // WATCHDOG=1 every 100 ms: 1.5 s leave room for a loaded machine to send at least two.
+        d.loop.addTimer(after: 1500) { d.stopping = true }
         #expect(d.run() == 0)
         var messages: [String] = []
         var buf = [UInt8](repeating: 0, count: 4096)

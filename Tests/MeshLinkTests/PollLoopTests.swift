@@ -80,16 +80,27 @@ import Testing
     /// The process has one signal handler, which writes to the pipe of the loop that asked last:
     /// a signal another loop asked for (a daemon test's SIGCHLD, in a test process) is not this
     /// loop's to report.
+    /// (A daemon test running beside it in this process can ask for its own signals in between and
+    /// so take the handler: such an attempt is tried again, at most three times; SIGUSR1 is never
+    /// reported whatever happens.)
     @Test func aSignalAnotherLoopAskedForIsPassedOver() throws {
-        let other = PollLoop()
-        try other.handleSignals([SIGUSR1])
-        defer { other.restoreSignals() }
-        let loop = PollLoop()
-        try loop.handleSignals([SIGUSR2])
-        defer { loop.restoreSignals() }
-        loop.addTimer(after: 5) { raise(SIGUSR1) }
-        loop.addTimer(after: 30) { raise(SIGUSR2) }
-        #expect(loop.run(until: monotonicMilliseconds() + 5000) == .signal(SIGUSR2))
+        func attempt() throws -> PollLoop.StopReason {
+            let other = PollLoop()
+            try other.handleSignals([SIGUSR1])
+            defer { other.restoreSignals() }
+            let loop = PollLoop()
+            try loop.handleSignals([SIGUSR2])
+            defer { loop.restoreSignals() }
+            loop.addTimer(after: 5) { raise(SIGUSR1) }
+            loop.addTimer(after: 30) { raise(SIGUSR2) }
+            return loop.run(until: monotonicMilliseconds() + 2000)
+        }
+        var reasons: [PollLoop.StopReason] = []
+        for _ in 0..<3 {
+            reasons.append(try attempt())
+            if reasons.last == .signal(SIGUSR2) { break }
+        }
+        #expect(!reasons.contains(.signal(SIGUSR1)) && reasons.last == .signal(SIGUSR2), "\(reasons)")
     }
 
     final class PipePart: PollPart {

@@ -21,6 +21,6 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 "$VENV/bin/pip" install -q --disable-pip-version-check \
-  pytest==9.0.3 pytest-xdist==3.8.0 openhop-core==1.1.3 meshcore==2.3.17 meshcore-cli==1.6.6 meshcoredecoder==0.3.2 \
+  pytest==9.0.3 pytest-xdist==3.8.0 pytest-timeout==2.4.0 openhop-core==1.1.3 meshcore==2.3.17 meshcore-cli==1.6.6 meshcoredecoder==0.3.2 \
   paho-mqtt==2.1.0 amqtt==0.12.1 jsonschema==4.26.0 PyNaCl==1.6.2
 echo "setup: system packages and $VENV ready."

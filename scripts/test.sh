@@ -41,7 +41,8 @@ export POCKETMESH_VENV="${POCKETMESH_VENV:-$PWD/.venv-interop}"
 PY="$POCKETMESH_VENV/bin/python"
 # Parallel workers for the interop tests: they mostly wait for processes and sockets.
 WORKERS="${POCKETMESH_TEST_WORKERS:-4}"
-PYTEST=("$PY" -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadfile)
+# Each interop test has a time limit (pytest-timeout): one that hangs fails and names itself.
+PYTEST=("$PY" -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadfile --timeout "${POCKETMESH_INTEROP_TEST_LIMIT:-300}")
 
 declare -a STAGES=() RESULTS=()
 START=$SECONDS
@@ -94,10 +95,36 @@ fi
 record build passed $((SECONDS - t0))
 export POCKETMESH_BIN="$PWD/.build/debug/pocketmesh"
 
-stage swift swift test --skip-build
+# Every stage has a time limit: a test that hangs fails its stage (and names itself) instead of
+# holding CI until its own limit. (timeout signals the whole process group.)
+limited() {  # limited SECONDS COMMAND...
+  local secs="$1" status=0
+  shift
+  timeout --kill-after=20 "$secs" "$@" || status=$?
+  if [ $status -eq 124 ] || [ $status -eq 137 ]; then echo "stopped after its limit of $secs s" >&2; fi
+  return $status
+}
+# The Swift tests: on a timeout, the tests that had started and not ended are named.
+swift_tests() {
+  local log status=0
+  log="$(mktemp)"
+  # (errexit is off here: stage runs this function as `swift_tests || status=$?`)
+  limited "${POCKETMESH_SWIFT_TEST_LIMIT:-900}" swift test --skip-build 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  if [ $status -eq 124 ] || [ $status -eq 137 ]; then
+    echo "tests that started and did not end:" >&2
+    sed -n 's/.*◇ Test \([^ ]*\) started.*/\1/p' "$log" | sort -u > "$log.started"
+    sed -n 's/.*[✔✘] Test \([^ ]*\) .*/\1/p' "$log" | sort -u > "$log.ended"
+    comm -23 "$log.started" "$log.ended" | sed 's/^/  /' >&2
+    rm -f "$log.started" "$log.ended"
+  fi
+  rm -f "$log"
+  return $status
+}
+stage swift swift_tests
 
 if [ -x Tests/umockdev/run.sh ]; then
-  stage umockdev bash Tests/umockdev/run.sh
+  stage umockdev limited 600 bash Tests/umockdev/run.sh
 fi
 
 # The fuzz run (CPU-bound, one process at a time) goes on beside the interop tests (which mostly
@@ -110,7 +137,7 @@ if [ -x fuzz/run.sh ]; then
 fi
 
 if [ -d Tests/interop ]; then
-  stage interop "${PYTEST[@]}" Tests/interop
+  stage interop limited "${POCKETMESH_INTEROP_LIMIT:-1500}" "${PYTEST[@]}" Tests/interop
 fi
 
 if [ -n "$FUZZ_PID" ]; then
@@ -133,7 +160,7 @@ swift60() {
     return 1
   fi
   grep -E '^Swift version|^Build complete' "$SWIFT60_LOG" || true
-  bash scripts/test-swift6.0.sh --run > "$SWIFT60_LOG" 2>&1 || { tail -80 "$SWIFT60_LOG"; echo "the Swift tests failed with Swift 6.0.3" >&2; return 1; }
+  limited "${POCKETMESH_SWIFT_TEST_LIMIT:-900}" bash scripts/test-swift6.0.sh --run > "$SWIFT60_LOG" 2>&1 || { tail -80 "$SWIFT60_LOG"; echo "the Swift tests failed with Swift 6.0.3" >&2; return 1; }
   grep -E '✘|Test run with' "$SWIFT60_LOG" | grep -v ' skipped' || true
 }
 if [ -n "$SWIFT60_PID" ]; then

@@ -6,6 +6,10 @@ import MeshOps
 /// The systemd notification protocol (`sd_notify(3)`), by hand: one datagram of `KEY=value` lines
 /// to the `AF_UNIX` socket named by `$NOTIFY_SOCKET` (a leading "@" means the abstract namespace).
 /// Without `$NOTIFY_SOCKET` every call is a no-op.
+///
+/// A notification never blocks the daemon: the socket is non-blocking, so a receiver whose queue
+/// is full (a service manager that is stuck, or a test that does not read) costs the notification,
+/// never the loop. A READY=1 that could not be sent is sent again with the next status.
 public final class SystemdNotify {
     public let socketPath: String?
     /// Half of `$WATCHDOG_USEC`, in milliseconds, when the service has a watchdog for this process.
@@ -13,6 +17,7 @@ public final class SystemdNotify {
     private var fd: Int32 = -1
     private var nextWatchdog: UInt64 = 0
     public private(set) var sentReady = false
+    private var pendingReady: String?
 
     public init(environment: [String: String]) {
         let path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
@@ -28,7 +33,7 @@ public final class SystemdNotify {
         }
         watchdogIntervalMS = path == nil ? nil : interval
         if path != nil {
-            fd = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec, 0)
+            fd = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
         }
     }
 
@@ -44,23 +49,27 @@ public final class SystemdNotify {
         let n = bytes.withUnsafeBytes { buf in
             withUnsafePointer(to: &addr) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, buf.baseAddress, buf.count, SocketFlags.noSignal, $0, len)
+                    sendto(fd, buf.baseAddress, buf.count, SocketFlags.noSignal | SocketFlags.dontWait, $0, len)
                 }
             }
         }
         return n == bytes.count
     }
 
+    /// READY=1 with the status; until it could be sent, each later status and watchdog tick tries
+    /// it again (with the newest status).
     public func ready(status: String) {
         if !sentReady {
-            sentReady = true
-            notify("READY=1\nSTATUS=\(status)")
+            pendingReady = status
+            if notify("READY=1\nSTATUS=\(status)") { sentReady = true; pendingReady = nil }
         } else {
             notify("STATUS=\(status)")
         }
     }
 
-    public func status(_ text: String) { notify("STATUS=\(text)") }
+    public func status(_ text: String) {
+        if pendingReady != nil { ready(status: text) } else { notify("STATUS=\(text)") }
+    }
 
     public func stopping() { notify("STOPPING=1") }
 
@@ -68,6 +77,7 @@ public final class SystemdNotify {
     public func tick(now: UInt64) -> UInt64? {
         guard let interval = watchdogIntervalMS, enabled else { return nil }
         if now >= nextWatchdog {
+            if let status = pendingReady { ready(status: status) }
             notify("WATCHDOG=1")
             nextWatchdog = now + interval
         }

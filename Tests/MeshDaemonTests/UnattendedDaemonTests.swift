@@ -244,20 +244,62 @@ final class LoopClient {
             $0.environment["WATCHDOG_USEC"] = "200000"
         }
         defer { d.shutdown() }
-        // WATCHDOG=1 every 100 ms: 1.5 s leave room for a loaded machine to send at least two.
+        // WATCHDOG=1 every 100 ms: 1.5 s leave room for a loaded machine to send at least two. The
+        // socket is read as the daemon runs, as a service manager does (its queue holds 10).
+        var messages: [String] = []
+        func drain() { messages += receivedDatagrams(n) }
+        func drainEvery50ms() { d.loop.addTimer(after: 50) { drain(); drainEvery50ms() } }
+        drainEvery50ms()
         d.loop.addTimer(after: 1500) { d.stopping = true }
         #expect(d.run() == 0)
-        var messages: [String] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let k = buf.withUnsafeMutableBytes { recv(n, $0.baseAddress, $0.count, 0) }
-            if k <= 0 { break }
-            messages.append(String(decoding: buf[0..<k], as: UTF8.self))
-        }
+        drain()
         #expect(messages.first?.hasPrefix("READY=1\nSTATUS=serving the API") == true, "\(messages) \(log.lines)")
         #expect(messages.contains { $0.hasPrefix("STATUS=") && $0.contains("not connected") && $0.contains("does not exist") }, "\(messages)")
         #expect(messages.filter { $0 == "WATCHDOG=1" }.count >= 2, "\(messages)")
         #expect(messages.last == "STOPPING=1")
+    }
+
+    /// A notification socket whose queue is full (a service manager that is stuck) never holds the
+    /// daemon's loop: the notification is lost, not the loop, and READY=1 comes once there is room.
+    @Test func aNotifySocketThatIsNotReadNeverHoldsTheLoop() throws {
+        let dir = temporaryDirectory("pm-un")
+        defer { removeTree(dir) }
+        let path = dir + "/notify"
+        let n = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+        defer { close(n) }
+        guard case (var addr, let len)? = UnixSocket.address(path) else { Issue.record("address"); return }
+        let bound = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(n, $0, len) } }
+        #expect(bound == 0)
+        // Fill its queue from another socket until the kernel says it is full.
+        let filler = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+        defer { close(filler) }
+        var queued = 0
+        while queued < 100_000 {
+            let sent = withUnsafeMutablePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(filler, "x", 1, SocketFlags.dontWait, $0, len) }
+            }
+            if sent != 1 { break }
+            queued += 1
+        }
+        #expect(queued > 0 && queued < 100_000)
+        let (d, log) = try daemon(dir, link: "serial:" + dir + "/ttyNOPE") {
+            $0.environment["NOTIFY_SOCKET"] = path
+            $0.environment["WATCHDOG_USEC"] = "20000"
+        }
+        defer { d.shutdown() }
+        // Without the fix the loop blocks in its first send: a thread beside it empties the queue
+        // after 20 s, so that the test fails instead of hanging.
+        let rescue = Rescue(fd: n, after: 20)
+        defer { _ = rescue.fired() }
+        var drained: [String] = []
+        d.loop.addTimer(after: 300) { drained = receivedDatagrams(n) }
+        d.loop.addTimer(after: 800) { d.stopping = true }
+        #expect(d.run() == 0)
+        #expect(!rescue.fired(), "the daemon's loop was held by a full notification socket")
+        let later = receivedDatagrams(n)
+        #expect(drained.count >= queued, "\(drained.count) of \(queued)")
+        // Every queued datagram was the filler's; READY=1 came once there was room.
+        #expect(later.contains { $0.hasPrefix("READY=1\nSTATUS=") }, "\(later) \(log.lines)")
     }
 
     @Test func apiGroupParsingAndWhoGetsWhat() throws {
@@ -361,5 +403,62 @@ final class LoopClient {
         let refused = x.answer(d, r)
         #expect(refused?["error"]?["code"]?.string == "denied", "\(String(describing: refused))")
         #expect(log.lines.contains { $0.contains("api: refused uid \(geteuid())") })
+    }
+}
+
+/// Every datagram waiting on a non-blocking socket.
+func receivedDatagrams(_ fd: Int32) -> [String] {
+    var messages: [String] = []
+    var buf = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let k = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, SocketFlags.dontWait) }
+        if k <= 0 { break }
+        messages.append(String(decoding: buf[0..<k], as: UTF8.self))
+    }
+    return messages
+}
+
+/// A thread that empties a socket's queue after some seconds unless cancelled first (when the
+/// object goes): a test of a loop that must not block fails instead of hanging.
+final class Rescue: @unchecked Sendable {
+    private var lock = pthread_mutex_t()
+    private var done = false
+    private var didFire = false
+    private var thread: pthread_t?
+
+    init(fd: Int32, after seconds: Int) {
+        pthread_mutex_init(&lock, nil)
+        let box = Unmanaged.passRetained(RescueJob(rescue: self, fd: fd, seconds: seconds))
+        var t = pthread_t()
+        if pthread_create(&t, nil, { raw in
+            let job = Unmanaged<RescueJob>.fromOpaque(raw!).takeRetainedValue()
+            job.run()
+            return nil
+        }, box.toOpaque()) == 0 { thread = t } else { box.release() }
+    }
+
+    fileprivate func finished() -> Bool { pthread_mutex_lock(&lock); defer { pthread_mutex_unlock(&lock) }; return done }
+    fileprivate func fire() { pthread_mutex_lock(&lock); didFire = true; pthread_mutex_unlock(&lock) }
+
+    func fired() -> Bool {
+        pthread_mutex_lock(&lock); done = true; let f = didFire; pthread_mutex_unlock(&lock)
+        if let thread { pthread_join(thread, nil); self.thread = nil }
+        return f
+    }
+}
+
+private final class RescueJob {
+    let rescue: Rescue, fd: Int32, seconds: Int
+    init(rescue: Rescue, fd: Int32, seconds: Int) { self.rescue = rescue; self.fd = fd; self.seconds = seconds }
+    func run() {
+        for _ in 0..<(seconds * 20) {
+            if rescue.finished() { return }
+            usleep(50_000)
+        }
+        rescue.fire()
+        while !rescue.finished() {
+            _ = receivedDatagrams(fd)
+            usleep(10_000)
+        }
     }
 }

@@ -69,6 +69,8 @@ def test_samples_after_traffic(tmpdir_short):
         assert cp.returncode == 0 and " mV" in cp.stdout, cp.stdout + cp.stderr
         cp = run(tmp, "samples", "signal", *s0, "--limit", "2")
         assert cp.returncode == 0 and len(cp.stdout.splitlines()) == 2 and "SNR" in cp.stdout, cp.stdout + cp.stderr
+        cp = run(tmp, "samples", "signal", *s0, "--since", start - 1)
+        assert cp.returncode == 0 and " flood advert 0 hop(s) from " in cp.stdout, cp.stdout + cp.stderr
         cp = run(tmp, "samples", "signal", *s0, "--limit", "0")
         assert cp.returncode == 2, cp.stderr
 

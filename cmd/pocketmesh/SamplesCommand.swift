@@ -25,6 +25,10 @@ struct SamplesBattery: ParsableCommand {
     func run(_ args: OperationValues) throws { try showSamples(args, .battery) }
 }
 
+/// Payload type names (header bits 2-5), as the firmware's PAYLOAD_TYPE_ constants.
+private let payloadTypes = ["req", "response", "txt_msg", "ack", "advert", "grp_txt", "grp_data", "anon_req", "path",
+                            "trace", "multipart", "control"]
+
 func showSamples(_ args: OperationValues, _ kind: SampleRing.Kind) throws {
     let store = StoreSelection(args)
     let since = UInt32(clamping: args.whole("since") ?? 0)
@@ -64,7 +68,9 @@ func showSamples(_ args: OperationValues, _ kind: SampleRing.Kind) throws {
                 let snr = s["snr"]?.doubleValue ?? 0
                 let rssi = s["rssi"]?.int.map { " RSSI \($0) dBm" } ?? ""
                 var what = s["kind"]?.string ?? ""
-                if let route = s["route"]?.string { what += " \(route) type \(s["payload_type"]?.int ?? 0)" }
+                if let route = s["route"]?.string, let type = s["payload_type"]?.int {
+                    what += " \(route) " + (type < payloadTypes.count ? payloadTypes[Int(type)] : "type \(type)")
+                }
                 if let hops = s["hops"]?.int { what += " \(hops) hop(s)" }
                 if let from = s["from"]?.string { what += " from \(from)" }
                 print("\(t) SNR \(snr) dB\(rssi) \(what)")

@@ -23,7 +23,7 @@ extension OperationTable {
                                   "rak6421-slot1", "rak6421-slot2"]
     /// Every operation, in the order `pocketmesh --help` lists them.
     public static let rows: [Operation] = [
-        Operation("info", .read, api: .path, daemon: true, result: .json(.info),
+        Operation("info", .read, api: .path, daemon: .info, result: .json(.info),
                   help: "Show the radio's identity, radio settings and firmware.",
                   args: OperationArgument.link) { _ in .info },
         Operation("scan", nil, result: .json(.scan),
@@ -35,7 +35,7 @@ extension OperationTable {
                       .flag("all", help: "With --ble, list every advertiser, not only MeshCore-* ones."),
                       .flag("json", short: "j", help: "Stable machine-readable output (JSON)."),
                   ]),
-        Operation("contacts list", .read, api: "contacts", daemon: true, result: .json(.contactList),
+        Operation("contacts list", .read, api: "contacts", daemon: .contacts, result: .json(.contactList),
                   help: "List contacts.",
                   args: OperationArgument.link + [
                       .flag("geojson", commandLineOnly: true, help: "A GeoJSON FeatureCollection of the contacts that have a position (for geojson.io, QGIS, uMap)."),
@@ -97,13 +97,13 @@ extension OperationTable {
                   args: OperationArgument.link + [
                       .positional("contact", api: ["name"], help: "Contact name or hex key prefix."),
                   ]) { v in .contactURI(try v.required("contact")) },
-        Operation("contacts pending", .read, api: .path, daemon: true, result: .json(.contactsPending),
+        Operation("contacts pending", .read, api: .path, daemon: .contactsPending, result: .json(.contactsPending),
                   help: "List the adverts of nodes that are not contacts (with manual-add on), as the daemon heard them.",
                   discussion: "Needs the radio's daemon (`pocketmesh daemon`): it collects them while nobody looks.",
                   args: OperationArgument.store + [
                       .flag("clear", commandLineOnly: true, help: "Forget every pending advert (meshcore-cli's flush_pending; API: contacts_flush_pending)."),
                   ]),
-        Operation("contacts add-pending", .config, api: .path, daemon: true, result: .json(.contactAddPending),
+        Operation("contacts add-pending", .config, api: .path, daemon: .contactsAddPending, result: .json(.contactAddPending),
                   help: "Add a pending node as a contact, with its advert's data (type, name, location, advert time, path).",
                   args: [
                       .positional("prefix", help: "Hex key prefix or name, from `contacts pending`."),
@@ -135,7 +135,7 @@ extension OperationTable {
                   args: OperationArgument.link + [
                       .positional("contact", api: ["name"], help: "Node name or hex key prefix."),
                   ]) { v in .hasConnection(try v.required("contact")) },
-        Operation("send", .message, api: .path, daemon: true, result: .json(.send),
+        Operation("send", .message, api: .path, daemon: .send, result: .json(.send),
                   help: "Send a direct message and wait for its ACK (retrying, then flooding).",
                   discussion: "Exit code 4 when no ACK arrived after every attempt.",
                   args: OperationArgument.link + [
@@ -161,7 +161,7 @@ extension OperationTable {
                       .option("secret", value: "secret", help: "Secret, 32 hex digits."),
                       .flag("hashtag", help: "Hashtag channel: key = SHA-256(\"#name\")[0..16]."),
                   ]) { v in .channelSet(index: v.integer("index") ?? 0, name: try v.required("name"), secret: v.string("secret"), hashtag: v.flag("hashtag")) },
-        Operation("channel add", .config, api: .path, result: .json(.channelAdded),
+        Operation("channel add", .config, api: .path, result: .json(.channelAdded), secret: .fields(["uri"]),
                   help: "Add a channel in the first free slot (a #name is a hashtag channel; otherwise give --secret).",
                   args: OperationArgument.link + [
                       .positional("name", help: "Channel name."),
@@ -186,12 +186,12 @@ extension OperationTable {
                       .positional("channel", help: "Slot index or channel name."),
                       .positional("text", repeatable: true, help: "The text."),
                   ]) { v in .channelSend(try v.required("channel"), text: v.words("text") ?? "", repeatsWaitMs: Int((v.number("repeats-wait") ?? 0) * 1000)) },
-        Operation("channel uri", .read, api: .path, result: .json(.channelURI),
+        Operation("channel uri", .read, api: .path, result: .json(.channelURI), secret: .answer(["uri"]),
                   help: "Print a channel's link: meshcore://channel/add?name=…&secret=….",
                   args: OperationArgument.link + [
                       .positional("channel", help: "Slot index or channel name."),
                   ]) { v in .channelURI(try v.required("channel")) },
-        Operation("channel import", .config, api: .path, result: .json(.channelAdded),
+        Operation("channel import", .config, api: .path, result: .json(.channelAdded), secret: .fields(["uri"]),
                   help: "Add a channel from its meshcore://channel/add link (into the slot with its name, else the first free one).",
                   args: OperationArgument.link + [
                       .positional("uri", help: "meshcore://channel/add?name=…&secret=…."),
@@ -210,7 +210,7 @@ extension OperationTable {
                       .positional("data-type", type: .integer, range: 1...65535, help: "Data type 1–65535 (65280–65535 for development)."),
                       .positional("data", help: "The data as hex."),
                   ]) { v in .channelData(try v.required("channel"), dataType: v.integer("data-type") ?? 0, hex: try v.required("data")) },
-        Operation("sync", .message, api: .path, daemon: true, result: .json(.arrayOf(.message)),
+        Operation("sync", .message, api: .path, daemon: .sync, result: .json(.arrayOf(.message)),
                   help: "Fetch and print the messages waiting in the radio.",
                   args: OperationArgument.link) { _ in .sync },
         Operation("listen", .message, result: .jsonLines(.listenEvent),
@@ -351,7 +351,7 @@ extension OperationTable {
             }
             return .factoryReset
         },
-        Operation("raw", .admin, api: .path, result: .json(.rawReply),
+        Operation("raw", .admin, api: .path, result: .json(.rawReply), secret: .frames(["reply"]),
                   help: "Send one frame (hex) and print the reply frame (hex).",
                   args: OperationArgument.link + [
                       .positional("frame", api: ["hex"], help: "The frame payload as hex, e.g. 1603."),
@@ -448,23 +448,23 @@ extension OperationTable {
                       .positional("marker", help: ""),
                       .positional("command", optional: true, repeatable: true, remaining: true, help: ""),
                   ]),
-        Operation("hooks failed", .read, api: .path, daemon: true, result: .json(.hooksFailed),
+        Operation("hooks failed", .read, api: .path, daemon: .hooksFailed, result: .json(.hooksFailed),
                   help: "List the messages whose hook was given up.",
                   args: OperationArgument.store),
-        Operation("hooks retry", .config, api: .path, daemon: true, result: .json(.hooksRetry),
+        Operation("hooks retry", .config, api: .path, daemon: .hooksRetry, result: .json(.hooksRetry),
                   help: "Run a given-up message's hook again.",
                   args: [
                       .positional("id", type: .integer, api: ["message"], range: 1...(.infinity), help: "The message id (from `pocketmesh hooks failed`)."),
                   ] + OperationArgument.store),
-        Operation("hooks drop", .config, api: .path, daemon: true, result: .json(.hooksDrop),
+        Operation("hooks drop", .config, api: .path, daemon: .hooksDrop, result: .json(.hooksDrop),
                   help: "Forget a given-up message (its hook does not run again).",
                   args: [
                       .positional("id", type: .integer, api: ["message"], range: 1...(.infinity), help: "The message id (from `pocketmesh hooks failed`)."),
                   ] + OperationArgument.store),
-        Operation("chats", .message, api: .path, daemon: true, result: .json(.chats),
+        Operation("chats", .message, api: .path, daemon: .chats, result: .json(.chats),
                   help: "List conversations from the store, newest first (read-only).",
                   args: OperationArgument.storeFolder),
-        Operation("history", .message, api: .path, daemon: true, result: .json(.history),
+        Operation("history", .message, api: .path, daemon: .history, result: .json(.history),
                   help: "Show a conversation from the store, oldest first (read-only).",
                   args: [
                       .positional("thread", help: "A contact or room name, a channel name or number, or a key prefix."),

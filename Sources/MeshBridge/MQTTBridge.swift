@@ -323,7 +323,7 @@ public final class MQTTBridge {
             return .refuse(id: id, DaemonError(.unsupported, "\(op) is for socket clients; over MQTT, events arrive on \(prefix)/advert, \(prefix)/delivery and \(prefix)/message/#"),
                            log: "\(op) is for socket clients")
         }
-        if Secrets.secretResultOps.contains(op) {
+        if Secrets.answersWithSecret(op) {
             // Its answer is a secret (channel_uri: the channel's), which no result over MQTT carries.
             return .refuse(id: id, DaemonError(.denied, "\(op) answers with a secret, which is never sent over MQTT; use the API socket or the command line"),
                            log: "\(op) (its answer is a secret)")

@@ -210,7 +210,7 @@ extension Daemon {
             return DaemonResponse(id: req.id, ok: [("outbox", .array(list))])
 
         case .hooksFailed, .hooksRetry, .hooksDrop:
-            return try answerHooks(req, v)
+            return DaemonResponse(id: req.id, ok: try storage.answerHooks(req.op, v))
 
         case .samplesSignal, .samplesBattery:
             return try answerSamples(req, v)
@@ -221,31 +221,6 @@ extension Daemon {
         case .operation:
             return nil  // started above
         }
-    }
-
-    /// `hooks_failed`, `hooks_retry ID`, `hooks_drop ID`: messages whose hook was given up.
-    func answerHooks(_ req: DaemonRequest, _ v: OperationValues) throws(DaemonError) -> DaemonResponse {
-        guard let h = hooks else { throw DaemonError(.usage, "this daemon runs no hook (start it with --on-message CMD).") }
-        if req.op == .hooksFailed {
-            let list = h.failed.sorted { $0.key < $1.key }.map { id, f -> JSON in
-                let m = store.flatMap { s in (try? s.message(id: id)).flatMap { $0 }.map { MessageJSON.message($0, store: s) } }
-                return .obj(("id", .int(Int64(clamping: id))), ("attempts", .int(Int64(f.attempts))), ("reason", .string(f.reason)),
-                            ("retrying", .bool(f.retrying)), ("message", m))
-            }
-            return DaemonResponse(id: req.id, ok: [("failed", .array(list))])
-        }
-        // The message is `message` (the row's <id>): `id` is the request's own (echoed in the answer).
-        guard let id: UInt64 = v.integer("id") else {
-            throw v.usage("id", "is missing.")
-        }
-        let raw = Int64(id)
-        let ok = req.op == .hooksRetry ? h.retry(id) : h.drop(id)
-        guard ok else {
-            throw DaemonError(.notFound, h.failed[id] != nil ? "message \(id)'s hook is running now; try again when it ends."
-                                                            : "message \(id) is not among the messages whose hook was given up (see `pocketmesh hooks failed`).")
-        }
-        if req.op == .hooksRetry { _ = h.tick(now: monotonicMilliseconds()) }
-        return DaemonResponse(id: req.id, ok: [("message", .int(raw)), (req.op == .hooksRetry ? "retrying" : "dropped", .bool(true))])
     }
 
     /// The `info` op: the same fields as `pocketmesh info --json` (`RadioInfo`).

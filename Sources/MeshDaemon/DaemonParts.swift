@@ -157,6 +157,31 @@ final class StorePart: PollPart {
         if now >= retryAt { retry(now) }
         return retryAt != 0 ? retryAt : nil
     }
+
+    /// `hooks_failed`, `hooks_retry ID`, `hooks_drop ID`: the messages whose hook was given up,
+    /// from this part's hooks and store; the answer's fields.
+    func answerHooks(_ op: DaemonOp, _ v: OperationValues) throws(DaemonError) -> [(String, JSON)] {
+        guard let h = hooks else { throw DaemonError(.usage, "this daemon runs no hook (start it with --on-message CMD).") }
+        if op == .hooksFailed {
+            let list = h.failed.sorted { $0.key < $1.key }.map { id, f -> JSON in
+                let m = store.flatMap { s in (try? s.message(id: id)).flatMap { $0 }.map { MessageJSON.message($0, store: s) } }
+                return .obj(("id", .int(Int64(clamping: id))), ("attempts", .int(Int64(f.attempts))), ("reason", .string(f.reason)),
+                            ("retrying", .bool(f.retrying)), ("message", m))
+            }
+            return [("failed", .array(list))]
+        }
+        // The message is `message` (the row's <id>): `id` is the request's own (echoed in the answer).
+        guard let id: UInt64 = v.integer("id") else {
+            throw v.usage("id", "is missing.")
+        }
+        let ok = op == .hooksRetry ? h.retry(id) : h.drop(id)
+        guard ok else {
+            throw DaemonError(.notFound, h.failed[id] != nil ? "message \(id)'s hook is running now; try again when it ends."
+                                                            : "message \(id) is not among the messages whose hook was given up (see `pocketmesh hooks failed`).")
+        }
+        if op == .hooksRetry { _ = h.tick(now: monotonicMilliseconds()) }
+        return [("message", .int(Int64(id))), (op == .hooksRetry ? "retrying" : "dropped", .bool(true))]
+    }
 }
 
 /// The outbox: direct messages sent, retried and given up on their schedule while the radio is

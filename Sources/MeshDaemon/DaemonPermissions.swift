@@ -12,12 +12,12 @@ import MeshStore
 /// and one log line; every `config`, `admin` and `secret` operation that runs is logged with its
 /// front end and client (never with its arguments, which may hold secrets).
 extension DaemonOp {
-    /// The class of a daemon-answered op, its row's (`OperationTable.daemonRow(api:)`); nil for
+    /// The class of a daemon-answered op, its row's (`OperationTable.daemonRows`); nil for
     /// `.operation`, whose class is its request's. (The tunnel is the API socket's own, mode 0600,
     /// every class; each frame it carries would be classed like a hub client's,
     /// `OperationClass(frame:)`: its row says read.)
     var operationClass: OperationClass? {
-        self == .operation ? nil : OperationTable.daemonRow(api: rawValue)?.opClass
+        OperationTable.daemonRows[self]?.opClass
     }
 }
 

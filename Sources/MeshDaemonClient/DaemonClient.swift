@@ -309,7 +309,7 @@ public final class DaemonClient {
         let deadline = monotonicMilliseconds() + timeoutMS
         while true {
             guard let value = try readJSON(deadline: deadline) else {
-                throw DaemonError(.timeout, "the daemon did not answer \(op.rawValue) within \(timeoutMS / 1000) s.")
+                throw DaemonError(.timeout, "the daemon did not answer \(op.name) within \(timeoutMS / 1000) s.")
             }
             if let response = DaemonResponse(json: value) {
                 if response.id != id && response.id != 0 { continue }

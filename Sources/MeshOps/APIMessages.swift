@@ -27,9 +27,9 @@ extension ClientError {
 }
 
 /// The operations the daemon answers. Arguments are named fields of the request object; each op's
-/// fields and class are its row of the operation table (`OperationTable.daemonRow(api:)`: a command's
-/// row marked `daemon`, or one of `OperationTable.apiOnly`), read with `DaemonRequest.values()`.
-public enum DaemonOp: String, Sendable, CaseIterable {
+/// name, fields and class are its row of the operation table: the row that points at it (`daemon:`,
+/// a command's row or one of `OperationTable.apiOnly`), read with `DaemonRequest.values()`.
+public enum DaemonOp: Sendable, CaseIterable {
     case ping          // -> {"pid":N,"version":"..."}
     case status        // -> link state, radio, outbox size, hook cursor
     case info          // -> the radio's self info
@@ -40,19 +40,28 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case chats         // -> {"chats":[...]}
     case history       // thread, [limit], [before] -> {"messages":[...]}
     case outbox        // -> {"outbox":[...]}
-    case hooksFailed = "hooks_failed"  // -> {"failed":[{"id","attempts","reason","retrying","message"}...]}
-    case hooksRetry = "hooks_retry"    // message: run a given-up message's hook again -> {"message":N,"retrying":true}
-    case hooksDrop = "hooks_drop"      // message: forget a given-up message (its hook does not run again) -> {"message":N,"dropped":true}
-    case contactsPending = "contacts_pending"         // -> {"result":[...]}: adverts of nodes that are not contacts
-    case contactsAddPending = "contacts_add_pending"  // prefix: add one as a contact with its advert's data
-    case contactsFlushPending = "contacts_flush_pending"  // forget every pending advert -> {"dropped": N}
-    case samplesSignal = "samples_signal"    // [since], [limit] -> {"samples":[{"time","kind","snr","rssi",...}],"capacity":N}
-    case samplesBattery = "samples_battery"  // [since], [limit] -> {"samples":[{"time","millivolts",...}],"capacity":N}
+    case hooksFailed   // -> {"failed":[{"id","attempts","reason","retrying","message"}...]}
+    case hooksRetry    // message: run a given-up message's hook again -> {"message":N,"retrying":true}
+    case hooksDrop     // message: forget a given-up message (its hook does not run again) -> {"message":N,"dropped":true}
+    case contactsPending       // -> {"result":[...]}: adverts of nodes that are not contacts
+    case contactsAddPending    // prefix: add one as a contact with its advert's data
+    case contactsFlushPending  // forget every pending advert -> {"dropped": N}
+    case samplesSignal   // [since], [limit] -> {"samples":[{"time","kind","snr","rssi",...}],"capacity":N}
+    case samplesBattery  // [since], [limit] -> {"samples":[{"time","millivolts",...}],"capacity":N}
     case subscribe     // [log_rx] -> {"subscribed":true}, then event lines
     case tunnel        // -> {"tunnel":true,...}; then the connection carries companion frames (see APIServer)
     /// Any operation of the command line (`Request.apiOps`, e.g. `contacts_remove`, `set`, `login`):
     /// run by a worker through the daemon's own tunnel; the result has the fields of `--json`.
     case operation
+
+    /// The op's name in requests: its row's API name (`hooks_failed`); `operation` for `.operation`.
+    public var name: String { OperationTable.daemonRows[self]?.api ?? "operation" }
+
+    /// The op of a name in requests (nil for a name no daemon row has, and for `operation`).
+    public init?(name: String) {
+        guard let op = OperationTable.daemonRow(api: name)?.daemonOp else { return nil }
+        self = op
+    }
 }
 
 /// A parsed request. `id` is echoed in the response; `args` is the whole request object.
@@ -61,12 +70,12 @@ public struct DaemonRequest: Sendable {
     public var op: DaemonOp
     public var args: JSON
     /// The op as the client named it (for `.operation`, the command path, e.g. `contacts_remove`).
-    public var name: String { args["op"]?.string ?? op.rawValue }
+    public var name: String { args["op"]?.string ?? op.name }
 
     public init(id: Int64, op: DaemonOp, args: JSON = .object([])) {
         self.id = id
         self.op = op
-        let name = op == .operation ? (args["op"]?.string ?? op.rawValue) : op.rawValue
+        let name = op == .operation ? (args["op"]?.string ?? op.name) : op.name
         var pairs: [(String, JSON)] = [("id", .int(id)), ("op", .string(name))]
         if case .object(let extra) = args {
             for (k, v) in extra where k != "id" && k != "op" { pairs.append((k, v)) }
@@ -107,9 +116,9 @@ public struct DaemonRequest: Sendable {
         }
         // `status` with a node's name is the command line's `status NAME`, not the daemon's status.
         let asCommand = opName == "status" && value["name"] != nil
-        let native = asCommand ? nil : DaemonOp(rawValue: opName)
+        let native = asCommand ? nil : DaemonOp(name: opName)
         guard let op = native ?? (Request.apiOps.contains(opName) || asCommand ? .operation : nil), op != .operation || opName != "operation" else {
-            let known = (DaemonOp.allCases.filter { $0 != .operation }.map(\.rawValue) + Request.apiOps.sorted()).joined(separator: ", ")
+            let known = (DaemonOp.allCases.filter { $0 != .operation }.map(\.name) + Request.apiOps.sorted()).joined(separator: ", ")
             return .failure(ParseFailure(id, DaemonError(.unsupported, "unknown op \"\(opName)\" (known: \(known))")))
         }
         return .success(DaemonRequest(id: id, op: op, args: value))
@@ -119,7 +128,7 @@ public struct DaemonRequest: Sendable {
     /// operation table (`OperationValues(daemonAPI:fields:)`): an unknown field, a value of the
     /// wrong type and a missing one are usage errors naming the op and the field, as for every op.
     public func values() throws(DaemonError) -> OperationValues {
-        try OperationValues(daemonAPI: op.rawValue, fields: fields)
+        try OperationValues(daemonAPI: op.name, fields: fields)
     }
 
     /// The request's fields as values (`id` and `op` too).

@@ -132,9 +132,11 @@ public struct Operation: Sendable {
     /// Its name in the daemon's local API (and MQTT commands): the command path joined with "_",
     /// dashes as "_" (`contacts_remove`, `factory_reset`); nil when the API does not serve it.
     public var api: String?
-    /// Answered by the daemon itself (from its store or its own session) rather than run as a
-    /// request (`Request(apiOp:fields:)`).
-    public var daemon: Bool
+    /// The daemon's own op that answers it (from its store or its own session) rather than run as
+    /// a request (`Request(apiOp:fields:)`); the op's name is this row's `api`.
+    public var daemonOp: DaemonOp?
+    /// Answered by the daemon itself (`daemonOp`).
+    public var daemon: Bool { daemonOp != nil }
     public var hidden: Bool
     /// One line: what it does.
     public var help: String
@@ -146,6 +148,8 @@ public struct Operation: Sendable {
     public var apiOnly: [OperationArgument]
     /// What it prints with `--json` (`ResultShape.swift`; the shapes are in OperationResults.swift).
     public var result: OperationResult
+    /// What of its result is secret, besides the fields secret in every result (`Secrets`).
+    public var secret: ResultSecret
     /// Its handler, for an operation that runs as a request: the request its arguments' values
     /// make (both doors call it, `Request(_:)`); `Executor.execute` runs it.
     public var request: RequestMaker?
@@ -163,8 +167,8 @@ public struct Operation: Sendable {
     }
 
     @inline(never)
-    public init(_ path: String, _ opClass: OperationClass?, api: APIName = .none, daemon: Bool = false, aliases: [String] = [],
-                hidden: Bool = false, result: OperationResult = .none, help: String, discussion: String = "",
+    public init(_ path: String, _ opClass: OperationClass?, api: APIName = .none, daemon: DaemonOp? = nil, aliases: [String] = [],
+                hidden: Bool = false, result: OperationResult = .none, secret: ResultSecret = .none, help: String, discussion: String = "",
                 args: [OperationArgument] = [], apiOnly: [OperationArgument] = [], request: RequestMaker? = nil) {
         self.path = path.split(separator: " ").map(String.init)
         self.opClass = opClass
@@ -173,7 +177,7 @@ public struct Operation: Sendable {
         case .path: self.api = Operation.apiName(self.path)
         case .named(let name): self.api = name
         }
-        self.daemon = daemon
+        daemonOp = daemon
         self.aliases = aliases
         self.hidden = hidden
         self.help = help
@@ -181,6 +185,7 @@ public struct Operation: Sendable {
         self.args = args
         self.apiOnly = apiOnly
         self.result = result
+        self.secret = secret
         self.request = request
     }
 
@@ -237,17 +242,24 @@ public enum OperationTable {
     /// The ops of the daemon's local API that no command runs, each with its class and fields
     /// (no command path). The daemon answers them itself.
     public static let apiOnly: [Operation] = [
-        Operation("", .read, api: "ping", daemon: true, help: "The daemon's process id, version and state."),
-        Operation("", .read, api: "status", daemon: true,
+        Operation("", .read, api: "ping", daemon: .ping, help: "The daemon's process id, version and state."),
+        Operation("", .read, api: "status", daemon: .status,
                   help: "The daemon's state: link, radio, store, outbox, hooks, MQTT and hub (`status` with a \"name\" is a node's)."),
-        Operation("", .read, api: "channels", daemon: true, help: "The channels in the daemon's store."),
-        Operation("", .message, api: "outbox", daemon: true, help: "The messages waiting in the outbox."),
-        Operation("", .config, api: "contacts_flush_pending", daemon: true,
+        Operation("", .read, api: "channels", daemon: .channels, help: "The channels in the daemon's store."),
+        Operation("", .message, api: "outbox", daemon: .outbox, help: "The messages waiting in the outbox."),
+        Operation("", .config, api: "contacts_flush_pending", daemon: .contactsFlushPending,
                   help: "Forget every pending advert (`contacts pending --clear`)."),
-        Operation("", .message, api: "subscribe", daemon: true, help: "Stream events (messages, deliveries, pushes) to this connection.",
+        Operation("", .message, api: "subscribe", daemon: .subscribe, help: "Stream events (messages, deliveries, pushes) to this connection.",
                   apiOnly: [.flag("log-rx", help: "Also every received packet (LOG_RX_DATA).")]),
-        Operation("", .read, api: "tunnel", daemon: true, help: "Carry companion frames over this connection (the API socket only)."),
+        Operation("", .read, api: "tunnel", daemon: .tunnel, help: "Carry companion frames over this connection (the API socket only)."),
     ]
+
+    /// The row of each of the daemon's own ops (the row that points at it; none for `.operation`).
+    public static let daemonRows: [DaemonOp: Operation] = {
+        var out: [DaemonOp: Operation] = [:]
+        for r in rows + apiOnly { if let op = r.daemonOp { out[op] = r } }
+        return out
+    }()
 
     private static let byPath: [[String]: Operation] = Dictionary(uniqueKeysWithValues: rows.map { ($0.path, $0) })
     private static let byAPI: [String: Operation] = {

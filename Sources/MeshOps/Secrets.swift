@@ -2,11 +2,12 @@ import MeshCompanion
 
 /// What is secret, in one table, for every door (the API socket, the hub, MQTT): the command
 /// frames whose class is `secret`, the bytes of reply frames and the fields of results that hold a
-/// secret, and the settings whose value is one. A door that does not allow `secret` (every MQTT
+/// secret (with what an operation's row declares, `Operation.secret`), and the settings whose value
+/// is one. A door that does not allow `secret` (every MQTT
 /// bridge, a hub listener without `allow=secret`) never receives them: a secret command is refused
 /// (`OperationClass`), a reply frame has its secret bytes zeroed (`redacted(reply:)`, the layout
 /// the firmware uses for an empty slot), a result has its secret fields left out
-/// (`isSecretField`), and an op whose result is nothing but a secret is refused (`secretResultOps`).
+/// (`isSecretField`), and an op whose result is nothing but a secret is refused (`answersWithSecret`).
 /// The local API socket (mode 0600, the daemon's own user) gets everything.
 public enum Secrets {
     /// Command frames of class `secret`: the private key (export, import) and signing with it.
@@ -34,30 +35,28 @@ public enum Secrets {
     /// BLE PIN (`get pin`, `get`), keys, passwords, signatures by the node's key.
     public static let resultFields: Set<String> = ["secret", "pin", "ble_pin", "private_key", "password", "signature"]
 
-    /// Fields that are secret in one op's result only: a channel's link carries its secret (a
-    /// contact's link does not).
-    public static let opResultFields: [String: Set<String>] = [
-        "channel_add": ["uri"], "channel_import": ["uri"], "channel_uri": ["uri"],
-    ]
-
-    /// Fields of one op's result that hold a reply frame as hex (`raw`): given with the frame's
-    /// secret bytes zeroed.
-    public static let opResultFrames: [String: Set<String>] = ["raw": ["reply"]]
-
-    /// Ops whose answer is a secret and nothing else: refused at a door without `secret`.
-    public static let secretResultOps: Set<String> = ["channel_uri"]
-
     /// Settings whose value is a secret: `set` does not echo it, `get` gives it only where secrets go.
     public static let settings: Set<String> = ["pin"]
 
     /// Whether `name` is a secret field of `op`'s result.
     public static func isSecretField(_ name: String, op: String?) -> Bool {
-        resultFields.contains(name) || op.flatMap { opResultFields[$0]?.contains(name) } == true
+        if resultFields.contains(name) { return true }
+        switch op.flatMap({ OperationTable.row(api: $0)?.secret }) {
+        case .fields(let f)?, .answer(let f)?: return f.contains(name)
+        default: return false
+        }
     }
 
     /// Whether `name` is a field of `op`'s result that holds a reply frame as hex.
     public static func isFrameField(_ name: String, op: String?) -> Bool {
-        op.flatMap { opResultFrames[$0]?.contains(name) } == true
+        if case .frames(let f)? = op.flatMap({ OperationTable.row(api: $0)?.secret }) { return f.contains(name) }
+        return false
+    }
+
+    /// Whether `op`'s answer is a secret and nothing else: refused at a door without `secret`.
+    public static func answersWithSecret(_ op: String) -> Bool {
+        if case .answer? = OperationTable.row(api: op)?.secret { return true }
+        return false
     }
 
     /// A reply frame with its secret bytes zeroed (the same frame when it has none).
@@ -78,4 +77,17 @@ public enum Secrets {
                 && frame[f.bytes.lowerBound..<min(f.bytes.upperBound, frame.count)].contains { $0 != 0 }
         }
     }
+}
+
+/// What of an operation's result is secret besides the fields secret in every result
+/// (`Secrets.resultFields`), as its row declares it (`Operation.secret`).
+public enum ResultSecret: Sendable {
+    case none
+    /// These fields of its result hold a secret (a channel's link carries the channel's; a
+    /// contact's does not).
+    case fields([String])
+    /// Its answer is a secret and nothing else (these fields): refused at a door without `secret`.
+    case answer([String])
+    /// These fields hold a reply frame as hex: given with the frame's secret bytes zeroed.
+    case frames([String])
 }

@@ -1,5 +1,6 @@
 import Glibc
 import MeshLink
+import MeshNet
 import Testing
 import MeshDaemonClient
 @testable import MeshDaemon
@@ -349,6 +350,41 @@ import MeshOps
         let seen = readFile(out).split(separator: "\n")
         #expect(seen.count == 99 && seen.contains("20") && !seen.contains("30"))
         #expect(try HookRunner(config: config).failed.isEmpty)
+    }
+
+    /// The hooks' ops are answered by the store part from its own hooks and store, with no daemon:
+    /// the given-up list, a retry, a drop, an unknown message, and a daemon with no hook.
+    @Test func theStorePartAnswersTheHooksOpsFromItsOwnState() throws {
+        let part = StorePart()
+        func values(_ op: DaemonOp, _ fields: [String: Value] = [:]) throws -> OperationValues {
+            try OperationValues(daemonAPI: op.name, fields: fields)
+        }
+        #expect(throws: DaemonError.self) { try part.answerHooks(.hooksFailed, values(.hooksFailed)) }
+        let dir = temporaryDirectory("pm-hook")
+        defer { removeTree(dir) }
+        let script = dir + "/hook.sh"
+        try StateFile.write(script, "#!/bin/sh\nexit 3\n", mode: 0o700)
+        var config = patientConfig([script], dir: dir + "/hooks")
+        config.maxAttempts = 1
+        let r = try HookRunner(config: config)
+        let store = messages(2)
+        r.fetch = { after, limit in Array(store.filter { $0.id > after }.prefix(limit)) }
+        var now: UInt64 = 0
+        drive(r, now: &now) { r.failed.count == 2 && r.runningCount == 0 }
+        part.hooks = r
+        let failed = try part.answerHooks(.hooksFailed, values(.hooksFailed))
+        #expect(JSON.object(failed)["failed"]?.array?.compactMap { $0["id"]?.int } == [10, 20])
+        #expect(JSON.object(failed)["failed"]?.array?.first?["attempts"]?.int == 1)
+        let dropped = try part.answerHooks(.hooksDrop, values(.hooksDrop, ["message": .int(10)]))
+        #expect(JSON.object(dropped).text == #"{"message":10,"dropped":true}"#)
+        do {
+            _ = try part.answerHooks(.hooksDrop, values(.hooksDrop, ["message": .int(10)]))
+            Issue.record("a dropped message was dropped again")
+        } catch let e as DaemonError { #expect(e.kind == .notFound) }
+        let retrying = try part.answerHooks(.hooksRetry, values(.hooksRetry, ["message": .int(20)]))
+        #expect(JSON.object(retrying).text == #"{"message":20,"retrying":true}"#)
+        drive(r, now: &now) { r.failed[20]?.retrying == false && r.runningCount == 0 }
+        #expect(r.failed[20]?.retrying == false && r.runningCount == 0)
     }
 
     @Test func concurrencyIsBounded() throws {

@@ -67,7 +67,16 @@ import MeshLink
         } else { Issue.record("should parse") }
         if case .failure(let f) = parse(#"{"id":4,"op":"fly"}"#) {
             #expect(f.id == 4 && f.error.code == .unsupported)
+            // The daemon's own ops by their rows' names, in DaemonOp's order, then the others.
+            #expect(f.error.message.hasPrefix("unknown op \"fly\" (known: ping, status, info, contacts, channels, send, sync, chats, history, outbox, "
+                + "hooks_failed, hooks_retry, hooks_drop, contacts_pending, contacts_add_pending, contacts_flush_pending, samples_signal, samples_battery, subscribe, tunnel, "), "\(f.error.message)")
         } else { Issue.record("unknown op should fail") }
+        // A daemon op is found by its row's name; `operation` is no op's name.
+        if case .success(let r) = parse(#"{"id":5,"op":"contacts_flush_pending"}"#) { #expect(r.op == .contactsFlushPending && r.name == "contacts_flush_pending") } else { Issue.record("flush") }
+        if case .success(let r) = parse(#"{"id":6,"op":"hooks_drop","message":3}"#) { #expect(r.op == .hooksDrop && r.line.contains(#""op":"hooks_drop""#)) } else { Issue.record("drop") }
+        if case .failure(let f) = parse(#"{"id":7,"op":"operation"}"#) { #expect(f.error.code == .unsupported) } else { Issue.record("operation") }
+        if case .success(let r) = parse(#"{"id":8,"op":"contacts_remove","name":"x"}"#) { #expect(r.op == .operation && r.name == "contacts_remove") } else { Issue.record("operation") }
+        #expect(DaemonRequest(id: 9, op: .contactsPending).line == #"{"id":9,"op":"contacts_pending"}"#)
         if case .failure(let f) = parse(#"[1]"#) { #expect(f.error.code == .usage) } else { Issue.record("array") }
         if case .failure(let f) = parse(#"{"id":"x","op":"ping"}"#) { #expect(f.error.code == .usage) } else { Issue.record("id") }
     }

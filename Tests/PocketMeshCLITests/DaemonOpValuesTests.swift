@@ -28,15 +28,15 @@ import MeshLink
     @Test func everyDaemonOpDecodesFromItsOwnArguments() throws {
         var checked = 0
         for op in DaemonOp.allCases where op != .operation {
-            guard let row = OperationTable.daemonRow(api: op.rawValue) else { Issue.record("no row for \(op.rawValue)"); continue }
-            #expect(row.daemon, "\(op.rawValue)")
-            #expect(row.opClass != nil && row.opClass == op.operationClass, "\(op.rawValue)")
-            var fields: [String: Value] = ["id": .integer(9), "op": .string(op.rawValue)]
+            guard let row = OperationTable.daemonRow(api: op.name) else { Issue.record("no row for \(op.name)"); continue }
+            #expect(row.daemon, "\(op.name)")
+            #expect(row.opClass != nil && row.opClass == op.operationClass, "\(op.name)")
+            var fields: [String: Value] = ["id": .integer(9), "op": .string(op.name)]
             for a in row.apiArguments { fields[a.apiField] = CommandLineParsing.OperationValuesTests.sample(a).field }
             let v = try Self.request(op, fields).values()
-            #expect(v.operation.api == op.rawValue)
+            #expect(v.operation.api == op.name)
             for a in row.apiArguments {
-                #expect(v[a.name] != nil, "\(op.rawValue): \(a.apiField)")
+                #expect(v[a.name] != nil, "\(op.name): \(a.apiField)")
             }
             // And with only what is required.
             var least: [String: Value] = [:]
@@ -47,7 +47,7 @@ import MeshLink
         #expect(checked == DaemonOp.allCases.count - 1)
         // Every row marked as the daemon's is an op the daemon answers.
         for row in OperationTable.rows + OperationTable.apiOnly where row.daemon {
-            #expect(DaemonOp(rawValue: row.api ?? "") != nil, "\(row.cli) \(row.api ?? "")")
+            #expect(row.daemonOp != nil && DaemonOp(name: row.api ?? "") == row.daemonOp, "\(row.cli) \(row.api ?? "")")
         }
         for row in OperationTable.apiOnly { #expect(row.path.isEmpty && row.daemon, "\(row.api ?? "")") }
     }

@@ -184,29 +184,26 @@ extension CommandLineParsing {
 
     /// Each API op name (of more than one word: one word is also a field's or an event's name)
     /// and each command path of more than one word is written once in the sources, in its row (an
-    /// API name the rule makes from the path is not written at all). The names still written
-    /// twice are listed here, with where; the list only shrinks.
+    /// API name the rule makes from the path is not written at all): the daemon's own ops are the
+    /// rows' (`daemon: .hooksFailed`), and what of a result is secret is the row's (`secret:`).
+    /// Only another thing of the same name may be written too, listed here with what it is.
     @Test func eachOpNameAndCommandPathIsWrittenOnce() {
         let files = Self.sources("Sources") + Self.sources("cmd")
         #expect(files.count > 100)
-        let known: [String: Int] = [
-            // The daemon's own ops (`DaemonOp`, MeshDaemonClient) are its enum's raw values.
-            "hooks_failed": 2, "hooks_retry": 1, "hooks_drop": 1, "contacts_pending": 1, "contacts_add_pending": 1,
-            "contacts_flush_pending": 1, "samples_signal": 1, "samples_battery": 1,
-            // Secrets.swift: which result fields of an op are secret.
-            "channel_add": 1, "channel_import": 1, "channel_uri": 2,
-            // Not the op: a message's type and an event of the same name.
-            "channel_data": 3, "raw_data": 2,
+        let notTheOp: [String: Int] = [
+            // A message's kind (`listen --json`, its schema, the text form), a push's name, and a
+            // field of the daemon's status (how many messages' hooks it gave up on).
+            "channel_data": 3, "raw_data": 2, "hooks_failed": 1,
         ]
         for row in OperationTable.rows + OperationTable.apiOnly {
             if let api = row.api, api.contains("_") {
                 let written = files.reduce(0) { $0 + Self.count("\"\(api)\"", in: $1.1) }
                 let inRow = api == Operation.apiName(row.path) ? 0 : 1
-                #expect(written == inRow + (known[api] ?? 0), "\"\(api)\" is written \(written) times")
+                #expect(written == inRow + (notTheOp[api] ?? 0), "\"\(api)\" is written \(written) times")
             }
             if row.path.count > 1 {
                 let written = files.filter { Self.count("\"\(row.cli)\"", in: $0.1) > 0 }.map(\.0)
-                #expect(written.count == 1 && written[0].hasSuffix("OperationRows.swift"), "\"\(row.cli)\" is written in \(written)")
+                #expect(written.count == 1 && written[0].contains("/OperationRows"), "\"\(row.cli)\" is written in \(written)")
             }
         }
     }

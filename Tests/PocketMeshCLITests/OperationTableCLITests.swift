@@ -81,12 +81,16 @@ extension CommandLineParsing {
     /// own ops), and the daemon checks the row's class.
     @Test func everyDaemonOpHasARow() {
         for op in DaemonOp.allCases where op != .operation {
-            guard let row = OperationTable.daemonRow(api: op.rawValue) else { Issue.record("no row for \(op.rawValue)"); continue }
-            #expect(row.daemon, "\(op.rawValue)")
-            #expect(row.opClass != nil && row.opClass == op.operationClass, "\(op.rawValue)")
+            guard let row = OperationTable.daemonRow(api: op.name) else { Issue.record("no row for \(op.name)"); continue }
+            #expect(row.daemon, "\(op.name)")
+            #expect(row.opClass != nil && row.opClass == op.operationClass, "\(op.name)")
+            // One row points at it, and its name is that row's API name.
+            #expect((OperationTable.rows + OperationTable.apiOnly).filter { $0.daemonOp == op }.count == 1, "\(op.name)")
+            #expect(row.daemonOp == op && DaemonOp(name: op.name) == op && op.name == row.api, "\(op.name)")
         }
+        #expect(DaemonOp.operation.name == "operation" && DaemonOp(name: "operation") == nil)
         for row in OperationTable.rows where row.daemon {
-            #expect(DaemonOp(rawValue: row.api ?? "") != nil, "\(row.cli)")
+            #expect(row.daemonOp != nil && DaemonOp(name: row.api ?? "") == row.daemonOp, "\(row.cli)")
         }
         // The API's own ops are not commands; the daemon's `status` is not the node's.
         #expect(OperationTable.apiOnly.allSatisfy { $0.path.isEmpty && OperationTable.row($0.path) == nil })

@@ -62,7 +62,8 @@ public final class WebServer {
         var http: HTTPRequestParser
         var ws: WebSocketServer? = nil
         var output = SocketOutput()
-        /// Answered: closed once the answer is out (and the peer's rest read, within `lingerUntil`).
+        /// Answered: closed once the answer is out and the peer's rest read, or at `lingerUntil`
+        /// (a client that does not take its answer holds its connection no longer).
         var closing = false
         var shutDown = false
         /// The peer sent its end: nothing more is read (what is queued still goes out).
@@ -148,8 +149,9 @@ public final class WebServer {
         var next: UInt64? = nil
         for (id, c) in clients {
             if c.closing {
-                if c.shutDown && now >= c.lingerUntil { drop(id, reason: nil); continue }
-                if c.shutDown { next = min(next ?? c.lingerUntil, c.lingerUntil) }
+                // Its answer not taken in time, or its lingering over.
+                if now >= c.lingerUntil { drop(id, reason: nil); continue }
+                next = min(next ?? c.lingerUntil, c.lingerUntil)
                 continue
             }
             guard c.ws == nil else { continue }
@@ -357,6 +359,7 @@ public final class WebServer {
     /// No more requests on this connection: out goes what is queued, then it closes.
     private func finish(_ id: ClientID, _ c: Client, now: UInt64) {
         c.closing = true
+        c.lingerUntil = now + limits.requestTimeoutMS
         c.subscribed = false
         flush(id, c, now: now)
     }

@@ -47,6 +47,7 @@ public final class WebServer {
     public let listeners: [WebListener]
     public let limits: Limits
     var logins = WebLogins()
+    var refusals = RefusalLog()
     /// Whether browsers must log in (a password was given).
     public var loginRequired: Bool { logins.password != nil }
     private var listenFDs: [Int32] = []
@@ -157,7 +158,7 @@ public final class WebServer {
             guard c.ws == nil else { continue }
             let due = c.since + limits.requestTimeoutMS
             if now >= due {
-                log("web: \(name(id)): no whole request in \(limits.requestTimeoutMS / 1000) s; closed")
+                refusal(c, "408", "web: \(name(id)): no whole request in \(limits.requestTimeoutMS / 1000) s; closed")
                 refuse(id, c, 408, "no whole request within \(limits.requestTimeoutMS / 1000) s", now: now)
             } else {
                 next = min(next ?? due, due)
@@ -211,7 +212,7 @@ public final class WebServer {
                                                    body: Self.errorBody(503, "too many connections to this listener (\(limits.maxConnections))"))
                     _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, SocketFlags.noSignal) }
                     close(fd)
-                    log("web: refused a connection: \(limits.maxConnections) open consoles on \(listeners[listener].address)")
+                    refusal(nil, "503", "web: refused a connection: \(limits.maxConnections) open consoles on \(listeners[listener].address)")
                     continue
                 }
             }
@@ -233,7 +234,7 @@ public final class WebServer {
             case .wouldBlock: return
             case .endOfStream:
                 // A client that half-closed after its request still gets the answer.
-                if c.closing && c.output.unsent > 0 { c.readClosed = true } else { drop(id, reason: nil) }
+                if c.closing && c.output.unsent > 0 && !c.readClosed { c.readClosed = true } else { drop(id, reason: nil) }
                 return
             case .failed:
                 drop(id, reason: nil)
@@ -253,7 +254,7 @@ public final class WebServer {
         switch c.http.receive(bytes) {
         case .needMore: return
         case .error(let status, let reason):
-            log("web: \(name(id)): \(status) for \(reason)")
+            refusal(c, String(status), "web: \(name(id)): \(status) for \(reason)")
             refuse(id, c, status, reason, now: now)
         case .request(let r):
             answer(r, id, c, now: now)
@@ -304,7 +305,7 @@ public final class WebServer {
                     return
                 }
                 if let needed = req.op.operationClass, !allowed.allows(needed) {
-                    log("permission: \(name(id)): refused \(req.name) (\(needed.rawValue); allowed: \(allowed))")
+                    refusal(c, req.name, "permission: \(name(id)): refused \(req.name) (\(needed.rawValue); allowed: \(allowed))")
                     send(DaemonResponse(id: req.id, error: DaemonError(.denied, "\(req.name) is a \(needed.rawValue) operation, which \(name(id)) does not allow (it allows \(allowed)).")).json, id, c, limit: limits.maxOutput)
                     return
                 }
@@ -368,13 +369,13 @@ public final class WebServer {
         let l = listeners[c.listener]
         // Never a secret in the URL (it would be in logs, history and Referer).
         if r.queryNames.contains(where: { ["password", "token", "session", WebLogins.cookieName].contains($0) }) {
-            log("web: \(name(id)): refused a request with a secret in its URL")
+            refusal(c, "url", "web: \(name(id)): refused a request with a secret in its URL")
             refuse(id, c, 400, "a password or token goes in the body of POST /login, never in the URL", now: now)
             return
         }
         if let origin = r.header("origin"), !l.acceptedOrigins(local: c.local).contains(WebSocketServer.normalizedOrigin(origin)) {
             let printable = String(origin.unicodeScalars.prefix(100).map { $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" })
-            log("web: \(name(id)): refused a request from a page of origin \(printable) (origin=\(printable) accepts it)")
+            refusal(c, "origin", "web: \(name(id)): refused a request from a page of origin \(printable) (origin=\(printable) accepts it)")
             refuse(id, c, 403, "a page from origin \(printable), which this listener does not accept", now: now)
             return
         }
@@ -425,10 +426,10 @@ public final class WebServer {
             respond(id, c, 204, headers: [("Set-Cookie", "\(WebLogins.cookieName)=\(token); HttpOnly; SameSite=Strict; Path=/"), ("Cache-Control", "no-store")],
                     body: [], now: now)
         case .wrong:
-            log("web: \(name(id)): a wrong password")
+            refusal(c, "password", "web: \(name(id)): a wrong password")
             refuse(id, c, 401, "wrong password", now: now)
         case .limited(let s):
-            log("web: \(name(id)): login refused: \(WebLogins.attemptsPerWindow) attempts from \(c.peerHost) within a minute")
+            refusal(c, "429", "web: \(name(id)): login refused: \(WebLogins.attemptsPerWindow) attempts from \(c.peerHost) within a minute")
             refuse(id, c, 429, "too many login attempts; try again in \(s) s", headers: [("Retry-After", String(s))], now: now)
         }
     }
@@ -449,6 +450,17 @@ public final class WebServer {
     }
 
     // MARK: internals
+
+    /// Logs a refusal: per client address the first ones one by one and the first of each kind,
+    /// then a line a minute with the count (`RefusalLog`), so junk sent fast cannot fill the log.
+    private func refusal(_ c: Client?, _ what: String, _ line: String) {
+        let from = c?.peerHost ?? "new connections"
+        switch refusals.note("web " + from, what: what, now: clock()) {
+        case .log: log(line)
+        case .summary(let n): log("web: \(n) more refusal(s) of \(from) in the last minute, not logged one by one; the last: " + line)
+        case .quiet: break
+        }
+    }
 
     private func flush(_ id: ClientID, _ c: Client, now: UInt64) {
         guard c.output.flush(to: c.fd) else {

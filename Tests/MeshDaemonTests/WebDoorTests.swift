@@ -365,6 +365,14 @@ func service(_ w: WebServer, rounds: Int = 3) {
         #expect(try ask(w, port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").status == 503)
     }
 
+    @Test func badRequestsSentFastDoNotFillTheLog() throws {
+        let (w, port) = try server()
+        var lines: [String] = []
+        w.log = { lines.append($0) }
+        for _ in 0..<30 { #expect(try ask(w, port, "GET / HTTP/1.1\r\n\r\n").status == 400) }
+        #expect(lines.filter { $0.contains("400 for") }.count == RefusalLog.perDoor)
+    }
+
     @Test func beyondLoopbackWithoutAPasswordDoesNotStart() throws {
         #expect(throws: DaemonError.self) { try WebServer(listeners: [try WebListener(parsing: "192.0.2.1:8080")], password: nil) }
         #expect(throws: DaemonError.self) { try WebServer(listeners: [try WebListener(parsing: "127.0.0.1:0")], password: []) }

@@ -384,6 +384,9 @@ public final class WebServer {
         case ("/", "GET"), ("/", "HEAD"), ("/index.html", "GET"):
             respond(id, c, 200, headers: [("Content-Type", "text/html; charset=utf-8"), ("Content-Encoding", "gzip"), ("Cache-Control", "no-cache")],
                     body: r.method == "HEAD" ? [] : WebPage.gzipped, now: now)
+        case ("/favicon.ico", "GET"):
+            // Browsers ask for it by themselves: no icon, and no error in the page's console.
+            respond(id, c, 204, headers: [("Cache-Control", "max-age=86400")], body: [], now: now)
         case ("/whoami", "GET"):
             let loggedIn = loginRequired && logins.valid(session, now: now)
             var body: [UInt8] = []

@@ -266,6 +266,7 @@ func service(_ w: WebServer, rounds: Int = 3) {
         let who = try ask(w, port, "GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(String(decoding: who.body, as: UTF8.self) == #"{"allow":["read","message"],"login":false,"loggedIn":false}"#)
         #expect(try ask(w, port, "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n").status == 404)
+        #expect(try ask(w, port, "GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n").status == 204)
         let put = try ask(w, port, "PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
         #expect(put.status == 405 && put.head.contains("Allow: GET, HEAD"))
         #expect(try ask(w, port, "GET /login HTTP/1.1\r\nHost: x\r\n\r\n").status == 405)

@@ -31,6 +31,9 @@ public final class WebServer {
         public var maxOutput = 512 * 1024
         public var maxSubscriberBacklog = 256 * 1024
         public var maxPending = 32
+        /// A console silent this long is pinged (a browser answers by itself); silent three
+        /// times as long, it is gone (a laptop shut, a network left) and its connection closed.
+        public var pingEveryMS: UInt64 = 30_000
         public var http = HTTPRequestParser.Limits()
         public init() {}
     }
@@ -73,8 +76,11 @@ public final class WebServer {
         var subscribed = false
         var logRx = false
         var pending = 0
+        /// When it last sent something (or connected), and whether it was pinged since.
+        var lastHeard: UInt64
+        var pinged = false
         init(fd: Int32, listener: Int, peer: String, local: String, now: UInt64, limits: HTTPRequestParser.Limits) {
-            self.fd = fd; self.listener = listener; self.peer = peer; self.local = local; since = now
+            self.fd = fd; self.listener = listener; self.peer = peer; self.local = local; since = now; lastHeard = now
             http = HTTPRequestParser(limits: limits)
             if peer.hasPrefix("["), let end = peer.firstIndex(of: "]") {
                 peerHost = String(peer[peer.index(after: peer.startIndex)..<end])
@@ -155,7 +161,21 @@ public final class WebServer {
                 next = min(next ?? c.lingerUntil, c.lingerUntil)
                 continue
             }
-            guard c.ws == nil else { continue }
+            if c.ws != nil {
+                if now >= c.lastHeard + 3 * limits.pingEveryMS {
+                    drop(id, reason: "silent for \((now - c.lastHeard) / 1000) s, not answering pings; disconnected")
+                    continue
+                }
+                if !c.pinged && now >= c.lastHeard + limits.pingEveryMS {
+                    c.pinged = true
+                    c.output.append(contentsOf: WebSocketServer.frame([], opcode: 0x9))
+                    flush(id, c, now: now)
+                    if clients[id] == nil { continue }
+                }
+                let due = c.lastHeard + (c.pinged ? 3 * limits.pingEveryMS : limits.pingEveryMS)
+                next = min(next ?? due, due)
+                continue
+            }
             let due = c.since + limits.requestTimeoutMS
             if now >= due {
                 refusal(c, "408", "web: \(name(id)): no whole request in \(limits.requestTimeoutMS / 1000) s; closed")
@@ -240,6 +260,8 @@ public final class WebServer {
                 drop(id, reason: nil)
                 return
             }
+            c.lastHeard = now
+            c.pinged = false
             if c.closing { continue }  // the rest of a refused request: read and dropped
             chunk.withUnsafeBytes { consume(UnsafeRawBufferPointer(rebasing: $0[0..<n]), id, c, now: now) }
             if n < chunk.count { return }

@@ -366,6 +366,23 @@ func service(_ w: WebServer, rounds: Int = 3) {
         #expect(try ask(w, port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").status == 503)
     }
 
+    @Test func aSilentConsoleIsPingedThenClosed() throws {
+        let (w, port) = try server()
+        let c = try WebTestClient(port: port)
+        c.send(WebTestClient.upgrade(port: port))
+        for _ in 0..<200 where c.response == nil { service(w, rounds: 1); c.poll() }
+        #expect(c.response?.status == 101 && w.clientCount == 1)
+        let start = monotonicMilliseconds()
+        // Virtual time: silent past the ping interval, it is pinged (an empty ping frame) ...
+        _ = w.tick(now: start + w.limits.pingEveryMS + 10)
+        for _ in 0..<100 where !c.buffer.suffix(2).elementsEqual([0x89, 0x00]) { c.poll(); usleep(1000) }
+        #expect(c.buffer.suffix(2).elementsEqual([0x89, 0x00]))
+        #expect(w.clientCount == 1)
+        // ... and silent three times as long, closed.
+        _ = w.tick(now: start + 3 * w.limits.pingEveryMS + 10)
+        #expect(w.clientCount == 0)
+    }
+
     @Test func badRequestsSentFastDoNotFillTheLog() throws {
         let (w, port) = try server()
         var lines: [String] = []

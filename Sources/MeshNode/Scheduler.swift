@@ -1,46 +1,72 @@
+/// What the scheduler calls without a closure (`schedule(at:_:token:)`): a node's radio timers,
+/// the simulator's deliveries. The most frequent events then cost no allocation.
+open class TimerTarget {
+    public init() {}
+    /// Called at the time the timer was set for, with its token.
+    open func timerFired(_ token: UInt64) {}
+}
+
 /// The virtual clock and its event queue. Time is milliseconds; events at the same millisecond run in
 /// the order they were scheduled, so a run is fully determined by its inputs and seed.
 public final class Scheduler {
     public typealias Action = () -> Void
 
-    private struct Entry { var at: UInt64; var seq: UInt64; var slot: Int32 }
+    /// 16 bytes, four to a cache line: the sequence number in the high 40 bits of `order`, the slot
+    /// in the low 24 (sequence numbers are unique, so the slot bits never decide an order).
+    private struct Entry { var at: UInt64; var order: UInt64; var slot: Int { Int(truncatingIfNeeded: order & Scheduler.slotMask) } }
+    private static let slotBits: UInt64 = 24
+    private static let slotMask: UInt64 = 1 << slotBits - 1
     /// An action in a struct of its own: a closure stored directly as an array's (generic)
     /// element is wrapped in a reabstraction thunk on the way in and again on the way out, two
     /// more allocations and calls per event.
     /// A node's own timer (`node`, with `token`) needs no closure: the most frequent events (a
     /// radio's wake-ups and the end of each transmission) then cost no allocation.
-    private struct Slot { var action: Action?; var node: Node? = nil; var token: UInt64 = 0 }
+    private struct Slot { var action: Action?; var target: TimerTarget? = nil; var token: UInt64 = 0 }
 
     public private(set) var now: UInt64
     private var heap: [Entry] = []
     private var actions: [Slot] = []
     private var freeSlots: [Int32] = []
     private var seq: UInt64 = 0
+    /// The event that runs next, before anything in the heap (`runNext`).
+    private var immediate: TimerTarget? = nil
+    private var immediateToken: UInt64 = 0
 
     public init(start: UInt64 = 0) { now = start }
 
-    public var pending: Int { heap.count }
+    public var pending: Int { heap.count + (immediate == nil ? 0 : 1) }
 
     /// The time of the earliest scheduled event, if any.
-    public var nextDeadline: UInt64? { heap.first?.at }
+    public var nextDeadline: UInt64? { immediate != nil ? now : heap.first?.at }
 
     /// Runs `action` at virtual time `at` (or now, if `at` is in the past).
     public func schedule(at: UInt64, _ action: @escaping Action) {
         add(at: at, Slot(action: action))
     }
 
-    /// Calls `node.timerFired(token)` at virtual time `at` (or now); ordered as `schedule` is.
-    func schedule(at: UInt64, _ node: Node, token: UInt64) {
-        add(at: at, Slot(action: nil, node: node, token: token))
+    /// Calls `target.timerFired(token)` at virtual time `at` (or now); ordered as `schedule` is.
+    public func schedule(at: UInt64, _ target: TimerTarget, token: UInt64) {
+        add(at: at, Slot(action: nil, target: target, token: token))
+    }
+
+    /// Calls `target.timerFired(token)` as the very next event, at the current time, before
+    /// anything already scheduled: for an event known to follow the one running now with nothing
+    /// between them (the end of a transmission after its receptions, both at the same time and
+    /// scheduled back to back). It is one event, as it would be from the heap.
+    public func runNext(_ target: TimerTarget, token: UInt64) {
+        precondition(immediate == nil, "one event runs next")
+        immediate = target
+        immediateToken = token
     }
 
     private func add(at: UInt64, _ s: Slot) {
         let slot: Int32
         if let free = freeSlots.popLast() { slot = free; actions[Int(free)] = s } else {
+            precondition(UInt64(actions.count) < Scheduler.slotMask, "too many events pending")
             slot = Int32(actions.count); actions.append(s)
         }
         seq &+= 1
-        heap.append(Entry(at: max(at, now), seq: seq, slot: slot))
+        heap.append(Entry(at: max(at, now), order: seq << Scheduler.slotBits | UInt64(slot)))
         siftUp(heap.count - 1)
     }
 
@@ -49,22 +75,23 @@ public final class Scheduler {
     /// Runs the earliest event, advancing the clock to it. Returns false when nothing is scheduled.
     @discardableResult
     public func step() -> Bool {
+        if let t = immediate.take() { t.timerFired(immediateToken); return true }
         guard let top = heap.first else { return false }
         let last = heap.removeLast()
         if !heap.isEmpty { heap[0] = last; siftDown(0) }
         now = max(now, top.at)
-        let i = Int(top.slot)
+        let i = top.slot
         let action = actions[i].action.take()  // moved out: no retain and release
-        let node = actions[i].node.take()
+        let target = actions[i].target.take()
         let token = actions[i].token
-        freeSlots.append(top.slot)
-        if let action { action() } else { node?.timerFired(token) }
+        freeSlots.append(Int32(truncatingIfNeeded: i))
+        if let action { action() } else { target?.timerFired(token) }
         return true
     }
 
     /// Runs every event due at or before `time`, then sets the clock to `time`.
     public func run(until time: UInt64) {
-        while let d = heap.first?.at, d <= time { step() }
+        while let d = nextDeadline, d <= time { step() }
         if time > now { now = time }
     }
 
@@ -77,7 +104,7 @@ public final class Scheduler {
     public func run(until condition: () -> Bool, limit: UInt64) -> Bool {
         let end = now &+ limit
         if condition() { return true }
-        while let d = heap.first?.at, d <= end {
+        while let d = nextDeadline, d <= end {
             step()
             if condition() { return true }
         }
@@ -85,7 +112,7 @@ public final class Scheduler {
         return condition()
     }
 
-    private func less(_ a: Entry, _ b: Entry) -> Bool { a.at != b.at ? a.at < b.at : a.seq < b.seq }
+    private func less(_ a: Entry, _ b: Entry) -> Bool { a.at != b.at ? a.at < b.at : a.order < b.order }
 
     // A 4-ary heap: half as deep as a binary one, and a node's children share a cache line or two.
     private func siftUp(_ i0: Int) {

@@ -42,10 +42,6 @@ open class Air: TimerTarget {
     /// once may compute it once for all of them.
     open func deliveryHash(_ compute: () -> UInt64) -> UInt64 { compute() }
 
-    /// The packet being delivered, parsed; an air that delivers one packet to many nodes at once
-    /// may parse it once for all of them.
-    open func deliveryPacket(_ bytes: [UInt8]) -> Packet? { bytes.withUnsafeBytes { try? Packet(parsing: $0) } }
-
     /// An advert a node on this air signed itself (valid by construction).
     open func markAdvertValid(hash: UInt64) {}
 

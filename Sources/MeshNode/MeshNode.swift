@@ -163,9 +163,9 @@ open class MeshNode: Node {
         // sees what its radio heard even where the firmware then drops it.
         onRawReceived(bytes, snr: snr, rssi: rssi)
         // Parsed from the array's bytes directly (the generic `Packet(bytes:)` is not specialised
-        // across modules), once for all receivers of a transmission on the simulator's air.
+        // across modules).
         // A constant (the direct relay below changes a copy), so it is not copied to be passed on.
-        guard let packet = mesh.deliveryPacket(bytes) else { return }
+        guard let packet = bytes.withUnsafeBytes({ try? Packet(parsing: $0) }) else { return }
         if packet.routeType.isFlood { radio.recvFlood &+= 1 } else { radio.recvDirect &+= 1 }
         onReceive(packet)
         // The hash is the same for every receiver of one transmission: the air computes it once.

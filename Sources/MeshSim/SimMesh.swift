@@ -161,7 +161,6 @@ public final class SimMesh: Air {
         let airtime = flights[f].airtime
         delivering = true
         deliveryHashMemo = flights[f].hash
-        deliveryPacketMemo = nil
         var j = 0
         while j < flights[f].receivers.count {  // by index: a reception may start other flights
             let r = flights[f].receivers[j]
@@ -169,7 +168,6 @@ public final class SimMesh: Air {
             j += 1
         }
         delivering = false
-        deliveryPacketMemo = nil
         flights[f].bytes = []
         flights[f].receivers.removeAll(keepingCapacity: true)
         freeFlights.append(f)
@@ -180,8 +178,6 @@ public final class SimMesh: Air {
     /// for every receiver) is computed by the first receiver that needs it and shared.
     var delivering = false
     var deliveryHashMemo: UInt64? = nil
-    /// The same for the parsed packet (`.some(nil)`: it did not parse).
-    var deliveryPacketMemo: Packet?? = nil
 
     public override func deliveryHash(_ compute: () -> UInt64) -> UInt64 {
         guard delivering else { return compute() }
@@ -192,14 +188,6 @@ public final class SimMesh: Air {
         let h = compute()
         deliveryHashMemo = h
         return h
-    }
-
-    public override func deliveryPacket(_ bytes: [UInt8]) -> Packet? {
-        guard delivering else { return super.deliveryPacket(bytes) }
-        if let p = deliveryPacketMemo { return p }
-        let p = super.deliveryPacket(bytes)
-        deliveryPacketMemo = .some(p)
-        return p
     }
 
     /// Whether a receiver on `b` hears a sender on `a`: same bandwidth and spreading factor, centre

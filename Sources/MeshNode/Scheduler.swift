@@ -24,20 +24,36 @@ public final class Scheduler {
     private struct Slot { var action: Action?; var target: TimerTarget? = nil; var token: UInt64 = 0 }
 
     public private(set) var now: UInt64
-    private var heap: [Entry] = []
-    private var actions: [Slot] = []
-    private var freeSlots: [Int32] = []
+    /// The 4-ary heap and the slots, in buffers of their own (no uniqueness or bounds checks on
+    /// the hottest path). A free slot holds the index of the next free one in `token`.
+    private var heap: UnsafeMutablePointer<Entry>
+    private var heapCount = 0
+    private var heapCapacity = 64
+    private var slots: UnsafeMutablePointer<Slot>
+    private var slotCount = 0
+    private var slotCapacity = 64
+    private var freeSlot = -1
     private var seq: UInt64 = 0
     /// The event that runs next, before anything in the heap (`runNext`).
     private var immediate: TimerTarget? = nil
     private var immediateToken: UInt64 = 0
 
-    public init(start: UInt64 = 0) { now = start }
+    public init(start: UInt64 = 0) {
+        now = start
+        heap = .allocate(capacity: heapCapacity)
+        slots = .allocate(capacity: slotCapacity)
+    }
 
-    public var pending: Int { heap.count + (immediate == nil ? 0 : 1) }
+    deinit {
+        heap.deallocate()
+        slots.deinitialize(count: slotCount)
+        slots.deallocate()
+    }
+
+    public var pending: Int { heapCount + (immediate == nil ? 0 : 1) }
 
     /// The time of the earliest scheduled event, if any.
-    public var nextDeadline: UInt64? { immediate != nil ? now : heap.first?.at }
+    public var nextDeadline: UInt64? { immediate != nil ? now : heapCount > 0 ? heap[0].at : nil }
 
     /// Runs `action` at virtual time `at` (or now, if `at` is in the past).
     public func schedule(at: UInt64, _ action: @escaping Action) {
@@ -60,14 +76,35 @@ public final class Scheduler {
     }
 
     private func add(at: UInt64, _ s: Slot) {
-        let slot: Int32
-        if let free = freeSlots.popLast() { slot = free; actions[Int(free)] = s } else {
-            precondition(UInt64(actions.count) < Scheduler.slotMask, "too many events pending")
-            slot = Int32(actions.count); actions.append(s)
+        let slot: Int
+        if freeSlot >= 0 {
+            slot = freeSlot
+            freeSlot = Int(truncatingIfNeeded: slots[slot].token)
+            slots[slot] = s
+        } else {
+            precondition(UInt64(slotCount) < Scheduler.slotMask, "too many events pending")
+            if slotCount == slotCapacity {
+                let bigger = UnsafeMutablePointer<Slot>.allocate(capacity: slotCapacity * 2)
+                bigger.moveInitialize(from: slots, count: slotCount)
+                slots.deallocate()
+                slots = bigger
+                slotCapacity *= 2
+            }
+            slot = slotCount
+            (slots + slot).initialize(to: s)
+            slotCount += 1
         }
         seq &+= 1
-        heap.append(Entry(at: max(at, now), order: seq << Scheduler.slotBits | UInt64(slot)))
-        siftUp(heap.count - 1)
+        if heapCount == heapCapacity {
+            let bigger = UnsafeMutablePointer<Entry>.allocate(capacity: heapCapacity * 2)
+            bigger.moveInitialize(from: heap, count: heapCount)
+            heap.deallocate()
+            heap = bigger
+            heapCapacity *= 2
+        }
+        heap[heapCount] = Entry(at: max(at, now), order: seq << Scheduler.slotBits | UInt64(slot))
+        heapCount += 1
+        siftUp(heapCount - 1)
     }
 
     public func after(_ delay: UInt64, _ action: @escaping Action) { schedule(at: now &+ delay, action) }
@@ -76,15 +113,17 @@ public final class Scheduler {
     @discardableResult
     public func step() -> Bool {
         if let t = immediate.take() { t.timerFired(immediateToken); return true }
-        guard let top = heap.first else { return false }
-        let last = heap.removeLast()
-        if !heap.isEmpty { heap[0] = last; siftDown(0) }
+        guard heapCount > 0 else { return false }
+        let top = heap[0]
+        heapCount -= 1
+        if heapCount > 0 { heap[0] = heap[heapCount]; siftDown(0) }
         now = max(now, top.at)
         let i = top.slot
-        let action = actions[i].action.take()  // moved out: no retain and release
-        let target = actions[i].target.take()
-        let token = actions[i].token
-        freeSlots.append(Int32(truncatingIfNeeded: i))
+        let action = slots[i].action.take()  // moved out: no retain and release
+        let target = slots[i].target.take()
+        let token = slots[i].token
+        slots[i].token = UInt64(bitPattern: Int64(freeSlot))
+        freeSlot = i
         if let action { action() } else { target?.timerFired(token) }
         return true
     }
@@ -116,35 +155,35 @@ public final class Scheduler {
 
     // A 4-ary heap: half as deep as a binary one, and a node's children share a cache line or two.
     private func siftUp(_ i0: Int) {
+        let h = heap
         var i = i0
-        let e = heap[i]
+        let e = h[i]
         while i > 0 {
             let p = (i - 1) >> 2
-            if !less(e, heap[p]) { break }
-            heap[i] = heap[p]; i = p
+            if !less(e, h[p]) { break }
+            h[i] = h[p]; i = p
         }
-        heap[i] = e
+        h[i] = e
     }
 
     private func siftDown(_ i0: Int) {
-        heap.withUnsafeMutableBufferPointer { h in
-            var i = i0
-            let n = h.count
-            let e = h[i]
-            while true {
-                let first = 4 * i + 1
-                if first >= n { break }
-                var c = first
-                let last = min(first + 4, n)
-                var k = first + 1
-                while k < last {
-                    if less(h[k], h[c]) { c = k }
-                    k += 1
-                }
-                if !less(h[c], e) { break }
-                h[i] = h[c]; i = c
+        let h = heap
+        var i = i0
+        let n = heapCount
+        let e = h[i]
+        while true {
+            let first = 4 * i + 1
+            if first >= n { break }
+            var c = first
+            let last = min(first + 4, n)
+            var k = first + 1
+            while k < last {
+                if less(h[k], h[c]) { c = k }
+                k += 1
             }
-            h[i] = e
+            if !less(h[c], e) { break }
+            h[i] = h[c]; i = c
         }
+        h[i] = e
     }
 }

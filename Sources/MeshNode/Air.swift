@@ -3,7 +3,7 @@ import MeshAir
 /// What nodes transmit into and hear from, with the clock that drives them: the simulator's air
 /// (`SimMesh`, many nodes in virtual time) or one real radio (`RadioAir`, one node in wall-clock
 /// time). Time is milliseconds on `scheduler`'s clock; every node's timer is an event on it.
-open class Air {
+open class Air: TimerTarget {
     public let scheduler: Scheduler
     public var rng: SimRandom
     /// Wall-clock epoch seconds at time 0 of `scheduler`; nodes' clocks start from it.
@@ -13,6 +13,7 @@ open class Air {
         self.rng = SimRandom(seed: seed)
         self.scheduler = Scheduler(start: start)
         self.epochBase = epochBase
+        super.init()
     }
 
     /// An air on another air's clock.
@@ -20,6 +21,7 @@ open class Air {
         self.rng = SimRandom(seed: seed)
         self.scheduler = scheduler
         self.epochBase = epochBase
+        super.init()
     }
 
     public var now: UInt64 { scheduler.now }
@@ -31,7 +33,10 @@ open class Air {
     open func register(_ node: Node) -> Int { 0 }
 
     /// Puts a packet on the air from `sender` for `airtime` ms (the radio is busy until then).
-    open func transmit(from sender: Node, bytes: [UInt8], airtime: UInt64) {}
+    /// Returns true when the air itself calls `sender.timerFired(Node.transmissionEndToken)` at
+    /// the end (as the next event after the receptions end); false, and the sender sets that timer.
+    @discardableResult
+    open func transmit(from sender: Node, bytes: [UInt8], airtime: UInt64) -> Bool { false }
 
     /// The hash of the packet being delivered; an air that delivers one packet to many nodes at
     /// once may compute it once for all of them.

@@ -9,7 +9,7 @@ public enum NodeRole: String, Sendable {
 
 /// A MeshCore node: its radio's outbound side (queue, listen-before-talk, duty cycle) and clock, on an
 /// `Air` (the simulator's, or one real radio's). Roles subclass this.
-open class Node {
+open class Node: TimerTarget {
     /// The air this node transmits into, with the clock and event queue that drive it.
     ///
     /// unowned(unsafe): every air keeps the nodes registered with it (SimMesh's `nodes`,
@@ -52,6 +52,7 @@ open class Node {
         self.rng = mesh.rng.fork()
         self.rtcEpoch = mesh.epochNow
         self.rtcSetAt = mesh.now
+        super.init()
         self.index = mesh.register(self)
         self.bootedAt = mesh.now
     }
@@ -96,11 +97,11 @@ open class Node {
     }
 
     /// The token of the timer at the end of a transmission (wake-ups count up from 1).
-    static let transmissionEndToken = UInt64.max
+    public static let transmissionEndToken = UInt64.max
 
     /// The radio's timers, run by the scheduler without a closure (the most frequent events): the
     /// end of a transmission, or a wake-up (stale once a later one replaced it).
-    func timerFired(_ token: UInt64) {
+    override public func timerFired(_ token: UInt64) {
         if token == Node.transmissionEndToken {
             radio.refill(now: mesh.now)
             if radio.budget < 100 {
@@ -162,8 +163,10 @@ open class Node {
             if h & 0x03 == 0 || h & 0x03 == 1 { radio.sentFlood &+= 1 } else { radio.sentDirect &+= 1 }
         }
         radio.txHash = p.hash
-        mesh.transmit(from: self, bytes: p.bytes, airtime: air)
-        mesh.scheduler.schedule(at: radio.txUntil, self, token: Node.transmissionEndToken)
+        // The end of the transmission: set here, unless the air runs it after its receptions.
+        if !mesh.transmit(from: self, bytes: p.bytes, airtime: air) {
+            mesh.scheduler.schedule(at: radio.txUntil, self, token: Node.transmissionEndToken)
+        }
     }
 
     /// Power cycle: the outbound queue is lost; `boot()` runs after `downtime` ms.

@@ -34,9 +34,10 @@ public final class RadioAir: Air {
         return 0
     }
 
-    public override func transmit(from sender: Node, bytes: [UInt8], airtime: UInt64) {
+    public override func transmit(from sender: Node, bytes: [UInt8], airtime: UInt64) -> Bool {
         sentCount &+= 1
         send?(bytes)
+        return false
     }
 
     /// A packet the radio received intact, with its SNR (dB) and RSSI (dBm).

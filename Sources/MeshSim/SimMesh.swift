@@ -11,7 +11,7 @@ import MeshNode
 /// Listen-before-talk sees any reception in progress at the transmitter.
 public final class SimMesh: Air {
     public let seed: UInt64
-    public var collisions: Bool
+    public let collisions: Bool
     public private(set) var nodes: [SimNode] = []
     /// Links out of each node, by node index.
     var links: [[Link]] = []
@@ -39,8 +39,16 @@ public final class SimMesh: Air {
         super.init(seed: seed, epochBase: epochBase, start: start)
     }
 
+    /// The nodes and their radios without reference counting (`nodes` keeps them): the receptions
+    /// of a transmission touch each receiver without a retain and release (an atomic write to a
+    /// node not touched for a while).
+    private var nodeRefs: [Unmanaged<SimNode>] = []
+    private var radioRefs: [Unmanaged<Radio>] = []
+
     public override func register(_ node: SimNode) -> Int {
         nodes.append(node)
+        nodeRefs.append(Unmanaged.passUnretained(node))
+        radioRefs.append(Unmanaged.passUnretained(node.radio))
         links.append([])
         receptions.append([])
         return nodes.count - 1
@@ -74,8 +82,23 @@ public final class SimMesh: Air {
 
     public func neighbours(of node: SimNode) -> [SimNode] { links[node.index].map { nodes[$0.to] } }
 
+    /// A transmission on the air: its receivers, whose receptions all end at the same time.
+    struct Flight {
+        var bytes: [UInt8] = []
+        var airtime: UInt64 = 0
+        var hash: UInt64? = nil
+        var sender = 0
+        var receivers: [Receiver] = []
+    }
+    /// `id`: the reception's, kept only with collisions (0 otherwise).
+    struct Receiver { var to: Int; var id: UInt64; var snr: Double }
+    /// Transmissions in flight, by the token of the event that ends them; their slots (and the
+    /// receivers' arrays) are used again, so a transmission allocates nothing.
+    var flights: [Flight] = []
+    var freeFlights: [Int] = []
+
     /// Puts a packet on the air from `sender` for `airtime` ms.
-    public override func transmit(from sender: SimNode, bytes: [UInt8], airtime: UInt64) {
+    public override func transmit(from sender: SimNode, bytes: [UInt8], airtime: UInt64) -> Bool {
         transmissions &+= 1
         onTransmit?(sender, bytes)
         let start = scheduler.now
@@ -85,43 +108,70 @@ public final class SimMesh: Air {
             for i in receptions[sender.index].indices { receptions[sender.index][i].corrupted = true }
         }
         let channel = sender.radio.params
-        // The sender's node knew the packet's hash (its own packet, or one it relays): the
-        // receivers need not compute it.
-        let knownHash = sender.radio.txHash
+        let f: Int
+        if let free = freeFlights.popLast() { f = free } else { f = flights.count; flights.append(Flight()) }
         // Every reception of one transmission ends at the same time: one event finishes them all,
-        // in link order (as one event each would, scheduled back to back).
-        var ending: [(to: Int, id: UInt64, snr: Double)] = []
-        ending.reserveCapacity(links[sender.index].count)
-        for l in links[sender.index] {
-            let r = nodes[l.to]
-            guard Self.hears(channel, r.radio.params) else { continue }
-            let lost = l.loss > 0 && rng.unit() < l.loss
-            if lost { losses &+= 1; continue }
-            if r.radio.rxBusyUntil < end { r.radio.rxBusyUntil = end }
-            receptionSeq &+= 1
-            let id = receptionSeq
-            var corrupted = false
-            if collisions {
-                if r.radio.txUntil > start { corrupted = true }
+        // in link order (as one event each would, scheduled back to back), then the sender's
+        // transmission (the event the sender would have scheduled next).
+        var ending = flights[f].receivers  // moved out and back: appended to in place
+        flights[f].receivers = []
+        links[sender.index].withUnsafeBufferPointer { out in
+            for l in out { radioRefs[l.to]._withUnsafeGuaranteedRef { r in
+                guard Self.hears(channel, r.params) else { return }
+                let lost = l.loss > 0 && rng.unit() < l.loss
+                if lost { losses &+= 1; return }
+                if r.rxBusyUntil < end { r.rxBusyUntil = end }
+                guard collisions else { ending.append(Receiver(to: l.to, id: 0, snr: l.snr)); return }
+                receptionSeq &+= 1
+                let id = receptionSeq
+                var corrupted = false
+                if r.txUntil > start { corrupted = true }
                 for i in receptions[l.to].indices where receptions[l.to][i].end > start {
                     let other = receptions[l.to][i].snr
                     // The one in progress survives only if it is clearly stronger, and vice versa.
                     if other < l.snr + captureThreshold { receptions[l.to][i].corrupted = true }
                     if l.snr < other + captureThreshold { corrupted = true }
                 }
-            }
-            receptions[l.to].append(Reception(id: id, end: end, corrupted: corrupted, snr: l.snr))
-            ending.append((l.to, id, l.snr))
+                receptions[l.to].append(Reception(id: id, end: end, corrupted: corrupted, snr: l.snr))
+                ending.append(Receiver(to: l.to, id: id, snr: l.snr))
+            } }
         }
-        guard !ending.isEmpty else { return }
-        // unowned(unsafe): the scheduler that holds this closure belongs to this mesh, so the mesh
-        // is alive whenever it runs (and the hot path skips the unowned reference count).
-        scheduler.schedule(at: end) { [unowned(unsafe) self] in
-            self.delivering = true
-            self.deliveryHashMemo = knownHash
-            for r in ending { self.finishReception(to: r.to, id: r.id, bytes: bytes, snr: r.snr, airtime: airtime) }
-            self.delivering = false
+        if ending.isEmpty {
+            flights[f].receivers = ending
+            freeFlights.append(f)
+            scheduler.schedule(at: end, sender, token: Node.transmissionEndToken)
+            return true
         }
+        flights[f].receivers = ending
+        flights[f].bytes = bytes
+        flights[f].airtime = airtime
+        // The sender's node knew the packet's hash (its own packet, or one it relays): the
+        // receivers need not compute it.
+        flights[f].hash = sender.radio.txHash
+        flights[f].sender = sender.index
+        scheduler.schedule(at: end, self, token: UInt64(f))
+        return true
+    }
+
+    /// The end of flight `token`: its receptions, then the sender's end of transmission.
+    public override func timerFired(_ token: UInt64) {
+        let f = Int(token)
+        let sender = flights[f].sender
+        let bytes = flights[f].bytes
+        let airtime = flights[f].airtime
+        delivering = true
+        deliveryHashMemo = flights[f].hash
+        var j = 0
+        while j < flights[f].receivers.count {  // by index: a reception may start other flights
+            let r = flights[f].receivers[j]
+            finishReception(to: r.to, id: r.id, bytes: bytes, snr: r.snr, airtime: airtime)
+            j += 1
+        }
+        delivering = false
+        flights[f].bytes = []
+        flights[f].receivers.removeAll(keepingCapacity: true)
+        freeFlights.append(f)
+        scheduler.runNext(nodes[sender], token: Node.transmissionEndToken)
     }
 
     /// While the receptions of one transmission are delivered, the packet's hash (the same bytes
@@ -148,15 +198,18 @@ public final class SimMesh: Air {
     }
 
     private func finishReception(to: Int, id: UInt64, bytes: [UInt8], snr: Double, airtime: UInt64) {
-        guard let i = receptions[to].firstIndex(where: { $0.id == id }) else { return }
-        let rec = receptions[to].remove(at: i)
-        let node = nodes[to]
-        if rec.corrupted { collided &+= 1; node.radio.errEvents &+= 1; return }
-        guard node.powered else { return }
-        deliveries &+= 1
-        node.radio.rxAirMs &+= airtime
-        onReceive?(node, bytes, snr)
-        node.radioReceived(bytes, snr: snr, rssi: Int((-110 + snr * 2).rounded()))
+        if collisions {  // without, a reception is never corrupted and none is kept
+            guard let i = receptions[to].firstIndex(where: { $0.id == id }) else { return }
+            let rec = receptions[to].remove(at: i)
+            if rec.corrupted { collided &+= 1; nodes[to].radio.errEvents &+= 1; return }
+        }
+        nodeRefs[to]._withUnsafeGuaranteedRef { node in
+            guard node.powered else { return }
+            deliveries &+= 1
+            node.radio.rxAirMs &+= airtime
+            onReceive?(node, bytes, snr)
+            node.radioReceived(bytes, snr: snr, rssi: Int((-110 + snr * 2).rounded()))
+        }
     }
 
     /// Signature checks of advert payloads already seen on this air: a flooded advert reaches every

@@ -25,6 +25,32 @@ final class ListenerNode: SimNode {
         #expect(log == ["a", "b", "c", "d"])
     }
 
+    /// A timer target runs in time and insertion order like a closure; `runNext` runs before
+    /// everything already scheduled for the same time, as one step of its own.
+    @Test func timerTargetsAndRunNext() {
+        final class Logger: TimerTarget {
+            var log: [String] = []
+            override func timerFired(_ token: UInt64) { log.append("t\(token)") }
+        }
+        let s = Scheduler()
+        let t = Logger()
+        s.schedule(at: 10, t, token: 1)
+        s.schedule(at: 10) {
+            t.log.append("x")
+            s.runNext(t, token: 2)
+            s.schedule(at: 10) { t.log.append("late") }
+        }
+        s.schedule(at: 10) { t.log.append("y") }
+        s.schedule(at: 5, t, token: 0)
+        var steps = 0
+        while let d = s.nextDeadline, d <= 10 {
+            if t.log.last == "x" { #expect(s.pending == 3 && s.nextDeadline == 10) }
+            s.step(); steps += 1
+        }
+        #expect(t.log == ["t0", "t1", "x", "t2", "y", "late"])
+        #expect(steps == 6 && s.pending == 0 && s.now == 10)
+    }
+
     @Test func runUntilCondition() {
         let s = Scheduler()
         var n = 0

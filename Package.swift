@@ -105,8 +105,10 @@ let package = Package(
         .target(name: "MeshBridge", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshLink", "MeshNet", "MeshOps", "MeshStore",
                                                    "CMeshTLS"], swiftSettings: releaseSettings),
         // The long-running service.
+        // The web console's page, gzip-compressed, as constant bytes (scripts/gen-web-page.py).
+        .target(name: "CMeshWebPage"),
         .target(name: "MeshDaemon", dependencies: ["MeshCompanion", "MeshAir", "MeshSession", "MeshOps", "MeshStore", "MeshLink", "CMeshLink",
-                                                   "MeshNet", "MeshDaemonClient", "MeshHub", "MeshBridge"], swiftSettings: releaseSettings),
+                                                   "MeshNet", "MeshDaemonClient", "MeshHub", "MeshBridge", "CMeshWebPage"], swiftSettings: releaseSettings),
         .executableTarget(
             name: "pocketmesh",
             dependencies: [

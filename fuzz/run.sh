@@ -72,6 +72,7 @@ build() {
     [ -f "$deps/CMeshLink.build/module.modulemap" ] && maps=(-Xcc "-fmodule-map-file=$deps/CMeshLink.build/module.modulemap")
     [ -f "$deps/CMeshTLS.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshTLS.build/module.modulemap")
     [ -f "$deps/CMeshCrypto.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshCrypto.build/module.modulemap")
+    [ -f "$deps/CMeshWebPage.build/module.modulemap" ] && maps+=(-Xcc "-fmodule-map-file=$deps/CMeshWebPage.build/module.modulemap")
     # Built already, and nothing it is made of changed since (sources, the fuzz file, the objects of
     # the modules it links): kept.
     # shellcheck disable=SC2086
@@ -83,7 +84,7 @@ build() {
     # (ld.gold warns about every ASan helper symbol; those lines are noise.)
     # shellcheck disable=SC2086
     swiftc -parse-as-library -module-name "$module" -sanitize=fuzzer,address -O \
-        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" -I "$root/Sources/CMeshTLS/include" -I "$root/Sources/CSodium" -I "$root/Sources/CMeshCrypto/include" "${maps[@]}" \
+        -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" -I "$root/Sources/CMeshTLS/include" -I "$root/Sources/CSodium" -I "$root/Sources/CMeshCrypto/include" -I "$root/Sources/CMeshWebPage/include" "${maps[@]}" \
         $sources "$root/fuzz/$file.swift" "${objs[@]}" "${libs[@]}" -o "$out/$name-fuzz" 2>&1 \
         | { grep -v 'Cannot export local symbol' || true; }
     [ -x "$out/$name-fuzz" ] || { echo "fuzz target $name did not build" >&2; return 1; }
@@ -131,7 +132,7 @@ for t in "${targets[@]}"; do
         att) build att ATTFuzz MeshLink "$root/Sources/MeshLink/ATT.swift $root/Sources/MeshLink/ATTClient.swift $root/Sources/MeshLink/SimulatedGATTServer.swift" ;;
         store) build store StoreFuzz MeshStore "$root/Sources/MeshStore/*.swift" MeshCompanion "${link[@]}" ;;
         json) build json JSONFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
-                  MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS CMeshWebPage MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         topology) build topology TopologyFuzz MeshSim "$root/Sources/MeshSim/*.swift" \
                   MeshNode MeshNet MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         config) build config ConfigFuzz MeshOps "$root/Sources/MeshOps/TOML.swift $root/Sources/MeshOps/Config.swift" \
@@ -141,7 +142,7 @@ for t in "${targets[@]}"; do
         http) build http HTTPFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
         kiss) build kiss KISSFuzz MeshNode "$root/Sources/MeshNode/*.swift" MeshAir MeshCompanion "${crypto[@]}" ;;
         doors) build doors DoorFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
-                  MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
+                  MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS CMeshWebPage MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         *) echo "unknown fuzz target $t" >&2; failed+=("$t"); continue ;;
     esac || { failed+=("$t"); continue; }
     corpus="$out/corpus-$t"

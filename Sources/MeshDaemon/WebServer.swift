@@ -518,34 +518,3 @@ public final class WebServer {
 
 /// The web console's door is a part of the daemon's poll loop.
 extension WebServer: PollPart {}
-
-extension WebPage {
-    /// The page, gzip-compressed, decoded from its base64 text once, when first served.
-    static let gzipped: [UInt8] = base64Decoded(encoded)
-
-    /// Standard base64 (whitespace skipped, '=' ends it).
-    static func base64Decoded(_ text: String) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count * 3 / 4)
-        var acc: UInt32 = 0, bits = 0
-        for b in text.utf8 {
-            let v: UInt8
-            switch b {
-            case 0x41...0x5A: v = b - 0x41
-            case 0x61...0x7A: v = b - 0x61 + 26
-            case 0x30...0x39: v = b - 0x30 + 52
-            case 0x2B: v = 62
-            case 0x2F: v = 63
-            case 0x3D: return out
-            default: continue
-            }
-            acc = acc << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
-            }
-        }
-        return out
-    }
-}

@@ -194,6 +194,10 @@ class Page:
         return [t for t in out if not any(i in t for i in ignore)]
 
     def close(self):
+        try:
+            self.send("Page.close", timeout=5)
+        except (CDPError, OSError):
+            pass
         self.ws.close()
 
 

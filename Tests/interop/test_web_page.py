@@ -173,13 +173,25 @@ def test_a_long_message_goes_in_numbered_parts(mesh, page):
     assert all(len(t.encode()) <= 160 for t in got)
 
 
-def test_a_message_that_arrives_is_shown(mesh, page):
+def test_a_message_that_arrives_is_shown_and_counted_unread(mesh, page):
     open_console(mesh, page, "contacts")
-    chat_with(page, mesh.key1)
+    page.wait_js("document.querySelectorAll('#contact-table tbody tr[data-key]').length >= 3", timeout=20)
+    page.pump(1)
+    unread = "(() => { const b = document.querySelector('#unread-all .badge'); return b ? +b.textContent : 0; })()"
+    before = page.js(unread)
     text = f"to the browser {time.time():.0f}"
     r = mesh.d1.call({"id": 1, "op": "send", "to": mesh.key0[:12], "text": text}, timeout=30)
     assert r["ok"], r
-    page.wait_js(f"[...document.querySelectorAll('#msg-list .msg.in .tx')].some(e => e.textContent === {json.dumps(text)})", timeout=60)
+    # Counted while another tab is shown, then shown (and read) in its conversation.
+    page.wait_js(f"{unread} === {before + 1}", timeout=60)
+    chat_with(page, mesh.key1)
+    page.wait_js(f"[...document.querySelectorAll('#msg-list .msg.in .tx')].some(e => e.textContent === {json.dumps(text)})", timeout=30)
+    page.wait_js(f"{unread} === {before}", timeout=10)
+    # And live, in the open conversation.
+    text2 = text + " again"
+    assert mesh.d1.call({"id": 2, "op": "send", "to": mesh.key0[:12], "text": text2}, timeout=30)["ok"]
+    page.wait_js(f"[...document.querySelectorAll('#msg-list .msg.in .tx')].some(e => e.textContent === {json.dumps(text2)})", timeout=60)
+    assert page.js(unread) == before
     assert page.errors(ignore=(OFFLINE_TILE,)) == []
 
 

@@ -1,5 +1,5 @@
 """The web console (`daemon --web`) in a real browser: Debian's Chromium, headless, driven over the
-DevTools protocol (harness/cdp.py), against `pocketmesh sim` (sim0 - rpt0 - sim1, and a room).
+DevTools protocol (harness/cdp.py), against `pocketmesh sim` (sim0 - rpt0 - rpt1 - sim1, and a room).
 sim0's daemon serves the console (all classes but secret on one port, read only on another);
 sim1's daemon serves one that asks for a password. Everything is on loopback and every wait has a
 deadline.
@@ -36,7 +36,7 @@ PASSWORD = "correct horse battery"
 class Mesh:
     def __init__(self):
         self.dirs = [tempfile.mkdtemp(prefix="pmweb-") for _ in range(3)]
-        self.sim = Sim("--repeaters", "1", "--rooms", "1", "--seed", "11")
+        self.sim = Sim("--repeaters", "2", "--rooms", "1", "--seed", "11")
         self.web = free_ports(3)  # sim0: all but secret, read only; sim1: with a password
         pw = Path(self.dirs[1]) / "web.pw"
         pw.write_text(PASSWORD + "\n")
@@ -311,6 +311,9 @@ def test_screenshots_of_each_tab(mesh, page):
         page.wait_js("document.getElementById('node-log').textContent.includes('v1.')", timeout=60)
         page.js("document.getElementById('node-tel').click()")
         page.wait_js("document.querySelector('#node-telemetry td') !== null", timeout=60)
+        # rpt0 hears rpt1's adverts: a graph with one link.
+        page.js("document.getElementById('node-nb').click()")
+        page.wait_js("document.querySelectorAll('#node-graph svg line').length > 0", timeout=90, interval=2)
         page.screenshot(os.path.join(out, "nodes.png"))
         assert all(os.path.getsize(os.path.join(out, f"{t}.png")) > 5000 for t in ("chats", "contacts", "map", "radio", "daemon", "nodes"))
         assert page.errors(ignore=(OFFLINE_TILE,)) == []

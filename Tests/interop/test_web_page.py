@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from test_daemon_faults import BIN, Daemon, free_ports, wait_for
+from conftest import wait_for
+from test_daemon_faults import BIN, Daemon, free_ports
 from test_sim_clients import Sim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))
@@ -68,6 +69,8 @@ class Mesh:
             d.call({"id": 3, "op": "advert", "flood": True}, timeout=30)
             return False
         assert wait_for(lambda: placed(self.d0, self.key1), timeout=60), "sim0 never learnt sim1's position"
+        names = lambda: {c["name"] for c in self.d0.call({"id": 4, "op": "contacts"}, timeout=30).get("contacts", [])}
+        assert wait_for(lambda: {"rpt0", "rpt1", "room0"} <= names(), timeout=60), names()
         assert wait_for(lambda: placed(self.d1, self.key0), timeout=60), "sim1 never learnt sim0's position"
         self.browser = Chromium(self.dirs[2])
 

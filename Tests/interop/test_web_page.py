@@ -11,6 +11,7 @@ import http.server
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -21,6 +22,7 @@ import pytest
 
 from conftest import wait_for
 from test_daemon_faults import BIN, Daemon, free_ports
+from test_hub import frame as hub_frame
 from test_sim_clients import Sim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))
@@ -38,13 +40,16 @@ class Mesh:
     def __init__(self):
         self.dirs = [tempfile.mkdtemp(prefix="pmweb-") for _ in range(3)]
         self.sim = Sim("--repeaters", "2", "--rooms", "1", "--seed", "11")
-        self.web = free_ports(3)  # sim0: all but secret, read only; sim1: with a password
+        self.web = free_ports(4)  # sim0: all but secret, read only; sim1: with a password; sim0's hub
         pw = Path(self.dirs[1]) / "web.pw"
         pw.write_text(PASSWORD + "\n")
         pw.chmod(0o600)
         self.d0 = Daemon(self.dirs[0], self.sim.port("sim0"), hook=False,
                          extra=("--web", f"127.0.0.1:{self.web},allow=read+message+config+admin",
-                                "--web", f"127.0.0.1:{self.web + 1},allow=read"))
+                                "--web", f"127.0.0.1:{self.web + 1},allow=read",
+                                # A hook that fails at once (given up after one run), and a hub, for the daemon tab.
+                                "--on-message", "/bin/false", "--hook-attempts", "1",
+                                "--companion-listen", f"127.0.0.1:{self.web + 3}"))
         self.d1 = Daemon(self.dirs[1], self.sim.port("sim1"), hook=False,
                          extra=("--web", f"127.0.0.1:{self.web + 2},allow=read+message", "--web-password-file", str(pw)))
         self.browser = None
@@ -167,12 +172,12 @@ def test_a_long_message_goes_in_numbered_parts(mesh, page):
     assert "2 parts" in page.js("document.getElementById('send-count').textContent")
     page.js("document.getElementById('send-form').requestSubmit()")
 
-    def parts():
-        got = [m["text"] for m in mesh.d1.call({"id": 1, "op": "history", "thread": mesh.key0[:12], "limit": 20})["messages"]
-               if m["direction"] == "in" and m["text"].startswith("(")]
-        return [t for t in got if "w0" in t] if len(got) >= 2 else None
+    def parts():  # in the order of their numbers (they may arrive in either)
+        got = sorted(m["text"] for m in mesh.d1.call({"id": 1, "op": "history", "thread": mesh.key0[:12], "limit": 20})["messages"]
+                     if m["direction"] == "in" and m["text"].startswith("(") and "w0" in m["text"])
+        return got if len(got) >= 2 else None
     got = wait_for(parts, timeout=60)
-    assert got and got[-2].startswith("(1/2) w000") and got[-1].startswith("(2/2) ") and got[-1].endswith("w049"), got
+    assert got and len(got) == 2 and got[0].startswith("(1/2) w000") and got[1].startswith("(2/2) ") and got[1].endswith("w049"), got
     assert all(len(t.encode()) <= 160 for t in got)
 
 
@@ -256,6 +261,27 @@ def test_a_wrong_password_is_refused(mesh, page):
     page.wait_js("document.getElementById('radio-name').textContent === 'sim1'", timeout=30)
 
 
+def test_the_daemon_tab_lists_failed_hooks_and_hub_clients_and_drops_a_hook(mesh, page):
+    # A message for sim0, whose hook fails and is given up.
+    text = f"for the hook {time.time():.0f}"
+    assert mesh.d1.call({"id": 1, "op": "send", "to": mesh.key0[:12], "text": text}, timeout=30)["ok"]
+    assert wait_for(lambda: any(f.get("message", {}).get("text") == text
+                                for f in mesh.d0.call({"id": 2, "op": "hooks_failed"})["failed"]), timeout=60)
+    app = socket.create_connection(("127.0.0.1", mesh.web + 3), timeout=10)
+    try:
+        app.sendall(hub_frame(b"\x01\x03" + b"\x00" * 6 + b"webtest"))  # APP_START
+        open_console(mesh, page, "daemon")
+        page.wait_js(f"document.getElementById('d-hooks').textContent.includes({json.dumps(text)})", timeout=20)
+        page.wait_js("document.getElementById('d-hub').textContent.includes('webtest')", timeout=20)
+        page.js(f"""[...document.querySelectorAll('#d-hooks tr')].find(r => r.textContent.includes({json.dumps(text)}))
+                    .querySelector('button.bad').click()""")
+        page.wait_js(f"!document.getElementById('d-hooks').textContent.includes({json.dumps(text)})", timeout=20)
+        assert not any(f.get("message", {}).get("text") == text for f in mesh.d0.call({"id": 3, "op": "hooks_failed"})["failed"])
+        assert page.errors(ignore=(OFFLINE_TILE,)) == []
+    finally:
+        app.close()
+
+
 class _OtherOrigin(http.server.BaseHTTPRequestHandler):
     page = b""
 
@@ -292,7 +318,9 @@ def test_a_page_of_another_origin_cannot_use_the_api(mesh, page):
 def test_screenshots_of_each_tab(mesh, page):
     out = os.environ.get("POCKETMESH_WEB_SCREENSHOTS") or tempfile.mkdtemp(prefix="pmweb-shots-")
     os.makedirs(out, exist_ok=True)
+    app = socket.create_connection(("127.0.0.1", mesh.web + 3), timeout=10)
     try:
+        app.sendall(hub_frame(b"\x01\x03" + b"\x00" * 6 + b"meshcore-app"))  # APP_START: a hub client to show
         open_console(mesh, page, "chats")
         page.wait_js("document.querySelectorAll('#msg-list .msg').length > 0", timeout=20)
         page.screenshot(os.path.join(out, "chats.png"))
@@ -327,5 +355,6 @@ def test_screenshots_of_each_tab(mesh, page):
         assert all(os.path.getsize(os.path.join(out, f"{t}.png")) > 5000 for t in ("chats", "contacts", "map", "radio", "daemon", "nodes"))
         assert page.errors(ignore=(OFFLINE_TILE,)) == []
     finally:
+        app.close()
         if not os.environ.get("POCKETMESH_WEB_SCREENSHOTS"):
             shutil.rmtree(out, ignore_errors=True)

@@ -15,6 +15,8 @@
 #   config    the config file: the TOML reader and the config model (MeshOps)
 #   mqtt      what a broker sends: the MQTT decoder and the client session; DNS answers (MeshNet)
 #   websocket what a client sends to the hub's WebSocket door: the upgrade and the frames (MeshNet)
+#   http      what a browser sends to the web console's door: HTTP requests, then a WebSocket's
+#             text frames (MeshNet)
 #   kiss      what a KISS modem sends: the deframer and the modem's SetHardware answers (MeshNode)
 #   doors     what comes in through the remote doors, by class: MQTT command payloads (the bridge's
 #             reading of them and the results it publishes, without secrets) and hub frames (each
@@ -26,7 +28,7 @@ set -uo pipefail
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt websocket kiss doors)
+[ ${#targets[@]} -gt 0 ] || targets=(frame air att store json topology config mqtt websocket http kiss doors)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/fuzz/out"
 deps="$root/.build/debug"
@@ -136,6 +138,7 @@ for t in "${targets[@]}"; do
                   MeshSession MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;
         mqtt) build mqtt MQTTFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
         websocket) build websocket WebSocketFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
+        http) build http HTTPFuzz MeshNet "$root/Sources/MeshNet/*.swift" ;;
         kiss) build kiss KISSFuzz MeshNode "$root/Sources/MeshNode/*.swift" MeshAir MeshCompanion "${crypto[@]}" ;;
         doors) build doors DoorFuzz MeshDaemon "$root/Sources/MeshDaemon/*.swift" \
                   MeshHub MeshBridge MeshDaemonClient MeshNet MeshOps CMeshTLS MeshSession MeshStore MeshAir MeshCompanion "${link[@]}" "${crypto[@]}" ;;

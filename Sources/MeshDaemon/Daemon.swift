@@ -69,6 +69,10 @@ public final class Daemon {
         /// `--api-group GROUP[:CLASSES]`: the API socket (0660) and its folder (0750) belong to
         /// this group, whose members get its classes; root and the daemon's user keep every class.
         public var apiGroup: APIGroup? = nil
+        /// `--web HOST:PORT[,...]`: the web console's listeners (none: no console).
+        public var webListeners: [WebListener] = []
+        /// `--web-password-file`: the console's login password (first line; mode 0600).
+        public var webPasswordFile: String? = nil
         public init(link: String) { self.link = link }
 
         // The hooks' settings by their flags' names (the command line sets them so).
@@ -252,6 +256,15 @@ public final class Daemon {
             h.host = self
             hubPart.server = h
         }
+        if !config.webListeners.isEmpty {
+            var password: [UInt8]? = nil
+            if let f = config.webPasswordFile { password = try SecretFile.password(f, flag: "--web-password-file") }
+            let w = try WebServer(listeners: config.webListeners, password: password)
+            w.log = { [unowned self] in self.log($0) }
+            w.onRequest = { [unowned self] req, client in self.handle(req, .web(client)) }
+            w.onDisconnect = { [unowned self] client in self.callerGone(.web(client)) }
+            requests.web = w
+        }
         if let g = config.apiGroup {
             api.groupNote = " and members of group \(g.group.name)"
             try Self.share(socket: socket, with: g, log: log)
@@ -266,6 +279,7 @@ public final class Daemon {
             log("api: \(socket) (mode 0600) allows root and uid \(geteuid()) \(AllowedClasses.everything)")
         }
         for l in config.companionListeners { log("hub: \(l.summary)") }
+        for l in config.webListeners { log("web: \(l.summary)" + (requests.web?.loginRequired == true ? ", login required" : ", no login (loopback)")) }
         warnOpenDoors()
         loop.onSignal = { [unowned self] s in self.signalled(s) }
         outbox.emit = { [unowned self] in self.outboxEvents($0) }
@@ -291,6 +305,7 @@ public final class Daemon {
         // The parts, in the order the loop runs them; the hooks join when a store opens.
         for part in [radio, outboxPart, storage, hotplug] as [PollPart] { loop.add(part) }
         loop.add(api)
+        if let w = requests.web { loop.add(w) }
         if let h = hub { loop.add(h) }
         for b in mqtt.bridges { loop.add(b) }
         for o in mqtt.observers { loop.add(o) }
@@ -459,6 +474,7 @@ public final class Daemon {
         store = nil
         DaemonRegistry.remove(socket: api.path)
         hub?.shutdown()
+        requests.web?.shutdown()
         api.shutdown()
     }
 }

@@ -73,7 +73,7 @@ extension Daemon {
                                        ("stored", .int(Int64(storage.storedCount))), ("duplicates", .int(Int64(storage.duplicateCount))),
                                        ("held", .int(Int64((store?.heldMessages.count ?? 0) + storage.unsaved.count))),
                                        ("held_in_memory", .int(Int64(storage.unsaved.count))),
-                                       ("subscribers", .int(Int64(api.subscriberCount))),
+                                       ("subscribers", .int(Int64(api.subscriberCount + (requests.web?.subscriberCount ?? 0)))),
                                        ("operations", .int(Int64(ops.runs.count)))]
             if let k = radioKeyHex { f.append(("radio", .string(k))) }
             if let store {
@@ -94,7 +94,7 @@ extension Daemon {
             f.append(("loop_wakeups", .int(Int64(clamping: loop.wakeups))))
             f += mqttStatus
             f += hubStatus
-            return DaemonResponse(id: req.id, ok: isRemoteDoor(client) ? Self.statusForRemoteDoor(f) : f)
+            return DaemonResponse(id: req.id, ok: seesLocalDetails(client) ? f : Self.statusForRemoteDoor(f))
 
         case .info:
             _ = try requireSession("read the radio's info")
@@ -252,19 +252,30 @@ extension Daemon {
     }
 
     func clientGone(_ client: APIServer.ClientID) {
+        for (t, w) in requests.tunnelTickets where w.client == client { requests.tunnelTickets[t] = (-1, w.frame) }
+        requests.tunnelQueue.disconnected(client)
+        callerGone(.api(client))
+    }
+
+    /// An API or web client has gone: what it waited for is answered to nobody.
+    func callerGone(_ client: Caller) {
         for (k, v) in outboxPart.sendWaiters {
-            let rest = v.filter { $0.0 != .api(client) }
+            let rest = v.filter { $0.0 != client }
             outboxPart.sendWaiters[k] = rest.isEmpty ? nil : rest
         }
-        for (t, w) in requests.replyTickets where w.client == .api(client) {
+        for (t, w) in requests.replyTickets where w.client == client {
             // The command still completes on the radio; only the answer has nobody to go to.
             requests.replyTickets[t] = (.gone, w.id, w.what, w.record)
         }
-        for (t, w) in requests.tunnelTickets where w.client == client { requests.tunnelTickets[t] = (-1, w.frame) }
-        requests.tunnelQueue.disconnected(client)
-        radioWaitsGone(.api(client))
+        radioWaitsGone(client)
         // Its operations are cancelled: nobody is left to answer, and they leave the radio.
-        ops.clientGone(.api(client))
+        ops.clientGone(client)
+    }
+
+    /// An event to every subscriber: the API socket's and the web console's.
+    func publish(_ event: JSON, logRx: Bool = false) {
+        api.publish(event, logRx: logRx)
+        requests.web?.publish(event, logRx: logRx)
     }
 
     // MARK: - tunnel

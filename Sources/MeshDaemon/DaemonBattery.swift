@@ -24,7 +24,7 @@ extension Daemon {
         let wasLow = sync.batteryLow
         if let event = Daemon.batteryEvent(mv: mv, limit: limit, low: &sync.batteryLow) {
             if wasLow != sync.batteryLow { log("battery: \(mv) mV, " + (sync.batteryLow ? "below the \(limit) mV threshold" : "back above the \(limit) mV threshold")) }
-            api.publish(.obj(("event", .string(event)), ("battery_mv", .int(Int64(mv))), ("threshold_mv", .int(Int64(limit)))))
+            publish(.obj(("event", .string(event)), ("battery_mv", .int(Int64(mv))), ("threshold_mv", .int(Int64(limit)))))
         }
     }
 

@@ -160,7 +160,7 @@ extension Daemon {
         requests.replyTickets.removeAll()
         hubLinkLost()
         requests.tunnelTickets.removeAll()
-        api.publish(.obj(("event", "link"), ("state", "down"), ("reason", .string(reason))))
+        publish(.obj(("event", "link"), ("state", "down"), ("reason", .string(reason))))
         scheduleReconnect(now: monotonicMilliseconds())
     }
 

@@ -20,6 +20,7 @@ extension Daemon {
     func reply(_ r: DaemonResponse, to client: Caller) {
         switch client {
         case .api(let id): api.reply(r, to: id)
+        case .web(let id): requests.web?.reply(r, to: id)
         case .bridge(let bridge, let id):
             for b in mqtt.bridges where ObjectIdentifier(b) == bridge { b.answer(r, client: id, now: monotonicMilliseconds()) }
         case .observer(let observer):

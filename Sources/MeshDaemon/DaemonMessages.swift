@@ -56,7 +56,7 @@ extension Daemon {
             storage.storedCount += 1
             notifyTunnels()
             if let m = try? store.message(id: id) {
-                api.publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
+                publish(.obj(("event", "message"), ("message", MessageJSON.message(m, store: store))))
             }
             for b in mqtt.bridges { b.messageStored(id, now: monotonicMilliseconds()) }
             _ = hooks?.tick(now: monotonicMilliseconds())
@@ -300,7 +300,7 @@ extension Daemon {
 
     func publishDelivery(_ id: UInt64, _ status: String) {
         let e = JSON.obj(("event", "delivery"), ("id", .int(Int64(id))), ("status", .string(status)))
-        api.publish(e)
+        publish(e)
         for b in mqtt.bridges { b.apiEvent(e, now: monotonicMilliseconds()) }
     }
 }

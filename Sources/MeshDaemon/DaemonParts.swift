@@ -209,6 +209,8 @@ final class APIWork {
     var tunnelQueue = TunnelQueue(cursor: 0)
     /// Refusals logged per door (DaemonPermissions.swift).
     var refusalLog = RefusalLog()
+    /// The web console's door (`--web`, WebServer.swift), a part of the loop while there is one.
+    var web: WebServer? = nil
 }
 
 /// The operations run for API, hub and MQTT clients, in this process (DaemonOperations.swift):

@@ -63,6 +63,9 @@ extension Daemon {
             // `--api-group` member (`APIServer.admit`).
             return FrontEnd(name: "api client \(id)" + (api.peer(id).map { " (uid \($0.uid))" } ?? ""),
                             allowed: api.allowed(id) ?? .everything, widen: "")
+        case .web(let id):
+            // A browser on a `--web` listener: its listener's `allow=`.
+            return FrontEnd(name: requests.web?.name(id) ?? "web client \(id)", allowed: requests.web?.allowed(id) ?? AllowedClasses([]), widen: "")
         case .gone:
             return FrontEnd(name: "a client that has gone", allowed: AllowedClasses([]), widen: "")
         }
@@ -140,6 +143,13 @@ extension Daemon {
     func isRemoteDoor(_ client: Caller) -> Bool {
         if case .bridge = client { return true }
         return false
+    }
+
+    /// Whether `status` leaves out this host's paths and other clients' addresses for a client:
+    /// an MQTT bridge's, and a browser's.
+    func seesLocalDetails(_ client: Caller) -> Bool {
+        if case .web = client { return false }
+        return !isRemoteDoor(client)
     }
 
     /// The door number an outbox item records for a client: 0 for the API socket, 1... for the

@@ -106,7 +106,7 @@ extension Daemon {
         syncChannels(now: now)
         reapplyFloodScope(now: now)
         sync.batteryCheckAt = now
-        api.publish(.obj(("event", "link"), ("state", "up"), ("radio", .string(key))))
+        publish(.obj(("event", "link"), ("state", "up"), ("radio", .string(key))))
     }
 
     func syncContacts(now: UInt64) {
@@ -242,7 +242,7 @@ extension Daemon {
             hubPush(p)
         }
         if let e = PushJSON.event(p) {
-            if case .logRxData = p.kind { api.publish(e, logRx: true) } else { api.publish(e) }
+            if case .logRxData = p.kind { publish(e, logRx: true) } else { publish(e) }
             if !mqtt.bridges.isEmpty { for b in mqtt.bridges { b.apiEvent(e, now: now) } }
         }
         if !mqtt.observers.isEmpty, case .logRxData(let q, let rssi, let packet) = p.kind {

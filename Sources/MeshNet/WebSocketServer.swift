@@ -21,6 +21,8 @@ public struct WebSocketServer {
     public let maxMessage: Int
     /// Origins accepted (lowercase, no trailing '/'); any other one is refused with 403.
     public let allowedOrigins: [String]
+    /// The web console's JSON door: its messages are text (the hub's companion frames are binary).
+    public let textMessages: Bool
     let sha1: ([UInt8]) -> [UInt8]
     public private(set) var open = false
     private var closed = false
@@ -28,8 +30,12 @@ public struct WebSocketServer {
     private var fragments: [UInt8] = []
     private var fragmented = false
 
-    public init(maxMessage: Int = 1024, allowedOrigins: [String] = [], sha1: @escaping ([UInt8]) -> [UInt8]) {
+    /// `open`: the upgrade was answered by the caller (the web console's HTTP server); frames only.
+    public init(maxMessage: Int = 1024, allowedOrigins: [String] = [], textMessages: Bool = false, open: Bool = false,
+                sha1: @escaping ([UInt8]) -> [UInt8]) {
         self.maxMessage = maxMessage
+        self.textMessages = textMessages
+        self.open = open
         self.allowedOrigins = allowedOrigins.map(Self.normalizedOrigin)
         self.sha1 = sha1
     }
@@ -183,10 +189,11 @@ public struct WebSocketServer {
             events.append(.write(Self.frame(payload, opcode: 0xA)))
         case 0xA:
             break
-        case 0x1:
-            return protocolError(&events, 1003, "a text message (companion frames are binary)")
-        case 0x2, 0x0:
-            if opcode == 0x2 {
+        case 0x1, 0x2, 0x0:
+            if opcode != 0x0 && (opcode == 0x1) != textMessages {
+                return protocolError(&events, 1003, textMessages ? "a binary message (the API's messages are JSON text)" : "a text message (companion frames are binary)")
+            }
+            if opcode != 0x0 {
                 guard !fragmented else { return protocolError(&events, 1002, "a new message inside a fragmented one") }
                 fragments = payload
             } else {

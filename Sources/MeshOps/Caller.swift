@@ -5,6 +5,8 @@ public enum Caller: Hashable, Sendable {
     case api(Int)
     /// A command from an MQTT chat bridge's broker: the bridge, and the bridge's number for it.
     case bridge(ObjectIdentifier, Int)
+    /// A browser on a `--web` listener (the web door's number for it).
+    case web(Int)
     /// A packet observer's own status query.
     case observer(ObjectIdentifier)
     /// A caller that has gone: what it asked for still finishes; its answer goes nowhere.

@@ -42,6 +42,10 @@ struct DaemonCommand: ParsableCommand {
 
     var companionWs: [String] { args.strings("companion-ws") ?? [] }
 
+    var web: [String] { args.strings("web") ?? [] }
+
+    var webPasswordFile: String? { args.string("web-password-file") }
+
     var companionMaxClients: Int { args.whole("companion-max-clients") ?? 0 }
 
     var companionIdleTimeout: Int { args.whole("companion-idle-timeout") ?? 0 }
@@ -104,6 +108,15 @@ struct DaemonCommand: ParsableCommand {
         for l in companionWs {
             do { _ = try HubListener(parsing: l, webSocket: true) } catch { throw ValidationError(error.message) }
         }
+        var webListeners: [WebListener] = []
+        for l in web {
+            do { webListeners.append(try WebListener(parsing: l)) } catch { throw ValidationError(error.message) }
+        }
+        if let f = webPasswordFile {
+            do throws(DaemonError) { _ = try SecretFile.password(f, flag: "--web-password-file") } catch { throw ValidationError(error.message) }
+        } else if let problem = webListeners.lazy.compactMap({ $0.loginProblem(password: false) }).first {
+            throw ValidationError(problem)
+        }
         _ = try mqttAllowed()
         if let g = apiGroup {
             do throws(DaemonError) { _ = try APIGroup(parsing: g) } catch { throw ValidationError(error.message) }
@@ -125,6 +138,7 @@ struct DaemonCommand: ParsableCommand {
         if mqtt.isEmpty && (mqttUser != nil || mqttPasswordFile != nil || mqttPrefix != "meshcore" || mqttAllow != nil) {
             throw ValidationError("--mqtt-user, --mqtt-password-file, --mqtt-prefix and --mqtt-allow go with --mqtt URL.")
         }
+        if webPasswordFile != nil && web.isEmpty { throw ValidationError("--web-password-file goes with --web HOST:PORT.") }
         if hooksFromStart && onMessage == nil { throw ValidationError("--hooks-from-start goes with --on-message CMD.") }
         try observer.check()
     }
@@ -157,6 +171,8 @@ struct DaemonCommand: ParsableCommand {
         config.companionListeners = companionListen.compactMap { try? HubListener(parsing: $0) }
             + companionWs.compactMap { try? HubListener(parsing: $0, webSocket: true) }
         config.companionMaxClients = companionMaxClients
+        config.webListeners = web.compactMap { try? WebListener(parsing: $0) }
+        config.webPasswordFile = webPasswordFile
         config.companionIdleTimeoutMS = UInt64(companionIdleTimeout) * 1000
         func broker(_ url: String) -> MQTTSettings {
             var m = MQTTSettings(url: url)

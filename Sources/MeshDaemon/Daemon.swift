@@ -292,6 +292,9 @@ public final class Daemon {
         }
         storage.retry = { [unowned self] in self.retryStore(now: $0) }
         storage.log = { [unowned self] in self.log($0) }
+        storage.samples.log = { [unowned self] in self.log($0) }
+        storage.samples.fileOps = config.storeOptions.fileOps
+        storage.samples.batteryIntervalMS = max(60_000, config.batteryCheckMS)
         outboxPart.readyStore = { [unowned self] in self.phase == .ready && self.session != nil ? self.store : nil }
         outboxPart.send = { [unowned self] in self.sendOutbox(now: $0) }
         hotplug.linkDown = { [unowned self] in self.link == nil }
@@ -428,7 +431,7 @@ public final class Daemon {
                     pump(now: now)
                 }
                 soon(sync.nextDrainAt)
-                if config.lowBatteryMV != nil { soon(checkBattery(s, now: now)) }
+                soon(checkBattery(s, now: now))
                 if let at = sync.contactsResyncAt {
                     if now >= at, sync.contactsTicket == nil {
                         sync.contactsResyncAt = nil

@@ -212,6 +212,9 @@ extension Daemon {
         case .hooksFailed, .hooksRetry, .hooksDrop:
             return try answerHooks(req, v)
 
+        case .samplesSignal, .samplesBattery:
+            return try answerSamples(req, v)
+
         case .subscribe, .tunnel:
             return DaemonResponse(id: req.id, ok: [])  // handled by the server
 

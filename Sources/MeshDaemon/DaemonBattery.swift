@@ -1,7 +1,10 @@
 import MeshCompanion
 import MeshSession
+import MeshStore
+import MeshLink
 
-// The battery watch (`--low-battery`) and the flood scope kept across reconnects.
+// The battery readings (`--battery-every`: samples, and the `--low-battery` watch) and the flood
+// scope kept across reconnects.
 
 extension Daemon {
     /// Asks for the battery when due; the next time to look.
@@ -15,12 +18,17 @@ extension Daemon {
         return sync.batteryCheckAt
     }
 
+    /// A reading: kept as a battery sample (DaemonSamples.swift), and checked against `--low-battery`.
     func batteryReply(_ r: Reply) {
-        guard let limit = config.lowBatteryMV, case .frame(let f) = r,
-              let mv = CompanionFrame.owned(f, { frame -> Int? in
-                  if case .batteryAndStorage(let b) = frame { return Int(b.millivolts) }
+        guard case .frame(let f) = r,
+              let b = CompanionFrame.owned(f, { frame -> BatteryAndStorage? in
+                  if case .batteryAndStorage(let b) = frame { return b }
                   return nil
               }) else { return }
+        storage.samples.record(BatterySample(time: Self.wallClock(), millivolts: b.millivolts, usedKB: b.usedKB, totalKB: b.totalKB),
+                               now: monotonicMilliseconds())
+        guard let limit = config.lowBatteryMV else { return }
+        let mv = Int(b.millivolts)
         let wasLow = sync.batteryLow
         if let event = Daemon.batteryEvent(mv: mv, limit: limit, low: &sync.batteryLow) {
             if wasLow != sync.batteryLow { log("battery: \(mv) mV, " + (sync.batteryLow ? "below the \(limit) mV threshold" : "back above the \(limit) mV threshold")) }

@@ -152,6 +152,7 @@ extension Daemon {
         link = nil
         phase = .down
         sync.keepaliveTicket = nil
+        sync.batteryTicket = nil
         outbox.sessionClosed()
         for (t, r) in requests.replyTickets {
             _ = t

@@ -16,6 +16,7 @@ extension Daemon {
     func received(message m: ReceivedMessage, now: UInt64) {
         // A tunnel client's repeater CLI reply goes to that client: nothing to store, drain on.
         if routedToTunnel(m) { session?.resumeMessages(now: now); return }
+        recordSignal(m)
         let rec = MessageJSON.stored(m, receivedAt: UInt32(truncatingIfNeeded: time(nil)))
         // The session paused itself after this message: the radio is asked for the next one only
         // once this one is on disk and the next one has a place there too (`storeTakesMessages`).

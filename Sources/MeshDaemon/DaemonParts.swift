@@ -99,7 +99,15 @@ final class RadioSync {
 /// the retry when it could not take a received message (a full disk, a failing inbox): tried
 /// again every few seconds, never in a loop (`retry`: the daemon's `retryStore`).
 final class StorePart: PollPart {
-    var store: RadioStore? = nil
+    /// The open store; its sample files follow it (DaemonSamples.swift).
+    var store: RadioStore? = nil {
+        didSet {
+            guard store !== oldValue else { return }
+            if let s = store { samples.open(directory: s.directory) } else { samples.close() }
+        }
+    }
+    /// The signal and battery samples kept beside it, for plots.
+    let samples = SampleFiles()
     /// The hook runner of the open store (a part of the loop while there is one).
     var hooks: HookRunner? = nil
     /// When to try the store again (held messages, the inbox); 0: nothing waits.

@@ -241,6 +241,7 @@ extension Daemon {
             for c in api.tunnelClients { api.sendFrame(p.frame, to: c) }
             hubPush(p)
         }
+        recordSignal(p)
         if let e = PushJSON.event(p) {
             if case .logRxData = p.kind { publish(e, logRx: true) } else { publish(e) }
             if !mqtt.bridges.isEmpty { for b in mqtt.bridges { b.apiEvent(e, now: now) } }

@@ -33,7 +33,8 @@ extension Daemon {
         switch req.op {
         case .operation, .info, .contactsAddPending, .sync:
             return true
-        case .contacts, .contactsPending, .contactsFlushPending, .channels, .send, .chats, .history, .outbox:
+        case .contacts, .contactsPending, .contactsFlushPending, .channels, .send, .chats, .history, .outbox,
+             .samplesSignal, .samplesBattery:
             return store == nil
         case .ping, .status, .hooksFailed, .hooksRetry, .hooksDrop, .subscribe, .tunnel:
             return false

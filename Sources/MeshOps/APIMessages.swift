@@ -46,6 +46,8 @@ public enum DaemonOp: String, Sendable, CaseIterable {
     case contactsPending = "contacts_pending"         // -> {"result":[...]}: adverts of nodes that are not contacts
     case contactsAddPending = "contacts_add_pending"  // prefix: add one as a contact with its advert's data
     case contactsFlushPending = "contacts_flush_pending"  // forget every pending advert -> {"dropped": N}
+    case samplesSignal = "samples_signal"    // [since], [limit] -> {"samples":[{"time","kind","snr","rssi",...}],"capacity":N}
+    case samplesBattery = "samples_battery"  // [since], [limit] -> {"samples":[{"time","millivolts",...}],"capacity":N}
     case subscribe     // [log_rx] -> {"subscribed":true}, then event lines
     case tunnel        // -> {"tunnel":true,...}; then the connection carries companion frames (see APIServer)
     /// Any operation of the command line (`Request.apiOps`, e.g. `contacts_remove`, `set`, `login`):

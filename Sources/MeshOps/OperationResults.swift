@@ -228,6 +228,25 @@ extension ResultShape {
         f("thread", .string), f("messages", .arrayOf(.storedMessage)),
         opt("before", .integer, "Give it as --before to page further back; absent when there is nothing before."))
 
+    /// `samples signal`: oldest first.
+    public static let samplesSignal: ResultShape = .object(
+        f("samples", .array(.object(
+            f("time", .integer, "When it was heard (epoch seconds, this host's clock)."),
+            f("kind", .oneOf(["packet", "message", "raw", "control"]),
+              "packet: a packet the radio heard (LOG_RX_DATA); message: a message received; raw: RAW_DATA; control: CONTROL_DATA."),
+            f("snr", .number, "dB, in quarters."), f("rssi", .nullable(.integer), "dBm; null when the radio gave none (messages)."),
+            opt("route", .oneOf(["transport_flood", "flood", "direct", "transport_direct"]), "Packets only."),
+            opt("payload_type", .integer, "Packets only: the payload type (4 advert, 2 text message, 5 group text ...)."),
+            opt("hops", .integer, "The path's hop count, when known."),
+            opt("from", .hex, "The hash of the hop it was heard from (a flood packet), an advert's key prefix or a message sender's key prefix.")))),
+        f("capacity", .integer, "How many samples the daemon keeps."))
+    /// `samples battery`: oldest first.
+    public static let samplesBattery: ResultShape = .object(
+        f("samples", .array(.object(
+            f("time", .integer, "When it was read (epoch seconds)."), f("millivolts", .integer),
+            opt("storage_used_kb", .integer, "Absent when the firmware does not report storage."), opt("storage_total_kb", .integer)))),
+        f("capacity", .integer, "How many samples the daemon keeps."))
+
     // MARK: this host
 
     public static let configShow: ResultShape = .object(

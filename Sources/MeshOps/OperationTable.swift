@@ -276,6 +276,7 @@ public enum OperationTable {
         OperationGroup("daemon", help: "Own one radio: keep the link up, store every message, send the outbox, run hooks, serve the local API."),
         OperationGroup("hooks", help: "List, retry or drop the messages whose hook the daemon gave up on.",
                        discussion: "The daemon runs a message's hook up to 10 times (with backoff), then gives up on it, logs it and goes on with the other messages. These commands ask the running daemon (its socket API: hooks_failed, hooks_retry, hooks_drop)."),
+        OperationGroup("samples", help: "Show the signal and battery samples the daemon keeps (for plots)."),
         OperationGroup("node", help: "Run this host as a MeshCore node on a radio, or run its admin CLI.", default: "run"),
         OperationGroup("config", help: "Show or check the config file (named radios, the default radio, daemon settings).",
                        discussion: "The file is $XDG_CONFIG_HOME/pocketmesh/config.toml (~/.config/pocketmesh/config.toml; POCKETMESH_CONFIG names another). A command without --serial, --tcp or --ble uses --radio NAME, else POCKETMESH_RADIO, else default_radio; `pocketmesh daemon --radio NAME` also takes the radio's daemon settings."),
@@ -302,6 +303,12 @@ extension OperationArgument {
         .option("serial", short: "s", value: "path", help: "The radio last seen on this serial device."),
         .option("tcp", short: "t", value: "host[:port]", help: "The radio last seen at this TCP address."),
         .flag("json", short: "j", help: "Stable machine-readable output (JSON)."),
+    ]
+
+    /// Which samples `samples signal` and `samples battery` show.
+    public static let sampleRange: [OperationArgument] = [
+        .option("since", value: "epoch", type: .integer, range: 0...4_294_967_295, help: "Only samples taken at or after this time (epoch seconds)."),
+        .option("limit", value: "limit", type: .integer, default: "1000", range: 1...4096, help: "At most this many, the newest."),
     ]
 
     /// How a command that asks the daemon finds it.

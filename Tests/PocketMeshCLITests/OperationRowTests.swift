@@ -192,7 +192,7 @@ extension CommandLineParsing {
         let known: [String: Int] = [
             // The daemon's own ops (`DaemonOp`, MeshDaemonClient) are its enum's raw values.
             "hooks_failed": 2, "hooks_retry": 1, "hooks_drop": 1, "contacts_pending": 1, "contacts_add_pending": 1,
-            "contacts_flush_pending": 1,
+            "contacts_flush_pending": 1, "samples_signal": 1, "samples_battery": 1,
             // Secrets.swift: which result fields of an op are secret.
             "channel_add": 1, "channel_import": 1, "channel_uri": 2,
             // Not the op: a message's type and an event of the same name.

@@ -329,6 +329,9 @@ def through_the_daemon(c, sim, tmp):
         store("history", "sim1", *state)
         store("history", "Public", *state, "--limit", "5")
         store("history", "nobody-at-all", *state, code=6)
+        store("samples signal")
+        store("samples battery", "--limit", "5")
+        store("samples signal", *state, "--since", "0")
         # An advert of a node that is not a contact (manual add): pending, then added.
         via("contacts remove", "sim1")
         pending = []

@@ -20,7 +20,7 @@ struct PocketMesh: ParsableCommand, Stateless {
             Login.self,
             Logout.self,
             Key.self,
-            ChatCommand.self, DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self,
+            ChatCommand.self, DaemonCommand.self, HooksCommand.self, ChatsCommand.self, HistoryCommand.self, SamplesCommand.self,
             ConfigCommand.self,
             OpsCommand.self, CompletionsCommand.self,
             DemoCommand.self,

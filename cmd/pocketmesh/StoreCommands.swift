@@ -24,6 +24,16 @@ struct StoreSelection: ParsableArguments {
 
     /// Opens the store read-only (works while a daemon owns it).
     func open() throws -> RadioStore {
+        let dir = try directory()
+        do {
+            return try RadioStore(directory: dir, options: MeshStore.StoreOptions(readOnly: true))
+        } catch {
+            throw ExitFailure(code: ErrorKind.storage.exitCode, message: "cannot read the store: \(error)")
+        }
+    }
+
+    /// The chosen radio's folder under the state root.
+    func directory() throws -> String {
         let root: String
         do { root = try StoreLocation.stateRoot(stateDir: stateDir) } catch { throw usage("\(error)") }
         let radios = StoreLocation.radios(stateRoot: root)
@@ -44,11 +54,7 @@ struct StoreSelection: ParsableArguments {
             throw radios.isEmpty ? notFound("no radio has been stored under \(root) yet: run `pocketmesh daemon` first.")
                                  : usage("\(radios.count) radios are stored under \(root): choose one with --radio KEY, --serial or --tcp.")
         }
-        do {
-            return try RadioStore(directory: root + "/" + key!, options: MeshStore.StoreOptions(readOnly: true))
-        } catch {
-            throw ExitFailure(code: ErrorKind.storage.exitCode, message: "cannot read the store: \(error)")
-        }
+        return root + "/" + key!
     }
 
     func usage(_ m: String) -> ExitFailure { ExitFailure(code: 2, message: m) }

@@ -219,6 +219,8 @@ def test_the_map_and_the_plots_are_drawn(mesh, page):
     assert found[0] > 20 and found[1] > 20, found
     page.js("location.hash = '#radio'")
     page.wait_js("document.querySelectorAll('#plot-sig svg circle, #plot-sig svg polyline').length > 0", timeout=30)
+    # From the samples the daemon keeps (samples_signal): the messages of the tests before have some.
+    assert "kept by the daemon" in page.js("document.getElementById('plot-sig').textContent")
     page.wait_js("document.querySelectorAll('#plot-bat svg circle, #plot-bat svg polyline').length > 0", timeout=30)
     assert page.errors(ignore=(OFFLINE_TILE,)) == []
 

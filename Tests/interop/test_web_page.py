@@ -243,6 +243,13 @@ def test_a_read_only_listener_offers_no_sending(mesh, page):
         setTimeout(() => done('no answer'), 10000);
     })""", timeout=15)
     assert refusal["ok"] is False and refusal["error"]["code"] == "denied", refusal
+    # Nothing the page itself asks for is refused: it asks only for what the listener allows.
+    for tab in ("map", "radio", "daemon"):
+        page.js(f"location.hash = '#{tab}'")
+        page.pump(1)
+    page.wait_js("document.querySelector('#d-status td') !== null && document.querySelector('#plot-sig svg') !== null", timeout=30)
+    assert page.js("document.getElementById('toast').textContent") == ""
+    assert page.errors(ignore=(OFFLINE_TILE,)) == []
 
 
 def test_a_wrong_password_is_refused(mesh, page):

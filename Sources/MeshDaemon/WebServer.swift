@@ -31,6 +31,9 @@ public final class WebServer {
         public var maxOutput = 512 * 1024
         public var maxSubscriberBacklog = 256 * 1024
         public var maxPending = 32
+        /// A console silent this long is pinged (a browser answers by itself); silent three
+        /// times as long, it is gone (a laptop shut, a network left) and its connection closed.
+        public var pingEveryMS: UInt64 = 30_000
         public var http = HTTPRequestParser.Limits()
         public init() {}
     }
@@ -47,6 +50,7 @@ public final class WebServer {
     public let listeners: [WebListener]
     public let limits: Limits
     var logins = WebLogins()
+    var refusals = RefusalLog()
     /// Whether browsers must log in (a password was given).
     public var loginRequired: Bool { logins.password != nil }
     private var listenFDs: [Int32] = []
@@ -62,7 +66,8 @@ public final class WebServer {
         var http: HTTPRequestParser
         var ws: WebSocketServer? = nil
         var output = SocketOutput()
-        /// Answered: closed once the answer is out (and the peer's rest read, within `lingerUntil`).
+        /// Answered: closed once the answer is out and the peer's rest read, or at `lingerUntil`
+        /// (a client that does not take its answer holds its connection no longer).
         var closing = false
         var shutDown = false
         /// The peer sent its end: nothing more is read (what is queued still goes out).
@@ -71,8 +76,11 @@ public final class WebServer {
         var subscribed = false
         var logRx = false
         var pending = 0
+        /// When it last sent something (or connected), and whether it was pinged since.
+        var lastHeard: UInt64
+        var pinged = false
         init(fd: Int32, listener: Int, peer: String, local: String, now: UInt64, limits: HTTPRequestParser.Limits) {
-            self.fd = fd; self.listener = listener; self.peer = peer; self.local = local; since = now
+            self.fd = fd; self.listener = listener; self.peer = peer; self.local = local; since = now; lastHeard = now
             http = HTTPRequestParser(limits: limits)
             if peer.hasPrefix("["), let end = peer.firstIndex(of: "]") {
                 peerHost = String(peer[peer.index(after: peer.startIndex)..<end])
@@ -148,14 +156,29 @@ public final class WebServer {
         var next: UInt64? = nil
         for (id, c) in clients {
             if c.closing {
-                if c.shutDown && now >= c.lingerUntil { drop(id, reason: nil); continue }
-                if c.shutDown { next = min(next ?? c.lingerUntil, c.lingerUntil) }
+                // Its answer not taken in time, or its lingering over.
+                if now >= c.lingerUntil { drop(id, reason: nil); continue }
+                next = min(next ?? c.lingerUntil, c.lingerUntil)
                 continue
             }
-            guard c.ws == nil else { continue }
+            if c.ws != nil {
+                if now >= c.lastHeard + 3 * limits.pingEveryMS {
+                    drop(id, reason: "silent for \((now - c.lastHeard) / 1000) s, not answering pings; disconnected")
+                    continue
+                }
+                if !c.pinged && now >= c.lastHeard + limits.pingEveryMS {
+                    c.pinged = true
+                    c.output.append(contentsOf: WebSocketServer.frame([], opcode: 0x9))
+                    flush(id, c, now: now)
+                    if clients[id] == nil { continue }
+                }
+                let due = c.lastHeard + (c.pinged ? 3 * limits.pingEveryMS : limits.pingEveryMS)
+                next = min(next ?? due, due)
+                continue
+            }
             let due = c.since + limits.requestTimeoutMS
             if now >= due {
-                log("web: \(name(id)): no whole request in \(limits.requestTimeoutMS / 1000) s; closed")
+                refusal(c, "408", "web: \(name(id)): no whole request in \(limits.requestTimeoutMS / 1000) s; closed")
                 refuse(id, c, 408, "no whole request within \(limits.requestTimeoutMS / 1000) s", now: now)
             } else {
                 next = min(next ?? due, due)
@@ -209,7 +232,7 @@ public final class WebServer {
                                                    body: Self.errorBody(503, "too many connections to this listener (\(limits.maxConnections))"))
                     _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, SocketFlags.noSignal) }
                     close(fd)
-                    log("web: refused a connection: \(limits.maxConnections) open consoles on \(listeners[listener].address)")
+                    refusal(nil, "503", "web: refused a connection: \(limits.maxConnections) open consoles on \(listeners[listener].address)")
                     continue
                 }
             }
@@ -231,12 +254,14 @@ public final class WebServer {
             case .wouldBlock: return
             case .endOfStream:
                 // A client that half-closed after its request still gets the answer.
-                if c.closing && c.output.unsent > 0 { c.readClosed = true } else { drop(id, reason: nil) }
+                if c.closing && c.output.unsent > 0 && !c.readClosed { c.readClosed = true } else { drop(id, reason: nil) }
                 return
             case .failed:
                 drop(id, reason: nil)
                 return
             }
+            c.lastHeard = now
+            c.pinged = false
             if c.closing { continue }  // the rest of a refused request: read and dropped
             chunk.withUnsafeBytes { consume(UnsafeRawBufferPointer(rebasing: $0[0..<n]), id, c, now: now) }
             if n < chunk.count { return }
@@ -251,7 +276,7 @@ public final class WebServer {
         switch c.http.receive(bytes) {
         case .needMore: return
         case .error(let status, let reason):
-            log("web: \(name(id)): \(status) for \(reason)")
+            refusal(c, String(status), "web: \(name(id)): \(status) for \(reason)")
             refuse(id, c, status, reason, now: now)
         case .request(let r):
             answer(r, id, c, now: now)
@@ -302,7 +327,7 @@ public final class WebServer {
                     return
                 }
                 if let needed = req.op.operationClass, !allowed.allows(needed) {
-                    log("permission: \(name(id)): refused \(req.name) (\(needed.rawValue); allowed: \(allowed))")
+                    refusal(c, req.name, "permission: \(name(id)): refused \(req.name) (\(needed.rawValue); allowed: \(allowed))")
                     send(DaemonResponse(id: req.id, error: DaemonError(.denied, "\(req.name) is a \(needed.rawValue) operation, which \(name(id)) does not allow (it allows \(allowed)).")).json, id, c, limit: limits.maxOutput)
                     return
                 }
@@ -357,6 +382,7 @@ public final class WebServer {
     /// No more requests on this connection: out goes what is queued, then it closes.
     private func finish(_ id: ClientID, _ c: Client, now: UInt64) {
         c.closing = true
+        c.lingerUntil = now + limits.requestTimeoutMS
         c.subscribed = false
         flush(id, c, now: now)
     }
@@ -365,13 +391,13 @@ public final class WebServer {
         let l = listeners[c.listener]
         // Never a secret in the URL (it would be in logs, history and Referer).
         if r.queryNames.contains(where: { ["password", "token", "session", WebLogins.cookieName].contains($0) }) {
-            log("web: \(name(id)): refused a request with a secret in its URL")
+            refusal(c, "url", "web: \(name(id)): refused a request with a secret in its URL")
             refuse(id, c, 400, "a password or token goes in the body of POST /login, never in the URL", now: now)
             return
         }
         if let origin = r.header("origin"), !l.acceptedOrigins(local: c.local).contains(WebSocketServer.normalizedOrigin(origin)) {
             let printable = String(origin.unicodeScalars.prefix(100).map { $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" })
-            log("web: \(name(id)): refused a request from a page of origin \(printable) (origin=\(printable) accepts it)")
+            refusal(c, "origin", "web: \(name(id)): refused a request from a page of origin \(printable) (origin=\(printable) accepts it)")
             refuse(id, c, 403, "a page from origin \(printable), which this listener does not accept", now: now)
             return
         }
@@ -380,6 +406,9 @@ public final class WebServer {
         case ("/", "GET"), ("/", "HEAD"), ("/index.html", "GET"):
             respond(id, c, 200, headers: [("Content-Type", "text/html; charset=utf-8"), ("Content-Encoding", "gzip"), ("Cache-Control", "no-cache")],
                     body: r.method == "HEAD" ? [] : WebPage.gzipped, now: now)
+        case ("/favicon.ico", "GET"):
+            // Browsers ask for it by themselves: no icon, and no error in the page's console.
+            respond(id, c, 204, headers: [("Cache-Control", "max-age=86400")], body: [], now: now)
         case ("/whoami", "GET"):
             let loggedIn = loginRequired && logins.valid(session, now: now)
             var body: [UInt8] = []
@@ -422,10 +451,10 @@ public final class WebServer {
             respond(id, c, 204, headers: [("Set-Cookie", "\(WebLogins.cookieName)=\(token); HttpOnly; SameSite=Strict; Path=/"), ("Cache-Control", "no-store")],
                     body: [], now: now)
         case .wrong:
-            log("web: \(name(id)): a wrong password")
+            refusal(c, "password", "web: \(name(id)): a wrong password")
             refuse(id, c, 401, "wrong password", now: now)
         case .limited(let s):
-            log("web: \(name(id)): login refused: \(WebLogins.attemptsPerWindow) attempts from \(c.peerHost) within a minute")
+            refusal(c, "429", "web: \(name(id)): login refused: \(WebLogins.attemptsPerWindow) attempts from \(c.peerHost) within a minute")
             refuse(id, c, 429, "too many login attempts; try again in \(s) s", headers: [("Retry-After", String(s))], now: now)
         }
     }
@@ -446,6 +475,17 @@ public final class WebServer {
     }
 
     // MARK: internals
+
+    /// Logs a refusal: per client address the first ones one by one and the first of each kind,
+    /// then a line a minute with the count (`RefusalLog`), so junk sent fast cannot fill the log.
+    private func refusal(_ c: Client?, _ what: String, _ line: String) {
+        let from = c?.peerHost ?? "new connections"
+        switch refusals.note("web " + from, what: what, now: clock()) {
+        case .log: log(line)
+        case .summary(let n): log("web: \(n) more refusal(s) of \(from) in the last minute, not logged one by one; the last: " + line)
+        case .quiet: break
+        }
+    }
 
     private func flush(_ id: ClientID, _ c: Client, now: UInt64) {
         guard c.output.flush(to: c.fd) else {

@@ -49,6 +49,8 @@ public struct HTTPRequestParser {
     private var head: HTTPRequest? = nil
     private var bodyLength = 0
     private var done = false
+    private var failed = false
+    private var scanned = 0
     /// Bytes after the request (given once the request is).
     public private(set) var leftover: [UInt8] = []
 
@@ -59,15 +61,21 @@ public struct HTTPRequestParser {
 
     public mutating func receive(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         guard !done else {
-            leftover.append(contentsOf: bytes)
+            // After a refusal nothing more is kept (the connection is closing).
+            if !failed { leftover.append(contentsOf: bytes) }
             return .needMore
         }
         buffer.append(contentsOf: bytes)
         if head == nil {
-            guard let end = Self.find([13, 10, 13, 10], in: buffer) else {
-                if Self.find([13, 10], in: buffer) == nil && buffer.count > limits.maxRequestLine {
-                    return fail(414, "a request line over \(limits.maxRequestLine) bytes")
-                }
+            // The same bytes give the same outcome however they are split: the request line's
+            // length is judged by its end (or by what came so far, past the limit without one).
+            if (Self.find([13, 10], in: buffer, from: 0) ?? buffer.count) > limits.maxRequestLine {
+                return fail(414, "a request line over \(limits.maxRequestLine) bytes")
+            }
+            // Searched from where the last search stopped: a client sending a byte at a time
+            // costs each byte once.
+            guard let end = Self.find([13, 10, 13, 10], in: buffer, from: max(0, scanned - 3)) else {
+                scanned = buffer.count
                 if buffer.count > limits.maxHead { return fail(431, "a request head over \(limits.maxHead) bytes") }
                 return .needMore
             }
@@ -89,6 +97,7 @@ public struct HTTPRequestParser {
 
     private mutating func fail(_ status: Int, _ reason: String) -> Outcome {
         done = true
+        failed = true
         buffer = []
         return .error(status: status, reason: reason)
     }
@@ -151,7 +160,7 @@ public struct HTTPRequestParser {
                 if ["host", "content-length", "origin", "cookie", "upgrade", "sec-websocket-key"].contains(key) {
                     return .failure(Refusal(status: 400, reason: "the header \(key) more than once"))
                 }
-                headers[key] = old + ", " + text
+                headers[key] = old.isEmpty ? text : text.isEmpty ? old : old + ", " + text
             } else {
                 headers[key] = text
             }
@@ -175,9 +184,9 @@ public struct HTTPRequestParser {
                                     query: q.map { String(t[t.index(after: $0)...]) } ?? "", headers: headers))
     }
 
-    static func find(_ needle: [UInt8], in hay: [UInt8]) -> Int? {
+    static func find(_ needle: [UInt8], in hay: [UInt8], from start: Int = 0) -> Int? {
         guard hay.count >= needle.count else { return nil }
-        var i = 0
+        var i = start
         while i <= hay.count - needle.count {
             if hay[i] == needle[0] && hay[i..<(i + needle.count)].elementsEqual(needle) { return i }
             i += 1

@@ -173,6 +173,16 @@ func service(_ w: WebServer, rounds: Int = 3) {
         #expect(status(parse("GET /" + String(repeating: "a", count: 3000), step: 100)) == 414)
         #expect(status(parse("GET / HTTP/1.1\r\nHost: x\r\nX: " + String(repeating: "a", count: 9000), step: 500)) == 431)
         #expect(status(parse("GET / HTTP/1.1\r\nHost: x\r\n" + String(repeating: "A: b\r\n", count: 70) + "\r\n")) == 431)
+        // A request line over the limit whose end comes later: 414 however the bytes are split,
+        // and nothing after a refusal is kept (the fuzzer found both).
+        let long = "POST / HTTP/1.1\r" + String(repeating: "x", count: 2100) + "\nHost: x\r\n"
+        #expect(status(parse(long, step: 1000)) == 414 && status(parse(long)) == 414)
+        var refused = HTTPRequestParser()
+        _ = Array("GET / HTTP/1.1\r\n\r\n".utf8).withUnsafeBytes { refused.receive($0) }
+        _ = Array("more".utf8).withUnsafeBytes { refused.receive($0) }
+        #expect(refused.leftover.isEmpty)
+        // An empty repeated field adds nothing to the list.
+        #expect(parse("GET / HTTP/1.1\r\nHost: x\r\nA:\r\nA: b\r\nA:\r\n\r\n") == .request(HTTPRequest(method: "GET", path: "/", headers: ["host": "x", "a": "b"])))
         // A whole request whose line is over the limit.
         #expect(status(parse("GET /" + String(repeating: "a", count: 2100) + " HTTP/1.1\r\nHost: x\r\n\r\n")) == 414)
     }
@@ -256,6 +266,7 @@ func service(_ w: WebServer, rounds: Int = 3) {
         let who = try ask(w, port, "GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(String(decoding: who.body, as: UTF8.self) == #"{"allow":["read","message"],"login":false,"loggedIn":false}"#)
         #expect(try ask(w, port, "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n").status == 404)
+        #expect(try ask(w, port, "GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n").status == 204)
         let put = try ask(w, port, "PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
         #expect(put.status == 405 && put.head.contains("Allow: GET, HEAD"))
         #expect(try ask(w, port, "GET /login HTTP/1.1\r\nHost: x\r\n\r\n").status == 405)
@@ -353,6 +364,31 @@ func service(_ w: WebServer, rounds: Int = 3) {
         }
         #expect(open.allSatisfy { $0.response?.status == 101 })
         #expect(try ask(w, port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").status == 503)
+    }
+
+    @Test func aSilentConsoleIsPingedThenClosed() throws {
+        let (w, port) = try server()
+        let c = try WebTestClient(port: port)
+        c.send(WebTestClient.upgrade(port: port))
+        for _ in 0..<200 where c.response == nil { service(w, rounds: 1); c.poll() }
+        #expect(c.response?.status == 101 && w.clientCount == 1)
+        let start = monotonicMilliseconds()
+        // Virtual time: silent past the ping interval, it is pinged (an empty ping frame) ...
+        _ = w.tick(now: start + w.limits.pingEveryMS + 10)
+        for _ in 0..<100 where !c.buffer.suffix(2).elementsEqual([0x89, 0x00]) { c.poll(); usleep(1000) }
+        #expect(c.buffer.suffix(2).elementsEqual([0x89, 0x00]))
+        #expect(w.clientCount == 1)
+        // ... and silent three times as long, closed.
+        _ = w.tick(now: start + 3 * w.limits.pingEveryMS + 10)
+        #expect(w.clientCount == 0)
+    }
+
+    @Test func badRequestsSentFastDoNotFillTheLog() throws {
+        let (w, port) = try server()
+        var lines: [String] = []
+        w.log = { lines.append($0) }
+        for _ in 0..<30 { #expect(try ask(w, port, "GET / HTTP/1.1\r\n\r\n").status == 400) }
+        #expect(lines.filter { $0.contains("400 for") }.count == RefusalLog.perDoor)
     }
 
     @Test func beyondLoopbackWithoutAPasswordDoesNotStart() throws {

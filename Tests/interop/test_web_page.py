@@ -203,6 +203,22 @@ def test_a_message_that_arrives_is_shown_and_counted_unread(mesh, page):
     assert page.errors(ignore=(OFFLINE_TILE,)) == []
 
 
+def test_a_channel_message_is_sent_and_its_repeats_counted(mesh, page):
+    open_console(mesh, page, "chats")
+    page.wait_js("[...document.querySelectorAll('#conv-list button')].some(b => b.textContent.startsWith('# Public'))")
+    page.js("[...document.querySelectorAll('#conv-list button')].find(b => b.textContent.startsWith('# Public')).click()")
+    page.wait_js("document.getElementById('thread-title').textContent === '#Public' && !document.getElementById('send-form').hidden")
+    text = f"to the channel {time.time():.0f}"
+    type_and_send(page, text)
+    # sim1 gets it (as "sim0: text"), and the page counts the repeats it heard of it (rpt0 repeats the flood).
+    assert wait_for(lambda: any(m.get("text") == text for m in mesh.d1.call({"id": 1, "op": "history", "thread": "channel 0", "limit": 20})["messages"]),
+                    timeout=60), "sim1 did not receive the channel message"
+    status = page.wait_js(f"""(() => {{ const m = [...document.querySelectorAll('#msg-list .msg.out')].find(m => m.querySelector('.tx').textContent === {json.dumps(text)});
+        return m && m.querySelector('[data-status]').textContent.includes('heard') && m.querySelector('[data-status]').textContent; }})()""", timeout=30)
+    assert "heard" in status and "heard 0 " not in status, status
+    assert page.errors(ignore=(OFFLINE_TILE,)) == []
+
+
 def test_the_map_and_the_plots_are_drawn(mesh, page):
     open_console(mesh, page, "map")
     page.wait_js("document.getElementById('map-info').textContent.startsWith('2 with a position')", timeout=20)

@@ -448,7 +448,9 @@ public final class WebServer {
         switch logins.login(given, address: c.peerHost, now: now, newToken: { Hex.encode(SecureRandom.bytes(count: 32)) }) {
         case .ok(let token):
             log("web: \(name(id)): logged in")
-            respond(id, c, 204, headers: [("Set-Cookie", "\(WebLogins.cookieName)=\(token); HttpOnly; SameSite=Strict; Path=/"), ("Cache-Control", "no-store")],
+            // A page served over https (a reverse proxy with TLS): the cookie never goes over plain http.
+            let secure = r.header("origin")?.lowercased().hasPrefix("https://") == true ? "; Secure" : ""
+            respond(id, c, 204, headers: [("Set-Cookie", "\(WebLogins.cookieName)=\(token); HttpOnly; SameSite=Strict; Path=/\(secure)"), ("Cache-Control", "no-store")],
                     body: [], now: now)
         case .wrong:
             refusal(c, "password", "web: \(name(id)): a wrong password")

@@ -235,9 +235,10 @@ func service(_ w: WebServer, rounds: Int = 3) {
 }
 
 @Suite(.serialized) struct WebServerTests {
-    func server(_ spec: String = "127.0.0.1", password: String? = nil, limits: WebServer.Limits = .init()) throws -> (WebServer, UInt16) {
+    func server(_ spec: String = "127.0.0.1", password: String? = nil, origin: String? = nil, limits: WebServer.Limits = .init()) throws -> (WebServer, UInt16) {
         let port = HubContactsTests.freePort()
-        let w = try WebServer(listeners: [try WebListener(parsing: "\(spec):\(port)")], password: password.map { Array($0.utf8) }, limits: limits)
+        let w = try WebServer(listeners: [try WebListener(parsing: "\(spec):\(port)" + (origin.map { ",origin=" + $0 } ?? ""))],
+                              password: password.map { Array($0.utf8) }, limits: limits)
         w.onRequest = { req, _ in DaemonResponse(id: req.id, ok: [("echo", .string(req.name))]) }
         return (w, port)
     }
@@ -331,6 +332,11 @@ func service(_ w: WebServer, rounds: Int = 3) {
         let cookie = String(line.dropFirst("Set-Cookie: ".count).split(separator: ";")[0])
         #expect(cookie.count == "pm_session=".count + 64)
         #expect(try ask(w, port, WebTestClient.upgrade(cookie: cookie, port: port)).status == 101)
+        // A page served over https (through a proxy named by origin=) gets a Secure cookie.
+        let (wp, pp) = try server(password: "hunter2", origin: "https://radio.example.org")
+        let body = "password=hunter2"
+        let proxied = try ask(wp, pp, "POST /login HTTP/1.1\r\nHost: x\r\nOrigin: https://radio.example.org\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        #expect(proxied.status == 204 && proxied.head.contains("; Path=/; Secure\r\n"))
         #expect(String(decoding: try ask(w, port, "GET /whoami HTTP/1.1\r\nHost: x\r\nCookie: \(cookie)\r\n\r\n").body, as: UTF8.self).hasSuffix(#""loggedIn":true}"#))
         #expect(try ask(w, port, WebTestClient.upgrade(cookie: "pm_session=" + String(repeating: "0", count: 64), port: port)).status == 401)
         // Five attempts a minute per address: then 429 with Retry-After, even for the right password.

@@ -203,6 +203,19 @@ def test_a_message_that_arrives_is_shown_and_counted_unread(mesh, page):
     assert page.errors(ignore=(OFFLINE_TILE,)) == []
 
 
+def test_text_from_the_mesh_is_shown_as_text_never_as_html(mesh, page):
+    open_console(mesh, page, "contacts")
+    chat_with(page, mesh.key1)
+    text = f"<img src=x onerror=\"window.pwned=1\"><b>bold</b> {time.time():.0f}"
+    assert mesh.d1.call({"id": 1, "op": "send", "to": mesh.key0[:12], "text": text}, timeout=30)["ok"]
+    page.wait_js(f"[...document.querySelectorAll('#msg-list .msg.in .tx')].some(e => e.textContent === {json.dumps(text)})", timeout=60)
+    assert page.js("document.querySelectorAll('#msg-list img, #msg-list b, #conv-list img').length") == 0
+    assert page.js("window.pwned === undefined")
+    page.js("location.hash = '#chats'")
+    page.wait_js(f"[...document.querySelectorAll('#conv-list .pv')].some(e => e.textContent === {json.dumps(text)})", timeout=20)
+    assert page.js("document.querySelectorAll('#conv-list img, #conv-list b').length") == 0
+
+
 def test_a_channel_message_is_sent_and_its_repeats_counted(mesh, page):
     open_console(mesh, page, "chats")
     page.wait_js("[...document.querySelectorAll('#conv-list button')].some(b => b.textContent.startsWith('# Public'))")

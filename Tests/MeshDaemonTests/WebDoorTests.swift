@@ -40,9 +40,9 @@ final class WebTestClient {
         if payload.count < 126 {
             f.append(0x80 | UInt8(payload.count))
         } else if payload.count <= 0xFFFF {
-            f += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+            f += [UInt8(0x80 | 126), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
         } else {
-            f.append(0x80 | 127)
+            f.append(UInt8(0x80 | 127))
             for s in stride(from: 56, through: 0, by: -8) { f.append(UInt8(truncatingIfNeeded: payload.count >> s)) }
         }
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]

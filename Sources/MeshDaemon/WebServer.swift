@@ -238,7 +238,7 @@ public final class WebServer {
             }
             let id = nextID
             nextID += 1
-            let c = Client(fd: fd, listener: listener, peer: HubServer.peerAddress(fd), local: Self.localAddress(fd), now: now, limits: limits.http)
+            let c = Client(fd: fd, listener: listener, peer: HubServer.peerAddress(fd), local: HubServer.peerAddress(fd, local: true), now: now, limits: limits.http)
             clients[id] = c
             byFD[fd] = id
         }
@@ -513,25 +513,6 @@ public final class WebServer {
         close(c.fd)
         if let reason { log("web: client \(id): \(reason)") }
         onDisconnect(id)
-    }
-
-    /// The address a connection reached (host:port, `[v6]:port`).
-    static func localAddress(_ fd: Int32) -> String {
-        var ss = sockaddr_storage()
-        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let ok = withUnsafeMutablePointer(to: &ss) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) == 0 }
-        }
-        guard ok else { return "?" }
-        var host = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        if Int32(ss.ss_family) == AF_INET {
-            var a = withUnsafeBytes(of: ss) { $0.load(as: sockaddr_in.self) }
-            inet_ntop(AF_INET, &a.sin_addr, &host, socklen_t(host.count))
-            return String(cString: host) + ":" + String(UInt16(bigEndian: a.sin_port))
-        }
-        var a = withUnsafeBytes(of: ss) { $0.load(as: sockaddr_in6.self) }
-        inet_ntop(AF_INET6, &a.sin6_addr, &host, socklen_t(host.count))
-        return "[" + String(cString: host) + "]:" + String(UInt16(bigEndian: a.sin6_port))
     }
 }
 

@@ -262,12 +262,12 @@ public final class HubServer {
         return fd
     }
 
-    /// The peer of a connected socket as `host:port` (`[v6]:port`).
-    public static func peerAddress(_ fd: Int32) -> String {
+    /// The peer of a connected socket as `host:port` (`[v6]:port`); `local`: its own end.
+    public static func peerAddress(_ fd: Int32, local: Bool = false) -> String {
         var ss = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &ss) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &len) == 0 }
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (local ? getsockname(fd, $0, &len) : getpeername(fd, $0, &len)) == 0 }
         }
         guard ok else { return "?" }
         let family = Int32(ss.ss_family)

@@ -177,6 +177,9 @@ func service(_ w: WebServer, rounds: Int = 3) {
         // and nothing after a refusal is kept (the fuzzer found both).
         let long = "POST / HTTP/1.1\r" + String(repeating: "x", count: 2100) + "\nHost: x\r\n"
         #expect(status(parse(long, step: 1000)) == 414 && status(parse(long)) == 414)
+        // A request line exactly at the limit, its CR and LF in separate reads.
+        let atLimit = "GET /" + String(repeating: "a", count: 2048 - 14) + " HTTP/1.1\r\nHost: x\r\n\r\n"
+        #expect(status(parse(atLimit, step: 1)) == nil && status(parse(atLimit)) == nil)
         var refused = HTTPRequestParser()
         _ = Array("GET / HTTP/1.1\r\n\r\n".utf8).withUnsafeBytes { refused.receive($0) }
         _ = Array("more".utf8).withUnsafeBytes { refused.receive($0) }

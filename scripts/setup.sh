@@ -15,7 +15,8 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   libudev-dev libbluetooth-dev libmbedtls-dev libsodium-dev pkg-config \
   socat umockdev libumockdev-dev rsync \
-  python3 python3-venv time binutils file man-db tmux mosquitto openssl debootstrap qemu-user-static zsh fish valgrind >/dev/null
+  python3 python3-venv time binutils file man-db tmux mosquitto openssl debootstrap qemu-user-static zsh fish valgrind \
+  chromium >/dev/null
 VENV="${POCKETMESH_VENV:-$PWD/.venv-interop}"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"

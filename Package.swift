@@ -59,7 +59,7 @@ let package = Package(
         // links and the store, which both make system calls. Glibc only.
         .target(name: "MeshErrno", swiftSettings: releaseSettings),
         // Byte links (serial, TCP, BLE), discovery, the poll loop, Unix sockets and state files.
-        .target(name: "MeshLink", dependencies: ["MeshErrno", "CBluetooth", "CMeshLink"], swiftSettings: releaseSettings),
+        .target(name: "MeshLink", dependencies: ["MeshErrno", "MeshNet", "CBluetooth", "CMeshLink"], swiftSettings: releaseSettings),
         // C helpers for MeshLink: _GNU_SOURCE calls, the signal self-pipe, and libudev loaded with
         // dlopen (so the binary starts without libudev and falls back to sysfs).
         .target(name: "CMeshLink"),

@@ -236,20 +236,17 @@ public final class HubServer {
 
     /// A TCP listening socket (non-blocking, close-on-exec, SO_REUSEADDR; IPv6 sockets IPv6 only).
     public static func listen(_ a: TCPAddress) throws(SystemError) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = SocketType.stream
-        var res: UnsafeMutablePointer<addrinfo>? = nil
-        let rc = getaddrinfo(a.host, String(a.port), &hints, &res)
-        guard rc == 0, let ai = res else { throw SystemError("getaddrinfo", a.description + " (give a numeric IPv4 or IPv6 address)", errno: EINVAL) }
-        defer { freeaddrinfo(res) }
-        let fd = socket(ai.pointee.ai_family, SocketType.stream | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+        // A numeric address only (no name lookup for a listener).
+        guard var ai = TCPLink.literalCandidates(a)?.first else {
+            throw SystemError("listen", a.description + " (give a numeric IPv4 or IPv6 address)", errno: EINVAL)
+        }
+        let fd = socket(ai.family, SocketType.stream | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
         if fd < 0 { throw SystemError("socket", a.description) }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        if ai.pointee.ai_family == AF_INET6 { _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
-        if bind(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 {
+        if ai.family == AF_INET6 { _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        let length = ai.length
+        if withUnsafePointer(to: &ai.storage, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }) != 0 {
             let e = SystemError("bind", a.description)
             close(fd)
             throw e

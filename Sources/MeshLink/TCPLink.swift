@@ -1,4 +1,5 @@
 import Glibc
+import MeshNet
 
 /// A parsed `HOST[:PORT]`: `radio.local`, `10.0.0.5:5000`, `[fe80::1]:5000`, `::1` (default port 5000).
 public struct TCPAddress: Hashable, Sendable, CustomStringConvertible {
@@ -142,11 +143,11 @@ public final class TCPLink: ByteLink {
 
     /// One address to try: a socket address and the socket's family, type and protocol.
     public struct Candidate {
-        var family: Int32
+        public internal(set) var family: Int32
         var socketType: Int32
         var proto: Int32
-        var storage: sockaddr_storage
-        var length: socklen_t
+        public var storage: sockaddr_storage
+        public internal(set) var length: socklen_t
 
         init(family: Int32, socketType: Int32, proto: Int32, storage: sockaddr_storage, length: socklen_t) {
             self.family = family
@@ -210,40 +211,67 @@ public final class TCPLink: ByteLink {
         return nil
     }
 
-    static func resolve(_ address: TCPAddress) throws(LinkError) -> [Candidate] {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(1) // SOCK_STREAM
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let status = getaddrinfo(address.host, String(address.port), &hints, &list)
-        guard status == 0 else {
-            let reason: String
-            if status == EAI_SYSTEM {
-                reason = Errno.current.message.lowercased()
-            } else if let text = gai_strerror(status) {
-                reason = String(cString: text).lowercased()
-            } else {
-                reason = "getaddrinfo error \(status)"
-            }
-            throw .unresolved(address.host, reason: reason)
+    /// A host's addresses without glibc's resolver (getaddrinfo, which would bring its name-service
+    /// switch, DNS and IDN code into the static binary): an IP literal; the names of /etc/hosts;
+    /// else DNS over UDP to the servers of /etc/resolv.conf (MeshNet's `DNSLookup`, the same
+    /// protocol the daemon runs without blocking), waiting no longer than that file's timeouts.
+    static func resolve(_ address: TCPAddress, hostsPath: String = "/etc/hosts", resolvConf: String = "/etc/resolv.conf",
+                        dnsPort: UInt16 = 53) throws(LinkError) -> [Candidate] {
+        if let literal = literalCandidates(address) { return literal }
+        let listed = HostsFile.addresses(of: address.host, in: StateFile.readString(hostsPath) ?? "")
+            .compactMap { literalCandidates(TCPAddress(host: $0, port: address.port))?.first }
+        if !listed.isEmpty { return listed }
+        var lookup = DNSLookup(name: address.host, config: ResolverConfig(parsing: StateFile.readString(resolvConf) ?? ""),
+                               now: monotonicMilliseconds())
+        // One connected UDP socket per server: it takes that server's answers only, and reports
+        // its ICMP "port unreachable" as ECONNREFUSED (the next server is asked at once).
+        let sockets: [Int32] = lookup.config.servers.map { server in
+            guard var c = literalCandidates(TCPAddress(host: server, port: dnsPort))?.first else { return -1 }
+            let f = socket(c.family, SocketType.datagram | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+            guard f >= 0 else { return -1 }
+            let r = withUnsafePointer(to: &c.storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(f, $0, c.length) } }
+            if r != 0 { Glibc.close(f); return -1 }
+            return f
         }
-        defer { freeaddrinfo(list) }
-        var result: [Candidate] = []
-        var entry = list
-        while let info = entry?.pointee {
-            if let addr = info.ai_addr, Int(info.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size {
-                var storage = sockaddr_storage()
-                withUnsafeMutableBytes(of: &storage) { raw in
-                    raw.copyMemory(from: UnsafeRawBufferPointer(start: addr, count: Int(info.ai_addrlen)))
+        defer { for f in sockets where f >= 0 { Glibc.close(f) } }
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        while lookup.outcome == nil {
+            var now = monotonicMilliseconds()
+            while !lookup.outgoing.isEmpty {
+                let (index, bytes) = lookup.outgoing.removeFirst()
+                let f = index < sockets.count ? sockets[index] : -1
+                guard f >= 0 else { lookup.unreachable(index, reason: "not an IP address this host can reach", now: now); continue }
+                let r = bytes.withUnsafeBytes { raw in retryingOnInterrupt { send(f, raw.baseAddress, raw.count, SocketFlags.noSignal) } }
+                if case .failure(let e) = r, e != .wouldBlock { lookup.unreachable(index, reason: e.message, now: now) }
+            }
+            if lookup.outcome != nil { break }
+            var fds = sockets.filter { $0 >= 0 }.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let wait = lookup.deadline > now ? Int32(min(lookup.deadline - now, 60_000)) : 0
+            _ = poll(&fds, nfds_t(fds.count), wait)
+            now = monotonicMilliseconds()
+            for p in fds where p.revents != 0 {
+                guard let index = sockets.firstIndex(of: p.fd) else { continue }
+                while lookup.outcome == nil {
+                    let r = buffer.withUnsafeMutableBytes { raw in retryingOnInterrupt { recv(p.fd, raw.baseAddress, raw.count, 0) } }
+                    guard case .success(let n) = r else {
+                        if case .failure(let e) = r, e != .wouldBlock { lookup.unreachable(index, reason: e.message, now: now) }
+                        break
+                    }
+                    lookup.receive(Array(buffer[..<n]), from: index, now: now)
                 }
-                result.append(Candidate(family: info.ai_family, socketType: info.ai_socktype,
-                                        proto: info.ai_protocol, storage: storage, length: info.ai_addrlen))
             }
-            entry = info.ai_next
+            lookup.tick(now: now)
         }
-        if result.isEmpty { throw .unresolved(address.host, reason: "no addresses") }
-        return result
+        guard case .found(let ips)? = lookup.outcome else {
+            if case .failed(let why)? = lookup.outcome {
+                let prefix = "cannot resolve \(address.host): "
+                throw .unresolved(address.host, reason: why.hasPrefix(prefix) ? String(why.dropFirst(prefix.count)) : why)
+            }
+            throw .unresolved(address.host, reason: "no answer")
+        }
+        let found = ips.compactMap { Candidate(ip: $0, port: address.port) }
+        if found.isEmpty { throw .unresolved(address.host, reason: "it has no IPv4 or IPv6 address") }
+        return found
     }
 
     /// Non-blocking connect and a poll for completion.

@@ -65,6 +65,25 @@ import Testing
         }
     }
 
+    /// Names are found without glibc's resolver: /etc/hosts first (any of a line's names, any
+    /// case), then DNS to resolv.conf's servers; a server that refuses is passed over at once.
+    @Test func namesFromTheHostsFileThenDNS() throws {
+        var template = Array("/tmp/pm-resolve-XXXXXX".utf8CString)
+        let dir = String(cString: try #require(mkdtemp(&template)))
+        defer { unlink(dir + "/hosts"); unlink(dir + "/resolv.conf"); rmdir(dir) }
+        try StateFile.write(dir + "/hosts", "127.0.0.1 localhost\n# 10.9.9.9 radio\n127.0.0.7 Radio.Lan radio\n::1 v6only\n")
+        try StateFile.write(dir + "/resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+        let found = try TCPLink.resolve(TCPAddress(host: "RADIO", port: 5000), hostsPath: dir + "/hosts", resolvConf: dir + "/resolv.conf")
+        #expect(found.map(\.description) == ["127.0.0.7"])
+        #expect(try TCPLink.resolve(TCPAddress(host: "v6only", port: 1), hostsPath: dir + "/hosts", resolvConf: dir + "/resolv.conf").map(\.description) == ["::1"])
+        // Not listed: DNS to 127.0.0.1 on a port where nothing listens, refused at once.
+        let start = monotonicMilliseconds()
+        #expect(throws: LinkError.unresolved("elsewhere", reason: "127.0.0.1: Connection refused")) {
+            _ = try TCPLink.resolve(TCPAddress(host: "elsewhere", port: 1), hostsPath: dir + "/hosts", resolvConf: dir + "/resolv.conf", dnsPort: 9)
+        }
+        #expect(monotonicMilliseconds() - start < 900)
+    }
+
     @Test func unknownHostIsUnresolved() {
         #expect {
             _ = try TCPLink(connectingTo: TCPAddress(host: "no-such-host.invalid", port: 5000), timeoutMilliseconds: 500)

@@ -217,11 +217,7 @@ public final class WebServer {
 
     private func acceptAll(_ listener: Int, now: UInt64) {
         while true {
-            guard case .success(let fd) = retryingOnInterrupt({ accept(listenFDs[listener], nil, nil) }) else { return }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            UnixSocket.setNonBlocking(fd)
-            var one: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            guard let fd = HubServer.acceptTCP(listenFDs[listener]) else { return }
             let mine = clients.filter { $0.value.listener == listener }
             if mine.count >= limits.maxConnections {
                 // The oldest connection that is not a console's WebSocket makes room; if all are, 503.

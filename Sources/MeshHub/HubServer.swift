@@ -259,6 +259,17 @@ public final class HubServer {
         return fd
     }
 
+    /// One waiting TCP connection, close-on-exec and non-blocking, without Nagle's delay (answers
+    /// go out as they are written, many as several small frames); nil when none waits.
+    public static func acceptTCP(_ listenFD: Int32) -> Int32? {
+        guard case .success(let fd) = retryingOnInterrupt({ accept(listenFD, nil, nil) }) else { return nil }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        UnixSocket.setNonBlocking(fd)
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return fd
+    }
+
     /// The peer of a connected socket as `host:port` (`[v6]:port`); `local`: its own end.
     public static func peerAddress(_ fd: Int32, local: Bool = false) -> String {
         var ss = sockaddr_storage()
@@ -375,12 +386,7 @@ public final class HubServer {
 
     private func acceptAll(_ listener: Int, now: UInt64) {
         while true {
-            guard case .success(let fd) = retryingOnInterrupt({ accept(listenFDs[listener], nil, nil) }) else { return }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            UnixSocket.setNonBlocking(fd)
-            // Answers go out as they are written (many are several small frames): no Nagle delay.
-            var one: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            guard let fd = Self.acceptTCP(listenFDs[listener]) else { return }
             if clients.count >= maxClients, let victim = evictionCandidate() {
                 evictedCount += 1
                 let idle = (now - victim.value.lastHeard) / 1000

@@ -234,11 +234,8 @@ final class LoopClient {
         let dir = temporaryDirectory("pm-un")
         defer { removeTree(dir) }
         let path = dir + "/notify"
-        let n = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+        let (n, _, _) = try notificationSocket(path)
         defer { close(n) }
-        guard case (var addr, let len)? = UnixSocket.address(path) else { Issue.record("address"); return }
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(n, $0, len) } }
-        #expect(bound == 0)
         let (d, log) = try daemon(dir, link: "serial:" + dir + "/ttyNOPE") {
             $0.environment["NOTIFY_SOCKET"] = path
             $0.environment["WATCHDOG_USEC"] = "200000"
@@ -265,11 +262,9 @@ final class LoopClient {
         let dir = temporaryDirectory("pm-un")
         defer { removeTree(dir) }
         let path = dir + "/notify"
-        let n = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+        let (n, boundAddress, len) = try notificationSocket(path)
+        var addr = boundAddress
         defer { close(n) }
-        guard case (var addr, let len)? = UnixSocket.address(path) else { Issue.record("address"); return }
-        let bound = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(n, $0, len) } }
-        #expect(bound == 0)
         // Fill its queue from another socket until the kernel says it is full.
         let filler = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
         defer { close(filler) }
@@ -404,6 +399,16 @@ final class LoopClient {
         #expect(refused?["error"]?["code"]?.string == "denied", "\(String(describing: refused))")
         #expect(log.lines.contains { $0.contains("api: refused uid \(geteuid())") })
     }
+}
+
+/// A service manager's notification socket: a bound, non-blocking datagram socket at `path`, and
+/// its address for senders.
+func notificationSocket(_ path: String) throws -> (fd: Int32, address: sockaddr_un, length: socklen_t) {
+    let n = socket(AF_UNIX, SocketType.datagram | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
+    var (addr, len) = try #require(UnixSocket.address(path))
+    let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(n, $0, len) } }
+    #expect(bound == 0)
+    return (n, addr, len)
 }
 
 /// Every datagram waiting on a non-blocking socket.

@@ -57,7 +57,7 @@ objects() {
 }
 
 crypto=(CMeshCrypto)  # with libsodium and mbedTLS's libmbedcrypto
-link=(MeshLink MeshErrno CMeshLink)
+link=(MeshLink MeshNet MeshErrno CMeshLink)
 
 # build TARGET FILE MODULE "SOURCES..." DEP-MODULES...: compiles fuzz/FILE.swift into $out/TARGET-fuzz.
 build() {

@@ -40,10 +40,12 @@ if [ ! -f "$deps/Modules/MeshSession.swiftmodule" ] || [ ! -d "$deps/CMeshCrypto
     (cd "$root" && swift build) || { echo "the package's debug build failed" >&2; exit 1; }
 fi
 
-# The object files of the given modules of the debug build.
+# The object files of the given modules of the debug build (a module named twice is taken once).
 objects() {
-    local m f
+    local m f seen=" "
     for m in "$@"; do
+        [[ "$seen" == *" $m "* ]] && continue
+        seen+="$m "
         [ -d "$deps/$m.build" ] || continue
         while IFS= read -r -d '' f; do
             # An incremental build leaves the object of a removed or moved source behind: only

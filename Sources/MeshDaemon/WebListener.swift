@@ -1,4 +1,5 @@
 import Glibc
+import MeshCompanion
 import MeshLink
 import MeshNet
 import MeshOps
@@ -185,20 +186,14 @@ struct WebLogins {
     static func percentDecoded(_ s: ArraySlice<UInt8>) -> [UInt8]? {
         var out: [UInt8] = []
         var i = s.startIndex
-        func hex(_ b: UInt8) -> UInt8? {
-            switch b {
-            case 0x30...0x39: return b - 0x30
-            case 0x41...0x46: return b - 0x37
-            case 0x61...0x66: return b - 0x57
-            default: return nil
-            }
-        }
         while i < s.endIndex {
             let b = s[i]
             if b == UInt8(ascii: "+") { out.append(0x20); i += 1; continue }
             if b == UInt8(ascii: "%") {
-                guard i + 2 < s.endIndex, let h = hex(s[i + 1]), let l = hex(s[i + 2]) else { return nil }
-                out.append(h << 4 | l)
+                // Exactly two hex digits (the project's one hex codec: one byte, or nil).
+                guard i + 2 < s.endIndex, let byte = HexCodec.decode(String(decoding: s[(i + 1)...(i + 2)], as: UTF8.self)),
+                      byte.count == 1 else { return nil }
+                out.append(byte[0])
                 i += 3
                 continue
             }

@@ -232,6 +232,12 @@ func service(_ w: WebServer, rounds: Int = 3) {
         #expect(WebLogins.password(body: Array("a=1&password=p%41ss+word".utf8), contentType: "application/x-www-form-urlencoded") == Array("pAss word".utf8))
         #expect(WebLogins.password(body: Array(#"{"password":"sécret"}"#.utf8), contentType: "application/json; charset=utf-8") == Array("sécret".utf8))
         #expect(WebLogins.password(body: Array("password=%4".utf8), contentType: nil) == nil)
+        // An escape is exactly two hex digits, either case: not a space, a colon or "0x" inside it.
+        #expect(WebLogins.password(body: Array("password=%e9%C3%zz".utf8), contentType: nil) == nil)
+        #expect(WebLogins.password(body: Array("password=%e9%C3".utf8), contentType: nil) == [0xE9, 0xC3])
+        for bad in ["% 4", "%:4", "%0x", "%4 "] {
+            #expect(WebLogins.password(body: Array("password=\(bad)".utf8), contentType: nil) == nil, "\(bad)")
+        }
         #expect(WebLogins.password(body: Array("pw=x".utf8), contentType: nil) == nil)
         #expect(WebLogins.cookie("a=b; pm_session=abc ;c=d") == "abc")
     }

@@ -13,10 +13,19 @@
 #include <linux/netlink.h>
 
 #define CML_MAX_SIGNAL 65
+/* Pipes that signals go to: one per poll loop that asked (a process normally has one; a test
+   process runs several daemons and loops at once). The handler writes a signal's number to every
+   pipe that asked for that signal, and to no other. */
+#define CML_SLOTS 32
 
-static volatile sig_atomic_t cml_signal_fd = -1;
+static volatile sig_atomic_t cml_slot_fd[CML_SLOTS] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+static volatile sig_atomic_t cml_slot_wants[CML_SLOTS][CML_MAX_SIGNAL];
 static struct sigaction cml_saved[CML_MAX_SIGNAL];
 static unsigned char cml_saved_valid[CML_MAX_SIGNAL];
+/* Registration (never the handler) runs under this lock: loops on other threads register too. */
+static pthread_mutex_t cml_signal_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int cml_pipe_nonblocking(int fds[2]) {
     return pipe2(fds, O_CLOEXEC | O_NONBLOCK);
@@ -24,30 +33,50 @@ int cml_pipe_nonblocking(int fds[2]) {
 
 static void cml_signal_handler(int signo) {
     int saved_errno = errno;
-    int fd = cml_signal_fd;
-    if (fd >= 0) {
-        unsigned char byte = (unsigned char)signo;
-        ssize_t ignored = write(fd, &byte, 1);  // a full pipe already holds a pending wake-up
-        (void)ignored;
+    if (signo > 0 && signo < CML_MAX_SIGNAL) {
+        for (int i = 0; i < CML_SLOTS; i++) {
+            int fd = cml_slot_fd[i];
+            if (fd < 0 || !cml_slot_wants[i][signo]) continue;
+            unsigned char byte = (unsigned char)signo;
+            ssize_t ignored = write(fd, &byte, 1);  // a full pipe already holds a pending wake-up
+            (void)ignored;
+        }
     }
     errno = saved_errno;
 }
 
 int cml_signal_forward(int signo, int write_fd) {
-    if (signo <= 0 || signo >= CML_MAX_SIGNAL) { errno = EINVAL; return -1; }
-    cml_signal_fd = write_fd;
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = cml_signal_handler;
-    sigemptyset(&action.sa_mask);
-    // SIGCHLD only when a child ends (not when it stops or continues).
-    action.sa_flags = SA_RESTART | (signo == SIGCHLD ? SA_NOCLDSTOP : 0);
-    struct sigaction previous;
-    if (sigaction(signo, &action, &previous) != 0) return -1;
+    if (signo <= 0 || signo >= CML_MAX_SIGNAL || write_fd < 0) { errno = EINVAL; return -1; }
+    pthread_mutex_lock(&cml_signal_lock);
+    int slot = -1;
+    for (int i = 0; i < CML_SLOTS && slot < 0; i++) if (cml_slot_fd[i] == write_fd) slot = i;
+    for (int i = 0; i < CML_SLOTS && slot < 0; i++) {
+        if (cml_slot_fd[i] != -1) continue;
+        slot = i;
+        for (int s = 0; s < CML_MAX_SIGNAL; s++) cml_slot_wants[i][s] = 0;
+        cml_slot_fd[i] = write_fd;
+    }
+    if (slot < 0) { pthread_mutex_unlock(&cml_signal_lock); errno = EMFILE; return -1; }
+    cml_slot_wants[slot][signo] = 1;
     if (!cml_saved_valid[signo]) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = cml_signal_handler;
+        sigemptyset(&action.sa_mask);
+        // SIGCHLD only when a child ends (not when it stops or continues).
+        action.sa_flags = SA_RESTART | (signo == SIGCHLD ? SA_NOCLDSTOP : 0);
+        struct sigaction previous;
+        if (sigaction(signo, &action, &previous) != 0) {
+            int saved = errno;
+            cml_slot_wants[slot][signo] = 0;
+            pthread_mutex_unlock(&cml_signal_lock);
+            errno = saved;
+            return -1;
+        }
         cml_saved[signo] = previous;
         cml_saved_valid[signo] = 1;
     }
+    pthread_mutex_unlock(&cml_signal_lock);
     // The calling thread runs the poll loop: make sure it can receive the signal.
     sigset_t set;
     sigemptyset(&set);
@@ -56,15 +85,40 @@ int cml_signal_forward(int signo, int write_fd) {
     return 0;
 }
 
-void cml_signal_unforward(int write_fd) {
-    if (cml_signal_fd == write_fd) cml_signal_fd = -1;
+/* Whether a pipe still asks for signo; under the lock. */
+static int cml_signal_wanted(int signo) {
+    for (int i = 0; i < CML_SLOTS; i++) if (cml_slot_fd[i] >= 0 && cml_slot_wants[i][signo]) return 1;
+    return 0;
 }
 
-int cml_signal_restore(int signo) {
+int cml_signal_restore(int signo, int write_fd) {
     if (signo <= 0 || signo >= CML_MAX_SIGNAL) { errno = EINVAL; return -1; }
-    if (!cml_saved_valid[signo]) return 0;
-    cml_saved_valid[signo] = 0;
-    return sigaction(signo, &cml_saved[signo], 0);
+    pthread_mutex_lock(&cml_signal_lock);
+    for (int i = 0; i < CML_SLOTS; i++) if (cml_slot_fd[i] == write_fd) cml_slot_wants[i][signo] = 0;
+    int rc = 0;
+    if (cml_saved_valid[signo] && !cml_signal_wanted(signo)) {
+        cml_saved_valid[signo] = 0;
+        rc = sigaction(signo, &cml_saved[signo], 0);
+    }
+    pthread_mutex_unlock(&cml_signal_lock);
+    return rc;
+}
+
+void cml_signal_unforward(int write_fd) {
+    pthread_mutex_lock(&cml_signal_lock);
+    for (int i = 0; i < CML_SLOTS; i++) {
+        if (cml_slot_fd[i] != write_fd) continue;
+        cml_slot_fd[i] = -1;  // first: the handler no longer looks at this slot
+        for (int s = 1; s < CML_MAX_SIGNAL; s++) {
+            if (!cml_slot_wants[i][s]) continue;
+            cml_slot_wants[i][s] = 0;
+            if (cml_saved_valid[s] && !cml_signal_wanted(s)) {
+                cml_saved_valid[s] = 0;
+                sigaction(s, &cml_saved[s], 0);
+            }
+        }
+    }
+    pthread_mutex_unlock(&cml_signal_lock);
 }
 
 short cml_pollrdhup(void) { return POLLRDHUP; }

@@ -347,7 +347,7 @@ public final class Daemon {
         case SIGHUP:
             log("daemon: SIGHUP: reconnecting to the radio")
             settle(.reconnect, now: monotonicMilliseconds())
-        default:
+        case SIGTERM, SIGINT:
             if radio.settling == .stop {
                 log("daemon: signal \(s) again: stopping now")
                 stopping = true
@@ -355,6 +355,8 @@ public final class Daemon {
                 log("daemon: signal \(s): stopping")
                 settle(.stop, now: monotonicMilliseconds())
             }
+        default:
+            break  // not one the daemon asked for
         }
     }
 

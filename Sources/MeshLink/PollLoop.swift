@@ -234,14 +234,14 @@ public final class PollLoop {
 
     /// Restores the signal dispositions that were active before `handleSignals`.
     public func restoreSignals() {
-        for signo in forwardedSignals { _ = cml_signal_restore(signo) }
-        forwardedSignals = []
         if let pipe = signalPipe {
+            for signo in forwardedSignals { _ = cml_signal_restore(signo, pipe.write.rawValue) }
             cml_signal_unforward(pipe.write.rawValue)
             pipe.read.close()
             pipe.write.close()
             signalPipe = nil
         }
+        forwardedSignals = []
     }
 
     // MARK: running
@@ -375,7 +375,7 @@ public final class PollLoop {
                 let n = withUnsafeMutableBytes(of: &bytes) { raw in (try? pipe.read.read(into: raw)) ?? 0 }
                 if n <= 0 { break }
                 withUnsafeBytes(of: &bytes) { raw in
-                    for b in raw[0..<n] where !seen.contains(Int32(b)) { seen.append(Int32(b)) }
+                    for b in raw[0..<n] where !seen.contains(Int32(b)) && forwardedSignals.contains(Int32(b)) { seen.append(Int32(b)) }
                 }
             }
             for signo in seen {
@@ -384,8 +384,8 @@ public final class PollLoop {
             }
             return
         }
-        // The first pending signal this loop asked for; any other (the process's one handler writes
-        // to the pipe of the loop that asked last, whatever the signal) is passed over.
+        // The first pending signal this loop asked for (the pipe receives only those; a byte that is
+        // not one would be passed over).
         var bytes = (UInt64(0), UInt64(0))
         while true {
             let n = withUnsafeMutableBytes(of: &bytes) { raw in (try? pipe.read.read(into: raw)) ?? 0 }

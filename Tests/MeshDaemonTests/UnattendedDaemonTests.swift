@@ -256,6 +256,25 @@ final class LoopClient {
         #expect(messages.last == "STOPPING=1")
     }
 
+    /// A signal the daemon did not ask for (another loop's, in this process) neither reaches nor
+    /// stops it. (No SIGTERM here: every daemon of the test process would receive it.)
+    @Test func aSignalTheDaemonDidNotAskForDoesNotStopIt() throws {
+        let dir = temporaryDirectory("pm-un")
+        defer { removeTree(dir) }
+        let other = PollLoop()
+        try other.handleSignals([SIGUSR1])
+        defer { other.restoreSignals() }
+        let (d, log) = try daemon(dir, link: "serial:" + dir + "/ttyNOPE")
+        defer { d.shutdown() }
+        var stoppedByTimer = false
+        d.loop.addTimer(after: 10) { raise(SIGUSR1) }
+        d.loop.addTimer(after: 300) { stoppedByTimer = true; d.stopping = true }
+        #expect(d.run() == 0)
+        #expect(stoppedByTimer, "\(log.lines)")
+        #expect(!log.lines.contains { $0.contains("signal") }, "\(log.lines)")
+        #expect(other.run(until: monotonicMilliseconds() + 5000) == .signal(SIGUSR1))
+    }
+
     /// A notification socket whose queue is full (a service manager that is stuck) never holds the
     /// daemon's loop: the notification is lost, not the loop, and READY=1 comes once there is room.
     @Test func aNotifySocketThatIsNotReadNeverHoldsTheLoop() throws {

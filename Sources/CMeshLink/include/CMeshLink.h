@@ -9,14 +9,17 @@
 /// pipe2(O_CLOEXEC | O_NONBLOCK). Returns 0 or -1 with errno set.
 int cml_pipe_nonblocking(int fds[2]);
 
-/// Installs a handler for `signo` that writes the signal number (one byte) to `write_fd`.
-/// One write fd for all forwarded signals. Also unblocks `signo` for the calling thread.
-/// Returns 0 or -1 with errno set.
+/// Installs a handler for `signo` that writes the signal number (one byte) to `write_fd`, and to
+/// every other pipe that asked for `signo` (each poll loop of the process has its own pipe, and
+/// receives only the signals it asked for; at most 32 pipes). Also unblocks `signo` for the
+/// calling thread. Returns 0 or -1 with errno set.
 int cml_signal_forward(int signo, int write_fd);
 
-/// Restores the disposition that was active before cml_signal_forward(signo, ...).
-int cml_signal_restore(int signo);
-/// Stops writing signals to `write_fd` (if it is the pipe they go to): call before closing it.
+/// `write_fd` no longer asks for `signo`; once no pipe does, the disposition that was active
+/// before the first cml_signal_forward(signo, ...) is restored.
+int cml_signal_restore(int signo, int write_fd);
+/// Stops writing any signal to `write_fd` (restoring dispositions no other pipe asks for): call
+/// before closing it.
 void cml_signal_unforward(int write_fd);
 
 /// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process, so it

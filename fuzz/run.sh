@@ -22,8 +22,10 @@
 #             reading of them and the results it publishes, without secrets) and hub frames (each
 #             listener's refusal, reply frames' secret bytes zeroed); built with the MeshDaemon sources
 # Inputs that once made a target fail are kept in fuzz/regressions/TARGET/ and run on every run.
-# The module under test is built with -sanitize=fuzzer,address; the modules it imports come from
-# the package's debug build (.build/debug, built here if missing) and are linked uninstrumented.
+# The module under test is built with -sanitize=fuzzer,address, without optimisation (-Onone builds
+# in half the time, and the short runs of the test command are mostly build); FUZZ_OPT=-O for long
+# runs. The modules it imports come from the package's debug build (.build/debug, built here if
+# missing) and are linked uninstrumented.
 set -uo pipefail
 seconds="${1:-30}"
 shift || true
@@ -78,18 +80,19 @@ build() {
     # Built already, and nothing it is made of changed since (sources, the fuzz file, the objects of
     # the modules it links): kept.
     # shellcheck disable=SC2086
-    if [ -x "$out/$name-fuzz" ] && [ -z "$(find $sources "$root/fuzz/$file.swift" "$0" "${objs[@]}" -newer "$out/$name-fuzz" -print -quit 2>/dev/null)" ]; then
+    if [ -x "$out/$name-fuzz" ] && [ "$(cat "$out/$name-fuzz.opt" 2>/dev/null)" = "${FUZZ_OPT:--Onone}" ] && [ -z "$(find $sources "$root/fuzz/$file.swift" "$0" "${objs[@]}" -newer "$out/$name-fuzz" -print -quit 2>/dev/null)" ]; then
         echo "fuzz target $name is up to date"
         return 0
     fi
     rm -f "$out/$name-fuzz"
     # (ld.gold warns about every ASan helper symbol; those lines are noise.)
     # shellcheck disable=SC2086
-    swiftc -parse-as-library -module-name "$module" -sanitize=fuzzer,address -O \
+    swiftc -parse-as-library -module-name "$module" -sanitize=fuzzer,address "${FUZZ_OPT:--Onone}" \
         -I "$deps/Modules" -I "$root/Sources/CBluetooth" -I "$root/Sources/CMeshLink/include" -I "$root/Sources/CMeshTLS/include" -I "$root/Sources/CSodium" -I "$root/Sources/CMeshCrypto/include" -I "$root/Sources/CMeshWebPage/include" "${maps[@]}" \
         $sources "$root/fuzz/$file.swift" "${objs[@]}" "${libs[@]}" -o "$out/$name-fuzz" 2>&1 \
         | { grep -v 'Cannot export local symbol' || true; }
     [ -x "$out/$name-fuzz" ] || { echo "fuzz target $name did not build" >&2; return 1; }
+    echo "${FUZZ_OPT:--Onone}" > "$out/$name-fuzz.opt"
 }
 
 # Seeds for the frame target: byte 0 picks the side (bit 0) and the read size; the rest is a frame or a stream.

@@ -41,8 +41,9 @@ export POCKETMESH_VENV="${POCKETMESH_VENV:-$PWD/.venv-interop}"
 PY="$POCKETMESH_VENV/bin/python"
 # Parallel workers for the interop tests: they mostly wait for processes and sockets.
 WORKERS="${POCKETMESH_TEST_WORKERS:-4}"
-# Each interop test has a time limit (pytest-timeout): one that hangs fails and names itself.
-PYTEST=("$PY" -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadfile --timeout "${POCKETMESH_INTEROP_TEST_LIMIT:-300}")
+# Each interop test has a time limit (pytest-timeout): one that hangs fails and names itself; the
+# slowest eight of each run are listed.
+PYTEST=("$PY" -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadfile --durations=8 --timeout "${POCKETMESH_INTEROP_TEST_LIMIT:-300}")
 
 declare -a STAGES=() RESULTS=()
 START=$SECONDS

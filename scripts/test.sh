@@ -4,11 +4,14 @@
 #   umockdev   the udev discovery tests
 #   interop    the interop tests against third-party MeshCore software (pytest, in parallel:
 #              pytest-xdist, each file's tests on one worker, each worker its own ports and folders)
-#   fuzz       a short run of every fuzz target (beside the interop tests, at a lower priority)
+#   fuzz       a short run of every fuzz target
 #   swift6.0   the package and its tests built with Debian's Swift 6.0.3 (in the background from the
 #              start, at the lowest priority), then its Swift tests
 #   release    the static x86_64 release binary: size, static, demo, CLI/daemon interop tests
-#   aarch64    the same for the aarch64 binary (Debian's Swift 6.0.3), run under qemu-user
+#   aarch64    the same for the aarch64 binary (Debian's Swift 6.0.3), run under qemu-user, beside
+#              the release stage
+# Both release binaries are built beside the interop tests (one after the other, below their
+# priority), as the fuzz targets are (at a lower priority still; the fuzz run reports last).
 # A stage that fails does not stop the others: every stage reports, and the command fails at the
 # end when any did. The working tree is left as it was (builds go to ignored folders).
 #
@@ -80,9 +83,19 @@ if [ "${POCKETMESH_SKIP_SWIFT60:-0}" != 1 ]; then
 fi
 FUZZ_PID=""
 FUZZ_LOG=""
+RELEASE_PID=""
+AARCH64_PID=""
+AARCH64_STAGE_PID=""
+RELEASE_BUILD_LOG=""
+AARCH64_BUILD_LOG=""
 cleanup() {
-  [ -z "$SWIFT60_PID" ] || kill -- -"$SWIFT60_PID" 2>/dev/null || true
-  [ -z "$FUZZ_PID" ] || kill -- -"$FUZZ_PID" 2>/dev/null || true
+  local pid
+  for pid in "$SWIFT60_PID" "$FUZZ_PID" "$RELEASE_PID" "$AARCH64_PID"; do
+    [ -z "$pid" ] || kill -- -"$pid" 2>/dev/null || true
+  done
+  [ -z "$AARCH64_STAGE_PID" ] || kill "$AARCH64_STAGE_PID" 2>/dev/null || true
+  local log
+  for log in "${RELEASE_BUILD_LOG:-}" "${AARCH64_BUILD_LOG:-}"; do [ -z "$log" ] || rm -f "$log" "$log.rc"; done
 }
 trap cleanup EXIT
 
@@ -139,6 +152,24 @@ if [ -x fuzz/run.sh ]; then
   FUZZ_PID=$!
 fi
 
+# The release builds (CPU-bound: x86_64, then aarch64 in its chroot) go on beside the interop tests
+# too, one after the other at a priority between theirs and the fuzz run's; the release stages
+# then wait for them.
+if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
+  # (each writes its exit status to LOG.rc when it ends; the aarch64 build starts after that of x86_64)
+  RELEASE_BUILD_LOG="$(mktemp)"
+  setsid nice -n 5 bash -c 'timeout --kill-after=20 1500 bash scripts/release.sh > "$1" 2>&1; echo $? > "$1.rc"' \
+    release "$RELEASE_BUILD_LOG" &
+  RELEASE_PID=$!
+  if [ "${POCKETMESH_SKIP_AARCH64:-0}" != 1 ]; then
+    AARCH64_BUILD_LOG="$(mktemp)"
+    setsid nice -n 5 bash -c 'for _ in $(seq 1600); do [ -f "$1.rc" ] && break; sleep 1; done
+      timeout --kill-after=20 1500 bash scripts/release.sh --arch aarch64 > "$2" 2>&1; echo $? > "$2.rc"' \
+      aarch64 "$RELEASE_BUILD_LOG" "$AARCH64_BUILD_LOG" &
+    AARCH64_PID=$!
+  fi
+fi
+
 if [ -d Tests/interop ]; then
   stage interop limited "${POCKETMESH_INTEROP_LIMIT:-1500}" "${PYTEST[@]}" Tests/interop
 fi
@@ -165,8 +196,17 @@ fi
 # command-line and daemon interop tests run against each as well. The ordering list is the
 # committed one (scripts/release-order.sh --project redoes its package part; the link fails when
 # more than 5% of it names nothing in the binary).
+built() {  # built LOG: waits for a background release build (its LOG.rc) and prints its log
+  local status
+  for _ in $(seq 1600); do [ -f "$1.rc" ] && break; sleep 1; done
+  status=$(cat "$1.rc" 2>/dev/null || echo 124)
+  cat "$1"
+  rm -f "$1"  # (LOG.rc stays until the end: the aarch64 build may still be looking for x86_64's)
+  [ "$status" = 124 ] && echo "the build did not end within its limit" >&2
+  return "$status"
+}
 release_x86_64() {
-  bash scripts/release.sh || return 1
+  built "$RELEASE_BUILD_LOG" || return 1
   local size
   size=$(stat -c %s dist/pocketmesh)
   [ "$size" -le 10000000 ] || { echo "release binary is $size bytes, over the 10,000,000-byte budget" >&2; return 1; }
@@ -179,7 +219,7 @@ release_x86_64() {
     Tests/interop/test_json_schema.py
 }
 release_aarch64() {
-  bash scripts/release.sh --arch aarch64 || return 1
+  built "$AARCH64_BUILD_LOG" || return 1
   local size qemu status=0
   size=$(stat -c %s dist/pocketmesh-aarch64)
   [ "$size" -le 10000000 ] || { echo "aarch64 release binary is $size bytes, over the 10,000,000-byte budget" >&2; return 1; }
@@ -197,9 +237,23 @@ release_aarch64() {
   return $status
 }
 if [ "${POCKETMESH_SKIP_RELEASE:-0}" != 1 ]; then
-  stage release release_x86_64
+  # The aarch64 stage (its build's end, then qemu) runs beside the x86_64 one; its report follows.
   if [ "${POCKETMESH_SKIP_AARCH64:-0}" != 1 ]; then
-    stage aarch64 release_aarch64
+    AARCH64_STAGE_LOG="$(mktemp)"
+    AARCH64_T0=$(date +%s)
+    ( status=0; release_aarch64 > "$AARCH64_STAGE_LOG" 2>&1 || status=$?; date +%s > "$AARCH64_STAGE_LOG.end"; exit $status ) &
+    AARCH64_STAGE_PID=$!
+  fi
+  stage release release_x86_64
+  if [ -n "$AARCH64_STAGE_PID" ]; then
+    echo "== aarch64"
+    status=0
+    wait "$AARCH64_STAGE_PID" || status=$?
+    AARCH64_STAGE_PID=""
+    cat "$AARCH64_STAGE_LOG"
+    end=$(cat "$AARCH64_STAGE_LOG.end" 2>/dev/null || date +%s)
+    rm -f "$AARCH64_STAGE_LOG" "$AARCH64_STAGE_LOG.end"
+    if [ $status -eq 0 ]; then record aarch64 passed $((end - AARCH64_T0)); else record aarch64 "failed (exit $status)" $((end - AARCH64_T0)); fi
   fi
 fi
 fuzz_report() {

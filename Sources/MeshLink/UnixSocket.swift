@@ -54,12 +54,13 @@ public enum UnixSocket {
         }
         let fd = socket(AF_UNIX, SocketType.stream | SocketFlags.closeOnExec | SocketFlags.nonBlocking, 0)
         if fd < 0 { throw SystemError("socket", path) }
-        let old = umask(0o177)
+        // The file bind creates takes the socket's own mode (less the umask): 0600 from its first
+        // instant, without changing the process's umask (which other threads' files would get).
+        if fchmod(fd, 0o600) != 0 { let e = errno; close(fd); throw SystemError("fchmod", path, errno: e) }
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
         }
         let bindErrno = errno
-        umask(old)
         if rc != 0 { close(fd); throw SystemError("bind", path, errno: bindErrno) }
         chmod(path, 0o600)
         if Glibc.listen(fd, backlog) != 0 { let e = errno; close(fd); throw SystemError("listen", path, errno: e) }

@@ -381,6 +381,22 @@ final class LoopClient {
         #expect(lstat(sockets + "/radio.json", &st) == 0 && st.st_mode & 0o777 == 0o640 && st.st_gid == gid)
     }
 
+    /// Making the API socket never changes the process's umask, not even around its bind: a
+    /// folder or file another thread makes meanwhile (in a test process, another daemon's) would
+    /// lose its owner's execute bit to a umask of 0177.
+    @Test func listeningLeavesTheUmaskAlone() throws {
+        let dir = temporaryDirectory("pm-um")
+        defer { removeTree(dir) }
+        let job = ListenCycles(path: dir + "/s.sock", times: 3000)
+        var seen: [String] = []
+        while !job.isDone {
+            if let u = processUmask(), !seen.contains(u) { seen.append(u) }
+        }
+        job.join()
+        #expect(job.failures == 0)
+        #expect(!seen.contains("0177"), "\(seen)")
+    }
+
     /// A peer with the group's classes only: its tunnel frames, its operations and its
     /// subscription each by their class; anyone refused is told so and disconnected.
     @Test func aGroupMembersClassesHoldOnEveryDoor() throws {
@@ -485,4 +501,51 @@ private final class RescueJob {
             usleep(10_000)
         }
     }
+}
+
+/// The process's umask as /proc/self/status shows it ("0022"), read without changing it.
+func processUmask() -> String? {
+    let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buf = [UInt8](repeating: 0, count: 4096)
+    let n = read(fd, &buf, buf.count)
+    guard n > 0 else { return nil }
+    let text = String(decoding: buf[0..<n], as: UTF8.self)
+    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }) else { return nil }
+    return String(line.dropFirst(6).drop { $0 == " " || $0 == "\t" })
+}
+
+/// A thread that makes and closes a listening socket `times` times.
+final class ListenCycles: @unchecked Sendable {
+    private var lock = pthread_mutex_t()
+    private var done = false
+    private(set) var failures = 0
+    private var thread: pthread_t?
+    let path: String, times: Int
+
+    init(path: String, times: Int) {
+        self.path = path
+        self.times = times
+        pthread_mutex_init(&lock, nil)
+        let box = Unmanaged.passRetained(self)
+        var t = pthread_t()
+        if pthread_create(&t, nil, { raw in
+            let job = Unmanaged<ListenCycles>.fromOpaque(raw!).takeRetainedValue()
+            job.run()
+            return nil
+        }, box.toOpaque()) == 0 { thread = t } else { box.release(); done = true }
+    }
+
+    private func run() {
+        var failed = 0
+        for _ in 0..<times {
+            if let fd = try? UnixSocket.listen(path: path) { close(fd); unlink(path) } else { failed += 1 }
+        }
+        pthread_mutex_lock(&lock); failures = failed; done = true; pthread_mutex_unlock(&lock)
+    }
+
+    var isDone: Bool { pthread_mutex_lock(&lock); defer { pthread_mutex_unlock(&lock) }; return done }
+
+    func join() { if let thread { pthread_join(thread, nil); self.thread = nil } }
 }

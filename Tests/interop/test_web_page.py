@@ -221,14 +221,21 @@ def test_a_channel_message_is_sent_and_its_repeats_counted(mesh, page):
     page.wait_js("[...document.querySelectorAll('#conv-list button')].some(b => b.textContent.startsWith('# Public'))")
     page.js("[...document.querySelectorAll('#conv-list button')].find(b => b.textContent.startsWith('# Public')).click()")
     page.wait_js("document.getElementById('thread-title').textContent === '#Public' && !document.getElementById('send-form').hidden")
-    text = f"to the channel {time.time():.0f}"
-    type_and_send(page, text)
-    # sim1 gets it (as "sim0: text"), and the page counts the repeats it heard of it (rpt0 repeats the flood).
-    assert wait_for(lambda: any(m.get("text") == text for m in mesh.d1.call({"id": 1, "op": "history", "thread": "channel 0", "limit": 20})["messages"]),
-                    timeout=60), "sim1 did not receive the channel message"
-    status = page.wait_js(f"""(() => {{ const m = [...document.querySelectorAll('#msg-list .msg.out')].find(m => m.querySelector('.tx').textContent === {json.dumps(text)});
-        return m && m.querySelector('[data-status]').textContent.includes('heard') && m.querySelector('[data-status]').textContent; }})()""", timeout=30)
-    assert "heard" in status and "heard 0 " not in status, status
+    # The page counts the repeats heard within 2 s of sending (as `channel send` does): on a loaded
+    # machine rpt0's repeat can come later, so up to three messages go until one shows a repeat.
+    statuses = []
+    for attempt in range(3):
+        text = f"to the channel {time.time():.0f} {attempt}"
+        type_and_send(page, text)
+        # sim1 gets it (as "sim0: text"), and the page counts the repeats it heard of it (rpt0 repeats the flood).
+        assert wait_for(lambda: any(m.get("text") == text for m in mesh.d1.call({"id": 1, "op": "history", "thread": "channel 0", "limit": 20})["messages"]),
+                        timeout=60), "sim1 did not receive the channel message"
+        status = page.wait_js(f"""(() => {{ const m = [...document.querySelectorAll('#msg-list .msg.out')].find(m => m.querySelector('.tx').textContent === {json.dumps(text)});
+            return m && m.querySelector('[data-status]').textContent.includes('heard') && m.querySelector('[data-status]').textContent; }})()""", timeout=30)
+        statuses.append(status)
+        if "heard 0 " not in status:
+            break
+    assert all(s.startswith("sent, heard ") for s in statuses) and "heard 0 " not in statuses[-1], statuses
     assert page.errors(ignore=(OFFLINE_TILE,)) == []
 
 

@@ -314,7 +314,15 @@ class Run:
                      "const t = m.event === 'message' && (m.message.text || '').match(/storm-(\\d+)/); if (t) window.storm.add(t[1]); }), true")
 
     def page_got(self):
-        return self.page.js("window.storm.size") if self.browser else None
+        """How many of the storm's messages the page has had (None: no page; -1: it did not answer)."""
+        if not self.browser:
+            return None
+        from cdp import CDPError
+        try:
+            return self.page.js("window.storm.size", timeout=10)
+        except CDPError:
+            self.page_silent = getattr(self, "page_silent", 0) + 1
+            return -1
 
     def start_clients(self):
         for i, port in enumerate(self.client_ports):

@@ -522,6 +522,11 @@ def main():
     except ImportError as e:
         if a.side != "pocketmesh":
             raise SystemExit(f"storm: {e.name} missing: run this with bench/.venv-stack/bin/python (bench/stack/setup.sh)")
+    if a.web:
+        sys.path.insert(0, str(REPO / "Tests" / "interop" / "harness"))
+        from cdp import chromium_path
+        if not chromium_path():
+            raise SystemExit("storm: --web needs Chromium (apt-get install chromium)")
     sides = ["pocketmesh", "python"] if a.side == "both" else [a.side]
     results = {s: [] for s in sides}
     for i in range(a.runs):

@@ -7,7 +7,7 @@ cache, as after a boot); anonymous memory (RssAnon: heap, stack, written pages o
 from file-backed (RssFile: the binary's pages, shared and reclaimable).
 
     bash scripts/release.sh && bash scripts/release.sh --arch aarch64
-    .venv-interop/bin/python bench/rss.py [--arch x86_64|aarch64|both] [--runs 5] [--storm-runs 1]
+    .venv-interop/bin/python bench/rss.py [--arch x86_64|aarch64|both] [--runs 5] [--storm-runs 1] [--web]
 
 `info` runs against an openhop-core companion peer on loopback (Tests/interop/harness), as does
 meshcore-cli's `infos` (x86_64 only), and `send` (a direct message, waiting for the ACK) against
@@ -16,7 +16,8 @@ meshcore-cli's `msg … wait_ack` on `pocketmesh sim`, --runs times each; a comm
 bench/procstat.py); medians printed. The daemon runs bench/stack/storm.py's pocketmesh side:
 1,000 channel messages at 1,000/minute on `pocketmesh sim` with the MQTT bridge and observer
 (Mosquitto) and 8 meshcore_py hub clients, every message delivered everywhere (the same storm the
-Python stack runs there). aarch64 runs under qemu-user: those figures are qemu's process (qemu
+Python stack runs there); with --web the daemon also serves its web console and headless Chromium
+keeps the page open through the storm (storm.py --web). aarch64 runs under qemu-user: those figures are qemu's process (qemu
 itself, its translated code, the guest), not what a board would show.
 Prints a Markdown table per architecture and the JSON of every run (to --json, if given).
 """
@@ -38,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 import procstat  # noqa: E402
 LINK = "serial"  # the daemon's link in the storm (--daemon-link)
+WEB = False  # the web console open in a browser through the storm (--web)
 VENV = Path(os.environ.get("POCKETMESH_VENV", sys.prefix))  # the interop venv this runs in
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
@@ -180,6 +182,8 @@ def storm(binary, qemu, runs, cold):
             cmd += ["--qemu", qemu]
         if cold:
             cmd += ["--cold"]
+        if WEB:
+            cmd += ["--web"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=runs * 900)
         if r.returncode != 0:
             raise SystemExit(f"rss: stack/storm.py failed:\n{r.stdout}\n{r.stderr}")
@@ -205,13 +209,14 @@ def table(arch, size, c, d):
     print(f"| `info` (median of runs, MB) | {mb(w['VmHWM'])} | {mb(w['RssAnon'])} / {mb(w['RssFile'])} | {mb(k['VmHWM'])} | {mb(k['RssAnon'])} / {mb(k['RssFile'])} |")
     dw, dc = d["installed"], d["cold"]
     print(f"| daemon idle, at ready (MB) | {mb(dw['rss_idle_kb'])} | {mb(dw['rss_anon_idle_kb'])} / {mb(dw['rss_file_idle_kb'])} | {mb(dc['rss_idle_kb'])} | {mb(dc['rss_anon_idle_kb'])} / {mb(dc['rss_file_idle_kb'])} |")
-    print(f"| daemon through the storm (MB) | {mb(dw['vm_hwm_kb'])} | {mb(dw['rss_anon_end_kb'])} / {mb(dw['rss_file_end_kb'])} | {mb(dc['vm_hwm_kb'])} | {mb(dc['rss_anon_end_kb'])} / {mb(dc['rss_file_end_kb'])} |")
+    print(f"| daemon through the storm{', web console open' if WEB else ''} (MB) | {mb(dw['vm_hwm_kb'])} | {mb(dw['rss_anon_end_kb'])} / {mb(dw['rss_file_end_kb'])} | {mb(dc['vm_hwm_kb'])} | {mb(dc['rss_anon_end_kb'])} / {mb(dc['rss_file_end_kb'])} |")
     print(f"\n`info` CPU (median): installed {w['cpu_us'] / 1000:.2f} ms, cold {k['cpu_us'] / 1000:.2f} ms; "
           f"daemon CPU through the storm: installed {dw['storm_cpu_ms']:.0f} ms, cold {dc['storm_cpu_ms']:.0f} ms")
     for name, r in (("installed", dw), ("cold", dc)):
         for x in r["runs"]:
             print(f"storm, {name}: complete={x['complete']} stored {x.get('daemon_stored')} of {x['messages']}, clients got "
-                  f"{[g['unique'] for g in x['clients_got']]}, bridge {x['bridge_unique']} unique, observer packets {x['observer_packets']}")
+                  f"{[g['unique'] for g in x['clients_got']]}, bridge {x['bridge_unique']} unique, observer packets {x['observer_packets']}"
+                  + (f", web page got {x['page_got']}" if "page_got" in x else ""))
     snd = c["send"]
     si, sc = snd["installed"], snd["cold"]
     print(f"\n`send` (direct message, waits for the ACK): installed {mb(si['VmHWM'])} MB ({mb(si['RssAnon'])} / {mb(si['RssFile'])}), "
@@ -236,10 +241,11 @@ def main():
     ap.add_argument("--storm-runs", type=int, default=1, help="storms per state (installed, cold); medians")
     ap.add_argument("--daemon-link", choices=["serial", "tcp"], default="serial",
                     help="the daemon's link to the simulated radio in the storm: its serial port (a pty) or TCP")
+    ap.add_argument("--web", action="store_true", help="the daemon's web console open in headless Chromium through the storm")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    global LINK
-    LINK = a.daemon_link
+    global LINK, WEB
+    LINK, WEB = a.daemon_link, a.web
     archs = ["x86_64", "aarch64"] if a.arch == "both" else [a.arch]
     results = {}
     for arch in archs:

@@ -4,6 +4,7 @@ stack, against the same simulated radio, in one run.
 
     bench/.venv-stack/bin/python bench/stack/storm.py [--bin dist/pocketmesh] [--runs 3]
         [--messages 1000] [--rate 1000] [--clients 8] [--side both|pocketmesh|python] [--json FILE]
+        [--daemon-link serial|tcp] [--web]
 
 (bench/stack/setup.sh makes bench/.venv-stack.) Each run starts `pocketmesh sim` (two companions,
 500 kHz SF5 so that the storm fits on the air, offline queue 1,024), a Mosquitto broker on
@@ -20,6 +21,10 @@ and in both cases CLIENTS meshcore_py apps (bench/stack/client.py, one process e
 every MSG_WAITING). Once everything is up and has been idle for 3 s, meshcore_py on sim1 sends
 MESSAGES channel messages at RATE per minute; the run ends when every client has every message, the
 broker has every message from the bridge and at least MESSAGES observer packets (or after a bound).
+With --web (pocketmesh side) the daemon also serves its web console (`--web 127.0.0.1:PORT`) and
+headless Chromium (Tests/interop/harness/cdp.py) has the page open from before the storm to the end:
+loaded, connected, subscribed (it shows the radio's name); the run also waits until the page has
+received every message as a live event (counted in the page, over its WebSocket).
 
 Measured per process, at the end (before anything is stopped):
   - CPU: the process's CPU-time clock (ns, all threads; bench/procstat.py), at "ready" and at the end:
@@ -158,6 +163,20 @@ def daemon_call(sock, req, timeout=10):
         return json.loads(buf.split(b"\n")[0])
 
 
+def maps_rss(pid):
+    """The process's resident kB per mapping (/proc/PID/smaps), summed by name and permissions
+    ("[heap]", "pocketmesh r-xp", "anon rw-p" …): where the memory is."""
+    out, key = {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if "-" in parts[0] and len(parts) >= 5 and ":" not in parts[0]:
+                key = f"{Path(parts[5]).name if len(parts) > 5 else 'anon'} {parts[1]}"
+            elif parts[0] == "Rss:":
+                out[key] = out.get(key, 0) + int(parts[1])
+    return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
+
+
 class Run:
     def __init__(self, a, side):
         self.a, self.side = a, side
@@ -166,6 +185,7 @@ class Run:
         self.service = []    # (name, Popen) measured as the service
         self.clients = []    # (name, Popen, count file)
         self.broker = None
+        self.browser = None
 
     def start(self, cmd, **kw):
         kw.setdefault("stdout", subprocess.DEVNULL)
@@ -222,6 +242,9 @@ class Run:
             cmd += ["--companion-max-clients", str(a.clients)]
         for i, p in enumerate(self.client_ports):
             cmd += ["--companion-listen", f"127.0.0.1:{p},app=bench{i}"]
+        if a.web:
+            self.web_port = free_port()
+            cmd += ["--web", f"127.0.0.1:{self.web_port}"]
         d = self.start(cmd)
         self.service.append(("pocketmesh daemon", d))
         end = time.time() + (300 if a.qemu else 60)
@@ -275,6 +298,32 @@ class Run:
             raise SystemExit(f"storm: the uploaders did not announce themselves (status topics: {topics})")
         self.client_ports = [port] * a.clients
 
+    def open_page(self):
+        """The web console in headless Chromium, until it shows the radio and has subscribed; then a
+        counter of the storm's messages that arrive over its WebSocket as `message` events."""
+        sys.path.insert(0, str(REPO / "Tests" / "interop" / "harness"))
+        from cdp import Chromium
+        before = daemon_call(self.sock, {"id": 3, "op": "status"})["subscribers"]  # the page's subscription comes on top
+        os.mkdir(f"{self.tmp}/chromium")
+        self.browser = Chromium(f"{self.tmp}/chromium")
+        self.page = self.browser.page()
+        self.page.goto(f"http://127.0.0.1:{self.web_port}/", timeout=60)
+        self.page.wait_js("document.getElementById('radio-name').textContent !== '' && S.up", timeout=60)
+        self.page.wait_js(f"call('status').then(st => st.subscribers > {before})", timeout=30)
+        self.page.js("window.storm = new Set(), S.ws.addEventListener('message', ev => { const m = JSON.parse(ev.data); "
+                     "const t = m.event === 'message' && (m.message.text || '').match(/storm-(\\d+)/); if (t) window.storm.add(t[1]); }), true")
+
+    def page_got(self):
+        """How many of the storm's messages the page has had (None: no page; -1: it did not answer)."""
+        if not self.browser:
+            return None
+        from cdp import CDPError
+        try:
+            return self.page.js("window.storm.size", timeout=10)
+        except CDPError:
+            self.page_silent = getattr(self, "page_silent", 0) + 1
+            return -1
+
     def start_clients(self):
         for i, port in enumerate(self.client_ports):
             out = f"{self.tmp}/client{i}.json"
@@ -299,6 +348,8 @@ class Run:
         with self.broker.lock:
             parts = {"bridge": len(self.broker.unique) >= n, "observer": self.broker.packets >= n}
         parts.update({f"client{i}": c["unique"] >= n for i, c in enumerate(self.counts())})
+        if self.browser:
+            parts["page"] = self.page_got() >= n
         if since is not None:
             for k, ok in parts.items():
                 if ok and k not in self.done_at:
@@ -326,6 +377,8 @@ class Run:
             self.sim()
             getattr(self, self.side)()
             self.start_clients()
+            if self.side == "pocketmesh" and a.web:
+                self.open_page()
             time.sleep(3)
             ready_service, ready_clients = self.measure(self.service), self.measure(self.clients)
             t0 = time.time()
@@ -345,8 +398,13 @@ class Run:
                       "drain_after_last_send_s": round(drained_s, 1), "complete": self.delivered(),
                       "clients_got": self.counts(), "complete_after_last_send_s": self.done_at, **broker}
             if self.side == "pocketmesh":
+                result["daemon_maps_kb"] = maps_rss(self.service[0][1].pid)
                 st = daemon_call(self.sock, {"id": 2, "op": "status"})
                 result["daemon_stored"] = st.get("messages")
+                if self.browser:
+                    result["page_got"] = self.page_got()
+                    result["page_chat_messages"] = self.page.js("Math.max(0, ...S.chats.map(c => c.messages))")
+                    result["page_errors"] = self.page.errors(ignore=("tile.openstreetmap.org",))
             for kind, ready, final in (("service", ready_service, end_service), ("clients", ready_clients, end_clients)):
                 result[kind] = [{**f, "start_cpu_ns": r["cpu_ns"], "storm_cpu_ns": f["cpu_ns"] - r["cpu_ns"],
                                  "ready_vm_hwm_kb": r["vm_hwm_kb"], "ready_rss_kb": r["rss_kb"],
@@ -357,6 +415,8 @@ class Run:
             self.stop()
 
     def stop(self):
+        if self.browser:
+            self.browser.close()
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -398,7 +458,8 @@ def report(results, a):
         for r in results[s]:
             print(f"  {s}: complete={r['complete']} bridge {r['bridge_unique']}/{n} observer packets {r['observer_packets']} "
                   f"clients {[c['unique'] for c in r['clients_got']]} drain {r['drain_after_last_send_s']} s"
-                  + (f" stored {r.get('daemon_stored')}" if s == "pocketmesh" else ""))
+                  + (f" stored {r.get('daemon_stored')}" if s == "pocketmesh" else "")
+                  + (f" page got {r['page_got']} (chat {r['page_chat_messages']}, errors {r['page_errors']})" if "page_got" in r else ""))
     rows = [("service: CPU through the storm (ms)", "service", "storm_cpu_ms", 1),
             ("service: CPU per message (µs)", "service", "storm_cpu_ms", 1000 / n),
             ("service: CPU to start (ms)", "service", "start_cpu_ms", 1),
@@ -448,6 +509,8 @@ def main():
                     help="the daemon's installed copy dropped from the page cache before it starts (as after a reboot)")
     ap.add_argument("--daemon-link", choices=["serial", "tcp"], default="serial",
                     help="the daemon's link to sim0: its serial port (a pty, as meshcore-proxy's; default) or its TCP port")
+    ap.add_argument("--web", action="store_true",
+                    help="pocketmesh side: the daemon serves its web console, open in headless Chromium through the storm")
     ap.add_argument("--qemu", default="", help="run the daemon under this qemu-user (an aarch64 --bin on x86_64)")
     a = ap.parse_args()
     a.bin = str(Path(a.bin).resolve())
@@ -459,6 +522,11 @@ def main():
     except ImportError as e:
         if a.side != "pocketmesh":
             raise SystemExit(f"storm: {e.name} missing: run this with bench/.venv-stack/bin/python (bench/stack/setup.sh)")
+    if a.web:
+        sys.path.insert(0, str(REPO / "Tests" / "interop" / "harness"))
+        from cdp import chromium_path
+        if not chromium_path():
+            raise SystemExit("storm: --web needs Chromium (apt-get install chromium)")
     sides = ["pocketmesh", "python"] if a.side == "both" else [a.side]
     results = {s: [] for s in sides}
     for i in range(a.runs):

@@ -98,14 +98,21 @@ fi
 # The daemon serves the companion hub too: two clients go through it (one listening the whole
 # time, one syncing), so that the hub's code is placed with the rest.
 HUB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# And the web console: a session as the page runs one (scripts/release-order-web.py) stays open
+# through the messages, so that the console's code (HTTP, WebSocket, the page's operations and
+# its live events) is placed with the rest.
+WEB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
   local messages=$1; shift
-  "$@" "$PM" daemon --serial "$B_SERIAL" --on-message true --companion-listen "127.0.0.1:$HUB_PORT" "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
+  "$@" "$PM" daemon --serial "$B_SERIAL" --on-message true --companion-listen "127.0.0.1:$HUB_PORT" \
+    --web "127.0.0.1:$WEB_PORT" "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
   sleep 1
   "$PM" --tcp "127.0.0.1:$HUB_PORT" listen >/dev/null 2>&1 &
   local listener=$!
+  python3 "$REPO/scripts/release-order-web.py" "$WEB_PORT" >>"$WORK/web.log" 2>&1 &
+  local web=$!
   for i in $(seq "$messages"); do
     "$PM" --tcp "$A" channel send 0 "storm $i" >/dev/null 2>&1 || true
     "$PM" --tcp "$A" send sim1 "direct $i" --no-wait >/dev/null 2>&1 || true
@@ -122,7 +129,7 @@ s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
 s.sendall((json.dumps({"id": 1, "op": sys.argv[2]}) + "\n").encode()); s.recv(65536)' "$sock" "$op" \
       >>"$WORK/api.log" 2>&1 || echo "release-order: the daemon's $op failed" >>"$WORK/api.log"
   done
-  kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true
+  kill "$listener" "$web" 2>/dev/null || true; wait "$listener" "$web" 2>/dev/null || true
   "$PM" --serial "$B_SERIAL" info >/dev/null 2>&1 || true
   "$PM" --serial "$B_SERIAL" sync >/dev/null 2>&1 || true
   "$PM" --serial "$B_SERIAL" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true

@@ -221,14 +221,25 @@ nm -n -S --defined-only "$BIN" >"$WORK/nm.txt"
 echo "release-order: page faults done (${SECONDS} s)"
 
 python3 - "$WORK" "$REPO/scripts/release-order-base.txt" "$REPO/scripts/release-order-project.txt" "$MAP" "$PROJECT_ONLY" <<'PY'
-import bisect, glob, re, sys
+import bisect, glob, os, re, sys
 work, base_out, project_out, map_file, project_only = sys.argv[1:6]
-seen, order = set(), []
+# Each symbol in the order the work first reached it, with which work reached it: the commands
+# (files NNN), the daemon, the node. The list then places what the daemon and the commands share,
+# then what only the daemon runs, then what only the commands run, then the rest: the daemon and
+# each command map two compact blocks each, not pages spread over everything either runs.
+seen, order, who = set(), [], {}
+label = "cmd"
 def add(name):
     if name not in seen:
         seen.add(name)
         order.append(name)
+        who[name] = set()
+    who[name].add(label)
+def work_of(f):
+    base = os.path.basename(f)
+    return "daemon" if "daemon" in base else "node" if "node" in base else "cmd"
 for f in sorted(glob.glob(work + "/cg.*")):
+    label = work_of(f)
     for line in open(f, errors="replace"):
         m = re.match(r"c?fn=\(\d+\) (.+)$", line.rstrip("\n"))
         if m and not m.group(1).startswith("0x"):
@@ -259,6 +270,7 @@ def add_function_at(a):
 for f in sorted(glob.glob(work + "/pf.*")):
     if f.endswith(".data"):
         continue
+    label = work_of(f)
     for line in open(f, errors="replace"):
         try:
             a = int(line.split()[0], 16)
@@ -266,12 +278,14 @@ for f in sorted(glob.glob(work + "/pf.*")):
             continue
         add_function_at(a)
 variant = re.compile(r"^__(mem|str|stp|raw|wmem|wcs)\w*_(sse\d|ssse3|avx\w*|evex\w*|erms|unaligned\w*)$")
-for n in names:
+for n in names:  # (the C library's string functions: everyone's)
     if variant.match(n):
-        add(n)
+        for label in ("cmd", "daemon"):
+            add(n)
 data.sort()
 starts = [d[0] for d in data]
 for f in sorted(glob.glob(work + "/mem.*")):
+    label = work_of(f)
     for line in open(f, errors="replace"):
         try:
             a = int(line.strip(), 16)
@@ -285,6 +299,12 @@ for f in sorted(glob.glob(work + "/mem.*")):
         # name (folded, outlined, thunks), which would otherwise each pull in a block of code
         # from elsewhere in the binary.
         add_function_at(a)
+def tier(n):
+    w = who[n]
+    if "daemon" in w and "cmd" in w:
+        return 0
+    return 1 if "daemon" in w else 2 if "cmd" in w else 3
+order.sort(key=tier)  # stable: each tier keeps the order of first use
 # Where each symbol comes from (the link map: an input section's file, then its symbols): the
 # package's objects are in its build directory, NAME.build/FILE.o; everything else is the
 # toolchain's or a library's.

@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -145,3 +147,40 @@ int cml_msg_nosignal(void) { return MSG_NOSIGNAL; }
 int cml_msg_dontwait(void) { return MSG_DONTWAIT; }
 int cml_sock_cloexec(void) { return SOCK_CLOEXEC; }
 int cml_sock_nonblock(void) { return SOCK_NONBLOCK; }
+
+/* Serial ports this process made exclusive (TIOCEXCL): cleared at exit too, as a command that
+   ends with exit() closes nothing itself and a pty's tty outlives its descriptor. Under a lock:
+   links are opened and closed on several threads in a test process. */
+#define CML_EXCLUSIVE_MAX 64
+static int cml_exclusive_fd[CML_EXCLUSIVE_MAX];
+static int cml_exclusive_count;
+static pthread_mutex_t cml_exclusive_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t cml_exclusive_once = PTHREAD_ONCE_INIT;
+
+static void cml_exclusive_clear_all(void) {
+    pthread_mutex_lock(&cml_exclusive_lock);
+    for (int i = 0; i < cml_exclusive_count; i++) ioctl(cml_exclusive_fd[i], TIOCNXCL);
+    cml_exclusive_count = 0;
+    pthread_mutex_unlock(&cml_exclusive_lock);
+}
+
+static void cml_exclusive_register_atexit(void) { atexit(cml_exclusive_clear_all); }
+
+void cml_exclusive_add(int fd) {
+    pthread_once(&cml_exclusive_once, cml_exclusive_register_atexit);
+    pthread_mutex_lock(&cml_exclusive_lock);
+    int known = 0;
+    for (int i = 0; i < cml_exclusive_count; i++) if (cml_exclusive_fd[i] == fd) known = 1;
+    if (!known && cml_exclusive_count < CML_EXCLUSIVE_MAX) cml_exclusive_fd[cml_exclusive_count++] = fd;
+    pthread_mutex_unlock(&cml_exclusive_lock);
+}
+
+void cml_exclusive_remove(int fd) {
+    pthread_mutex_lock(&cml_exclusive_lock);
+    for (int i = 0; i < cml_exclusive_count; i++) {
+        if (cml_exclusive_fd[i] != fd) continue;
+        cml_exclusive_fd[i] = cml_exclusive_fd[--cml_exclusive_count];
+        break;
+    }
+    pthread_mutex_unlock(&cml_exclusive_lock);
+}

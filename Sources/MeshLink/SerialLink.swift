@@ -1,3 +1,4 @@
+import CMeshLink
 import Glibc
 
 /// What to do with the DTR and RTS modem lines after opening a serial port.
@@ -99,17 +100,10 @@ public final class SerialLink: ByteLink {
     /// `_IOR('T', 0x40, int)`, which Glibc's module does not export.
     static let tiocgexcl: UInt = 0x8004_5440
 
-    /// The descriptors of open links that set exclusive mode. A command that ends with `exit()`
-    /// runs no deinit and the kernel's close does not clear the flag of a pty, whose tty outlives
-    /// the descriptor: they are cleared at exit too (`atexit`).
-    nonisolated(unsafe) private static var exclusiveFDs: Set<Int32> = []
-    private static let clearAtExit: Void = {
-        atexit {
-            for fd in SerialLink.exclusiveFDs { _ = Glibc.ioctl(fd, UInt(TIOCNXCL)) }
-            SerialLink.exclusiveFDs.removeAll()
-        }
-    }()
-
+    // The descriptors of open links that set exclusive mode are listed in C (`cml_exclusive_add`,
+    // under a lock: links open and close on several threads in a test process). A command that
+    // ends with `exit()` runs no deinit and the kernel's close does not clear the flag of a pty,
+    // whose tty outlives the descriptor: they are cleared at exit too (`atexit`).
     private func configure(modemLines: ModemLinePolicy) throws(LinkError) {
         // Advisory lock first: it fails even for root, which TIOCEXCL does not stop.
         if flock(descriptor.rawValue, LOCK_EX | LOCK_NB) != 0 {
@@ -122,8 +116,7 @@ public final class SerialLink: ByteLink {
             try descriptor.ioctl(UInt(TIOCEXCL))
             exclusiveHere = !wasExclusive
             if exclusiveHere {
-                Self.clearAtExit
-                Self.exclusiveFDs.insert(descriptor.rawValue)
+                cml_exclusive_add(descriptor.rawValue)
             }
         } catch {
             // Other failures (ENOTTY from emulated ports) leave only the flock: not fatal.
@@ -233,7 +226,7 @@ public final class SerialLink: ByteLink {
         closed = true
         if exclusiveHere {
             try? descriptor.ioctl(UInt(TIOCNXCL))
-            Self.exclusiveFDs.remove(descriptor.rawValue)
+            cml_exclusive_remove(descriptor.rawValue)
         }
         exclusiveHere = false
         descriptor.close()

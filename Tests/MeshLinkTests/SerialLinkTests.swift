@@ -83,6 +83,14 @@ import Testing
         try link.setModemLines(set: Int32(TIOCM_DTR), clear: 0)  // ENOTTY is tolerated
     }
 
+    /// Links opened and closed on several threads at once (as a test process does): the list of
+    /// ports made exclusive, kept for the exit, is shared by every thread and survives it.
+    @Test func linksOpenAndCloseOnSeveralThreadsAtOnce() throws {
+        let workers = (0..<4).map { _ in OpenCloseCycles(times: 300) }
+        for w in workers { w.join() }
+        #expect(workers.allSatisfy { $0.exclusive == 300 }, "\(workers.map(\.exclusive))")
+    }
+
     @Test func secondOpenIsBusy() throws {
         let pty = try PseudoTerminal()
         defer { pty.close() }
@@ -155,4 +163,36 @@ import Testing
         #expect(SerialSpeed(baud: 115_201) == nil)
         #expect(SerialSpeed.supportedBauds.contains(9600))
     }
+}
+
+/// A thread that opens a link on a pseudo-terminal of its own and closes it, `times` times,
+/// counting the opens that set exclusive mode.
+final class OpenCloseCycles: @unchecked Sendable {
+    private var thread: pthread_t?
+    let times: Int
+    private(set) var exclusive = 0
+
+    init(times: Int) {
+        self.times = times
+        let box = Unmanaged.passRetained(self)
+        var t = pthread_t()
+        if pthread_create(&t, nil, { raw in
+            let job = Unmanaged<OpenCloseCycles>.fromOpaque(raw!).takeRetainedValue()
+            job.run()
+            return nil
+        }, box.toOpaque()) == 0 { thread = t } else { box.release() }
+    }
+
+    private func run() {
+        guard let pty = try? PseudoTerminal() else { return }
+        defer { pty.close() }
+        for _ in 0..<times {
+            guard let link = try? SerialLink(path: pty.path) else { continue }
+            if SerialLink.isExclusive(link.fd) == true { exclusive += 1 }
+            link.close()
+        }
+    }
+
+    /// Waits for the thread (its counts are read after).
+    func join() { if let thread { pthread_join(thread, nil); self.thread = nil } }
 }

@@ -22,6 +22,11 @@ int cml_signal_restore(int signo, int write_fd);
 /// before closing it.
 void cml_signal_unforward(int write_fd);
 
+/// Serial port descriptors this process made exclusive (TIOCEXCL): TIOCNXCL is done on each still
+/// listed at exit. Thread-safe; at most 64.
+void cml_exclusive_add(int fd);
+void cml_exclusive_remove(int fd);
+
 /// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process, so it
 /// can wait for all of them. Returns 0 or -1 with errno set.
 int cml_set_child_subreaper(void);

@@ -9,24 +9,32 @@ import MeshDaemonClient
 @testable import MeshSim
 import MeshOps
 
-/// File operations whose writes to the message log fail while `full` is set (a full disk, as
-/// the log sees it); everything else works.
-final class FullLogFileOps: FileOps {
+/// The system's file operations, whose writes to the files whose path ends with `suffix` fail
+/// with `error` while `failing` is set (from `fromOffset` on: a full disk for the message log, an
+/// I/O error past the header of a samples file); everything else works.
+final class FailingWrites: FileOps {
     let real = SystemFileOps()
-    var full = false
-    var logFDs: Set<Int32> = []
+    let suffix: String, error: FileErrno, fromOffset: UInt64
+    var failing = false
+    private var chosen: Set<Int32> = []
+
+    init(suffix: String, error: FileErrno, fromOffset: UInt64 = 0) {
+        self.suffix = suffix
+        self.error = error
+        self.fromOffset = fromOffset
+    }
 
     func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32 {
         let fd = try real.open(path, flags: flags, mode: mode)
-        if path.hasSuffix("/messages.log") { logFDs.insert(fd) } else { logFDs.remove(fd) }
+        if path.hasSuffix(suffix) { chosen.insert(fd) } else { chosen.remove(fd) }
         return fd
     }
-    func close(_ fd: Int32) { logFDs.remove(fd); real.close(fd) }
+    func close(_ fd: Int32) { chosen.remove(fd); real.close(fd) }
     func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(FileErrno) -> Int {
         try real.read(fd, into: buffer, at: offset)
     }
     func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(FileErrno) {
-        if full && logFDs.contains(fd) { throw .noSpace }
+        if failing && chosen.contains(fd) && offset >= fromOffset { throw error }
         try real.write(fd, bytes, at: offset)
     }
     func sync(_ fd: Int32, dataOnly: Bool) throws(FileErrno) { try real.sync(fd, dataOnly: dataOnly) }
@@ -61,7 +69,7 @@ final class FullLogFileOps: FileOps {
         }
         for i in 0..<2 { try queue("before-\(i)") }
         let r = try RadioPort(world: w, node: w.companions[0])
-        let ops = FullLogFileOps()
+        let ops = FailingWrites(suffix: "/messages.log", error: .noSpace)
         func daemon() throws -> (Daemon, LogBox) {
             var c = Daemon.Config(link: r.link)
             c.stateDir = dir + "/state"
@@ -84,7 +92,7 @@ final class FullLogFileOps: FileOps {
         #expect(drive(d, r) { texts(d).count == 2 && d.phase == .ready }, "\(log.lines)")
 
         // The disk fills up; four more messages wait on the radio.
-        ops.full = true
+        ops.failing = true
         for i in 0..<4 { try queue("during-\(i)") }
         #expect(drive(d, r) { d.store?.heldMessages.count == 1 }, "\(log.lines)")
         let syncsWhenFull = syncs
@@ -98,7 +106,7 @@ final class FullLogFileOps: FileOps {
         d.shutdown()
 
         // Room again: the held message and the three the radio kept are all stored, once each.
-        ops.full = false
+        ops.failing = false
         (d, log) = try daemon()
         defer { d.shutdown() }
         #expect(drive(d, r) { texts(d).count == 6 }, "\(texts(d)) \(log.lines)")

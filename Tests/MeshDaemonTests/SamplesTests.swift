@@ -93,7 +93,7 @@ import MeshOps
         let w = try SimWorld(topology: .builtIn(.line, companions: 2, repeaters: 0, rooms: 0), options: o)
         let b = w.companions[1]
         let r = try RadioPort(world: w, node: w.companions[0])
-        let ops = FailingSamples()
+        let ops = FailingWrites(suffix: "/battery", error: .io, fromOffset: 1)
         var c = Daemon.Config(link: r.link)
         c.stateDir = dir + "/state"
         c.environment = ["XDG_RUNTIME_DIR": dir]
@@ -112,7 +112,7 @@ import MeshOps
         #expect(fd >= 0)
         _ = "garbage!".withCString { write(fd, $0, 8) }
         close(fd)
-        ops.failBattery = true
+        ops.failing = true
 
         log = []
         let d = try Daemon(config: c)
@@ -135,33 +135,4 @@ import MeshOps
         #expect(drive(d, r) { ((try? d.store?.messages(after: 0, limit: 10)) ?? []).contains { $0.textString.hasSuffix("still here") } }, "\(log)")
         #expect(drive(d, r) { !samples(d, #"{"id":1,"op":"samples_signal"}"#).isEmpty })
     }
-}
-
-/// The system's file operations, failing writes to the battery samples while `failBattery` is set.
-final class FailingSamples: FileOps {
-    let real = SystemFileOps()
-    var failBattery = false
-    var batteryFDs: Set<Int32> = []
-    func open(_ path: String, flags: Int32, mode: UInt32) throws(FileErrno) -> Int32 {
-        let fd = try real.open(path, flags: flags, mode: mode)
-        if path.hasSuffix("/battery") { batteryFDs.insert(fd) } else { batteryFDs.remove(fd) }
-        return fd
-    }
-    func close(_ fd: Int32) { batteryFDs.remove(fd); real.close(fd) }
-    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(FileErrno) -> Int {
-        try real.read(fd, into: buffer, at: offset)
-    }
-    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(FileErrno) {
-        if failBattery && batteryFDs.contains(fd) && offset > 0 { throw .io }
-        try real.write(fd, bytes, at: offset)
-    }
-    func sync(_ fd: Int32, dataOnly: Bool) throws(FileErrno) { try real.sync(fd, dataOnly: dataOnly) }
-    func truncate(_ fd: Int32, to length: UInt64) throws(FileErrno) { try real.truncate(fd, to: length) }
-    func size(_ fd: Int32) throws(FileErrno) -> UInt64 { try real.size(fd) }
-    func rename(_ from: String, _ to: String) throws(FileErrno) { try real.rename(from, to) }
-    func unlink(_ path: String) throws(FileErrno) { try real.unlink(path) }
-    func makeDirectory(_ path: String, mode: UInt32) throws(FileErrno) { try real.makeDirectory(path, mode: mode) }
-    func setMode(_ fd: Int32, _ mode: UInt32) throws(FileErrno) { try real.setMode(fd, mode) }
-    func lockExclusive(_ fd: Int32) throws(FileErrno) -> Bool { try real.lockExclusive(fd) }
-    func exists(_ path: String) -> Bool { real.exists(path) }
 }

@@ -88,10 +88,10 @@ get("/")
 get("/whoami")
 get("/favicon.ico")
 ws = Socket()
-for op, args in (("info", {}), ("contacts", {}), ("channels", {}), ("subscribe", {}), ("status", {}),
-                 ("chats", {}), ("history", {"thread": "channel 0", "limit": 200}), ("stats", {}),
-                 ("battery", {}), ("samples_signal", {}), ("samples_battery", {}), ("outbox", {}),
-                 ("hooks_failed", {})):
+for op, args in (("info", {}), ("contacts", {}), ("contacts_pending", {}), ("channels", {}), ("subscribe", {}),
+                 ("status", {}), ("chats", {}), ("history", {"thread": "channel 0", "limit": 200}), ("stats", {}),
+                 ("battery", {}), ("samples_signal", {"limit": 4096}), ("samples_battery", {"limit": 4096}),
+                 ("outbox", {}), ("hooks_failed", {})):
     ws.call(op, **args)
 ws.s.settimeout(5)
 while True:

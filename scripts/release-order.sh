@@ -11,13 +11,13 @@
 # toolchain or library update, then scripts/release-order-aarch64.sh --base for the aarch64 build's
 # copy of it), and scripts/release-order-project.txt, the package's own functions,
 # specialisations and data, whose names change with its code. `--project` redoes only the second
-# (callgrind's and lackey's runs of the commands and the daemon, about 2.5 minutes; run it by hand after
+# (callgrind's and lackey's runs of the commands and the daemon, about 4 minutes; run it by hand after
 # large changes and commit the list); scripts/release.sh fails when more than 5% of the list names nothing in the binary.
 #
 # Needs valgrind and a release build from scripts/release.sh (the binary and its link map). Uses
 # the built-in simulator on loopback as the radio; stops everything it starts.
 #
-#   bash scripts/release-order.sh             # both parts (about 7 minutes)
+#   bash scripts/release-order.sh             # both parts (about 8 to 11 minutes on 2 cores)
 #   bash scripts/release-order.sh --project   # the package's part only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,12 +102,24 @@ HUB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0))
 # through the messages, so that the console's code (HTTP, WebSocket, the page's operations and
 # its live events) is placed with the rest.
 WEB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# The daemon runs twice under each tool: on the serial port (a USB radio) and on TCP (a WiFi or
+# Ethernet radio, and bench/stack/storm.py --daemon-link tcp): each link's connector, resolver and
+# reconnect code is placed with the rest (left out, each of its functions maps a 64 KiB block from
+# elsewhere: 0.7 MB more for a TCP daemon when only the serial run was profiled).
+DAEMON_LINK=(--serial "$B_SERIAL")
 daemon_run() {  # MESSAGES RUNNER... (valgrind or perf and their options)
   local messages=$1; shift
-  "$@" "$PM" daemon --serial "$B_SERIAL" --on-message true --companion-listen "127.0.0.1:$HUB_PORT" \
+  "$@" "$PM" daemon "${DAEMON_LINK[@]}" --on-message true --companion-listen "127.0.0.1:$HUB_PORT" \
     --web "127.0.0.1:$WEB_PORT" "${MQTT_ARGS[@]}" >>"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 600); do ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
+  # A program's first calls as soon as the socket is there, the radio perhaps not reached yet: the
+  # daemon holds such a request until it is (a service started right after the daemon does this).
+  python3 -c 'import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
+for i, op in enumerate(("status", "info")):
+    s.sendall((json.dumps({"id": i, "op": op}) + "\n").encode()); s.recv(65536)' \
+    "$(ls "$XDG_RUNTIME_DIR"/pocketmesh/*.sock | head -1)" >>"$WORK/api.log" 2>&1 || true
   sleep 1
   "$PM" --tcp "127.0.0.1:$HUB_PORT" listen >/dev/null 2>&1 &
   local listener=$!
@@ -130,15 +142,18 @@ s.sendall((json.dumps({"id": 1, "op": sys.argv[2]}) + "\n").encode()); s.recv(65
       >>"$WORK/api.log" 2>&1 || echo "release-order: the daemon's $op failed" >>"$WORK/api.log"
   done
   kill "$listener" "$web" 2>/dev/null || true; wait "$listener" "$web" 2>/dev/null || true
-  "$PM" --serial "$B_SERIAL" info >/dev/null 2>&1 || true
-  "$PM" --serial "$B_SERIAL" sync >/dev/null 2>&1 || true
-  "$PM" --serial "$B_SERIAL" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
+  "$PM" "${DAEMON_LINK[@]}" info >/dev/null 2>&1 || true
+  "$PM" "${DAEMON_LINK[@]}" sync >/dev/null 2>&1 || true
+  "$PM" "${DAEMON_LINK[@]}" channel send 0 "from the daemon's radio" >/dev/null 2>&1 || true
   "$PM" chats >/dev/null 2>&1 || true
   sleep 3
   kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=""
   grep -h "failed" "$WORK/api.log" 2>/dev/null | head -2 || true
 }
 daemon_run 20 valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon"
+DAEMON_LINK=(--tcp "$B")
+daemon_run 10 valgrind -q --tool=callgrind --demangle=no --callgrind-out-file="$WORK/cg.daemon-tcp"
+DAEMON_LINK=(--serial "$B_SERIAL")
 echo "release-order: the daemon under callgrind done (${SECONDS} s)"
 
 # The node (`pocketmesh node --role repeater`) on a second simulator's air socket, relaying channel
@@ -193,10 +208,14 @@ echo "release-order: the commands under lackey done (${SECONDS} s)"
 # merged functions, witness thunks), and each of those left out maps a block of code from elsewhere.
 if true; then
 mkfifo "$WORK/lackey.fifo"
-mem <"$WORK/lackey.fifo" >"$WORK/mem.daemon" &
-MEMREADER=$!
-daemon_run 5 valgrind -q --tool=lackey --trace-mem=yes --log-file="$WORK/lackey.fifo"
-wait "$MEMREADER" 2>/dev/null || true; MEMREADER=""
+for link in serial tcp; do
+  if [ $link = serial ]; then DAEMON_LINK=(--serial "$B_SERIAL"); else DAEMON_LINK=(--tcp "$B"); fi
+  mem <"$WORK/lackey.fifo" >"$WORK/mem.daemon-$link" &
+  MEMREADER=$!
+  daemon_run 5 valgrind -q --tool=lackey --trace-mem=yes --log-file="$WORK/lackey.fifo"
+  wait "$MEMREADER" 2>/dev/null || true; MEMREADER=""
+done
+DAEMON_LINK=(--serial "$B_SERIAL")
 echo "release-order: the daemon under lackey done (${SECONDS} s)"
 fi
 
@@ -214,8 +233,12 @@ if [ $PROJECT_ONLY = 0 ] && perf stat -e page-faults true >/dev/null 2>&1; then
   # The daemon's page faults too (with the bridge and the observer when Mosquitto is there): the
   # first touch of each block of code it maps names what callgrind did not (folded and outlined
   # functions, witness thunks).
-  daemon_run 10 perf record -q -e page-faults -c 1 -d -o "$WORK/pfd.data"
-  perf script -i "$WORK/pfd.data" -F addr 2>/dev/null >"$WORK/pf.daemon" || true
+  for link in serial tcp; do
+    if [ $link = serial ]; then DAEMON_LINK=(--serial "$B_SERIAL"); else DAEMON_LINK=(--tcp "$B"); fi
+    daemon_run 10 perf record -q -e page-faults -c 1 -d -o "$WORK/pfd.data"
+    perf script -i "$WORK/pfd.data" -F addr 2>/dev/null >"$WORK/pf.daemon-$link" || true
+  done
+  DAEMON_LINK=(--serial "$B_SERIAL")
 fi
 nm -n -S --defined-only "$BIN" >"$WORK/nm.txt"
 echo "release-order: page faults done (${SECONDS} s)"

@@ -69,6 +69,9 @@ profile --help
 profile --tcp "$A" info
 profile --tcp "$A" --json info
 profile --tcp "$B" advert --flood
+# Both nodes advertise: a direct message is only decrypted (and acknowledged) by a node that has
+# heard its sender's advert, so without sim0's the sends below would profile only the retries.
+profile --tcp "$A" advert --flood
 profile --tcp "$A" contacts
 profile --tcp "$A" get
 profile --tcp "$A" battery

@@ -18,13 +18,13 @@ open class Node: TimerTarget {
     /// (`mesh.now`, `mesh.scheduler`), and the checked `unowned` load (an atomic reference-count
     /// check and a release each time) was a measurable share of a simulator run.
     public unowned(unsafe) let mesh: Air
-    public private(set) var index: Int = 0
+    public private(set) final var index: Int = 0
     public var name: String
     public let role: NodeRole
     public let radio: Radio
     public var rng: SimRandom
     /// False while "switched off" (between a reboot's power-down and its boot).
-    public var powered = true
+    public final var powered = true
     /// Whether the queue waits while a reception is in progress (the firmware's Dispatcher does;
     /// a bare chip told to transmit does not).
     public var listensBeforeTalk = true

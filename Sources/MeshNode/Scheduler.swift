@@ -38,22 +38,52 @@ public final class Scheduler {
     private var immediate: TimerTarget? = nil
     private var immediateToken: UInt64 = 0
 
+    /// Timers set a fixed delay ahead (listen-before-talk's back-offs of 120, 240 and 360 ms, most
+    /// of a large mesh's events) skip the heap: each delay has a FIFO of its own, which is already
+    /// in (time, sequence) order as the clock never goes back, and the earliest of the heap's top
+    /// and the FIFOs' heads runs next: the same order as one heap.
+    private struct LaneEntry { var at: UInt64; var seq: UInt64; var target: TimerTarget; var token: UInt64 }
+    private struct Lane { var buf: UnsafeMutablePointer<LaneEntry>; var capacity: Int; var head = 0; var count = 0 }
+    private static let laneDelay: UInt64 = 120
+    private static let laneCount = 3
+    private var lanes: UnsafeMutablePointer<Lane>
+
     public init(start: UInt64 = 0) {
         now = start
         heap = .allocate(capacity: heapCapacity)
         slots = .allocate(capacity: slotCapacity)
+        lanes = .allocate(capacity: Scheduler.laneCount)
+        for k in 0 ..< Scheduler.laneCount { (lanes + k).initialize(to: Lane(buf: .allocate(capacity: 64), capacity: 64)) }
     }
 
     deinit {
         heap.deallocate()
         slots.deinitialize(count: slotCount)
         slots.deallocate()
+        for k in 0 ..< Scheduler.laneCount {
+            let l = lanes[k]
+            for i in 0 ..< l.count { (l.buf + (l.head + i) & (l.capacity - 1)).deinitialize(count: 1) }
+            l.buf.deallocate()
+        }
+        lanes.deallocate()
     }
 
-    public var pending: Int { heapCount + (immediate == nil ? 0 : 1) }
+    public var pending: Int {
+        var n = heapCount + (immediate == nil ? 0 : 1)
+        for k in 0 ..< Scheduler.laneCount { n += lanes[k].count }
+        return n
+    }
 
     /// The time of the earliest scheduled event, if any.
-    public var nextDeadline: UInt64? { immediate != nil ? now : heapCount > 0 ? heap[0].at : nil }
+    public var nextDeadline: UInt64? {
+        if immediate != nil { return now }
+        var t = heapCount > 0 ? heap[0].at : UInt64.max
+        for k in 0 ..< Scheduler.laneCount where lanes[k].count > 0 {
+            let l = lanes[k]
+            t = min(t, l.buf[l.head].at)
+        }
+        return t == .max && heapCount == 0 ? nil : t
+    }
 
     /// Runs `action` at virtual time `at` (or now, if `at` is in the past).
     public func schedule(at: UInt64, _ action: @escaping Action) {
@@ -62,6 +92,22 @@ public final class Scheduler {
 
     /// Calls `target.timerFired(token)` at virtual time `at` (or now); ordered as `schedule` is.
     public func schedule(at: UInt64, _ target: TimerTarget, token: UInt64) {
+        let d = at &- now
+        if at > now, d % Scheduler.laneDelay == 0, d <= Scheduler.laneDelay * UInt64(Scheduler.laneCount) {
+            seq &+= 1
+            let l = lanes + Int(d / Scheduler.laneDelay) - 1
+            if l.pointee.count == l.pointee.capacity {
+                let c = l.pointee.capacity
+                let bigger = UnsafeMutablePointer<LaneEntry>.allocate(capacity: c * 2)
+                for i in 0 ..< c { (bigger + i).moveInitialize(from: l.pointee.buf + (l.pointee.head + i) & (c - 1), count: 1) }
+                l.pointee.buf.deallocate()
+                l.pointee = Lane(buf: bigger, capacity: c * 2, head: 0, count: c)
+            }
+            (l.pointee.buf + (l.pointee.head + l.pointee.count) & (l.pointee.capacity - 1))
+                .initialize(to: LaneEntry(at: at, seq: seq, target: target, token: token))
+            l.pointee.count += 1
+            return
+        }
         add(at: at, Slot(action: nil, target: target, token: token))
     }
 
@@ -113,6 +159,23 @@ public final class Scheduler {
     @discardableResult
     public func step() -> Bool {
         if let t = immediate.take() { t.timerFired(immediateToken); return true }
+        // The earliest lane head, if it comes before the heap's top.
+        var lane = -1
+        var at = heapCount > 0 ? heap[0].at : .max
+        var order = heapCount > 0 ? heap[0].order >> Scheduler.slotBits : .max
+        for k in 0 ..< Scheduler.laneCount where lanes[k].count > 0 {
+            let e = lanes[k].buf + lanes[k].head
+            if e.pointee.at < at || (e.pointee.at == at && e.pointee.seq < order) { lane = k; at = e.pointee.at; order = e.pointee.seq }
+        }
+        if lane >= 0 {
+            let l = lanes + lane
+            let e = (l.pointee.buf + l.pointee.head).move()
+            l.pointee.head = (l.pointee.head + 1) & (l.pointee.capacity - 1)
+            l.pointee.count -= 1
+            now = max(now, e.at)
+            e.target.timerFired(e.token)
+            return true
+        }
         guard heapCount > 0 else { return false }
         let top = heap[0]
         heapCount -= 1

@@ -51,6 +51,45 @@ final class ListenerNode: SimNode {
         #expect(steps == 6 && s.pending == 0 && s.now == 10)
     }
 
+    /// Timers 120, 240 or 360 ms ahead skip the heap (a FIFO per delay): mixed with other delays,
+    /// closures and timers set from running events, everything still runs in (time, scheduling
+    /// order), as a sort of what was scheduled says, and the queue grows past its first size.
+    @Test func fixedDelayTimersKeepTimeThenInsertionOrder() {
+        final class Recorder: TimerTarget {
+            var ran: [UInt64] = []
+            var s: Scheduler?
+            var rng = SimRandom(seed: 5)
+            var expected: [(at: UInt64, n: UInt64)] = []
+            var n: UInt64 = 0
+            func add(_ delay: UInt64) {
+                guard let s else { return }
+                n += 1
+                expected.append((s.now + delay, n))
+                s.schedule(at: s.now + delay, self, token: n)
+            }
+            override func timerFired(_ token: UInt64) {
+                ran.append(token)
+                if n < 3000 {
+                    for _ in 0 ..< 2 {
+                        let delays: [UInt64] = [0, 1, 120, 240, 360, 480, 119, rng.between(0, 400)]
+                        add(delays[Int(rng.below(8))])
+                    }
+                }
+            }
+        }
+        let s = Scheduler()
+        let r = Recorder()
+        r.s = s
+        r.add(120); r.add(7); r.add(360)
+        #expect(s.pending == 3 && s.nextDeadline == 7)
+        while s.step() {}
+        #expect(r.ran.count == r.expected.count && r.ran.count > 3000)
+        let order = r.expected.sorted { $0.at != $1.at ? $0.at < $1.at : $0.n < $1.n }.map(\.n)
+        let firstOutOfOrder = order.indices.first { $0 >= r.ran.count || r.ran[$0] != order[$0] }
+        #expect(firstOutOfOrder == nil)
+        #expect(s.pending == 0 && s.nextDeadline == nil)
+    }
+
     @Test func runUntilCondition() {
         let s = Scheduler()
         var n = 0

@@ -127,7 +127,7 @@ for i, op in enumerate(("status", "info")):
   "$PM" --tcp "127.0.0.1:$HUB_PORT" listen >/dev/null 2>&1 &
   local listener=$!
   python3 "$REPO/scripts/release-order-web.py" "$WEB_PORT" >>"$WORK/web.log" 2>&1 &
-  local web=$!
+  local web=$! web_start=$SECONDS
   for i in $(seq "$messages"); do
     "$PM" --tcp "$A" channel send 0 "storm $i" >/dev/null 2>&1 || true
     "$PM" --tcp "$A" send sim1 "direct $i" --no-wait >/dev/null 2>&1 || true
@@ -144,6 +144,8 @@ s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
 s.sendall((json.dumps({"id": 1, "op": sys.argv[2]}) + "\n").encode()); s.recv(65536)' "$sock" "$op" \
       >>"$WORK/api.log" 2>&1 || echo "release-order: the daemon's $op failed" >>"$WORK/api.log"
   done
+  # The web session's unused connection is refused after the daemon's 10 s request timeout.
+  while [ $((SECONDS - web_start)) -lt 13 ]; do sleep 1; done
   kill "$listener" "$web" 2>/dev/null || true; wait "$listener" "$web" 2>/dev/null || true
   "$PM" "${DAEMON_LINK[@]}" info >/dev/null 2>&1 || true
   "$PM" "${DAEMON_LINK[@]}" sync >/dev/null 2>&1 || true

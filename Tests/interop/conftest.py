@@ -8,6 +8,7 @@ Environment:
 import atexit
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -115,24 +116,61 @@ def binary():
     return BIN
 
 
-@pytest.fixture(scope="session")
-def peer():
+PEER_START_S = 180  # a Python peer's imports on 2 shared cores under every other stage's load
+
+
+def start_companion_peer(base, extra=()):
+    """companion_peer.py (two openhop-core companion nodes on base and base + 1) in a session of its
+    own. Returns (process, [Node, Node]) once it has printed both nodes; fails with the peer's own
+    last words if it exits, or if it prints nothing for PEER_START_S seconds (it is slow to import
+    on a loaded machine, never fast to fail: so the bound is long, and the wait ends as soon as
+    the nodes are there)."""
     if not PEER_SCRIPT.exists():
         pytest.fail(f"{PEER_SCRIPT} not found")
-    base = free_port_pair()
-    proc = subprocess.Popen(
-        [venv_python(), str(PEER_SCRIPT), "--nodes", "2", "--base-port", str(base)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-    nodes = []
-    deadline = time.monotonic() + 60
-    try:
-        while len(nodes) < 2:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the openhop-core peer did not start (is openhop-core installed in POCKETMESH_VENV?)")
-            line = proc.stdout.readline()
+    err = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen([venv_python(), str(PEER_SCRIPT), "--nodes", "2", "--base-port", str(base), *extra],
+                            stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    nodes, pending = [], b""
+    deadline = time.monotonic() + PEER_START_S
+    while len(nodes) < 2:
+        # Read the pipe's bytes as they come (a buffered readline could hold the second node's
+        # line while select waits on the empty pipe).
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        data = os.read(proc.stdout.fileno(), 65536) if ready else b""
+        if not data:
+            why = "exited" if ready or proc.poll() is not None else f"printed no node in {PEER_START_S} s"
+            stop_session(proc)
+            err.seek(0)
+            tail = err.read()[-1500:]
+            pytest.fail(f"the openhop-core peer did not start: it {why} (is openhop-core installed in "
+                        f"POCKETMESH_VENV?){': ' + tail if tail else ''}")
+        pending += data
+        while b"\n" in pending and len(nodes) < 2:
+            raw, pending = pending.split(b"\n", 1)
+            line = raw.decode(errors="replace")
             if line.startswith("node "):
                 parts = dict(p.split("=", 1) for p in line.split()[2:])
                 nodes.append(Node(line.split()[1], parts["pubkey"], int(parts["tcp"].rsplit(":", 1)[1])))
+    return proc, nodes
+
+
+def stop_session(proc):
+    """SIGTERM to the process's session, SIGKILL after 10 s."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def peer():
+    proc, nodes = start_companion_peer(free_port_pair())
+    try:
         for n in nodes:  # wait until each port accepts
             for _ in range(100):
                 try:
@@ -143,15 +181,7 @@ def peer():
         time.sleep(0.3)
         yield Peer(proc, nodes)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_session(proc)
 
 
 @pytest.fixture

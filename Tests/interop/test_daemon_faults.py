@@ -27,7 +27,6 @@ import conftest
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("POCKETMESH_BIN", REPO / ".build" / "debug" / "pocketmesh"))
 VENV = Path(os.environ.get("POCKETMESH_VENV", REPO / ".venv-interop"))
-PEER_SCRIPT = Path(__file__).resolve().parent / "harness" / "companion_peer.py"
 
 
 def venv_python():
@@ -44,31 +43,12 @@ class Mesh:
     `log_rx`: each node pushes LOG_RX_DATA for every packet it hears (companion_peer.py --log-rx)."""
 
     def __init__(self, log_rx=False):
-        if not PEER_SCRIPT.exists():
-            pytest.fail(f"{PEER_SCRIPT} not found")
         self.base = free_ports(2)
-        self.proc = subprocess.Popen([venv_python(), str(PEER_SCRIPT), "--nodes", "2", "--base-port", str(self.base)]
-                                     + (["--log-rx"] if log_rx else []),
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.nodes = []
-        deadline = time.time() + 30
-        while len(self.nodes) < 2 and time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if line.startswith("node "):
-                parts = dict(p.split("=", 1) for p in line.split()[2:])
-                self.nodes.append((line.split()[1], parts["pubkey"], int(parts["tcp"].rsplit(":", 1)[1])))
-        if len(self.nodes) < 2:
-            self.close()
-            pytest.fail("the openhop-core peer did not start")
+        self.proc, nodes = conftest.start_companion_peer(self.base, ["--log-rx"] if log_rx else [])
+        self.nodes = [(n.name, n.pubkey, n.port) for n in nodes]
 
     def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        conftest.stop_session(self.proc)
 
 
 SENDER = r"""
